@@ -1,0 +1,1 @@
+//! babel: a tamper-evident archive of language-model evaluation results.
