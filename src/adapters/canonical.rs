@@ -1,0 +1,383 @@
+//! The canonical adapter: lines already written in the schema-v1 record contract.
+//!
+//! `question_id` and `variant_id` are required unless `--id-field` / `--variant` supply
+//! them; benchmark and model come from the record or the run and must agree with the run;
+//! a record naming another run is refused; `source` is always set by the importer.
+//! Unknown top-level fields are refused (a typo must not pass as data): additional
+//! producer fields belong under `extra`.
+
+use super::{AdapterError, ImportContext, agree, stable_id};
+use crate::jsonl::{FieldPath, Line};
+use crate::record::{
+    DEFAULT_FILTER, Fields, IdentityScope, Record, SCHEMA_VERSION, Source, identity_scope,
+};
+
+/// Version of these normalization rules.
+pub const NORMALIZER_VERSION: &str = "canonical/1";
+
+/// Normalizes one canonical line into one record.
+pub fn normalize(
+    line: Line,
+    context: &ImportContext<'_>,
+    out: &mut Vec<Record>,
+) -> Result<(), AdapterError> {
+    let run = context.run;
+    let options = context.options;
+    let selected = match &options.id_field {
+        Some(field) => Some(stable_id::at_field(&line.object, field)?),
+        None => None,
+    };
+    let mut f = Fields::new(line.object, FieldPath::root());
+    let mut warnings = Vec::new();
+
+    if let Some(version) = f.optional_index("schema_version")?
+        && version != SCHEMA_VERSION
+    {
+        return Err(AdapterError::new(
+            f.path("schema_version"),
+            format!(
+                "schema version {version} is not supported (this babel reads version {SCHEMA_VERSION})"
+            ),
+        ));
+    }
+    if let Some(other) = f.optional_string("run_id")?
+        && other != run.run_id
+    {
+        return Err(AdapterError::new(
+            f.path("run_id"),
+            format!("the record belongs to run {other:?}, not {:?}", run.run_id),
+        )
+        .with_hint("remove run_id from records imported into another run, or set it to the destination run"));
+    }
+    let model = agree(
+        f.path("model"),
+        "model",
+        f.optional_string("model")?,
+        Some(&run.model),
+        "the run's model",
+    )?
+    .expect("the run always names a model");
+
+    let benchmark_path = f.path("benchmark");
+    let benchmark = agree(
+        benchmark_path.clone(),
+        "benchmark",
+        f.optional_string("benchmark")?,
+        run.benchmark.as_deref(),
+        "the run's benchmark",
+    )?;
+    let benchmark = agree(
+        benchmark_path.clone(),
+        "benchmark",
+        benchmark,
+        options.benchmark.as_deref(),
+        "--benchmark",
+    )?
+    .ok_or_else(|| {
+        AdapterError::new(benchmark_path, "required field is missing")
+            .with_hint("name the benchmark in each record, with --benchmark, or in the run (`babel run create --benchmark`)")
+    })?;
+
+    let own_question_id = f.optional_string("question_id")?;
+    let own_scope = identity_scope(&mut f, false)?;
+    let (question_id, scope) = match selected {
+        Some(identity) => {
+            if let Some(own) = own_question_id.filter(|own| *own != identity.question_id) {
+                warnings.push(format!(
+                    "question_id {own:?} replaced by {:?} from --id-field {}",
+                    identity.question_id,
+                    options.id_field.as_ref().expect("selected implies a field")
+                ));
+            }
+            (identity.question_id, identity.scope)
+        }
+        None => {
+            let question_id = own_question_id.ok_or_else(|| {
+                AdapterError::new(f.path("question_id"), "required field is missing").with_hint(
+                    "write question_id in each record, or select a field with --id-field",
+                )
+            })?;
+            (question_id, own_scope.unwrap_or(IdentityScope::Stable))
+        }
+    };
+
+    let own_variant = f.optional_string("variant_id")?;
+    let variant_id = match (&options.variant, own_variant) {
+        (Some(forced), own) => {
+            if let Some(own) = own.filter(|own| own != forced) {
+                warnings.push(format!(
+                    "variant_id {own:?} overridden by --variant {forced:?}"
+                ));
+            }
+            forced.clone()
+        }
+        (None, Some(own)) => own,
+        (None, None) => {
+            return Err(
+                AdapterError::new(f.path("variant_id"), "required field is missing")
+                    .with_hint("write variant_id in each record, or give the import --variant"),
+            );
+        }
+    };
+
+    let language = agree(
+        f.path("language"),
+        "language",
+        f.optional_string("language")?,
+        options.language.as_deref(),
+        "--language",
+    )?;
+    let script = f.optional_string("script")?;
+    if run.strict && script.is_none() {
+        return Err(AdapterError::new(
+            f.path("script"),
+            "records of a strict benchmark run must name their script",
+        ));
+    }
+    // The importer supplies its own archived source location.
+    f.take("source");
+    let filter = f
+        .optional_string("filter")?
+        .unwrap_or_else(|| DEFAULT_FILTER.to_owned());
+    let repeat_id = f.optional_index("repeat_id")?.unwrap_or(0);
+    let rephrasing_model = f.optional_string("rephrasing_model")?;
+    let input = f.object_or_null("input", false)?;
+    let target = f.take("target").unwrap_or_default();
+    let prediction = f.take("prediction").unwrap_or_default();
+    let correct = f.nullable_bool("correct", false)?;
+    let scores = f.object("scores", false)?;
+    let metrics = f.object("metrics", false)?;
+    let response = f.take("response").unwrap_or_default();
+    let mut own_warnings = f.strings("warnings", false)?;
+    let extra = f.object("extra", false)?;
+    f.deny_unknown().map_err(|e| {
+        AdapterError::from(e).with_hint("additional producer fields belong under \"extra\"")
+    })?;
+    own_warnings.extend(warnings);
+
+    out.push(Record {
+        schema_version: SCHEMA_VERSION,
+        run_id: run.run_id.clone(),
+        benchmark,
+        script,
+        language,
+        question_id,
+        variant_id,
+        filter,
+        repeat_id,
+        identity_scope: scope,
+        model,
+        rephrasing_model,
+        input,
+        target,
+        prediction,
+        correct,
+        scores,
+        metrics,
+        response,
+        source: Source {
+            path: context.source.raw_path.to_owned(),
+            line: line.number,
+        },
+        warnings: own_warnings,
+        extra,
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::{AdapterOptions, RunContext, SourceFile};
+    use crate::jsonl::{NonFinitePolicy, parse_line};
+    use serde_json::{Value, json};
+
+    fn run() -> RunContext {
+        RunContext {
+            run_id: "r1".into(),
+            model: "m1".into(),
+            benchmark: None,
+            correctness_metric: None,
+            shared_answer_key: false,
+            strict: false,
+        }
+    }
+
+    fn import(
+        value: Value,
+        run: &RunContext,
+        options: &AdapterOptions,
+    ) -> Result<Record, AdapterError> {
+        let line = parse_line(&value.to_string(), 7, NonFinitePolicy::Reject).unwrap();
+        let context = ImportContext {
+            run,
+            options,
+            source: SourceFile {
+                raw_path: "runs/r1/raw/0001-a.jsonl",
+                basename: "a.jsonl",
+            },
+        };
+        let mut out = Vec::new();
+        normalize(line, &context, &mut out)?;
+        assert_eq!(out.len(), 1);
+        Ok(out.remove(0))
+    }
+
+    fn minimal() -> Value {
+        json!({"question_id": "q1", "variant_id": "original", "benchmark": "b"})
+    }
+
+    #[test]
+    fn defaults_are_filter_none_repeat_zero_and_unknown_correctness() {
+        let record = import(minimal(), &run(), &AdapterOptions::default()).unwrap();
+        assert_eq!(record.filter, "none");
+        assert_eq!(record.repeat_id, 0);
+        assert_eq!(
+            record.correct, None,
+            "absent correctness is unknown, not false"
+        );
+        assert_eq!(record.identity_scope, IdentityScope::Stable);
+        assert_eq!(record.model, "m1", "the model comes from the run");
+        assert_eq!(record.run_id, "r1");
+    }
+
+    #[test]
+    fn the_importer_sets_source_itself() {
+        // "The importer supplies its own archived source location."
+        let mut value = minimal();
+        value["source"] = json!({"path": "elsewhere.jsonl", "line": 99});
+        let record = import(value, &run(), &AdapterOptions::default()).unwrap();
+        assert_eq!(
+            record.source,
+            Source {
+                path: "runs/r1/raw/0001-a.jsonl".into(),
+                line: 7
+            }
+        );
+    }
+
+    #[test]
+    fn question_and_variant_ids_are_required_unless_given_on_the_command_line() {
+        for missing in ["question_id", "variant_id"] {
+            let mut value = minimal();
+            value.as_object_mut().unwrap().shift_remove(missing);
+            let error = import(value, &run(), &AdapterOptions::default()).unwrap_err();
+            assert_eq!(error.path.to_string(), missing);
+        }
+        let options = AdapterOptions {
+            variant: Some("rephrased".into()),
+            id_field: Some(FieldPath::parse_dotted("extra.uid").unwrap()),
+            ..Default::default()
+        };
+        let value = json!({"benchmark": "b", "extra": {"uid": 12}});
+        let record = import(value, &run(), &options).unwrap();
+        assert_eq!(
+            (record.question_id.as_str(), record.variant_id.as_str()),
+            ("12", "rephrased")
+        );
+    }
+
+    #[test]
+    fn a_record_of_another_run_or_model_is_rejected() {
+        // "Run/model conflicts are rejected."
+        let mut other_run = minimal();
+        other_run["run_id"] = json!("r0");
+        assert_eq!(
+            import(other_run, &run(), &AdapterOptions::default())
+                .unwrap_err()
+                .path
+                .to_string(),
+            "run_id"
+        );
+        let mut other_model = minimal();
+        other_model["model"] = json!("m2");
+        let error = import(other_model, &run(), &AdapterOptions::default()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "field model: model \"m2\" contradicts the run's model \"m1\""
+        );
+    }
+
+    #[test]
+    fn the_benchmark_comes_from_the_record_or_the_run_and_must_agree() {
+        let mut with_benchmark = run();
+        with_benchmark.benchmark = Some("b".into());
+        let mut value = minimal();
+        value.as_object_mut().unwrap().shift_remove("benchmark");
+        assert_eq!(
+            import(value.clone(), &with_benchmark, &AdapterOptions::default())
+                .unwrap()
+                .benchmark,
+            "b"
+        );
+        assert!(import(value, &run(), &AdapterOptions::default()).is_err());
+        with_benchmark.benchmark = Some("other".into());
+        assert!(import(minimal(), &with_benchmark, &AdapterOptions::default()).is_err());
+    }
+
+    #[test]
+    fn invalid_field_types_are_rejected_with_their_path() {
+        let cases = [
+            ("correct", json!(1)),
+            ("correct", json!("true")),
+            ("repeat_id", json!(-1)),
+            ("identity_scope", json!("global")),
+            ("scores", json!([1])),
+            ("warnings", json!("w")),
+            ("input", json!("a prompt")),
+        ];
+        for (field, bad) in cases {
+            let mut value = minimal();
+            value[field] = bad;
+            let error = import(value, &run(), &AdapterOptions::default()).unwrap_err();
+            assert!(
+                error.path.to_string().starts_with(field),
+                "{field}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_top_level_fields_are_refused_and_extra_is_kept() {
+        let mut typo = minimal();
+        typo["corect"] = json!(true);
+        let error = import(typo, &run(), &AdapterOptions::default()).unwrap_err();
+        assert_eq!(error.path.to_string(), "corect");
+        assert!(error.hint.unwrap().contains("extra"));
+        let mut extra = minimal();
+        extra["extra"] = json!({"doc_hash": "abc"});
+        assert_eq!(
+            import(extra, &run(), &AdapterOptions::default())
+                .unwrap()
+                .extra["doc_hash"],
+            "abc"
+        );
+    }
+
+    #[test]
+    fn strict_runs_require_a_script() {
+        let mut strict = run();
+        strict.strict = true;
+        assert_eq!(
+            import(minimal(), &strict, &AdapterOptions::default())
+                .unwrap_err()
+                .path
+                .to_string(),
+            "script"
+        );
+    }
+
+    #[test]
+    fn a_variant_override_is_recorded_as_a_warning() {
+        let options = AdapterOptions {
+            variant: Some("rephrased".into()),
+            ..Default::default()
+        };
+        let record = import(minimal(), &run(), &options).unwrap();
+        assert_eq!(record.variant_id, "rephrased");
+        assert_eq!(
+            record.warnings,
+            ["variant_id \"original\" overridden by --variant \"rephrased\""]
+        );
+    }
+}

@@ -1,0 +1,167 @@
+//! Input adapters: one parsed input line plus its import context in, zero or more schema-v1
+//! records (or a field-precise error) out.
+//!
+//! This is where the data contract's semantics live: stable-ID lookup, answer keys,
+//! correctness, conversions. Adapters never touch the filesystem and hold no global state;
+//! the archive feeds them lines and stores what they return. A new input format is one new
+//! file here plus one arm in [`Format`].
+
+pub mod canonical;
+pub mod stable_id;
+
+use std::fmt;
+
+use crate::jsonl::{FieldPath, Line};
+use crate::record::{FieldError, Record};
+
+/// The input formats `babel import --format` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Records written directly in the schema-v1 contract.
+    Canonical,
+}
+
+impl Format {
+    /// Every format, for help texts.
+    pub const ALL: [Format; 1] = [Format::Canonical];
+
+    /// The name used on the command line and in manifests.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Canonical => "canonical",
+        }
+    }
+
+    /// Reads a format name.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// The version of this adapter's normalization rules, recorded with every import.
+    /// Bump it whenever the same input would normalize to different records.
+    pub fn normalizer_version(self) -> &'static str {
+        match self {
+            Format::Canonical => canonical::NORMALIZER_VERSION,
+        }
+    }
+}
+
+/// What the destination run says about every record imported into it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunContext {
+    pub run_id: String,
+    /// The evaluated model; records must agree.
+    pub model: String,
+    /// The run's benchmark, when it declares one; records must agree.
+    pub benchmark: Option<String>,
+    /// Run metadata `correctness_metric`: the binary metric that sets `correct`.
+    pub correctness_metric: Option<String>,
+    /// Run metadata `shared_answer_key: true`.
+    pub shared_answer_key: bool,
+    /// A strict benchmark run: records must carry `script`.
+    pub strict: bool,
+}
+
+/// Per-import choices from the command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AdapterOptions {
+    /// `--variant`: the variant of every record of the import.
+    pub variant: Option<String>,
+    /// `--id-field`: where the stable question ID is, instead of the automatic lookup.
+    pub id_field: Option<FieldPath>,
+    /// `--benchmark`: the benchmark of records that do not name one.
+    pub benchmark: Option<String>,
+    /// `--language`: the language of records that do not name one.
+    pub language: Option<String>,
+}
+
+/// The input file a line comes from.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceFile<'a> {
+    /// ROOT-relative path of its archived raw copy (becomes `source.path`).
+    pub raw_path: &'a str,
+    /// The file name as the user gave it (the harness reads its task name from it).
+    pub basename: &'a str,
+}
+
+/// Everything an adapter may consult besides the line itself.
+#[derive(Debug, Clone, Copy)]
+pub struct ImportContext<'a> {
+    pub run: &'a RunContext,
+    pub options: &'a AdapterOptions,
+    pub source: SourceFile<'a>,
+}
+
+/// A line the adapter cannot turn into records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdapterError {
+    /// The field at fault (the root path when it is the line as a whole).
+    pub path: FieldPath,
+    pub message: String,
+    /// What the user can do about it.
+    pub hint: Option<String>,
+}
+
+impl AdapterError {
+    /// An error at `path`.
+    pub fn new(path: FieldPath, message: impl Into<String>) -> Self {
+        Self {
+            path,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// The same error with a hint.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl From<FieldError> for AdapterError {
+    fn from(error: FieldError) -> Self {
+        Self::new(error.path, error.message)
+    }
+}
+
+impl fmt::Display for AdapterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_root() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "field {}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Normalizes one input line into records, appended to `out`.
+pub fn normalize(
+    format: Format,
+    line: Line,
+    context: &ImportContext<'_>,
+    out: &mut Vec<Record>,
+) -> Result<(), AdapterError> {
+    match format {
+        Format::Canonical => canonical::normalize(line, context, out),
+    }
+}
+
+/// Picks a context value that a record may also state: the record's own value wins when
+/// the context has none; when both exist they must agree.
+pub fn agree(
+    path: FieldPath,
+    what: &str,
+    from_record: Option<String>,
+    from_context: Option<&str>,
+    context_name: &str,
+) -> Result<Option<String>, AdapterError> {
+    match (from_record, from_context) {
+        (Some(own), Some(given)) if own != given => Err(AdapterError::new(
+            path,
+            format!("{what} {own:?} contradicts {context_name} {given:?}"),
+        )),
+        (Some(own), _) => Ok(Some(own)),
+        (None, given) => Ok(given.map(str::to_owned)),
+    }
+}

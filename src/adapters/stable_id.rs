@@ -1,0 +1,188 @@
+//! Stable question identity: the automatic lookup order of the data contract, the
+//! `--id-field` override, and the run-local identity used when no stable ID exists.
+
+use serde_json::{Map, Value};
+
+use super::{AdapterError, SourceFile};
+use crate::jsonl::FieldPath;
+use crate::record::{IdentityScope, fields::describe};
+
+/// Where the automatic lookup looks, in order.
+pub const LOOKUP_ORDER: [&str; 6] = [
+    "original_question_id",
+    "doc.original_question_id",
+    "question_id",
+    "doc.question_id",
+    "id",
+    "doc.id",
+];
+
+/// A question identity and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuestionIdentity {
+    pub question_id: String,
+    pub scope: IdentityScope,
+    /// The field it was read from; `None` for a line-derived run-local identity.
+    pub field: Option<FieldPath>,
+}
+
+fn as_id(value: &Value, path: &FieldPath) -> Result<Option<String>, AdapterError> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(s) if !s.is_empty() => Ok(Some(s.clone())),
+        // Integer IDs are common in datasets; they are read as their decimal text.
+        Value::Number(n) if n.is_u64() || n.is_i64() => Ok(Some(n.to_string())),
+        other => Err(AdapterError::new(
+            path.clone(),
+            format!(
+                "a question ID is a non-empty string or an integer, found {}",
+                describe(other)
+            ),
+        )),
+    }
+}
+
+/// Reads the ID at an explicit `--id-field` path. Selecting `doc_id` (the harness's
+/// position in the split) gives a run-local identity: enumeration is not persistent.
+pub fn at_field(
+    object: &Map<String, Value>,
+    field: &FieldPath,
+) -> Result<QuestionIdentity, AdapterError> {
+    let found = field.lookup_in(object).ok_or_else(|| {
+        AdapterError::new(
+            field.clone(),
+            "the field selected with --id-field is missing",
+        )
+    })?;
+    let question_id = as_id(found, field)?.ok_or_else(|| {
+        AdapterError::new(field.clone(), "the field selected with --id-field is null")
+    })?;
+    let positional = field.segments() == [crate::jsonl::PathSegment::Key("doc_id".into())];
+    Ok(QuestionIdentity {
+        question_id,
+        scope: if positional {
+            IdentityScope::RunLocal
+        } else {
+            IdentityScope::Stable
+        },
+        field: Some(field.clone()),
+    })
+}
+
+/// The automatic lookup: the first of [`LOOKUP_ORDER`] that is present and not null.
+pub fn lookup(object: &Map<String, Value>) -> Result<Option<QuestionIdentity>, AdapterError> {
+    for dotted in LOOKUP_ORDER {
+        let (first, rest) = match dotted.split_once('.') {
+            Some((first, rest)) => (first, Some(rest)),
+            None => (dotted, None),
+        };
+        let found = match (object.get(first), rest) {
+            (Some(value), None) => Some(value),
+            (Some(Value::Object(inner)), Some(key)) => inner.get(key),
+            _ => None,
+        };
+        let Some(found) = found else { continue };
+        let path = FieldPath::parse_dotted(dotted).expect("lookup paths are valid");
+        if let Some(question_id) = as_id(found, &path)? {
+            return Ok(Some(QuestionIdentity {
+                question_id,
+                scope: IdentityScope::Stable,
+                field: Some(path),
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// The identity of a line with no stable ID: derived from the archived source and line, so
+/// it never collides with another line, and run-local, so it is never paired.
+pub fn line_derived(source: SourceFile<'_>, line: u64) -> QuestionIdentity {
+    QuestionIdentity {
+        question_id: format!("{}:{line}", source.raw_path),
+        scope: IdentityScope::RunLocal,
+        field: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(value: Value) -> Map<String, Value> {
+        let Value::Object(map) = value else { panic!() };
+        map
+    }
+
+    #[test]
+    fn the_lookup_checks_the_six_places_in_order() {
+        // "Automatic lookup checks original_question_id, doc.original_question_id,
+        // question_id, doc.question_id, id, and doc.id, in that order."
+        let all = json!({
+            "original_question_id": "a",
+            "doc": {"original_question_id": "b", "question_id": "d", "id": "f"},
+            "question_id": "c",
+            "id": "e"
+        });
+        let mut remaining = object(all);
+        let mut seen = Vec::new();
+        for _ in 0..6 {
+            let found = lookup(&remaining).unwrap().unwrap();
+            seen.push(found.question_id.clone());
+            let field = found.field.unwrap().to_string();
+            match field.split_once('.') {
+                Some((_, key)) => {
+                    remaining["doc"].as_object_mut().unwrap().shift_remove(key);
+                }
+                None => {
+                    remaining.shift_remove(&field);
+                }
+            }
+        }
+        assert_eq!(seen, ["a", "b", "c", "d", "e", "f"]);
+        assert_eq!(lookup(&remaining).unwrap(), None);
+    }
+
+    #[test]
+    fn null_ids_are_skipped_and_integers_are_read_as_text() {
+        let found = lookup(&object(json!({"question_id": null, "doc": {"id": 17}})))
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.question_id, "17");
+        assert_eq!(found.scope, IdentityScope::Stable);
+    }
+
+    #[test]
+    fn ids_of_other_types_are_refused() {
+        let error = lookup(&object(json!({"id": {"x": 1}}))).unwrap_err();
+        assert_eq!(error.path.to_string(), "id");
+        assert!(lookup(&object(json!({"id": 1.5}))).is_err());
+    }
+
+    #[test]
+    fn selecting_doc_id_marks_the_identity_run_local() {
+        // "Selecting doc_id still marks an identity as run-local because harness
+        // enumeration is not a persistent identity."
+        let line = object(json!({"doc_id": 3, "doc": {"id": "q4"}}));
+        let by_position = at_field(&line, &FieldPath::parse_dotted("doc_id").unwrap()).unwrap();
+        assert_eq!(by_position.scope, IdentityScope::RunLocal);
+        let by_doc = at_field(&line, &FieldPath::parse_dotted("doc.id").unwrap()).unwrap();
+        assert_eq!(
+            (by_doc.question_id.as_str(), by_doc.scope),
+            ("q4", IdentityScope::Stable)
+        );
+        assert!(at_field(&line, &FieldPath::parse_dotted("doc.nope").unwrap()).is_err());
+    }
+
+    #[test]
+    fn line_derived_identities_are_run_local_and_distinct_per_line() {
+        let source = SourceFile {
+            raw_path: "runs/r1/raw/0001-a.jsonl",
+            basename: "a.jsonl",
+        };
+        let a = line_derived(source, 1);
+        let b = line_derived(source, 2);
+        assert_eq!(a.scope, IdentityScope::RunLocal);
+        assert_ne!(a.question_id, b.question_id);
+    }
+}

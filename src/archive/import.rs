@@ -1,0 +1,540 @@
+//! Import orchestration: a batch of input files becomes one transaction. Each file is read
+//! once, as a stream: its bytes are copied to `raw/` and hashed as they are read, each line
+//! is parsed strictly and normalized by its adapter, each record is checked against the
+//! run's identity set and written to `records/`. Any rejected line rejects the whole batch
+//! and nothing is published; the problems of every file are reported (up to a limit).
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::layout::{self, RunId, run_relative};
+use super::manifest::{CountEntry, FileEntry, ImportEntry, RecordsEntry, RunManifest};
+use super::runs::{open_for_write, run_context};
+use super::transaction::{Transaction, abort_after};
+use super::{ArchiveError, WriteSession, faults};
+use crate::adapters::{self, AdapterOptions, Format, ImportContext, SourceFile};
+use crate::clock::now_rfc3339;
+use crate::durable::{NewFile, io_at};
+use crate::jsonl::{self, NonFinitePolicy, ReadError};
+use crate::record::{KeyDigest, StoredKey};
+
+/// How many problems an import reports in detail (all are counted).
+pub const MAX_REPORTED: usize = 20;
+
+/// Everything that shapes how a batch is imported (one struct, not ten parameters).
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    pub format: Format,
+    pub adapter: AdapterOptions,
+    /// What to do with `NaN` / `Infinity` tokens.
+    pub non_finite: NonFinitePolicy,
+}
+
+impl ImportOptions {
+    /// Options for `format` with every default.
+    pub fn new(format: Format) -> Self {
+        Self {
+            format,
+            adapter: AdapterOptions::default(),
+            non_finite: NonFinitePolicy::Reject,
+        }
+    }
+
+    fn recorded_options(&self) -> Map<String, Value> {
+        let mut options = Map::new();
+        let text = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
+        options.insert("benchmark".into(), text(&self.adapter.benchmark));
+        options.insert("language".into(), text(&self.adapter.language));
+        let policy = match self.non_finite {
+            NonFinitePolicy::Reject => "reject",
+            NonFinitePolicy::Null => "null",
+        };
+        options.insert("non_finite".into(), Value::String(policy.into()));
+        options
+    }
+}
+
+/// Observes a long import (bytes read per file).
+pub trait Progress {
+    /// A file of `bytes` bytes is starting.
+    fn begin_file(&self, _name: &str, _bytes: u64) {}
+    /// `bytes` more bytes were read.
+    fn advance(&self, _bytes: u64) {}
+    /// The current file is done.
+    fn end_file(&self) {}
+}
+
+/// A [`Progress`] that shows nothing.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// One refused line (or file), located.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// The input file as the user named it.
+    pub file: String,
+    pub line: Option<u64>,
+    pub column: Option<usize>,
+    /// The field at fault, as a path (`doc.choices[2]`).
+    pub field: Option<String>,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl std::fmt::Display for Rejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field {field}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// One file that was (or would have been) imported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportedFile {
+    pub seq: u64,
+    pub given: PathBuf,
+    /// ROOT-relative path of the raw copy.
+    pub raw_path: String,
+    pub records: u64,
+}
+
+/// The outcome of an import: what was imported, or why nothing was.
+#[derive(Debug, Clone, Default)]
+pub struct ImportReport {
+    pub run: String,
+    pub files: Vec<ImportedFile>,
+    /// The first [`MAX_REPORTED`] problems.
+    pub rejections: Vec<Rejection>,
+    /// All problems, counted.
+    pub rejected_total: usize,
+}
+
+impl ImportReport {
+    /// One line saying how bad it is.
+    pub fn summary(&self) -> String {
+        let mut files: Vec<&str> = self.rejections.iter().map(|r| r.file.as_str()).collect();
+        files.dedup();
+        let problems = if self.rejected_total == 1 {
+            "1 problem".to_owned()
+        } else {
+            format!("{} problems", self.rejected_total)
+        };
+        format!("{problems} in {}; nothing was imported", files.join(", "))
+    }
+
+    /// The hint of the first problem that has one.
+    pub fn hint(&self) -> Option<String> {
+        self.rejections.iter().find_map(|r| r.hint.clone())
+    }
+
+    fn reject(&mut self, rejection: Rejection) {
+        self.rejected_total += 1;
+        if self.rejections.len() < MAX_REPORTED {
+            self.rejections.push(rejection);
+        }
+    }
+}
+
+/// Where an identity was first seen: the import and line (for duplicate messages).
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    seq: u64,
+    line: u64,
+}
+
+/// Imports `files` into `run` as one transaction.
+pub fn import(
+    session: &WriteSession<'_>,
+    run: &RunId,
+    files: &[PathBuf],
+    options: &ImportOptions,
+    progress: &dyn Progress,
+) -> Result<ImportReport, ArchiveError> {
+    let mut manifest = open_for_write(session, run)?;
+    let context = run_context(&manifest);
+    if files.is_empty() {
+        return Err(ArchiveError::Usage {
+            message: "no input files".into(),
+            hint: Some("name one or more JSON Lines files to import".into()),
+        });
+    }
+    let mut sources = Vec::new();
+    for path in files {
+        let file = File::open(path).map_err(io_at("opening", path))?;
+        let metadata = file.metadata().map_err(io_at("reading", path))?;
+        if !metadata.is_file() {
+            return Err(ArchiveError::Usage {
+                message: format!("{} is not a regular file", path.display()),
+                hint: None,
+            });
+        }
+        sources.push((path, file, metadata.len()));
+    }
+    let first_seq = manifest.imports.last().map_or(1, |i| i.seq + 1);
+    let planned: Vec<(u64, String, String, String)> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, (path, _, _))| {
+            let seq = first_seq + i as u64;
+            let given = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "input".into());
+            let raw = layout::raw_path(seq, &layout::stored_basename(&given));
+            (seq, given, raw, layout::records_path(seq))
+        })
+        .collect();
+    let mut seen = existing_identities(session, run, &manifest)?;
+
+    let created = planned
+        .iter()
+        .flat_map(|(_, _, raw, records)| [run_relative(run, raw), run_relative(run, records)])
+        .collect();
+    let dirs = vec![
+        run_relative(run, layout::RAW),
+        run_relative(run, layout::RECORDS),
+    ];
+    let transaction = Transaction::begin(
+        session,
+        "import",
+        created,
+        dirs,
+        run_relative(run, layout::MANIFEST),
+    )?;
+    let mut report = ImportReport {
+        run: run.to_string(),
+        ..Default::default()
+    };
+    let mut entries = Vec::new();
+    for ((path, file, bytes), (seq, given, raw, records)) in sources.into_iter().zip(planned) {
+        let plan = FilePlan {
+            given_path: path,
+            given_name: &given,
+            seq,
+            raw_rel: run_relative(run, &raw),
+            records_rel: run_relative(run, &records),
+        };
+        progress.begin_file(&given, bytes);
+        let outcome = import_file(
+            &transaction,
+            &plan,
+            file,
+            &context,
+            options,
+            &mut seen,
+            &mut report,
+            progress,
+        );
+        progress.end_file();
+        match outcome {
+            Ok((raw_digest, records_entry, breakdown)) => {
+                report.files.push(ImportedFile {
+                    seq,
+                    given: path.clone(),
+                    raw_path: plan.raw_rel.clone(),
+                    records: records_entry.count,
+                });
+                entries.push(ImportEntry {
+                    seq,
+                    format: options.format.name().into(),
+                    source_basename: given.clone(),
+                    raw: FileEntry {
+                        path: raw,
+                        sha256: raw_digest.sha256,
+                        bytes: raw_digest.bytes,
+                    },
+                    records: RecordsEntry {
+                        path: records,
+                        ..records_entry
+                    },
+                    breakdown,
+                    variant_override: options.adapter.variant.clone(),
+                    id_field: options.adapter.id_field.as_ref().map(|f| f.to_string()),
+                    options: options.recorded_options(),
+                    normalizer_version: options.format.normalizer_version().into(),
+                    babel_version: env!("CARGO_PKG_VERSION").into(),
+                    imported_at: now_rfc3339(),
+                });
+            }
+            Err(fatal) => return Err(abort_after(transaction, fatal)),
+        }
+    }
+    if report.rejected_total > 0 {
+        transaction.abort()?;
+        return Err(ArchiveError::Rejected(Box::new(report)));
+    }
+    manifest.imports.extend(entries);
+    let bytes = match manifest.to_bytes() {
+        Ok(bytes) => bytes,
+        Err(error) => return Err(abort_after(transaction, error.into())),
+    };
+    transaction.commit(&bytes)?;
+    Ok(report)
+}
+
+struct FilePlan<'a> {
+    given_path: &'a Path,
+    given_name: &'a str,
+    seq: u64,
+    raw_rel: String,
+    records_rel: String,
+}
+
+/// Copies what it reads into the raw file (which hashes it) and reports progress.
+struct Tee<'p, R> {
+    inner: R,
+    copy: NewFile,
+    copy_error: Option<io::Error>,
+    progress: &'p dyn Progress,
+    since_report: u64,
+}
+
+impl<R: Read> Read for Tee<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Err(e) = self.copy.writer().write_all(&buf[..n]) {
+            let kind = e.kind();
+            self.copy_error = Some(e);
+            return Err(io::Error::new(kind, "writing the raw copy failed"));
+        }
+        self.since_report += n as u64;
+        if self.since_report >= 1 << 20 || n == 0 {
+            self.progress.advance(self.since_report);
+            self.since_report = 0;
+        }
+        Ok(n)
+    }
+}
+
+type FileOutcome = (crate::durable::ContentDigest, RecordsEntry, Vec<CountEntry>);
+
+#[allow(clippy::too_many_arguments)]
+fn import_file(
+    transaction: &Transaction<'_>,
+    plan: &FilePlan<'_>,
+    source: File,
+    context: &crate::adapters::RunContext,
+    options: &ImportOptions,
+    seen: &mut HashMap<KeyDigest, Seen>,
+    report: &mut ImportReport,
+    progress: &dyn Progress,
+) -> Result<FileOutcome, ArchiveError> {
+    let raw_path = transaction.path(&plan.raw_rel);
+    let records_path = transaction.path(&plan.records_rel);
+    let tee = Tee {
+        inner: source,
+        copy: NewFile::create(&raw_path)?,
+        copy_error: None,
+        progress,
+        since_report: 0,
+    };
+    let mut records = NewFile::create(&records_path)?;
+    let mut reader = jsonl::Reader::new(
+        BufReader::with_capacity(256 * 1024, tee),
+        options.non_finite,
+    );
+    let import_context = ImportContext {
+        run: context,
+        options: &options.adapter,
+        source: SourceFile {
+            raw_path: &plan.raw_rel,
+            basename: plan.given_name,
+        },
+    };
+    let file_label = plan.given_path.display().to_string();
+    let reject = |report: &mut ImportReport,
+                  line,
+                  column,
+                  field: Option<String>,
+                  message: String,
+                  hint: Option<String>| {
+        report.reject(Rejection {
+            file: file_label.clone(),
+            line,
+            column,
+            field,
+            message,
+            hint,
+        });
+    };
+    let mut out = Vec::new();
+    let mut count = 0u64;
+    let mut breakdown: HashMap<(String, Option<String>, String), u64> = HashMap::new();
+    let mut partly_written = false;
+    while let Some(item) = reader.next() {
+        let line = match item {
+            Ok(line) => line,
+            Err(ReadError::Line(error)) => {
+                let field = (!error.path.is_root()).then(|| error.path.to_string());
+                let hint = error.hint().map(str::to_owned);
+                reject(
+                    report,
+                    Some(error.line),
+                    error.column,
+                    field,
+                    error.message(),
+                    hint,
+                );
+                continue;
+            }
+            Err(ReadError::Io(error)) => {
+                let tee = reader.get_ref().get_ref();
+                return Err(match &tee.copy_error {
+                    Some(copy) => {
+                        io_at("writing", &raw_path)(io::Error::new(copy.kind(), copy.to_string()))
+                    }
+                    None => io_at("reading", plan.given_path)(error),
+                }
+                .into());
+            }
+        };
+        let number = line.number;
+        let replaced = line.replaced.clone();
+        out.clear();
+        if let Err(error) = adapters::normalize(options.format, line, &import_context, &mut out) {
+            let field = (!error.path.is_root()).then(|| error.path.to_string());
+            reject(report, Some(number), None, field, error.message, error.hint);
+            continue;
+        }
+        for mut record in out.drain(..) {
+            for r in &replaced {
+                record.warnings.push(format!(
+                    "non-finite number {} at {} was read as null (--non-finite null)",
+                    r.token, r.path
+                ));
+            }
+            let key = record.key(context.strict);
+            match seen.entry(key.digest()) {
+                Entry::Occupied(first) => {
+                    let first = *first.get();
+                    reject(
+                        report,
+                        Some(number),
+                        None,
+                        None,
+                        format!(
+                            "duplicate record identity ({key}); the same identity is at raw line {} of import {}",
+                            first.line, first.seq
+                        ),
+                        Some("each (benchmark, language, question_id, variant_id, filter, repeat_id) may occur once per run; \
+                              give repeated measurements distinct repeat_id values".into()),
+                    );
+                    continue;
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(Seen {
+                        seq: plan.seq,
+                        line: number,
+                    });
+                }
+            }
+            let counted = (
+                record.benchmark.clone(),
+                record.language.clone(),
+                record.variant_id.clone(),
+            );
+            *breakdown.entry(counted).or_default() += 1;
+            let writer = records.writer();
+            serde_json::to_writer(&mut *writer, &record)
+                .map_err(io::Error::from)
+                .and_then(|()| writer.write_all(b"\n"))
+                .map_err(io_at("writing", &records_path))?;
+            count += 1;
+            if !partly_written {
+                partly_written = true;
+                faults::point("data-partly-written");
+            }
+        }
+    }
+    let tee = reader_into_tee(reader);
+    let raw_digest = tee.copy.finish()?;
+    if count == 0 && report.rejected_total == 0 {
+        reject(
+            report,
+            None,
+            None,
+            None,
+            "the file holds no records".into(),
+            Some("an input needs at least one nonblank JSON Lines record".into()),
+        );
+    }
+    let digest = records.finish()?;
+    let mut breakdown: Vec<CountEntry> = breakdown
+        .into_iter()
+        .map(|((benchmark, language, variant_id), records)| CountEntry {
+            benchmark,
+            language,
+            variant_id,
+            records,
+        })
+        .collect();
+    breakdown.sort();
+    Ok((
+        raw_digest,
+        RecordsEntry {
+            path: String::new(),
+            sha256: digest.sha256,
+            bytes: digest.bytes,
+            count,
+        },
+        breakdown,
+    ))
+}
+
+fn reader_into_tee<'p>(reader: jsonl::Reader<BufReader<Tee<'p, File>>>) -> Tee<'p, File> {
+    let mut buffered = reader.into_inner();
+    // The reader stops at the end of the input, so nothing is left unread in the buffer;
+    // draining keeps that true even for an input without a final newline.
+    let _ = buffered.fill_buf();
+    buffered.into_inner()
+}
+
+/// The identity set of the records already in the run.
+fn existing_identities(
+    session: &WriteSession<'_>,
+    run: &RunId,
+    manifest: &RunManifest,
+) -> Result<HashMap<KeyDigest, Seen>, ArchiveError> {
+    let mut seen = HashMap::with_capacity(manifest.record_count() as usize);
+    let strict = manifest.is_strict();
+    for entry in &manifest.imports {
+        let path = session
+            .layout()
+            .resolve(&run_relative(run, &entry.records.path));
+        let reader = BufReader::new(File::open(&path).map_err(io_at("opening", &path))?);
+        for (index, line) in reader.split(b'\n').enumerate() {
+            let line = line.map_err(io_at("reading", &path))?;
+            let stored: StoredKey<'_> =
+                serde_json::from_slice(&line).map_err(|e| damaged_records(&path, index, e))?;
+            seen.insert(
+                stored.key(strict).digest(),
+                Seen {
+                    seq: entry.seq,
+                    line: stored.source.line,
+                },
+            );
+        }
+    }
+    Ok(seen)
+}
+
+fn damaged_records(path: &Path, index: usize, error: serde_json::Error) -> ArchiveError {
+    ArchiveError::Damaged {
+        path: path.to_owned(),
+        reason: format!("line {}: {error}", index + 1),
+    }
+}

@@ -1,0 +1,305 @@
+//! The archive: the only code that writes under ROOT.
+//!
+//! Owns the layout and path rules, the writer lock, the journal and the commit sequence,
+//! run manifests, import orchestration, seal, attachments and validation. Every write is
+//! one [`transaction::Transaction`] taken inside a [`WriteSession`] (lock held, interrupted
+//! writes recovered). Readers take no lock. It calls adapters for meaning and never
+//! renders reports or talks to the network.
+
+pub mod faults;
+pub mod import;
+pub mod journal;
+pub mod layout;
+pub mod lock;
+pub mod manifest;
+pub mod runs;
+pub mod transaction;
+pub mod validate;
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::canonical_json::{CanonicalError, to_canonical_bytes};
+use crate::durable::{self, PathIoError, io_at};
+use crate::jsonl;
+use journal::{JournalError, Recovery};
+use layout::{
+    ARCHIVE_SCHEMA_VERSION, Layout, MARKER, MARKER_FORMAT, REGISTRIES, RuleViolation, RunId,
+};
+use lock::{LockError, LockHeld, WriterLock};
+use manifest::{Marker, RunManifest};
+
+pub use import::{ImportOptions, ImportReport, Rejection};
+
+/// Everything that can go wrong in the archive layer.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    #[error("{} is not a babel archive (no {MARKER})", root.display())]
+    NotAnArchive { root: PathBuf },
+    #[error("the archive marker {} is invalid: {reason}", path.display())]
+    BadMarker { path: PathBuf, reason: String },
+    #[error("{0}")]
+    InvalidId(#[from] RuleViolation),
+    #[error("no run {run:?} in this archive")]
+    UnknownRun { run: String },
+    #[error("run {run:?} already exists")]
+    RunExists { run: String },
+    #[error("run {run:?} differs from existing run {existing:?} only in letter case")]
+    RunCaseClash { run: String, existing: String },
+    #[error("run {run:?} is sealed; it accepts no further writes")]
+    RunSealed { run: String },
+    #[error("{message}")]
+    Usage {
+        message: String,
+        hint: Option<String>,
+    },
+    #[error(transparent)]
+    Busy(#[from] LockHeld),
+    #[error(transparent)]
+    Io(#[from] PathIoError),
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    #[error("{} is damaged: {reason}", path.display())]
+    Damaged { path: PathBuf, reason: String },
+    #[error("{0}")]
+    Canonical(#[from] CanonicalError),
+    #[error("import rejected: {}", .0.summary())]
+    Rejected(Box<ImportReport>),
+}
+
+impl From<LockError> for ArchiveError {
+    fn from(error: LockError) -> Self {
+        match error {
+            LockError::Held(held) => Self::Busy(held),
+            LockError::Io(io) => Self::Io(io),
+        }
+    }
+}
+
+impl ArchiveError {
+    /// What the user can do next, when there is something to say.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::NotAnArchive { .. } => {
+                "pass --root DIR (or set BABEL_ROOT), or create one here with `babel init`".into()
+            }
+            Self::UnknownRun { .. } => "`babel list` shows the runs".into(),
+            Self::RunSealed { .. } => "create a new run for further data".into(),
+            Self::RunCaseClash { .. } => {
+                "run IDs that differ only in case collide on macOS and Windows; choose another"
+                    .into()
+            }
+            Self::Busy(held) if held.waited.is_zero() => {
+                "wait for it to finish, or pass --wait SECONDS to queue behind it".into()
+            }
+            Self::Busy(_) => "the other writer is still running; try again later".into(),
+            Self::Damaged { .. } => "`babel validate` lists every problem".into(),
+            Self::Usage { hint, .. } => return hint.clone(),
+            Self::Rejected(report) => return report.hint(),
+            _ => return None,
+        })
+    }
+}
+
+/// Reads and checks a JSON file written by babel (manifest, marker): one strict object.
+pub(crate) fn read_json_object(path: &Path) -> Result<(Vec<u8>, serde_json::Value), ArchiveError> {
+    let bytes = durable::read_small(path)?;
+    let damaged = |reason: String| ArchiveError::Damaged {
+        path: path.to_owned(),
+        reason,
+    };
+    let text = std::str::from_utf8(&bytes).map_err(|e| damaged(format!("not UTF-8 ({e})")))?;
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    let line = jsonl::parse_line(text, 1, jsonl::NonFinitePolicy::Reject)
+        .map_err(|e| damaged(e.to_string()))?;
+    Ok((bytes, serde_json::Value::Object(line.object)))
+}
+
+/// An archive on disk.
+#[derive(Debug, Clone)]
+pub struct Archive {
+    layout: Layout,
+}
+
+/// What `babel init` did.
+#[derive(Debug, Default)]
+pub struct InitReport {
+    /// True when the marker was written now (a new archive).
+    pub created: bool,
+    /// Folders that were missing and were created.
+    pub created_dirs: Vec<String>,
+    /// Recovery of an interrupted write.
+    pub recovery: Recovery,
+}
+
+impl Archive {
+    /// Opens the archive at `root` (its marker must be present and valid).
+    pub fn open(root: &Path) -> Result<Self, ArchiveError> {
+        let layout = Layout::new(root);
+        let marker = layout.marker();
+        if !marker.is_file() {
+            return Err(ArchiveError::NotAnArchive {
+                root: root.to_owned(),
+            });
+        }
+        let (_, value) = read_json_object(&marker)?;
+        let bad = |reason: String| ArchiveError::BadMarker {
+            path: marker.clone(),
+            reason,
+        };
+        let parsed: Marker = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
+        if parsed.format != MARKER_FORMAT {
+            return Err(bad(format!("unknown format {:?}", parsed.format)));
+        }
+        if parsed.schema_version != ARCHIVE_SCHEMA_VERSION {
+            return Err(bad(format!(
+                "archive schema version {} is not supported by this babel (it reads version {ARCHIVE_SCHEMA_VERSION})",
+                parsed.schema_version
+            )));
+        }
+        Ok(Self { layout })
+    }
+
+    /// Creates an archive at `root`, or recreates the empty operational folders of an
+    /// existing one (after a download, say) and finishes an interrupted write. Registered
+    /// data is never created, changed or "repaired".
+    pub fn init(
+        root: &Path,
+        wait: Option<Duration>,
+        announce: &mut dyn FnMut(&LockHeld),
+    ) -> Result<InitReport, ArchiveError> {
+        let layout = Layout::new(root);
+        let mut report = InitReport::default();
+        let ensure =
+            |path: PathBuf, name: &str, report: &mut InitReport| -> Result<(), ArchiveError> {
+                match fs::create_dir(&path) {
+                    Ok(()) => {
+                        report.created_dirs.push(name.to_owned());
+                        Ok(())
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists && path.is_dir() => Ok(()),
+                    Err(e) => Err(io_at("creating", &path)(e).into()),
+                }
+            };
+        fs::create_dir_all(root).map_err(io_at("creating", root))?;
+        ensure(layout.operational(), layout::OPERATIONAL, &mut report)?;
+        let lock = WriterLock::acquire(&layout.lock(), "babel init", wait, announce)?;
+        report.recovery = journal::recover(&layout)?;
+        ensure(layout.staging(), ".babel/staging", &mut report)?;
+        if layout.marker().exists() {
+            Self::open(root)?;
+        } else {
+            let marker = Marker {
+                format: MARKER_FORMAT.to_owned(),
+                schema_version: ARCHIVE_SCHEMA_VERSION,
+            };
+            let bytes = to_canonical_bytes(&marker)?;
+            durable::write_new_atomically(&layout.marker(), |w| {
+                w.write_all(&bytes)
+                    .map_err(io_at("writing", &layout.marker()))
+            })?;
+            report.created = true;
+        }
+        ensure(layout.runs(), layout::RUNS, &mut report)?;
+        for registry in REGISTRIES {
+            ensure(root.join(registry), registry, &mut report)?;
+        }
+        durable::sync_dir(root)?;
+        drop(lock);
+        Ok(report)
+    }
+
+    /// The archive's paths.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Takes the writer lock (waiting up to `wait`) and recovers any interrupted write.
+    pub fn write_session(
+        &self,
+        command: &str,
+        wait: Option<Duration>,
+        announce: &mut dyn FnMut(&LockHeld),
+    ) -> Result<WriteSession<'_>, ArchiveError> {
+        let operational = self.layout.operational();
+        if !operational.is_dir() {
+            // Downloads cannot carry empty folders; the operational one holds no data.
+            fs::create_dir(&operational).map_err(io_at("creating", &operational))?;
+        }
+        let lock = WriterLock::acquire(&self.layout.lock(), command, wait, announce)?;
+        faults::point("lock-acquired");
+        let recovery = journal::recover(&self.layout)?;
+        Ok(WriteSession {
+            archive: self,
+            _lock: lock,
+            recovery,
+        })
+    }
+
+    /// The IDs of all runs, sorted.
+    pub fn run_ids(&self) -> Result<Vec<RunId>, ArchiveError> {
+        let runs = self.layout.runs();
+        let entries = match fs::read_dir(&runs) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_at("listing", &runs)(e).into()),
+        };
+        let mut ids = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(io_at("listing", &runs))?;
+            let name = entry.file_name();
+            if let Some(id) = name.to_str().and_then(|n| RunId::parse(n).ok())
+                && entry.path().join(layout::MANIFEST).is_file()
+            {
+                ids.push(id);
+            }
+        }
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// Reads a run's manifest.
+    pub fn run_manifest(&self, run: &RunId) -> Result<RunManifest, ArchiveError> {
+        let path = self.layout.run_dir(run).join(layout::MANIFEST);
+        if !path.is_file() {
+            return Err(ArchiveError::UnknownRun {
+                run: run.to_string(),
+            });
+        }
+        let (_, value) = read_json_object(&path)?;
+        let manifest: RunManifest =
+            serde_json::from_value(value).map_err(|e| ArchiveError::Damaged {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
+        if manifest.run_id != run.as_str() {
+            return Err(ArchiveError::Damaged {
+                path,
+                reason: format!("it names run {:?}", manifest.run_id),
+            });
+        }
+        Ok(manifest)
+    }
+}
+
+/// A write in progress: the writer lock is held until this is dropped.
+pub struct WriteSession<'a> {
+    archive: &'a Archive,
+    _lock: WriterLock,
+    /// What recovery did when the session started.
+    pub recovery: Recovery,
+}
+
+impl WriteSession<'_> {
+    /// The archive being written.
+    pub fn archive(&self) -> &Archive {
+        self.archive
+    }
+
+    /// The archive's paths.
+    pub fn layout(&self) -> &Layout {
+        &self.archive.layout
+    }
+}

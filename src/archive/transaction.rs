@@ -1,0 +1,102 @@
+//! The commit sequence every write follows: journal the files it will create; write and
+//! fsync them; write the new manifest beside the old one and journal its hash; rename it
+//! into place (the commit point); fsync the folder; clear the journal.
+//!
+//! A failure before the rename undoes everything (`abort`, or recovery at the next write
+//! if the process died); after the rename the write stands.
+
+use std::fs;
+use std::io;
+
+use super::faults;
+use super::journal::{self, JournalEntry};
+use super::layout::Layout;
+use super::{ArchiveError, WriteSession};
+use crate::durable::{self, io_at};
+
+/// One write under way.
+pub struct Transaction<'s> {
+    layout: &'s Layout,
+    entry: JournalEntry,
+}
+
+impl<'s> Transaction<'s> {
+    /// Journals a write that will create `files` (ROOT-relative, in new or existing
+    /// folders `dirs`, outermost first) and commit by replacing `commit_path`.
+    /// The folders are created here.
+    pub fn begin(
+        session: &'s WriteSession<'_>,
+        operation: &str,
+        files: Vec<String>,
+        dirs: Vec<String>,
+        commit_path: String,
+    ) -> Result<Self, ArchiveError> {
+        let layout = session.layout();
+        let new_dirs: Vec<String> = dirs
+            .into_iter()
+            .filter(|dir| !layout.resolve(dir).is_dir())
+            .collect();
+        for file in files.iter().chain([&commit_path]) {
+            let path = layout.resolve(file);
+            if path.symlink_metadata().is_ok() && file != &commit_path {
+                return Err(ArchiveError::Damaged {
+                    path,
+                    reason:
+                        "a file that this write must create already exists (an untracked leftover?)"
+                            .into(),
+                });
+            }
+        }
+        let entry = JournalEntry::new(operation, files, new_dirs, commit_path);
+        journal::write(layout, &entry)?;
+        faults::point("journal-written");
+        for dir in &entry.dirs {
+            let path = layout.resolve(dir);
+            match fs::create_dir(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io_at("creating", &path)(e).into()),
+            }
+            durable::sync_dir(durable::parent_of(&path))?;
+        }
+        Ok(Self { layout, entry })
+    }
+
+    /// The filesystem path of a ROOT-relative path.
+    pub fn path(&self, relative: &str) -> std::path::PathBuf {
+        self.layout.resolve(relative)
+    }
+
+    /// Commits: writes `manifest` beside the commit-point file and renames it into place.
+    pub fn commit(mut self, manifest: &[u8]) -> Result<(), ArchiveError> {
+        faults::point("data-written");
+        let temp = self.layout.resolve(&self.entry.commit.temp);
+        let target = self.layout.resolve(&self.entry.commit.path);
+        journal::remove_if_present(&temp)?;
+        let written = durable::write_new(&temp, manifest)?;
+        faults::point("manifest-temp-written");
+        self.entry.commit.sha256 = Some(written.sha256);
+        journal::write(self.layout, &self.entry)?;
+        faults::point("commit-hash-journalled");
+        fs::rename(&temp, &target).map_err(io_at("renaming into place", &target))?;
+        faults::point("manifest-renamed");
+        durable::sync_dir(durable::parent_of(&target))?;
+        faults::point("directory-synced");
+        journal::clear(self.layout)?;
+        faults::point("journal-cleared");
+        Ok(())
+    }
+
+    /// Undoes the write: removes what it created and clears the journal.
+    pub fn abort(self) -> Result<(), ArchiveError> {
+        journal::recover(self.layout)?;
+        Ok(())
+    }
+}
+
+/// Aborts after a failure and returns the failure. If the abort itself fails, the journal
+/// stays behind and the next write (or `babel init`) finishes the undo.
+pub fn abort_after(transaction: Transaction<'_>, cause: ArchiveError) -> ArchiveError {
+    let _ = transaction.abort();
+    cause
+}

@@ -1,0 +1,614 @@
+//! `babel validate`: proves that everything registered is present and true, and lists
+//! every problem found (not just the first), each with its path.
+//!
+//! Checks, per run: the manifest (strict JSON, canonical bytes, schema, layout of its
+//! paths); each raw, records and attachment file (present, regular, size, SHA-256); each
+//! record (schema v1, its run and model, its source file and a nonblank source line);
+//! duplicate identities; record counts and per-benchmark/language/variant breakdowns;
+//! files in the run folder that no manifest registers. And, for the archive: the marker,
+//! stray entries in `runs/`, and a pending journal. Validation reads only; it takes no lock
+//! and never reruns adapters (the raw files stay the authority, records are not rebuilt).
+
+use serde::Serialize;
+use std::collections::{BTreeSet, HashMap};
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use super::layout::{self, RunId, check_package_path, run_relative};
+use super::manifest::{CountEntry, RUN_MANIFEST_FORMAT, RunManifest, RunStatus};
+use super::runs::check_metadata;
+use super::{Archive, ArchiveError, journal, read_json_object};
+use crate::canonical_json::is_canonical;
+use crate::durable::{HashingReader, io_at};
+use crate::jsonl::{self, BOM, NonFinitePolicy, ReadError};
+use crate::record::{KeyDigest, Record};
+
+/// How many record-level findings one records file may add before the rest are counted.
+const MAX_RECORD_FINDINGS_PER_FILE: usize = 50;
+
+/// One problem.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// ROOT-relative path of the file (or folder) at fault.
+    pub path: String,
+    /// One-based line inside it, when the problem is a line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// A stable name for the kind of check (`sha256`, `untracked`, ...).
+    pub check: &'static str,
+    pub message: String,
+}
+
+/// What validation looked at and found.
+#[derive(Debug, Default, Serialize)]
+pub struct ValidationReport {
+    pub ok: bool,
+    pub runs: usize,
+    pub files: u64,
+    pub records: u64,
+    pub findings: Vec<Finding>,
+}
+
+struct Collector {
+    findings: Vec<Finding>,
+    files: u64,
+    records: u64,
+}
+
+impl Collector {
+    fn add(
+        &mut self,
+        path: impl Into<String>,
+        line: Option<u64>,
+        check: &'static str,
+        message: impl Into<String>,
+    ) {
+        self.findings.push(Finding {
+            path: path.into(),
+            line,
+            check,
+            message: message.into(),
+        });
+    }
+}
+
+/// Validates the whole archive (`runs` empty) or the named runs.
+pub fn validate(archive: &Archive, runs: &[RunId]) -> Result<ValidationReport, ArchiveError> {
+    let mut out = Collector {
+        findings: Vec::new(),
+        files: 0,
+        records: 0,
+    };
+    let layout = archive.layout();
+    check_journal(archive, &mut out);
+    let selected = if runs.is_empty() {
+        check_runs_folder(archive, &mut out)?;
+        archive.run_ids()?
+    } else {
+        for run in runs {
+            if !layout.run_dir(run).join(layout::MANIFEST).is_file() {
+                return Err(ArchiveError::UnknownRun {
+                    run: run.to_string(),
+                });
+            }
+        }
+        runs.to_vec()
+    };
+    for run in &selected {
+        validate_run(archive, run, &mut out)?;
+    }
+    Ok(ValidationReport {
+        ok: out.findings.is_empty(),
+        runs: selected.len(),
+        files: out.files,
+        records: out.records,
+        findings: out.findings,
+    })
+}
+
+fn check_journal(archive: &Archive, out: &mut Collector) {
+    let path = format!("{}/journal.json", layout::OPERATIONAL);
+    match journal::pending(archive.layout()) {
+        Ok(None) => {}
+        Ok(Some(entry)) => out.add(
+            path,
+            None,
+            "journal",
+            format!(
+                "an interrupted or running write ({}) is pending; `babel init` or the next write finishes or undoes it",
+                entry.operation
+            ),
+        ),
+        Err(error) => out.add(path, None, "journal", error.to_string()),
+    }
+}
+
+fn check_runs_folder(archive: &Archive, out: &mut Collector) -> Result<(), ArchiveError> {
+    let runs = archive.layout().runs();
+    let Ok(entries) = fs::read_dir(&runs) else {
+        out.add(layout::RUNS, None, "layout", "the runs folder is missing");
+        return Ok(());
+    };
+    for entry in entries {
+        let entry = entry.map_err(io_at("listing", &runs))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let relative = format!("{}/{name}", layout::RUNS);
+        let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        if !is_dir {
+            out.add(relative, None, "untracked", "not a run folder");
+        } else if let Err(violation) = RunId::parse(&name) {
+            out.add(relative, None, "layout", violation.to_string());
+        } else if !entry.path().join(layout::MANIFEST).is_file() {
+            out.add(relative, None, "layout", "a run folder without manifest.json (an interrupted `run create`? `babel init` recovers it)");
+        }
+    }
+    Ok(())
+}
+
+fn load_manifest(
+    archive: &Archive,
+    run: &RunId,
+    out: &mut Collector,
+) -> Result<Option<RunManifest>, ArchiveError> {
+    let relative = run_relative(run, layout::MANIFEST);
+    let path = archive.layout().resolve(&relative);
+    let (bytes, value) = match read_json_object(&path) {
+        Ok(read) => read,
+        Err(ArchiveError::Damaged { reason, .. }) => {
+            out.add(relative, None, "manifest", reason);
+            return Ok(None);
+        }
+        Err(other) => return Err(other),
+    };
+    out.files += 1;
+    if !is_canonical(&bytes, &value) {
+        out.add(
+            &relative,
+            None,
+            "canonical",
+            "the manifest is not RFC 8785 canonical JSON followed by LF",
+        );
+    }
+    let manifest: RunManifest = match serde_json::from_value(value) {
+        Ok(manifest) => manifest,
+        Err(error) => {
+            out.add(
+                relative,
+                None,
+                "manifest",
+                format!("not a run manifest: {error}"),
+            );
+            return Ok(None);
+        }
+    };
+    let mut problem = |message: String| out.add(&relative, None, "manifest", message);
+    if manifest.format != RUN_MANIFEST_FORMAT || manifest.schema_version != 1 {
+        problem(format!(
+            "unknown manifest format {:?} version {}",
+            manifest.format, manifest.schema_version
+        ));
+    }
+    if manifest.run_id != run.as_str() {
+        problem(format!(
+            "it names run {:?} but lives in runs/{run}",
+            manifest.run_id
+        ));
+    }
+    if let Err(message) = check_metadata(&manifest.metadata) {
+        problem(message);
+    }
+    if (manifest.status == RunStatus::Sealed) != manifest.sealed_at.is_some() {
+        problem("status and sealed_at disagree".into());
+    }
+    for (index, entry) in manifest.imports.iter().enumerate() {
+        let seq = index as u64 + 1;
+        if entry.seq != seq {
+            problem(format!(
+                "import {} has sequence number {} (expected {seq})",
+                index + 1,
+                entry.seq
+            ));
+        }
+        let raw_prefix = format!("{}/{:04}-", layout::RAW, entry.seq);
+        if !entry.raw.path.starts_with(&raw_prefix)
+            || entry.raw.path[raw_prefix.len()..].contains('/')
+        {
+            problem(format!(
+                "import {} raw path {:?} is not {raw_prefix}<name>",
+                entry.seq, entry.raw.path
+            ));
+        }
+        if entry.records.path != layout::records_path(entry.seq) {
+            problem(format!(
+                "import {} records path {:?} is not {}",
+                entry.seq,
+                entry.records.path,
+                layout::records_path(entry.seq)
+            ));
+        }
+    }
+    for attachment in &manifest.attachments {
+        let name = attachment.path.strip_prefix("attachments/").unwrap_or("");
+        if name.is_empty() || name.contains('/') {
+            problem(format!(
+                "attachment path {:?} is not attachments/<name>",
+                attachment.path
+            ));
+        }
+    }
+    let all_paths = manifest
+        .imports
+        .iter()
+        .flat_map(|i| [&i.raw.path, &i.records.path])
+        .chain(manifest.attachments.iter().map(|a| &a.path));
+    for path in all_paths {
+        if let Err(violation) = check_package_path(path) {
+            problem(violation.to_string());
+        }
+    }
+    Ok(Some(manifest))
+}
+
+/// Opens a registered file for checking: it must be a regular file, not a symlink.
+fn open_registered(archive: &Archive, relative: &str, out: &mut Collector) -> Option<File> {
+    let path = archive.layout().resolve(relative);
+    match path.symlink_metadata() {
+        Err(_) => {
+            out.add(relative, None, "missing", "a registered file is missing");
+            None
+        }
+        Ok(meta) if !meta.file_type().is_file() => {
+            out.add(
+                relative,
+                None,
+                "file-type",
+                "a registered file is not a regular file (a symlink or folder)",
+            );
+            None
+        }
+        Ok(_) => match File::open(&path) {
+            Ok(file) => {
+                out.files += 1;
+                Some(file)
+            }
+            Err(error) => {
+                out.add(relative, None, "unreadable", error.to_string());
+                None
+            }
+        },
+    }
+}
+
+fn compare_digest(
+    relative: &str,
+    expected_sha: &str,
+    expected_bytes: u64,
+    found: &crate::durable::ContentDigest,
+    out: &mut Collector,
+) {
+    if found.bytes != expected_bytes {
+        out.add(
+            relative,
+            None,
+            "size",
+            format!(
+                "{} bytes, but the manifest registers {expected_bytes}",
+                found.bytes
+            ),
+        );
+    }
+    if found.sha256 != expected_sha {
+        out.add(
+            relative,
+            None,
+            "sha256",
+            format!(
+                "SHA-256 {} does not match the registered {expected_sha}",
+                found.sha256
+            ),
+        );
+    }
+}
+
+/// Which lines of a raw file hold something (what a record's `source.line` may point at).
+struct LineMap {
+    nonblank: Vec<bool>,
+}
+
+impl LineMap {
+    fn has(&self, line: u64) -> bool {
+        line >= 1
+            && self
+                .nonblank
+                .get(line as usize - 1)
+                .copied()
+                .unwrap_or(false)
+    }
+}
+
+fn check_raw(
+    file: File,
+    relative: &str,
+    expected_sha: &str,
+    expected_bytes: u64,
+    out: &mut Collector,
+) -> Result<LineMap, ArchiveError> {
+    let path = Path::new(relative);
+    let mut reader = BufReader::with_capacity(256 * 1024, HashingReader::new(file));
+    let mut nonblank = Vec::new();
+    let mut buffer = Vec::new();
+    loop {
+        buffer.clear();
+        let read = reader
+            .read_until(b'\n', &mut buffer)
+            .map_err(io_at("reading", path))?;
+        if read == 0 {
+            break;
+        }
+        let mut line = jsonl::strip_line_ending(&buffer);
+        if nonblank.is_empty() {
+            line = line.strip_prefix(BOM).unwrap_or(line);
+        }
+        nonblank.push(!jsonl::is_blank(line));
+    }
+    let digest = reader.into_inner().finish();
+    compare_digest(relative, expected_sha, expected_bytes, &digest, out);
+    Ok(LineMap { nonblank })
+}
+
+fn validate_run(archive: &Archive, run: &RunId, out: &mut Collector) -> Result<(), ArchiveError> {
+    let Some(manifest) = load_manifest(archive, run, out)? else {
+        check_untracked(archive, run, None, out)?;
+        return Ok(());
+    };
+    let strict = manifest.is_strict();
+    let mut identities: HashMap<KeyDigest, (u64, u64)> = HashMap::new();
+    for entry in &manifest.imports {
+        let raw_rel = run_relative(run, &entry.raw.path);
+        let lines = match open_registered(archive, &raw_rel, out) {
+            Some(file) => Some(check_raw(
+                file,
+                &raw_rel,
+                &entry.raw.sha256,
+                entry.raw.bytes,
+                out,
+            )?),
+            None => None,
+        };
+        let records_rel = run_relative(run, &entry.records.path);
+        let Some(file) = open_registered(archive, &records_rel, out) else {
+            continue;
+        };
+        let mut reader = jsonl::Reader::new(
+            BufReader::with_capacity(256 * 1024, HashingReader::new(file)),
+            NonFinitePolicy::Reject,
+        );
+        let mut count = 0u64;
+        let mut expected_line = 1u64;
+        let mut breakdown: HashMap<(String, Option<String>, String), u64> = HashMap::new();
+        let mut record_findings = 0usize;
+        let mut skipped = 0usize;
+        let mut report = |out: &mut Collector, line: u64, check: &'static str, message: String| {
+            if record_findings < MAX_RECORD_FINDINGS_PER_FILE {
+                out.add(&records_rel, Some(line), check, message);
+                record_findings += 1;
+            } else {
+                skipped += 1;
+            }
+        };
+        for item in reader.by_ref() {
+            let line = match item {
+                Ok(line) => line,
+                Err(ReadError::Line(error)) => {
+                    count += 1;
+                    expected_line = error.line + 1;
+                    report(out, error.line, "record", error.to_string());
+                    continue;
+                }
+                Err(ReadError::Io(error)) => {
+                    return Err(io_at("reading", Path::new(&records_rel))(error).into());
+                }
+            };
+            count += 1;
+            out.records += 1;
+            let number = line.number;
+            if number != expected_line {
+                report(
+                    out,
+                    expected_line,
+                    "record",
+                    "blank line in a records file".into(),
+                );
+            }
+            expected_line = number + 1;
+            let record = match Record::from_stored(line.object) {
+                Ok(record) => record,
+                Err(error) => {
+                    report(out, number, "schema", error.to_string());
+                    continue;
+                }
+            };
+            if record.run_id != run.as_str() {
+                report(
+                    out,
+                    number,
+                    "record",
+                    format!("run_id {:?} is not this run", record.run_id),
+                );
+            }
+            if record.model != manifest.model() {
+                report(
+                    out,
+                    number,
+                    "record",
+                    format!(
+                        "model {:?} differs from the run's model {:?}",
+                        record.model,
+                        manifest.model()
+                    ),
+                );
+            }
+            if strict && record.script.is_none() {
+                report(
+                    out,
+                    number,
+                    "record",
+                    "a strict benchmark run's record has no script".into(),
+                );
+            }
+            if record.source.path != raw_rel {
+                report(
+                    out,
+                    number,
+                    "source",
+                    format!(
+                        "source {:?} is not this import's raw file {raw_rel}",
+                        record.source.path
+                    ),
+                );
+            } else if let Some(lines) = &lines
+                && !lines.has(record.source.line)
+            {
+                report(
+                    out,
+                    number,
+                    "source",
+                    format!(
+                        "source line {} is not a nonblank line of {raw_rel}",
+                        record.source.line
+                    ),
+                );
+            }
+            let key = record.key(strict);
+            if let Some((seq, first)) = identities.insert(key.digest(), (entry.seq, number)) {
+                report(
+                    out,
+                    number,
+                    "duplicate",
+                    format!(
+                        "duplicate record identity ({key}); first at line {first} of import {seq}'s records"
+                    ),
+                );
+            }
+            *breakdown
+                .entry((record.benchmark, record.language, record.variant_id))
+                .or_default() += 1;
+        }
+        if skipped > 0 {
+            out.add(
+                &records_rel,
+                None,
+                "record",
+                format!("{skipped} more problems in this file are not listed"),
+            );
+        }
+        let digest = reader.into_inner().into_inner().finish();
+        compare_digest(
+            &records_rel,
+            &entry.records.sha256,
+            entry.records.bytes,
+            &digest,
+            out,
+        );
+        if count != entry.records.count {
+            out.add(
+                &records_rel,
+                None,
+                "count",
+                format!(
+                    "{count} records, but the manifest registers {}",
+                    entry.records.count
+                ),
+            );
+        }
+        let mut found: Vec<CountEntry> = breakdown
+            .into_iter()
+            .map(|((benchmark, language, variant_id), records)| CountEntry {
+                benchmark,
+                language,
+                variant_id,
+                records,
+            })
+            .collect();
+        found.sort();
+        if found != entry.breakdown {
+            out.add(&records_rel, None, "count", "record counts per benchmark, language and variant differ from the manifest's breakdown");
+        }
+    }
+    for attachment in &manifest.attachments {
+        let relative = run_relative(run, &attachment.path);
+        if let Some(file) = open_registered(archive, &relative, out) {
+            let mut reader = HashingReader::new(file);
+            std::io::copy(&mut reader, &mut std::io::sink())
+                .map_err(io_at("reading", Path::new(&relative)))?;
+            compare_digest(
+                &relative,
+                &attachment.sha256,
+                attachment.bytes,
+                &reader.finish(),
+                out,
+            );
+        }
+    }
+    check_untracked(archive, run, Some(&manifest), out)
+}
+
+/// Reports files in the run folder that the manifest does not register.
+fn check_untracked(
+    archive: &Archive,
+    run: &RunId,
+    manifest: Option<&RunManifest>,
+    out: &mut Collector,
+) -> Result<(), ArchiveError> {
+    let mut registered: BTreeSet<String> = BTreeSet::new();
+    registered.insert(layout::MANIFEST.to_owned());
+    if let Some(manifest) = manifest {
+        for entry in &manifest.imports {
+            registered.insert(entry.raw.path.clone());
+            registered.insert(entry.records.path.clone());
+        }
+        for attachment in &manifest.attachments {
+            registered.insert(attachment.path.clone());
+        }
+    }
+    let managed_dirs = [layout::RAW, layout::RECORDS, layout::ATTACHMENTS];
+    let run_dir = archive.layout().run_dir(run);
+    let mut stack = vec![String::new()];
+    while let Some(inside) = stack.pop() {
+        let dir = if inside.is_empty() {
+            run_dir.clone()
+        } else {
+            run_dir.join(&inside)
+        };
+        let entries = fs::read_dir(&dir).map_err(io_at("listing", &dir))?;
+        let mut names: Vec<_> = entries
+            .map(|e| e.map_err(io_at("listing", &dir)))
+            .collect::<Result<_, _>>()?;
+        names.sort_by_key(|e| e.file_name());
+        for entry in names {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let relative = if inside.is_empty() {
+                name.clone()
+            } else {
+                format!("{inside}/{name}")
+            };
+            let file_type = entry.file_type().map_err(io_at("reading", &entry.path()))?;
+            if file_type.is_dir() && inside.is_empty() && managed_dirs.contains(&name.as_str()) {
+                stack.push(relative);
+            } else if !registered.contains(&relative) || !file_type.is_file() {
+                let what = if file_type.is_dir() {
+                    "a folder no manifest registers"
+                } else if file_type.is_symlink() {
+                    "a symlink in a managed run folder"
+                } else if relative.ends_with(layout::NEW_SUFFIX) {
+                    "an uncommitted manifest (an interrupted write; `babel init` removes it)"
+                } else {
+                    "a file no manifest registers"
+                };
+                out.add(run_relative(run, &relative), None, "untracked", what);
+            }
+        }
+    }
+    Ok(())
+}

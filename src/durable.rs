@@ -1,0 +1,306 @@
+//! The one place that makes file writes durable and atomic: hash while writing, fsync the
+//! file, rename (replacing, or refusing to replace), fsync the directory. Every I/O error
+//! leaving this module names its path.
+//!
+//! Owns no paths of its own: the archive decides where files go, this module only how they
+//! get there safely.
+
+use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// An I/O failure on a named path.
+#[derive(Debug, thiserror::Error)]
+#[error("{action} {}: {source}", path.display())]
+pub struct PathIoError {
+    /// What was being done ("reading", "creating", ...).
+    pub action: &'static str,
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+/// Builds a closure that wraps an `io::Error` with its action and path.
+pub fn io_at<'p>(
+    action: &'static str,
+    path: &'p Path,
+) -> impl FnOnce(io::Error) -> PathIoError + 'p {
+    move |source| PathIoError {
+        action,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// The SHA-256 and length of some bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContentDigest {
+    /// Lowercase hex SHA-256.
+    pub sha256: String,
+    /// Byte count.
+    pub bytes: u64,
+}
+
+/// Lowercase hex of a byte string.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        let _ = write!(out, "{byte:02x}");
+    }
+    out
+}
+
+/// The digest of bytes in memory.
+pub fn digest_of(bytes: &[u8]) -> ContentDigest {
+    ContentDigest {
+        sha256: hex(&Sha256::digest(bytes)),
+        bytes: bytes.len() as u64,
+    }
+}
+
+/// A writer that hashes and counts everything that passes through it.
+pub struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl<W: Write> HashingWriter<W> {
+    /// Wraps `inner`.
+    pub fn new(inner: W) -> Self {
+        Self {
+            inner,
+            hasher: Sha256::new(),
+            bytes: 0,
+        }
+    }
+
+    /// Bytes written so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The digest of everything written, and the inner writer.
+    pub fn finish(self) -> (W, ContentDigest) {
+        let digest = ContentDigest {
+            sha256: hex(&self.hasher.finalize()),
+            bytes: self.bytes,
+        };
+        (self.inner, digest)
+    }
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let written = self.inner.write(buf)?;
+        self.hasher.update(&buf[..written]);
+        self.bytes += written as u64;
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A reader that hashes and counts everything read through it.
+pub struct HashingReader<R> {
+    inner: R,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl<R: Read> HashingReader<R> {
+    /// Wraps `inner`.
+    pub fn new(inner: R) -> Self {
+        Self {
+            inner,
+            hasher: Sha256::new(),
+            bytes: 0,
+        }
+    }
+
+    /// The digest of everything read so far.
+    pub fn finish(self) -> ContentDigest {
+        ContentDigest {
+            sha256: hex(&self.hasher.finalize()),
+            bytes: self.bytes,
+        }
+    }
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+/// Hashes a file by streaming it.
+pub fn digest_file(path: &Path) -> Result<ContentDigest, PathIoError> {
+    let mut file = File::open(path).map_err(io_at("opening", path))?;
+    let mut hasher = HashingWriter::new(io::sink());
+    io::copy(&mut file, &mut hasher).map_err(io_at("reading", path))?;
+    Ok(hasher.finish().1)
+}
+
+/// A new file that must not exist yet, buffered and hashed as it is written.
+pub struct NewFile {
+    path: PathBuf,
+    writer: HashingWriter<BufWriter<File>>,
+}
+
+impl NewFile {
+    /// Creates `path` exclusively (it must not exist).
+    pub fn create(path: &Path) -> Result<Self, PathIoError> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(io_at("creating", path))?;
+        Ok(Self {
+            path: path.to_owned(),
+            writer: HashingWriter::new(BufWriter::with_capacity(256 * 1024, file)),
+        })
+    }
+
+    /// The path being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The writer for the content.
+    pub fn writer(&mut self) -> &mut HashingWriter<BufWriter<File>> {
+        &mut self.writer
+    }
+
+    /// Flushes and fsyncs the file, returning the digest of what was written.
+    pub fn finish(self) -> Result<ContentDigest, PathIoError> {
+        let (buffered, digest) = self.writer.finish();
+        let file = buffered
+            .into_inner()
+            .map_err(|e| io_at("writing", &self.path)(e.into_error()))?;
+        file.sync_all().map_err(io_at("syncing", &self.path))?;
+        Ok(digest)
+    }
+}
+
+/// Writes `bytes` to a new file and fsyncs it.
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<ContentDigest, PathIoError> {
+    let mut file = NewFile::create(path)?;
+    file.writer()
+        .write_all(bytes)
+        .map_err(io_at("writing", path))?;
+    file.finish()
+}
+
+/// Fsyncs a directory so that renames and new entries in it survive a crash.
+pub fn sync_dir(dir: &Path) -> Result<(), PathIoError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_at("syncing directory", dir))
+}
+
+/// The directory holding `path` (`.` for a bare file name).
+pub fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+/// Renames `from` over `to` (the commit point of a replacement) and fsyncs the directory.
+pub fn rename_replacing(from: &Path, to: &Path) -> Result<(), PathIoError> {
+    fs::rename(from, to).map_err(io_at("renaming into place", to))?;
+    sync_dir(parent_of(to))
+}
+
+/// Writes a file that must not exist yet, atomically: a temporary file in the same
+/// directory is filled by `fill`, fsynced, and linked into place without replacing
+/// anything; the directory is then fsynced. On any failure nothing is left at `dest`.
+pub fn write_new_atomically<F, E>(dest: &Path, fill: F) -> Result<ContentDigest, E>
+where
+    F: FnOnce(&mut dyn Write) -> Result<(), E>,
+    E: From<PathIoError>,
+{
+    let dir = parent_of(dest);
+    if dest.symlink_metadata().is_ok() {
+        return Err(PathIoError {
+            action: "writing",
+            path: dest.to_owned(),
+            source: io::Error::new(io::ErrorKind::AlreadyExists, "the file already exists"),
+        }
+        .into());
+    }
+    let temp = tempfile::Builder::new()
+        .prefix(".babel-tmp-")
+        .tempfile_in(dir)
+        .map_err(io_at("creating a temporary file in", dir))?;
+    let mut writer = HashingWriter::new(BufWriter::with_capacity(256 * 1024, temp));
+    fill(&mut writer)?;
+    let (buffered, digest) = writer.finish();
+    let temp = buffered
+        .into_inner()
+        .map_err(|e| io_at("writing", dest)(e.into_error()))?;
+    temp.as_file().sync_all().map_err(io_at("syncing", dest))?;
+    temp.persist_noclobber(dest)
+        .map_err(|e| io_at("writing", dest)(e.error))?;
+    sync_dir(dir)?;
+    Ok(digest)
+}
+
+/// Reads a whole small file (manifests, markers, journals).
+pub fn read_small(path: &Path) -> Result<Vec<u8>, PathIoError> {
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(io_at("reading", path))?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashing_while_writing_equals_hashing_afterwards() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let written = write_new(&path, b"hello\n").unwrap();
+        assert_eq!(written, digest_file(&path).unwrap());
+        // sha256("hello\n"), as printed by `printf 'hello\n' | sha256sum`.
+        assert_eq!(
+            written.sha256,
+            "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
+        );
+        assert_eq!(written.bytes, 6);
+    }
+
+    #[test]
+    fn new_files_never_replace_existing_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        write_new(&path, b"first").unwrap();
+        assert!(write_new(&path, b"second").is_err());
+        let again: Result<_, PathIoError> =
+            write_new_atomically(&path, |w| w.write_all(b"x").map_err(io_at("w", &path)));
+        assert!(again.is_err());
+        assert_eq!(fs::read(&path).unwrap(), b"first");
+    }
+
+    #[test]
+    fn atomic_writes_leave_nothing_behind_on_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("report.html");
+        let failed: Result<_, PathIoError> = write_new_atomically(&dest, |w| {
+            w.write_all(b"partial").unwrap();
+            Err(io_at("rendering", &dest)(io::Error::other("boom")))
+        });
+        assert!(failed.is_err());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,405 @@
+//! The strict JSON Lines reader: one JSON object per nonblank line, read as a stream.
+//!
+//! Owns the line rules of the data contract: UTF-8 only; a byte order mark on the first line
+//! only; LF or CRLF endings; blank lines skipped; duplicate keys, non-finite numbers,
+//! non-object lines and truncated JSON rejected with the one-based line, the byte column and
+//! the field path. It never holds more than one line, never touches the filesystem (callers
+//! hand it any `BufRead`) and knows nothing of records.
+
+mod path;
+mod strict;
+
+use serde_json::{Map, Value};
+use std::fmt;
+use std::io::{self, BufRead, Read};
+
+pub use path::{FieldPath, PathSegment};
+use strict::{FailureKind, ParseFailure};
+
+/// The UTF-8 byte order mark, accepted at the start of the first line only.
+pub const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// A line longer than this is refused rather than buffered.
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// What to do with the bare `NaN`, `Infinity` and `-Infinity` tokens some producers write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NonFinitePolicy {
+    /// Refuse the line (the default: strict JSON has no such numbers).
+    #[default]
+    Reject,
+    /// Read the token as `null` and report where it was, so a warning can say so.
+    Null,
+}
+
+/// A non-finite token that was read as `null` under [`NonFinitePolicy::Null`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NonFiniteReplacement {
+    /// Where the token stood.
+    pub path: FieldPath,
+    /// The token as written (`NaN`, `Infinity` or `-Infinity`).
+    pub token: &'static str,
+}
+
+/// One parsed nonblank line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// One-based line number in the file.
+    pub number: u64,
+    /// The object on the line, keys in their written order.
+    pub object: Map<String, Value>,
+    /// Non-finite tokens read as null (empty unless the policy allows them).
+    pub replaced: Vec<NonFiniteReplacement>,
+}
+
+/// Why one line was refused.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LineErrorKind {
+    /// The bytes are not UTF-8.
+    InvalidUtf8,
+    /// A byte order mark after the first line.
+    MisplacedBom,
+    /// The line holds JSON that is not an object.
+    NotAnObject(&'static str),
+    /// An object repeats a key.
+    DuplicateKey(String),
+    /// `NaN`, `Infinity` or `-Infinity`.
+    NonFinite(&'static str),
+    /// Malformed or truncated JSON (serde_json's description).
+    Syntax(String),
+    /// The line is longer than [`MAX_LINE_BYTES`].
+    TooLong,
+}
+
+/// A refused line: where, which field, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineError {
+    /// One-based line number.
+    pub line: u64,
+    /// One-based byte column, when known.
+    pub column: Option<usize>,
+    /// The field being read; the root path when the problem is the line itself.
+    pub path: FieldPath,
+    pub kind: LineErrorKind,
+}
+
+impl LineError {
+    /// What the user can do about it.
+    pub fn hint(&self) -> Option<&'static str> {
+        match self.kind {
+            LineErrorKind::NonFinite(_) => Some(
+                "strict JSON has no NaN or Infinity; fix the producer, or for harness output pass \
+                 `--non-finite null` to read them as null (each affected record gets a warning)",
+            ),
+            LineErrorKind::DuplicateKey(_) => Some(
+                "a repeated key makes the line ambiguous (JSON parsers disagree on which value \
+                 wins); remove one of them",
+            ),
+            LineErrorKind::InvalidUtf8 => Some("re-encode the file as UTF-8"),
+            LineErrorKind::MisplacedBom => {
+                Some("files concatenated with a byte order mark each; strip the inner marks")
+            }
+            LineErrorKind::NotAnObject(_) => {
+                Some("JSON Lines input holds one JSON object per nonblank line")
+            }
+            _ => None,
+        }
+    }
+}
+
+impl LineError {
+    /// What is wrong, without the position.
+    pub fn message(&self) -> String {
+        match &self.kind {
+            LineErrorKind::InvalidUtf8 => "invalid UTF-8".into(),
+            LineErrorKind::MisplacedBom => {
+                "a UTF-8 byte order mark is allowed only at the start of the file".into()
+            }
+            LineErrorKind::NotAnObject(found) => format!("expected a JSON object, found {found}"),
+            LineErrorKind::DuplicateKey(key) => format!("duplicate key {key:?}"),
+            LineErrorKind::NonFinite(token) => format!("non-finite number {token}"),
+            LineErrorKind::Syntax(message) => format!("invalid JSON: {message}"),
+            LineErrorKind::TooLong => format!("line longer than {MAX_LINE_BYTES} bytes"),
+        }
+    }
+}
+
+impl fmt::Display for LineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}", self.line)?;
+        if let Some(column) = self.column {
+            write!(f, ", column {column}")?;
+        }
+        if !self.path.is_root() {
+            write!(f, ", field {}", self.path)?;
+        }
+        write!(f, ": {}", self.message())
+    }
+}
+
+/// Either a refused line or a failure to read at all.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The line is refused; reading may go on with the next line.
+    Line(LineError),
+    /// The underlying reader failed; reading stops.
+    Io(io::Error),
+}
+
+/// True when a line (without its line ending) holds only JSON whitespace.
+pub fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
+}
+
+/// Strips `\n` or `\r\n` from the end of a line as read with `read_until(b'\n')`.
+pub fn strip_line_ending(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// Reads a JSON Lines stream strictly, one line at a time.
+///
+/// Iterating yields each nonblank line's object or the reason it was refused; a refused
+/// line does not stop the iteration (so a caller can report several), an I/O error does.
+pub struct Reader<R> {
+    inner: R,
+    buffer: Vec<u8>,
+    line_number: u64,
+    policy: NonFinitePolicy,
+    finished: bool,
+}
+
+impl<R: BufRead> Reader<R> {
+    /// A reader over `inner` with the given non-finite policy.
+    pub fn new(inner: R, policy: NonFinitePolicy) -> Self {
+        Self {
+            inner,
+            buffer: Vec::with_capacity(4096),
+            line_number: 0,
+            policy,
+            finished: false,
+        }
+    }
+
+    /// The underlying reader.
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
+
+    /// Gives back the underlying reader.
+    pub fn into_inner(self) -> R {
+        self.inner
+    }
+
+    /// Reads the next raw line into the buffer; false at the end of the stream. A line over
+    /// the size limit keeps only its first bytes; the rest is skipped.
+    fn fill(&mut self) -> io::Result<bool> {
+        self.buffer.clear();
+        let limit = MAX_LINE_BYTES as u64 + 1;
+        let read = (&mut self.inner)
+            .take(limit)
+            .read_until(b'\n', &mut self.buffer)?;
+        if self.is_truncated() {
+            self.inner.skip_until(b'\n')?;
+        }
+        Ok(read > 0)
+    }
+
+    fn is_truncated(&self) -> bool {
+        self.buffer.len() > MAX_LINE_BYTES && !self.buffer.ends_with(b"\n")
+    }
+
+    fn parse_current(&self) -> Result<Option<Line>, LineError> {
+        let number = self.line_number;
+        let error = |column, kind| LineError {
+            line: number,
+            column,
+            path: FieldPath::root(),
+            kind,
+        };
+        if self.is_truncated() {
+            return Err(error(None, LineErrorKind::TooLong));
+        }
+        let mut bytes = strip_line_ending(&self.buffer);
+        if let Some(rest) = bytes.strip_prefix(BOM) {
+            if number != 1 {
+                return Err(error(Some(1), LineErrorKind::MisplacedBom));
+            }
+            bytes = rest;
+        }
+        if is_blank(bytes) {
+            return Ok(None);
+        }
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| error(Some(e.valid_up_to() + 1), LineErrorKind::InvalidUtf8))?;
+        parse_line(text, number, self.policy).map(Some)
+    }
+}
+
+/// Parses one line's text (no line ending) under a policy.
+pub fn parse_line(text: &str, number: u64, policy: NonFinitePolicy) -> Result<Line, LineError> {
+    let to_line_error = |failure: ParseFailure| {
+        let kind = match failure.kind {
+            FailureKind::DuplicateKey(key) => LineErrorKind::DuplicateKey(key),
+            FailureKind::NonFinite { token, .. } => LineErrorKind::NonFinite(token),
+            FailureKind::NotAnObject(found) => LineErrorKind::NotAnObject(found),
+            FailureKind::Syntax(message) => LineErrorKind::Syntax(message),
+        };
+        LineError {
+            line: number,
+            column: failure.column,
+            path: failure.path,
+            kind,
+        }
+    };
+    let mut replaced = Vec::new();
+    let mut patched: Option<String> = None;
+    loop {
+        let current = patched.as_deref().unwrap_or(text);
+        match strict::parse_object(current) {
+            Ok(object) => {
+                return Ok(Line {
+                    number,
+                    object,
+                    replaced,
+                });
+            }
+            Err(ParseFailure {
+                kind: FailureKind::NonFinite { token, offset },
+                path,
+                ..
+            }) if policy == NonFinitePolicy::Null => {
+                // Column positions after a replacement shift, but only the first failure of
+                // the original text is ever reported with a column, so this is harmless.
+                let mut next = String::with_capacity(current.len() + 1);
+                next.push_str(&current[..offset]);
+                next.push_str("null");
+                next.push_str(&current[offset + token.len()..]);
+                replaced.push(NonFiniteReplacement { path, token });
+                patched = Some(next);
+            }
+            Err(failure) => return Err(to_line_error(failure)),
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for Reader<R> {
+    type Item = Result<Line, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.finished {
+            match self.fill() {
+                Ok(false) => self.finished = true,
+                Ok(true) => {
+                    self.line_number += 1;
+                    match self.parse_current() {
+                        Ok(Some(line)) => return Some(Ok(line)),
+                        Ok(None) => continue,
+                        Err(error) => return Some(Err(ReadError::Line(error))),
+                    }
+                }
+                Err(error) => {
+                    self.finished = true;
+                    return Some(Err(ReadError::Io(error)));
+                }
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(bytes: &[u8], policy: NonFinitePolicy) -> Vec<Result<Line, LineError>> {
+        Reader::new(bytes, policy)
+            .map(|item| match item {
+                Ok(line) => Ok(line),
+                Err(ReadError::Line(e)) => Err(e),
+                Err(ReadError::Io(e)) => panic!("io error {e}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bom_on_the_first_line_and_crlf_endings_are_accepted() {
+        let lines = read_all(
+            b"\xEF\xBB\xBF{\"a\": 1}\r\n\r\n{\"b\": 2}\r\n",
+            NonFinitePolicy::Reject,
+        );
+        assert_eq!(lines.len(), 2);
+        let first = lines[0].as_ref().unwrap();
+        assert_eq!(first.number, 1);
+        assert_eq!(first.object["a"], 1);
+        assert_eq!(
+            lines[1].as_ref().unwrap().number,
+            3,
+            "blank line 2 is skipped"
+        );
+    }
+
+    #[test]
+    fn a_bom_after_the_first_line_is_refused() {
+        let lines = read_all(b"{}\n\xEF\xBB\xBF{}\n", NonFinitePolicy::Reject);
+        let error = lines[1].as_ref().unwrap_err();
+        assert_eq!(error.kind, LineErrorKind::MisplacedBom);
+        assert_eq!(error.line, 2);
+    }
+
+    #[test]
+    fn invalid_utf8_is_refused_with_its_column() {
+        let lines = read_all(
+            b"{\"a\": \"ok\"}\n{\"a\": \"\xff\"}\n",
+            NonFinitePolicy::Reject,
+        );
+        let error = lines[1].as_ref().unwrap_err();
+        assert_eq!(error.kind, LineErrorKind::InvalidUtf8);
+        assert_eq!((error.line, error.column), (2, Some(8)));
+        assert_eq!(error.to_string(), "line 2, column 8: invalid UTF-8");
+    }
+
+    #[test]
+    fn a_refused_line_does_not_stop_the_reading() {
+        let lines = read_all(b"{}\n[1]\n{\"ok\": true}", NonFinitePolicy::Reject);
+        assert_eq!(lines.len(), 3);
+        assert!(lines[1].is_err());
+        assert!(lines[2].is_ok(), "a last line without LF is read");
+    }
+
+    #[test]
+    fn non_finite_numbers_are_refused_by_default_and_named() {
+        let lines = read_all(b"{\"doc\": {\"x\": NaN}}\n", NonFinitePolicy::Reject);
+        let error = lines[0].as_ref().unwrap_err();
+        assert_eq!(error.kind, LineErrorKind::NonFinite("NaN"));
+        assert_eq!(
+            error.to_string(),
+            "line 1, column 15, field doc.x: non-finite number NaN"
+        );
+    }
+
+    #[test]
+    fn the_null_policy_reads_each_non_finite_token_as_null_and_says_where() {
+        let text = b"{\"a\": NaN, \"b\": [Infinity, -Infinity], \"c\": \"NaN\"}\n";
+        let lines = read_all(text, NonFinitePolicy::Null);
+        let line = lines[0].as_ref().unwrap();
+        assert_eq!(line.object["a"], Value::Null);
+        assert_eq!(line.object["b"], serde_json::json!([null, null]));
+        assert_eq!(line.object["c"], "NaN");
+        let places: Vec<String> = line
+            .replaced
+            .iter()
+            .map(|r| format!("{}={}", r.path, r.token))
+            .collect();
+        assert_eq!(places, ["a=NaN", "b[0]=Infinity", "b[1]=-Infinity"]);
+    }
+
+    #[test]
+    fn truncated_json_is_refused() {
+        let lines = read_all(b"{\"a\": [1, 2\n", NonFinitePolicy::Reject);
+        assert!(matches!(
+            lines[0].as_ref().unwrap_err().kind,
+            LineErrorKind::Syntax(_)
+        ));
+    }
+}

@@ -1,0 +1,303 @@
+//! The strict parse of one JSON text: duplicate keys refused at any depth, the field path of
+//! every failure tracked, non-finite tokens recognised so they can be named (or replaced).
+//!
+//! serde_json's own `Value` keeps the last duplicate key silently, so the walk is ours: a
+//! `DeserializeSeed` that builds the value while it checks each object's keys.
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+use std::fmt;
+
+use super::path::{FieldPath, PathSegment};
+
+/// What went wrong in one JSON text, before the line number is attached.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ParseFailure {
+    /// One-based byte column where the parser stopped, when known.
+    pub column: Option<usize>,
+    /// The field being parsed when it failed.
+    pub path: FieldPath,
+    pub kind: FailureKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum FailureKind {
+    DuplicateKey(String),
+    /// `NaN`, `Infinity` or `-Infinity`, starting at the given byte offset.
+    NonFinite {
+        token: &'static str,
+        offset: usize,
+    },
+    NotAnObject(&'static str),
+    Syntax(String),
+}
+
+struct State {
+    path: FieldPath,
+    duplicate: Option<String>,
+}
+
+/// Parses `text` as one JSON object, strictly.
+pub(crate) fn parse_object(text: &str) -> Result<Map<String, Value>, ParseFailure> {
+    if let Some(found) = non_object_kind(text) {
+        return Err(ParseFailure {
+            column: None,
+            path: FieldPath::root(),
+            kind: FailureKind::NotAnObject(found),
+        });
+    }
+    let mut state = State {
+        path: FieldPath::root(),
+        duplicate: None,
+    };
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let parsed = ValueSeed { state: &mut state }
+        .deserialize(&mut deserializer)
+        .and_then(|value| deserializer.end().map(|()| value));
+    match parsed {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => unreachable!("non_object_kind admits only text starting with '{{'"),
+        Err(error) => Err(classify(text, error, state)),
+    }
+}
+
+fn classify(text: &str, error: serde_json::Error, state: State) -> ParseFailure {
+    let column = (error.column() > 0).then_some(error.column());
+    let kind = if let Some(key) = state.duplicate {
+        FailureKind::DuplicateKey(key)
+    } else if let Some((token, offset)) = column.and_then(|c| non_finite_at(text, c - 1)) {
+        FailureKind::NonFinite { token, offset }
+    } else {
+        FailureKind::Syntax(strip_position(&error.to_string()))
+    };
+    ParseFailure {
+        column,
+        path: state.path,
+        kind,
+    }
+}
+
+/// serde_json appends " at line 1 column N"; we print our own position.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(cut) => message[..cut].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// The non-finite token the parser stopped at, if any. serde_json stops on the `N` of `NaN`
+/// and the `I` of `Infinity`, or just after the `-` of `-Infinity`.
+fn non_finite_at(text: &str, stop: usize) -> Option<(&'static str, usize)> {
+    let bytes = text.as_bytes();
+    let starts = |at: usize, token: &str| bytes.get(at..at + token.len()) == Some(token.as_bytes());
+    if stop > 0 && starts(stop - 1, "-Infinity") {
+        return Some(("-Infinity", stop - 1));
+    }
+    ["-Infinity", "Infinity", "NaN"]
+        .into_iter()
+        .find(|token| starts(stop, token))
+        .map(|token| (token, stop))
+}
+
+fn non_object_kind(text: &str) -> Option<&'static str> {
+    let first = text
+        .trim_start_matches([' ', '\t', '\r', '\n'])
+        .as_bytes()
+        .first();
+    match first {
+        Some(b'{') => None,
+        Some(b'[') => Some("an array"),
+        Some(b'"') => Some("a string"),
+        Some(b't' | b'f') => Some("a boolean"),
+        Some(b'n') => Some("null"),
+        Some(b'-' | b'0'..=b'9') => Some("a number"),
+        _ => Some("text that is not JSON"),
+    }
+}
+
+struct ValueSeed<'s> {
+    state: &'s mut State,
+}
+
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(ValueVisitor { state: self.state })
+    }
+}
+
+struct ValueVisitor<'s> {
+    state: &'s mut State,
+}
+
+impl<'de> Visitor<'de> for ValueVisitor<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<Value, E> {
+        serde_json::Number::from_f64(value)
+            .map(Value::Number)
+            .ok_or_else(|| E::custom("number out of range"))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        loop {
+            // Pushed before parsing, so a failure inside the element names it.
+            self.state.path.push(PathSegment::Index(items.len()));
+            let next = seq.next_element_seed(ValueSeed {
+                state: &mut *self.state,
+            })?;
+            self.state.path.pop_segment();
+            match next {
+                Some(item) => items.push(item),
+                None => return Ok(Value::Array(items)),
+            }
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let mut map = Map::new();
+        while let Some(key) = access.next_key::<String>()? {
+            self.state.path.push(PathSegment::Key(key));
+            let value = access.next_value_seed(ValueSeed {
+                state: &mut *self.state,
+            })?;
+            let Some(PathSegment::Key(key)) = self.state.path.pop_segment() else {
+                unreachable!("the key pushed above is the last segment");
+            };
+            match map.entry(key) {
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                serde_json::map::Entry::Occupied(slot) => {
+                    let key = slot.key().clone();
+                    self.state.path.push(PathSegment::Key(key.clone()));
+                    self.state.duplicate = Some(key);
+                    return Err(de::Error::custom("duplicate key"));
+                }
+            }
+        }
+        Ok(Value::Object(map))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(text: &str) -> ParseFailure {
+        parse_object(text).expect_err("must be rejected")
+    }
+
+    #[test]
+    fn duplicate_keys_are_rejected_at_any_depth_with_their_path() {
+        let top = failure(r#"{"a": 1, "a": 2}"#);
+        assert_eq!(top.kind, FailureKind::DuplicateKey("a".into()));
+        assert_eq!(top.path.to_string(), "a");
+
+        let deep = failure(r#"{"doc": {"choices": [{"t": 1, "t": 1}]}}"#);
+        assert_eq!(deep.kind, FailureKind::DuplicateKey("t".into()));
+        assert_eq!(deep.path.to_string(), "doc.choices[0].t");
+    }
+
+    #[test]
+    fn non_finite_tokens_are_named_with_their_field() {
+        let nan = failure(r#"{"metrics": {"em": NaN}}"#);
+        assert_eq!(
+            nan.kind,
+            FailureKind::NonFinite {
+                token: "NaN",
+                offset: 19
+            }
+        );
+        assert_eq!(nan.path.to_string(), "metrics.em");
+        let inf = failure(r#"{"x": [1, Infinity]}"#);
+        assert!(matches!(
+            inf.kind,
+            FailureKind::NonFinite {
+                token: "Infinity",
+                ..
+            }
+        ));
+        assert_eq!(inf.path.to_string(), "x[1]");
+        let neg = failure(r#"{"x": -Infinity}"#);
+        assert_eq!(
+            neg.kind,
+            FailureKind::NonFinite {
+                token: "-Infinity",
+                offset: 6
+            }
+        );
+    }
+
+    #[test]
+    fn a_nan_inside_a_string_is_only_text() {
+        let map = parse_object(r#"{"answer": "NaN", "n": "Infinity"}"#).unwrap();
+        assert_eq!(map["answer"], "NaN");
+    }
+
+    #[test]
+    fn overflowing_numbers_are_out_of_range() {
+        let big = failure(r#"{"x": 1e999}"#);
+        assert!(matches!(big.kind, FailureKind::Syntax(ref m) if m.contains("out of range")));
+        assert_eq!(big.path.to_string(), "x");
+    }
+
+    #[test]
+    fn non_objects_truncation_and_trailing_text_are_rejected() {
+        assert_eq!(failure("[1]").kind, FailureKind::NotAnObject("an array"));
+        assert_eq!(failure("42").kind, FailureKind::NotAnObject("a number"));
+        assert!(matches!(failure(r#"{"a": "#).kind, FailureKind::Syntax(_)));
+        assert!(
+            matches!(failure(r#"{"a": 1} {"b": 2}"#).kind, FailureKind::Syntax(ref m) if m.contains("trailing"))
+        );
+    }
+
+    #[test]
+    fn lone_surrogates_are_rejected() {
+        assert!(matches!(
+            failure(r#"{"a": "\ud800"}"#).kind,
+            FailureKind::Syntax(_)
+        ));
+    }
+
+    #[test]
+    fn key_order_and_values_are_kept() {
+        let map = parse_object(r#"{"z": 1, "a": [true, null, 1.5, -3, "é"]}"#).unwrap();
+        let keys: Vec<_> = map.keys().cloned().collect();
+        assert_eq!(keys, ["z", "a"]);
+        assert_eq!(
+            Value::Object(map).to_string(),
+            r#"{"z":1,"a":[true,null,1.5,-3,"é"]}"#
+        );
+    }
+}
