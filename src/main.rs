@@ -1,1 +1,7 @@
-fn main() {}
+//! The `babel` binary: see `babel --help`.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

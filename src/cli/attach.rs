@@ -1,0 +1,37 @@
+//! `babel attach`.
+
+use std::path::PathBuf;
+
+use super::{CliError, Exit, Globals, run_id};
+use babel::archive::runs;
+
+/// Keep files beside a run's data, byte for byte: the producer's aggregate results,
+/// configs, metric definitions, logs. Each is hashed in the manifest and checked by
+/// validate; attachments are immutable.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    run: String,
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
+    let run = run_id(&args.run)?;
+    let archive = globals.archive()?;
+    let session = archive.write_session(
+        &globals.invocation,
+        globals.wait,
+        &mut globals.announce_wait(),
+    )?;
+    let manifest = runs::attach(&session, &run, &args.files)?;
+    if !globals.quiet {
+        let added = &manifest.attachments[manifest.attachments.len() - args.files.len()..];
+        for attachment in added {
+            println!(
+                "attached {} ({} bytes) to run {run}",
+                attachment.path, attachment.bytes
+            );
+        }
+    }
+    Ok(Exit::Ok)
+}

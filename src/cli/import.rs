@@ -1,0 +1,155 @@
+//! `babel import`, with a progress bar on stderr for long inputs.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::path::PathBuf;
+
+use super::output::print_json;
+use super::{CliError, Exit, Globals, run_id};
+use babel::adapters::{AdapterOptions, Format};
+use babel::archive::import::{self, ImportOptions, Progress};
+use babel::jsonl::{FieldPath, NonFinitePolicy};
+
+/// Import JSON Lines files into a run. The batch is one transaction: every file is
+/// published, or (if any line is rejected) none is, and every problem is listed.
+///
+/// Raw bytes are kept exactly in the run's raw/ folder; normalized schema-v1 records go to
+/// records/; both are hashed in the run manifest.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example: babel import r1 --format canonical results.jsonl")]
+pub struct Args {
+    /// The destination run (it must be open).
+    run: String,
+    /// The input files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// The input format: canonical (records in the schema-v1 contract).
+    #[arg(long, value_parser = format_names())]
+    format: String,
+    /// The variant of every record of this import (e.g. original, rephrased).
+    #[arg(long)]
+    variant: Option<String>,
+    /// A dotted path to the stable question ID (e.g. doc.id), instead of the automatic
+    /// lookup. Selecting doc_id makes identities run-local (never paired).
+    #[arg(long, value_name = "DOTTED.PATH")]
+    id_field: Option<String>,
+    /// The benchmark of records that do not name one.
+    #[arg(long)]
+    benchmark: Option<String>,
+    /// The language of records that do not name one.
+    #[arg(long)]
+    language: Option<String>,
+    /// What to do with bare NaN/Infinity tokens: reject the line (default), or read them
+    /// as null, with a warning on each affected record.
+    #[arg(long, value_name = "POLICY", default_value = "reject", value_parser = ["reject", "null"])]
+    non_finite: String,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn format_names() -> Vec<&'static str> {
+    Format::ALL.iter().map(|f| f.name()).collect()
+}
+
+struct Bar(ProgressBar);
+
+impl Progress for Bar {
+    fn begin_file(&self, name: &str, bytes: u64) {
+        self.0.reset();
+        self.0.set_length(bytes);
+        self.0.set_message(name.to_owned());
+    }
+
+    fn advance(&self, bytes: u64) {
+        self.0.inc(bytes);
+    }
+
+    fn end_file(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+fn progress_bar(quiet: bool) -> Bar {
+    let target = if quiet {
+        ProgressDrawTarget::hidden()
+    } else {
+        ProgressDrawTarget::stderr()
+    };
+    let bar = ProgressBar::with_draw_target(None, target);
+    if let Ok(style) =
+        ProgressStyle::with_template("{msg} {wide_bar} {bytes}/{total_bytes} ({eta})")
+    {
+        bar.set_style(style);
+    }
+    Bar(bar)
+}
+
+pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
+    let run = run_id(&args.run)?;
+    let format = Format::parse(&args.format)
+        .ok_or_else(|| CliError::usage(format!("unknown format {}", args.format), None))?;
+    let id_field = args
+        .id_field
+        .as_deref()
+        .map(FieldPath::parse_dotted)
+        .transpose()
+        .map_err(|e| {
+            CliError::usage(
+                format!("--id-field: {e}"),
+                Some("write a dotted path such as doc.id"),
+            )
+        })?;
+    let options = ImportOptions {
+        format,
+        adapter: AdapterOptions {
+            variant: args.variant,
+            id_field,
+            benchmark: args.benchmark,
+            language: args.language,
+        },
+        non_finite: if args.non_finite == "null" {
+            NonFinitePolicy::Null
+        } else {
+            NonFinitePolicy::Reject
+        },
+    };
+    let archive = globals.archive()?;
+    let session = archive.write_session(
+        &globals.invocation,
+        globals.wait,
+        &mut globals.announce_wait(),
+    )?;
+    let bar = progress_bar(globals.quiet || args.json);
+    let report = import::import(&session, &run, &args.files, &options, &bar)?;
+    if args.json {
+        let files: Vec<_> = report
+            .files
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "seq": f.seq,
+                    "file": f.given.display().to_string(),
+                    "raw_path": f.raw_path,
+                    "records": f.records,
+                })
+            })
+            .collect();
+        print_json(&serde_json::json!({"run": report.run, "imports": files}))?;
+    } else if !globals.quiet {
+        let total: u64 = report.files.iter().map(|f| f.records).sum();
+        println!(
+            "imported {total} records from {} file(s) into run {run}",
+            report.files.len()
+        );
+        for file in &report.files {
+            println!(
+                "  #{} {} -> {} ({} records)",
+                file.seq,
+                file.given.display(),
+                file.raw_path,
+                file.records
+            );
+        }
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,145 @@
+//! The command line: clap definitions and dispatch, one file per command group. Each
+//! command turns parsed arguments into library calls and prints the result; nothing here
+//! is logic a test would want to call directly.
+
+mod attach;
+mod demo;
+mod import;
+mod init;
+mod output;
+mod records;
+mod run;
+mod seal;
+mod show;
+mod validate;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+pub use output::{CliError, Exit};
+
+const AFTER_HELP: &str = "\
+Exit codes: 0 success; 1 findings, rejected input or a failed operation; 2 usage error
+(bad arguments, unknown run, not an archive); 3 the archive is busy (another writer holds
+the lock); 4 network failure.
+
+Start with `babel demo`, which builds a small archive from bundled examples.";
+
+/// babel keeps benchmark results of language-model evaluations in a local,
+/// tamper-evident archive and compares them item by item.
+#[derive(Debug, Parser)]
+#[command(name = "babel", version, after_help = AFTER_HELP, max_term_width = 100)]
+pub struct Cli {
+    /// The archive root [default: $BABEL_ROOT, else the current directory].
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        env = "BABEL_ROOT",
+        hide_env = true
+    )]
+    root: Option<PathBuf>,
+
+    /// For writes: wait up to SECONDS for another writer to release the archive lock,
+    /// instead of failing at once.
+    #[arg(long, global = true, value_name = "SECONDS")]
+    wait: Option<f64>,
+
+    /// Print nothing but errors (no progress bars, no summaries).
+    #[arg(long, short, global = true)]
+    quiet: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Init(init::Args),
+    #[command(subcommand)]
+    Run(run::RunCommand),
+    Import(import::Args),
+    Records(records::Args),
+    Show(show::ShowArgs),
+    List(show::ListArgs),
+    Attach(attach::Args),
+    Seal(seal::Args),
+    Validate(validate::Args),
+    Demo(demo::Args),
+}
+
+/// What every command gets besides its own arguments.
+pub struct Globals {
+    pub root: PathBuf,
+    pub wait: Option<Duration>,
+    pub quiet: bool,
+    /// The command line as typed, for the lock file.
+    pub invocation: String,
+}
+
+impl Globals {
+    /// Opens the archive at `--root`.
+    pub fn archive(&self) -> Result<babel::archive::Archive, CliError> {
+        Ok(babel::archive::Archive::open(&self.root)?)
+    }
+
+    /// Called once when a write must wait for the lock.
+    pub fn announce_wait(&self) -> impl FnMut(&babel::archive::lock::LockHeld) + '_ {
+        move |held| {
+            if !self.quiet {
+                eprintln!(
+                    "Blocking: waiting for the archive lock {} held by {}",
+                    held.path.display(),
+                    held.holder.as_deref().unwrap_or("another process")
+                );
+            }
+        }
+    }
+}
+
+/// Parses the command line, runs the command, and turns the outcome into an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let invocation = std::env::args().collect::<Vec<_>>().join(" ");
+    let wait = match cli.wait {
+        None => None,
+        Some(seconds) if seconds.is_finite() && seconds >= 0.0 => {
+            Some(Duration::from_secs_f64(seconds))
+        }
+        Some(_) => {
+            return output::report(&CliError::usage(
+                "--wait takes a number of seconds (0 or more)",
+                None,
+            ));
+        }
+    };
+    let globals = Globals {
+        root: cli.root.unwrap_or_else(|| PathBuf::from(".")),
+        wait,
+        quiet: cli.quiet,
+        invocation,
+    };
+    let result = match cli.command {
+        Command::Init(args) => init::run(&globals, args),
+        Command::Run(command) => run::run(&globals, command),
+        Command::Import(args) => import::run(&globals, args),
+        Command::Records(args) => records::run(&globals, args),
+        Command::Show(args) => show::show(&globals, args),
+        Command::List(args) => show::list(&globals, args),
+        Command::Attach(args) => attach::run(&globals, args),
+        Command::Seal(args) => seal::run(&globals, args),
+        Command::Validate(args) => validate::run(&globals, args),
+        Command::Demo(args) => demo::run(&globals, args),
+    };
+    match result {
+        Ok(exit) => exit.into(),
+        Err(error) => output::report(&error),
+    }
+}
+
+/// Parses a run ID argument.
+pub fn run_id(text: &str) -> Result<babel::archive::layout::RunId, CliError> {
+    babel::archive::layout::RunId::parse(text).map_err(|e| CliError::usage(e.to_string(), None))
+}

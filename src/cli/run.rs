@@ -1,0 +1,65 @@
+//! `babel run create`.
+
+use super::{CliError, Exit, Globals, run_id};
+use babel::archive::runs::{self, NewRun};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum RunCommand {
+    Create(CreateArgs),
+}
+
+/// Open a new run with its metadata. The metadata lives in the run's manifest.
+///
+/// Keys babel reads: model, benchmark, dataset_revision (cross-run comparisons refuse
+/// different revisions), correctness_metric (the binary metric that sets `correct`, e.g.
+/// acc_norm), shared_answer_key (true lets a paired rephrase use the shared answer key),
+/// producer_version, metric_definitions, benchmark_contract (a strict run).
+#[derive(Debug, clap::Args)]
+pub struct CreateArgs {
+    /// The run ID: 1-128 of A-Z a-z 0-9 . _ -, starting with a letter or digit.
+    run: String,
+    /// The evaluated model (every record must agree).
+    #[arg(long)]
+    model: String,
+    /// The benchmark of every record that does not name its own.
+    #[arg(long)]
+    benchmark: Option<String>,
+    /// More metadata, KEY=VALUE. VALUE is read as JSON when it is valid JSON (true, 3,
+    /// {"a":1}, "quoted"), otherwise as the text itself.
+    #[arg(long = "meta", value_name = "KEY=VALUE")]
+    meta: Vec<String>,
+}
+
+pub fn run(globals: &Globals, command: RunCommand) -> Result<Exit, CliError> {
+    match command {
+        RunCommand::Create(args) => create(globals, args),
+    }
+}
+
+fn create(globals: &Globals, args: CreateArgs) -> Result<Exit, CliError> {
+    let run = run_id(&args.run)?;
+    let meta = args
+        .meta
+        .iter()
+        .map(|m| runs::parse_meta(m))
+        .collect::<Result<Vec<_>, _>>()?;
+    let archive = globals.archive()?;
+    let session = archive.write_session(
+        &globals.invocation,
+        globals.wait,
+        &mut globals.announce_wait(),
+    )?;
+    runs::create(
+        &session,
+        &run,
+        NewRun {
+            model: args.model,
+            benchmark: args.benchmark,
+            meta,
+        },
+    )?;
+    if !globals.quiet {
+        println!("created run {run}");
+    }
+    Ok(Exit::Ok)
+}

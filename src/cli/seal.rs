@@ -1,0 +1,25 @@
+//! `babel seal`.
+
+use super::{CliError, Exit, Globals, run_id};
+use babel::archive::runs;
+
+/// Seal a run: its status becomes sealed and every later write to it is refused.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    run: String,
+}
+
+pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
+    let run = run_id(&args.run)?;
+    let archive = globals.archive()?;
+    let session = archive.write_session(
+        &globals.invocation,
+        globals.wait,
+        &mut globals.announce_wait(),
+    )?;
+    runs::seal(&session, &run)?;
+    if !globals.quiet {
+        println!("sealed run {run}");
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,199 @@
+//! `babel show` and `babel list`.
+
+use serde_json::{Value, json};
+
+use super::output::print_json;
+use super::{CliError, Exit, Globals, run_id};
+use babel::archive::manifest::{CountEntry, RunManifest, RunStatus};
+
+/// Show one run: status, metadata, imports, attachments, and record counts per
+/// benchmark, language and variant.
+#[derive(Debug, clap::Args)]
+pub struct ShowArgs {
+    run: String,
+    /// Print the run as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// List the runs of the archive with their status and record counts.
+#[derive(Debug, clap::Args)]
+pub struct ListArgs {
+    /// Print the list as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn status(manifest: &RunManifest) -> &'static str {
+    match manifest.status {
+        RunStatus::Open => "open",
+        RunStatus::Sealed => "sealed",
+    }
+}
+
+fn counts_json(counts: &[CountEntry]) -> Value {
+    Value::Array(
+        counts
+            .iter()
+            .map(|c| json!({"benchmark": c.benchmark, "language": c.language, "variant_id": c.variant_id, "records": c.records}))
+            .collect(),
+    )
+}
+
+fn summary_json(manifest: &RunManifest) -> Value {
+    json!({
+        "run_id": manifest.run_id,
+        "status": status(manifest),
+        "model": manifest.model(),
+        "benchmark": manifest.metadata.get("benchmark"),
+        "strict": manifest.is_strict(),
+        "imports": manifest.imports.len(),
+        "records": manifest.record_count(),
+        "counts": counts_json(&manifest.totals()),
+    })
+}
+
+fn print_counts(counts: &[CountEntry]) {
+    if counts.is_empty() {
+        println!("  (no records)");
+        return;
+    }
+    let width = |f: &dyn Fn(&CountEntry) -> usize, title: usize| {
+        counts.iter().map(f).max().unwrap_or(0).max(title)
+    };
+    let wb = width(&|c| c.benchmark.len(), 9);
+    let wl = width(&|c| c.language.as_deref().unwrap_or("-").len(), 8);
+    let wv = width(&|c| c.variant_id.len(), 7);
+    println!(
+        "  {:wb$}  {:wl$}  {:wv$}  records",
+        "benchmark", "language", "variant"
+    );
+    for c in counts {
+        println!(
+            "  {:wb$}  {:wl$}  {:wv$}  {}",
+            c.benchmark,
+            c.language.as_deref().unwrap_or("-"),
+            c.variant_id,
+            c.records
+        );
+    }
+}
+
+/// One line per benchmark: records per variant and the languages present.
+fn print_compact_counts(counts: &[CountEntry], indent: usize) {
+    let mut benchmarks: Vec<&str> = counts.iter().map(|c| c.benchmark.as_str()).collect();
+    benchmarks.dedup();
+    for benchmark in benchmarks {
+        let rows: Vec<&CountEntry> = counts.iter().filter(|c| c.benchmark == benchmark).collect();
+        let mut variants: Vec<(&str, u64)> = Vec::new();
+        for row in &rows {
+            match variants.iter_mut().find(|(v, _)| *v == row.variant_id) {
+                Some((_, n)) => *n += row.records,
+                None => variants.push((&row.variant_id, row.records)),
+            }
+        }
+        let mut languages: Vec<&str> = rows.iter().map(|r| r.language.as_deref().unwrap_or("-")).collect();
+        languages.sort();
+        languages.dedup();
+        let variants: Vec<String> = variants.iter().map(|(v, n)| format!("{v} {n}")).collect();
+        println!(
+            "{:indent$}  {benchmark}: {} (languages: {})",
+            "",
+            variants.join(", "),
+            languages.join(" ")
+        );
+    }
+}
+
+pub fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
+    let run = run_id(&args.run)?;
+    let archive = globals.archive()?;
+    let manifest = archive.run_manifest(&run)?;
+    if args.json {
+        let mut value = summary_json(&manifest);
+        value["created_at"] = json!(manifest.created_at);
+        value["sealed_at"] = json!(manifest.sealed_at);
+        value["metadata"] = Value::Object(manifest.metadata.clone());
+        value["imports"] = serde_json::to_value(&manifest.imports).map_err(std::io::Error::from)?;
+        value["attachments"] =
+            serde_json::to_value(&manifest.attachments).map_err(std::io::Error::from)?;
+        print_json(&value)?;
+        return Ok(Exit::Ok);
+    }
+    println!(
+        "run {}  ({}, created {})",
+        manifest.run_id,
+        status(&manifest),
+        manifest.created_at
+    );
+    if let Some(sealed) = &manifest.sealed_at {
+        println!("sealed {sealed}");
+    }
+    println!("metadata:");
+    for (key, value) in &manifest.metadata {
+        println!("  {key}: {value}");
+    }
+    println!("imports: {}", manifest.imports.len());
+    for import in &manifest.imports {
+        println!(
+            "  #{} {} {} -> {} ({} records, sha256 {})",
+            import.seq,
+            import.format,
+            import.source_basename,
+            import.raw.path,
+            import.records.count,
+            &import.raw.sha256[..12.min(import.raw.sha256.len())]
+        );
+    }
+    if !manifest.attachments.is_empty() {
+        println!("attachments:");
+        for attachment in &manifest.attachments {
+            println!("  {} ({} bytes)", attachment.path, attachment.bytes);
+        }
+    }
+    println!("records: {}", manifest.record_count());
+    print_counts(&manifest.totals());
+    Ok(Exit::Ok)
+}
+
+pub fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
+    let archive = globals.archive()?;
+    let mut manifests = Vec::new();
+    for run in archive.run_ids()? {
+        manifests.push(archive.run_manifest(&run)?);
+    }
+    if args.json {
+        let runs: Vec<Value> = manifests.iter().map(summary_json).collect();
+        print_json(&json!({"runs": runs}))?;
+        return Ok(Exit::Ok);
+    }
+    if manifests.is_empty() {
+        println!("no runs yet (create one with `babel run create RUN --model M`)");
+        return Ok(Exit::Ok);
+    }
+    let wr = manifests
+        .iter()
+        .map(|m| m.run_id.len())
+        .max()
+        .unwrap_or(0)
+        .max(3);
+    let wm = manifests
+        .iter()
+        .map(|m| m.model().len())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    println!("{:wr$}  status  {:wm$}  imports  records", "run", "model");
+    for manifest in &manifests {
+        println!(
+            "{:wr$}  {:6}  {:wm$}  {:7}  {}",
+            manifest.run_id,
+            status(manifest),
+            manifest.model(),
+            manifest.imports.len(),
+            manifest.record_count()
+        );
+        print_compact_counts(&manifest.totals(), wr);
+    }
+    Ok(Exit::Ok)
+}

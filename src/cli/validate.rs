@@ -1,0 +1,53 @@
+//! `babel validate`.
+
+use super::output::print_json;
+use super::{CliError, Exit, Globals, run_id};
+use babel::archive::validate;
+
+/// Prove the archive is whole: every registered file present with its registered size and
+/// SHA-256, every record valid schema v1 pointing at a real nonblank raw line, no duplicate
+/// identities, counts that match, no untracked files in run folders, no pending journal.
+/// Lists every finding with its path; exits 0 only when there is none, else 1.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Only these runs (default: the whole archive).
+    runs: Vec<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
+    let runs = args
+        .runs
+        .iter()
+        .map(|r| run_id(r))
+        .collect::<Result<Vec<_>, _>>()?;
+    let archive = globals.archive()?;
+    let report = validate::validate(&archive, &runs)?;
+    if args.json {
+        print_json(&report)?;
+    } else {
+        for finding in &report.findings {
+            match finding.line {
+                Some(line) => println!(
+                    "{}:{line}: [{}] {}",
+                    finding.path, finding.check, finding.message
+                ),
+                None => println!("{}: [{}] {}", finding.path, finding.check, finding.message),
+            }
+        }
+        if !globals.quiet || !report.ok {
+            let verdict = if report.ok {
+                "ok".to_owned()
+            } else {
+                format!("{} finding(s)", report.findings.len())
+            };
+            println!(
+                "validate: {verdict} ({} run(s), {} file(s), {} record(s) checked)",
+                report.runs, report.files, report.records
+            );
+        }
+    }
+    Ok(if report.ok { Exit::Ok } else { Exit::Failure })
+}
