@@ -1,1 +1,3 @@
 //! babel: a tamper-evident archive of language-model evaluation results.
+
+pub mod compare;
