@@ -10,6 +10,7 @@ pub mod adapters;
 pub mod archive;
 pub mod canonical_json;
 pub mod clock;
+pub mod compare;
 pub mod durable;
 pub mod jsonl;
 pub mod record;
