@@ -52,20 +52,23 @@ impl Env {
         self.root().join(relative)
     }
 
-    /// Writes an input file beside the archive and returns its path.
-    pub fn input(&self, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
-        let path = self.dir.path().join("inputs").join(name);
+    /// Writes an input file beside the archive and returns its path relative to the
+    /// environment folder (where `babel()` runs), e.g. `inputs/a.jsonl`.
+    pub fn input(&self, name: &str, bytes: impl AsRef<[u8]>) -> String {
+        let relative = format!("inputs/{name}");
+        let path = self.dir.path().join(&relative);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, bytes).unwrap();
-        path
+        relative
     }
 
-    /// The babel binary with `--root` set to this archive and the clock pinned.
+    /// The babel binary run in the environment folder, with `--root archive` and the clock
+    /// pinned, so paths in its output are short and the same on every run.
     pub fn babel(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_babel"));
         command
-            .arg("--root")
-            .arg(self.root())
+            .current_dir(self.path())
+            .args(["--root", "archive"])
             .args(args)
             .env("BABEL_TIMESTAMP", TIMESTAMP)
             .env_remove("BABEL_ROOT")

@@ -1,0 +1,183 @@
+//! "A process killed at any instruction leaves an archive that validate accepts after the
+//! next write or babel init, and contains the import entirely or not at all."
+//!
+//! Two kinds of proof: the real binary aborted at every named fault point of the commit
+//! sequence (compiled in through the `fault-injection` feature), and a real `babel import`
+//! child killed with SIGKILL at moments spread over its run.
+
+mod common;
+
+use common::{Env, canonical_line};
+use std::os::unix::process::ExitStatusExt;
+use std::time::Instant;
+
+/// Lines of the large input: enough for an import to take a measurable while.
+const LINES: usize = 40_000;
+
+/// Fault points at which the import has committed (the manifest rename happened).
+const COMMITTED_FROM: &str = "manifest-renamed";
+
+fn points() -> Vec<&'static str> {
+    babel::archive::faults::POINTS.to_vec()
+}
+
+fn input_of(env: &Env, name: &str, questions: std::ops::Range<u32>) -> String {
+    let lines: Vec<String> = questions
+        .map(|q| canonical_line(&format!("q{q}"), "original", Some(q % 3 == 0)))
+        .collect();
+    env.input(name, lines.join("\n") + "\n")
+}
+
+fn assert_validates(env: &Env) {
+    let report = env.validate_json();
+    assert_eq!(report["findings"], serde_json::json!([]), "{report:#}");
+}
+
+#[test]
+fn an_import_aborted_at_any_fault_point_is_entire_or_absent_after_recovery() {
+    let committed_from = points().iter().position(|p| *p == COMMITTED_FROM).unwrap();
+    for (index, point) in points().into_iter().enumerate() {
+        let env = Env::with_run();
+        env.babel(&["import", "r1", "--format", "canonical", &input_of(&env, "first.jsonl", 0..5)])
+            .assert()
+            .success();
+        let a = input_of(&env, "a.jsonl", 10..20);
+        let b = input_of(&env, "b.jsonl", 20..30);
+        let output = env
+            .babel(&["import", "r1", "--format", "canonical", &a, &b])
+            .env("BABEL_FAULT", point)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!("fault injected at {point}")),
+            "the import must pass fault point {point}: {stderr}"
+        );
+        assert!(!output.status.success());
+
+        env.babel(&["init"]).assert().success();
+        assert_validates(&env);
+        let records = env.records("r1").len();
+        if index >= committed_from {
+            assert_eq!(records, 25, "after {point} the import had committed");
+        } else {
+            assert_eq!(records, 5, "before the rename ({point}) nothing is published");
+        }
+        // The next write works normally and the archive stays valid.
+        env.babel(&["import", "r1", "--format", "canonical", &input_of(&env, "c.jsonl", 40..42)])
+            .assert()
+            .success();
+        assert_validates(&env);
+    }
+}
+
+#[test]
+fn the_next_write_recovers_as_well_as_init_does() {
+    let env = Env::with_run();
+    let a = input_of(&env, "a.jsonl", 0..10);
+    env.babel(&["import", "r1", "--format", "canonical", &a])
+        .env("BABEL_FAULT", "data-written")
+        .assert()
+        .failure();
+    let report = env.validate_json();
+    let checks: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["check"].as_str().unwrap())
+        .collect();
+    assert!(checks.contains(&"journal"), "a pending journal is a finding: {report:#}");
+    assert!(checks.contains(&"untracked"), "uncommitted files are findings: {report:#}");
+    // A different write (run create) recovers first.
+    env.babel(&["run", "create", "r2", "--model", "m"]).assert().success();
+    assert_validates(&env);
+    assert!(env.records("r1").is_empty());
+}
+
+#[test]
+fn run_create_and_seal_aborted_at_every_point_leave_a_valid_archive() {
+    for point in points() {
+        let env = Env::with_archive();
+        let create = env
+            .babel(&["run", "create", "r1", "--model", "m"])
+            .env("BABEL_FAULT", point)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&create.stderr);
+        // A run create writes no data files, so it never passes data-partly-written.
+        if point != "data-partly-written" {
+            assert!(stderr.contains("fault injected"), "{point}: {stderr}");
+        }
+        env.babel(&["init"]).assert().success();
+        assert_validates(&env);
+
+        let env = Env::with_run();
+        let seal = env.babel(&["seal", "r1"]).env("BABEL_FAULT", point).output().unwrap();
+        if point != "data-partly-written" {
+            assert!(String::from_utf8_lossy(&seal.stderr).contains("fault injected"), "{point}");
+        }
+        env.babel(&["init"]).assert().success();
+        assert_validates(&env);
+        let show = env.babel(&["show", "r1", "--json"]).output().unwrap();
+        let status: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+        assert!(["open", "sealed"].contains(&status["status"].as_str().unwrap()));
+    }
+}
+
+#[test]
+fn an_import_killed_at_varying_moments_is_entire_or_absent() {
+    // A large input, so the import takes long enough to be interrupted in every phase.
+    let env = Env::with_run();
+    let lines: Vec<String> = (0..LINES as u32)
+        .map(|q| canonical_line(&format!("q{q}"), "original", Some(q % 2 == 0)))
+        .collect();
+    let big = env.input("big.jsonl", lines.join("\n") + "\n");
+
+    // Time one full import in a scratch archive to spread the kills over its duration.
+    let scratch = Env::with_run();
+    let scratch_input = scratch.input("big.jsonl", std::fs::read(env.path().join(&big)).unwrap());
+    let started = Instant::now();
+    scratch
+        .babel(&["import", "r1", "--format", "canonical", &scratch_input])
+        .assert()
+        .success();
+    let full = started.elapsed();
+
+    let mut outcomes = (0, 0);
+    let mut killed_while_running = 0;
+    for step in 0..10u32 {
+        let delay = full.mul_f64((f64::from(step) + 0.5) / 10.0);
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_babel"))
+            .current_dir(env.path())
+            .args(["--root", "archive", "import", "r1", "--format", "canonical", &big])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        let _ = child.kill(); // SIGKILL on Unix
+        let status = child.wait().unwrap();
+        if status.signal() == Some(9) {
+            killed_while_running += 1;
+        }
+
+        env.babel(&["init"]).assert().success();
+        assert_validates(&env);
+        let count = env.records("r1").len();
+        if count == 0 {
+            outcomes.0 += 1;
+        } else {
+            assert_eq!(count, LINES, "killed after {delay:?} ({status}): partial import");
+            outcomes.1 += 1;
+            // Start over for the next kill.
+            std::fs::remove_dir_all(env.archived("runs/r1")).unwrap();
+            env.babel(&["run", "create", "r1", "--model", "m1", "--benchmark", "b"])
+                .assert()
+                .success();
+        }
+    }
+    assert!(
+        killed_while_running >= 5,
+        "most kills must land while the import runs ({killed_while_running} did; outcomes {outcomes:?})"
+    );
+}
