@@ -62,8 +62,10 @@ pub(crate) fn parse_object(text: &str) -> Result<Map<String, Value>, ParseFailur
 }
 
 fn classify(text: &str, error: serde_json::Error, state: State) -> ParseFailure {
-    let column = (error.column() > 0).then_some(error.column());
+    let mut column = (error.column() > 0).then_some(error.column());
     let kind = if let Some(key) = state.duplicate {
+        // The parser notices only after the repeated key's value; the path says where.
+        column = None;
         FailureKind::DuplicateKey(key)
     } else if let Some((token, offset)) = column.and_then(|c| non_finite_at(text, c - 1)) {
         FailureKind::NonFinite { token, offset }
