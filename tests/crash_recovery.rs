@@ -38,9 +38,15 @@ fn an_import_aborted_at_any_fault_point_is_entire_or_absent_after_recovery() {
     let committed_from = points().iter().position(|p| *p == COMMITTED_FROM).unwrap();
     for (index, point) in points().into_iter().enumerate() {
         let env = Env::with_run();
-        env.babel(&["import", "r1", "--format", "canonical", &input_of(&env, "first.jsonl", 0..5)])
-            .assert()
-            .success();
+        env.babel(&[
+            "import",
+            "r1",
+            "--format",
+            "canonical",
+            &input_of(&env, "first.jsonl", 0..5),
+        ])
+        .assert()
+        .success();
         let a = input_of(&env, "a.jsonl", 10..20);
         let b = input_of(&env, "b.jsonl", 20..30);
         let output = env
@@ -61,12 +67,21 @@ fn an_import_aborted_at_any_fault_point_is_entire_or_absent_after_recovery() {
         if index >= committed_from {
             assert_eq!(records, 25, "after {point} the import had committed");
         } else {
-            assert_eq!(records, 5, "before the rename ({point}) nothing is published");
+            assert_eq!(
+                records, 5,
+                "before the rename ({point}) nothing is published"
+            );
         }
         // The next write works normally and the archive stays valid.
-        env.babel(&["import", "r1", "--format", "canonical", &input_of(&env, "c.jsonl", 40..42)])
-            .assert()
-            .success();
+        env.babel(&[
+            "import",
+            "r1",
+            "--format",
+            "canonical",
+            &input_of(&env, "c.jsonl", 40..42),
+        ])
+        .assert()
+        .success();
         assert_validates(&env);
     }
 }
@@ -86,10 +101,18 @@ fn the_next_write_recovers_as_well_as_init_does() {
         .iter()
         .map(|f| f["check"].as_str().unwrap())
         .collect();
-    assert!(checks.contains(&"journal"), "a pending journal is a finding: {report:#}");
-    assert!(checks.contains(&"untracked"), "uncommitted files are findings: {report:#}");
+    assert!(
+        checks.contains(&"journal"),
+        "a pending journal is a finding: {report:#}"
+    );
+    assert!(
+        checks.contains(&"untracked"),
+        "uncommitted files are findings: {report:#}"
+    );
     // A different write (run create) recovers first.
-    env.babel(&["run", "create", "r2", "--model", "m"]).assert().success();
+    env.babel(&["run", "create", "r2", "--model", "m"])
+        .assert()
+        .success();
     assert_validates(&env);
     assert!(env.records("r1").is_empty());
 }
@@ -112,9 +135,16 @@ fn run_create_and_seal_aborted_at_every_point_leave_a_valid_archive() {
         assert_validates(&env);
 
         let env = Env::with_run();
-        let seal = env.babel(&["seal", "r1"]).env("BABEL_FAULT", point).output().unwrap();
+        let seal = env
+            .babel(&["seal", "r1"])
+            .env("BABEL_FAULT", point)
+            .output()
+            .unwrap();
         if point != "data-partly-written" {
-            assert!(String::from_utf8_lossy(&seal.stderr).contains("fault injected"), "{point}");
+            assert!(
+                String::from_utf8_lossy(&seal.stderr).contains("fault injected"),
+                "{point}"
+            );
         }
         env.babel(&["init"]).assert().success();
         assert_validates(&env);
@@ -149,7 +179,15 @@ fn an_import_killed_at_varying_moments_is_entire_or_absent() {
         let delay = full.mul_f64((f64::from(step) + 0.5) / 10.0);
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_babel"))
             .current_dir(env.path())
-            .args(["--root", "archive", "import", "r1", "--format", "canonical", &big])
+            .args([
+                "--root",
+                "archive",
+                "import",
+                "r1",
+                "--format",
+                "canonical",
+                &big,
+            ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -167,7 +205,10 @@ fn an_import_killed_at_varying_moments_is_entire_or_absent() {
         if count == 0 {
             outcomes.0 += 1;
         } else {
-            assert_eq!(count, LINES, "killed after {delay:?} ({status}): partial import");
+            assert_eq!(
+                count, LINES,
+                "killed after {delay:?} ({status}): partial import"
+            );
             outcomes.1 += 1;
             // Start over for the next kill.
             std::fs::remove_dir_all(env.archived("runs/r1")).unwrap();

@@ -33,9 +33,19 @@ fn raw_bytes_are_kept_unchanged_with_bom_and_crlf() {
     assert_eq!(raw, bytes);
     let records = env.records("r1");
     assert_eq!(records.len(), 2);
-    assert_eq!(records[0]["source"], json!({"path": "runs/r1/raw/0001-crlf.jsonl", "line": 1}));
-    assert_eq!(records[1]["source"]["line"], 3, "the blank line 2 keeps its number");
-    assert_eq!(records[1]["correct"], serde_json::Value::Null, "null stays unknown");
+    assert_eq!(
+        records[0]["source"],
+        json!({"path": "runs/r1/raw/0001-crlf.jsonl", "line": 1})
+    );
+    assert_eq!(
+        records[1]["source"]["line"], 3,
+        "the blank line 2 keeps its number"
+    );
+    assert_eq!(
+        records[1]["correct"],
+        serde_json::Value::Null,
+        "null stays unknown"
+    );
 }
 
 #[test]
@@ -76,8 +86,14 @@ fn every_strict_reader_rule_rejects_with_file_line_and_field() {
         let output = import(&env, &[&file]);
         assert_eq!(output.status.code(), Some(1), "{name}");
         let message = stderr(&output);
-        assert!(message.contains(expected), "{name}: expected {expected:?} in:\n{message}");
-        assert!(message.contains("nothing was imported"), "{name}: {message}");
+        assert!(
+            message.contains(expected),
+            "{name}: expected {expected:?} in:\n{message}"
+        );
+        assert!(
+            message.contains("nothing was imported"),
+            "{name}: {message}"
+        );
     }
     assert!(env.records("r1").is_empty());
     assert_eq!(env.files(), ["babel-archive.json", "runs/r1/manifest.json"]);
@@ -87,11 +103,16 @@ fn every_strict_reader_rule_rejects_with_file_line_and_field() {
 fn a_failed_batch_publishes_nothing() {
     // "Failed batch imports publish no partial data."
     let env = Env::with_run();
-    let good = env.input("good.jsonl", canonical_line("q1", "original", Some(true)) + "\n");
+    let good = env.input(
+        "good.jsonl",
+        canonical_line("q1", "original", Some(true)) + "\n",
+    );
     let bad = env.input("bad.jsonl", "{\"question_id\": \"q2\"}\n");
     let output = import(&env, &[&good, &bad]);
     assert_eq!(output.status.code(), Some(1));
-    assert!(stderr(&output).contains("inputs/bad.jsonl:1: field variant_id: required field is missing"));
+    assert!(
+        stderr(&output).contains("inputs/bad.jsonl:1: field variant_id: required field is missing")
+    );
     assert!(env.records("r1").is_empty());
     assert_eq!(env.files(), ["babel-archive.json", "runs/r1/manifest.json"]);
     assert_eq!(env.validate_json()["ok"], true);
@@ -100,10 +121,16 @@ fn a_failed_batch_publishes_nothing() {
 #[test]
 fn duplicate_identities_are_rejected_within_a_file_and_against_earlier_imports() {
     let env = Env::with_run();
-    let first = env.input("first.jsonl", canonical_line("q1", "original", Some(true)) + "\n");
+    let first = env.input(
+        "first.jsonl",
+        canonical_line("q1", "original", Some(true)) + "\n",
+    );
     assert!(import(&env, &[&first]).status.success());
 
-    let again = env.input("again.jsonl", canonical_line("q1", "original", Some(false)) + "\n");
+    let again = env.input(
+        "again.jsonl",
+        canonical_line("q1", "original", Some(false)) + "\n",
+    );
     let output = import(&env, &[&again]);
     assert_eq!(output.status.code(), Some(1));
     assert!(
@@ -120,7 +147,8 @@ fn duplicate_identities_are_rejected_within_a_file_and_against_earlier_imports()
     assert!(stderr(&output).contains("inputs/within.jsonl:2: duplicate record identity"));
 
     // A different variant, filter or repeat is a different identity.
-    let mut distinct = json!({"question_id": "q1", "variant_id": "original", "language": "en", "repeat_id": 1});
+    let mut distinct =
+        json!({"question_id": "q1", "variant_id": "original", "language": "en", "repeat_id": 1});
     let repeat = env.input("repeat.jsonl", distinct.to_string() + "\n");
     assert!(import(&env, &[&repeat]).status.success());
     distinct["filter"] = json!("strict");
@@ -157,7 +185,15 @@ fn non_finite_tokens_can_be_read_as_null_with_a_warning_and_the_choice_is_record
         "{\"question_id\": \"a\", \"variant_id\": \"v\", \"metrics\": {\"em\": NaN}}\n",
     );
     let output = env
-        .babel(&["import", "r1", "--format", "canonical", "--non-finite", "null", &file])
+        .babel(&[
+            "import",
+            "r1",
+            "--format",
+            "canonical",
+            "--non-finite",
+            "null",
+            &file,
+        ])
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
@@ -167,8 +203,13 @@ fn non_finite_tokens_can_be_read_as_null_with_a_warning_and_the_choice_is_record
         records[0]["warnings"],
         json!(["non-finite number NaN at metrics.em was read as null (--non-finite null)"])
     );
-    let show: serde_json::Value =
-        serde_json::from_slice(&env.babel(&["show", "r1", "--json"]).output().unwrap().stdout).unwrap();
+    let show: serde_json::Value = serde_json::from_slice(
+        &env.babel(&["show", "r1", "--json"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
     assert_eq!(show["imports"][0]["options"]["non_finite"], "null");
 }
 
@@ -181,7 +222,10 @@ fn records_can_be_filtered_by_variant() {
     ];
     let file = env.input("both.jsonl", lines.join("\n"));
     assert!(import(&env, &[&file]).status.success());
-    let output = env.babel(&["records", "r1", "--variant", "rephrased"]).output().unwrap();
+    let output = env
+        .babel(&["records", "r1", "--variant", "rephrased"])
+        .output()
+        .unwrap();
     let text = String::from_utf8(output.stdout).unwrap();
     assert_eq!(text.lines().count(), 1);
     assert!(text.contains("\"variant_id\":\"rephrased\""));
@@ -192,7 +236,17 @@ fn the_manifest_records_every_import_field() {
     let env = Env::with_run();
     let file = env.input("one.jsonl", "{\"question_id\": \"q\"}\n");
     let output = env
-        .babel(&["import", "r1", "--format", "canonical", "--variant", "rephrased", "--language", "tr", &file])
+        .babel(&[
+            "import",
+            "r1",
+            "--format",
+            "canonical",
+            "--variant",
+            "rephrased",
+            "--language",
+            "tr",
+            &file,
+        ])
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
@@ -219,7 +273,10 @@ fn the_manifest_records_every_import_field() {
             "variant_override": "rephrased",
         })
     );
-    assert!(manifest.ends_with("}\n") && !manifest.contains(": "), "canonical JSON + LF");
+    assert!(
+        manifest.ends_with("}\n") && !manifest.contains(": "),
+        "canonical JSON + LF"
+    );
 }
 
 /// SHA-256 by the coreutils tool, independent of babel's hashing.

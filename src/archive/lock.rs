@@ -19,8 +19,8 @@ pub struct LockHeld {
     pub path: PathBuf,
     /// What the holder wrote about itself (PID, command, since), when readable.
     pub holder: Option<String>,
-    /// How long this process waited before giving up.
-    pub waited: Duration,
+    /// The `--wait` this process was given, if any (it waited that long in vain).
+    pub wait_limit: Option<Duration>,
 }
 
 /// Failure to take the lock.
@@ -63,7 +63,7 @@ impl WriterLock {
                     let held = LockHeld {
                         path: path.to_owned(),
                         holder: read_holder(&mut file),
-                        waited: started.elapsed(),
+                        wait_limit: wait,
                     };
                     match wait {
                         Some(limit) if started.elapsed() < limit => {

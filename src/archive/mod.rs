@@ -91,7 +91,7 @@ impl ArchiveError {
                 "run IDs that differ only in case collide on macOS and Windows; choose another"
                     .into()
             }
-            Self::Busy(held) if held.waited.is_zero() => {
+            Self::Busy(held) if held.wait_limit.is_none() => {
                 "wait for it to finish, or pass --wait SECONDS to queue behind it".into()
             }
             Self::Busy(_) => "the other writer is still running; try again later".into(),

@@ -1,0 +1,225 @@
+//! `babel validate` against a tampered archive: "Validation checks registered bytes,
+//! record schema, source line references, duplicate identities, counts, and untracked
+//! files in managed run directories." Every finding is listed with its path, not just the
+//! first, and the exit code is 1.
+
+mod common;
+
+use common::{Env, canonical_line};
+use serde_json::Value;
+
+/// An archive with one run, two imports and an attachment.
+fn archive() -> Env {
+    let env = Env::with_run();
+    let a: Vec<String> = (0..4)
+        .map(|q| canonical_line(&format!("q{q}"), "original", Some(true)))
+        .collect();
+    let b: Vec<String> = (0..4)
+        .map(|q| canonical_line(&format!("q{q}"), "rephrased", None))
+        .collect();
+    let a = env.input("a.jsonl", a.join("\n") + "\n");
+    let b = env.input("b.jsonl", b.join("\n") + "\n");
+    env.babel(&["import", "r1", "--format", "canonical", &a, &b])
+        .assert()
+        .success();
+    let results = env.input("results.json", "{\"acc\": 0.5}\n");
+    env.babel(&["attach", "r1", &results]).assert().success();
+    assert_eq!(env.validate_json()["ok"], true);
+    env
+}
+
+fn findings(env: &Env) -> Vec<(String, String)> {
+    let output = env.babel(&["validate", "--json"]).output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "validate must exit 1 on findings"
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["ok"], false);
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_owned(),
+                f["check"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn flip_byte(env: &Env, relative: &str, at: usize) {
+    let path = env.archived(relative);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[at] ^= 0x01;
+    std::fs::write(&path, bytes).unwrap();
+}
+
+#[test]
+fn a_single_changed_byte_in_any_registered_file_is_found() {
+    for relative in [
+        "runs/r1/raw/0001-a.jsonl",
+        "runs/r1/raw/0002-b.jsonl",
+        "runs/r1/records/0001.jsonl",
+        "runs/r1/attachments/results.json",
+    ] {
+        let env = archive();
+        // A byte inside a string value, so the file stays well-formed JSON.
+        let text = std::fs::read_to_string(env.archived(relative)).unwrap();
+        let at = text.find("question").or_else(|| text.find("acc")).unwrap();
+        flip_byte(&env, relative, at);
+        let found = findings(&env);
+        assert!(
+            found.contains(&(relative.to_owned(), "sha256".to_owned())),
+            "{relative}: {found:?}"
+        );
+    }
+}
+
+#[test]
+fn a_changed_manifest_byte_is_found() {
+    let env = archive();
+    let relative = "runs/r1/manifest.json";
+    let text = std::fs::read_to_string(env.archived(relative)).unwrap();
+    // Change a registered hash digit: the manifest stays canonical, the file no longer matches.
+    let at = text.find("\"sha256\":\"").unwrap() + 10;
+    let mut bytes = text.into_bytes();
+    bytes[at] = if bytes[at] == b'0' { b'1' } else { b'0' };
+    std::fs::write(env.archived(relative), bytes).unwrap();
+    let found = findings(&env);
+    assert!(
+        found.iter().any(|(_, check)| check == "sha256"),
+        "{found:?}"
+    );
+
+    let env = archive();
+    let text = std::fs::read_to_string(env.archived(relative)).unwrap();
+    std::fs::write(env.archived(relative), text.replacen("{", "{ ", 1)).unwrap();
+    assert!(findings(&env).contains(&(relative.to_owned(), "canonical".to_owned())));
+}
+
+#[test]
+fn stray_and_missing_files_are_each_reported() {
+    let env = archive();
+    std::fs::write(env.archived("runs/r1/raw/extra.jsonl"), "{}\n").unwrap();
+    std::fs::write(env.archived("runs/r1/notes.txt"), "hi").unwrap();
+    std::fs::create_dir(env.archived("runs/r1/scratch")).unwrap();
+    std::fs::write(env.archived("runs/stray.txt"), "x").unwrap();
+    std::fs::remove_file(env.archived("runs/r1/records/0002.jsonl")).unwrap();
+    let found = findings(&env);
+    for expected in [
+        ("runs/r1/raw/extra.jsonl", "untracked"),
+        ("runs/r1/notes.txt", "untracked"),
+        ("runs/r1/scratch", "untracked"),
+        ("runs/stray.txt", "untracked"),
+        ("runs/r1/records/0002.jsonl", "missing"),
+    ] {
+        assert!(
+            found.contains(&(expected.0.to_owned(), expected.1.to_owned())),
+            "{expected:?} not in {found:?}"
+        );
+    }
+    assert_eq!(found.len(), 5, "exactly these findings: {found:?}");
+}
+
+#[test]
+fn a_symlink_in_place_of_a_registered_file_is_refused() {
+    let env = archive();
+    let relative = "runs/r1/raw/0001-a.jsonl";
+    let copy = env.path().join("copy.jsonl");
+    std::fs::copy(env.archived(relative), &copy).unwrap();
+    std::fs::remove_file(env.archived(relative)).unwrap();
+    std::os::unix::fs::symlink(&copy, env.archived(relative)).unwrap();
+    assert!(findings(&env).contains(&(relative.to_owned(), "file-type".to_owned())));
+}
+
+/// Rewrites a records file and its manifest entry consistently, as a careless tool would,
+/// so that only the record-level checks can notice.
+fn rewrite_records(env: &Env, edit: impl Fn(&mut Vec<Value>)) {
+    let relative = "runs/r1/records/0001.jsonl";
+    let text = std::fs::read_to_string(env.archived(relative)).unwrap();
+    let mut records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    edit(&mut records);
+    let mut bytes = String::new();
+    for record in &records {
+        bytes.push_str(&record.to_string());
+        bytes.push('\n');
+    }
+    std::fs::write(env.archived(relative), &bytes).unwrap();
+    let manifest_path = env.archived("runs/r1/manifest.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+    let entry = &mut manifest["imports"][0]["records"];
+    entry["sha256"] = Value::String(babel::durable::digest_of(bytes.as_bytes()).sha256);
+    entry["bytes"] = bytes.len().into();
+    let canonical = babel::canonical_json::to_canonical_bytes(&manifest).unwrap();
+    std::fs::write(manifest_path, canonical).unwrap();
+}
+
+#[test]
+fn record_level_problems_are_found_even_when_hashes_were_updated() {
+    let env = archive();
+    rewrite_records(&env, |records| {
+        records[0]["source"]["line"] = 99.into(); // past the end of the raw file
+        records[1]["correct"] = 1.into(); // not a boolean
+        records[2]["question_id"] = "q3".into(); // now a duplicate of records[3]
+        records.push(records[0].clone()); // one more than the manifest counts
+    });
+    let output = env.babel(&["validate"]).output().unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    for expected in [
+        "runs/r1/records/0001.jsonl:1: [source] source line 99 is not a nonblank line of runs/r1/raw/0001-a.jsonl",
+        "runs/r1/records/0001.jsonl:2: [schema] field correct: expected true, false or null, found the number 1",
+        "runs/r1/records/0001.jsonl:4: [duplicate] duplicate record identity",
+        "runs/r1/records/0001.jsonl:5: [duplicate] duplicate record identity",
+        "runs/r1/records/0001.jsonl: [count] 5 records, but the manifest registers 4",
+    ] {
+        assert!(text.contains(expected), "{expected:?} not in:\n{text}");
+    }
+}
+
+#[test]
+fn a_breakdown_that_no_longer_matches_the_records_is_found() {
+    let env = archive();
+    rewrite_records(&env, |records| records[0]["language"] = "fr".into());
+    let found = findings(&env);
+    assert_eq!(
+        found,
+        [("runs/r1/records/0001.jsonl".to_owned(), "count".to_owned())]
+    );
+}
+
+#[test]
+fn a_pending_journal_and_an_uncommitted_manifest_are_findings() {
+    let env = archive();
+    std::fs::write(env.archived("runs/r1/manifest.json.new"), "{}").unwrap();
+    let found = findings(&env);
+    assert!(found.contains(&(
+        "runs/r1/manifest.json.new".to_owned(),
+        "untracked".to_owned()
+    )));
+    // babel init removes nothing it did not journal: the stray temp stays a finding.
+    env.babel(&["init"]).assert().success();
+    assert!(findings(&env).contains(&(
+        "runs/r1/manifest.json.new".to_owned(),
+        "untracked".to_owned()
+    )));
+}
+
+#[test]
+fn validate_can_check_named_runs_and_refuses_unknown_ones() {
+    let env = archive();
+    env.babel(&["run", "create", "r2", "--model", "m"])
+        .assert()
+        .success();
+    flip_byte(&env, "runs/r1/raw/0001-a.jsonl", 3);
+    env.babel(&["validate", "r2"]).assert().code(0);
+    env.babel(&["validate", "r1"]).assert().code(1);
+    env.babel(&["validate", "nope"]).assert().code(2);
+}
