@@ -1,0 +1,99 @@
+"""A straightforward Python implementation of the same work babel does, for comparison.
+
+  python3 bench/reference.py import IN.jsonl OUTDIR   copy raw bytes (hashing them), parse
+      each line strictly (duplicate keys and NaN/Infinity refused), check the canonical
+      contract's required fields, write normalized records (hashing them), check identity
+      uniqueness.
+  python3 bench/reference.py validate OUTDIR          re-hash both files, re-parse every
+      record, check source lines and identities.
+"""
+import hashlib
+import json
+import os
+import sys
+
+
+def no_duplicates(pairs):
+    obj = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError(f"duplicate key {key!r}")
+        obj[key] = value
+    return obj
+
+
+def no_constants(token):
+    raise ValueError(f"non-finite number {token}")
+
+
+def parse(line):
+    value = json.loads(line, object_pairs_hook=no_duplicates, parse_constant=no_constants)
+    if not isinstance(value, dict):
+        raise ValueError("not an object")
+    return value
+
+
+def do_import(src, outdir):
+    os.makedirs(outdir, exist_ok=True)
+    raw_hash, rec_hash = hashlib.sha256(), hashlib.sha256()
+    seen = set()
+    with open(src, "rb") as f, open(os.path.join(outdir, "raw.jsonl"), "wb") as raw, \
+            open(os.path.join(outdir, "records.jsonl"), "wb") as rec:
+        for number, line in enumerate(f, 1):
+            raw.write(line)
+            raw_hash.update(line)
+            if not line.strip():
+                continue
+            v = parse(line.decode("utf-8"))
+            if not isinstance(v.get("correct"), (bool, type(None))):
+                raise ValueError(f"line {number}: correct")
+            record = {
+                "schema_version": 1, "run_id": "r1", "benchmark": "bench", "script": None,
+                "language": v.get("language"), "question_id": v["question_id"],
+                "variant_id": v["variant_id"], "filter": v.get("filter", "none"),
+                "repeat_id": v.get("repeat_id", 0), "identity_scope": "stable", "model": "m",
+                "rephrasing_model": None, "input": v.get("input"), "target": v.get("target"),
+                "prediction": v.get("prediction"), "correct": v.get("correct"),
+                "scores": v.get("scores", {}), "metrics": v.get("metrics", {}),
+                "response": v.get("response"), "source": {"path": "raw.jsonl", "line": number},
+                "warnings": [], "extra": {},
+            }
+            key = (record["benchmark"], record["language"], record["question_id"],
+                   record["variant_id"], record["filter"], record["repeat_id"])
+            if key in seen:
+                raise ValueError(f"line {number}: duplicate identity")
+            seen.add(key)
+            out = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+            rec.write(out)
+            rec_hash.update(out)
+        raw.flush(); os.fsync(raw.fileno()); rec.flush(); os.fsync(rec.fileno())
+    print(raw_hash.hexdigest(), rec_hash.hexdigest())
+
+
+def do_validate(outdir):
+    raw_hash = hashlib.sha256()
+    nonblank = []
+    with open(os.path.join(outdir, "raw.jsonl"), "rb") as f:
+        for line in f:
+            raw_hash.update(line)
+            nonblank.append(bool(line.strip()))
+    rec_hash = hashlib.sha256()
+    seen = set()
+    with open(os.path.join(outdir, "records.jsonl"), "rb") as f:
+        for line in f:
+            rec_hash.update(line)
+            r = parse(line.decode("utf-8"))
+            if not nonblank[r["source"]["line"] - 1]:
+                raise ValueError("source line")
+            key = (r["benchmark"], r["language"], r["question_id"], r["variant_id"], r["filter"], r["repeat_id"])
+            if key in seen:
+                raise ValueError("duplicate")
+            seen.add(key)
+    print(raw_hash.hexdigest(), rec_hash.hexdigest())
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "import":
+        do_import(sys.argv[2], sys.argv[3])
+    else:
+        do_validate(sys.argv[2])
