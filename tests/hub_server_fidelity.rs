@@ -344,6 +344,13 @@ fn official_client_creates_and_uploads_like_on_the_hub() {
         ),
         ("a/b/c/d/deep.txt".to_owned(), b"deep\n".to_vec()),
         ("a/b/other.txt".to_owned(), b"other\n".to_vec()),
+        // README.md makes the client call /api/validate-yaml first.
+        (
+            "README.md".to_owned(),
+            b"---\nlicense: mit\n---\n# Bench\n".to_vec(),
+        ),
+        // .gitignore makes the client send "gitIgnore" in preupload; debug.log is then skipped.
+        (".gitignore".to_owned(), b"*.log\n".to_vec()),
     ]);
     let lfs_paths: BTreeSet<&str> = [
         "runs/2026-01-01/blob.bin",
@@ -354,6 +361,7 @@ fn official_client_creates_and_uploads_like_on_the_hub() {
     .collect();
     let folder = tempfile::tempdir().expect("upload folder");
     write_files(folder.path(), &local);
+    std::fs::write(folder.path().join("debug.log"), b"ignored\n").expect("write debug.log");
     server.clear_requests();
     let first = client.ok(
         "upload_folder",
@@ -409,6 +417,17 @@ fn official_client_creates_and_uploads_like_on_the_hub() {
     // What went over the wire, recorded request sequence of HUB-API.md.
     let preuploads = requests_matching(&server, "POST", "/preupload/main");
     assert_eq!(preuploads.len(), 1);
+    let preupload: Value = serde_json::from_slice(&preuploads[0].body).expect("preupload JSON");
+    assert_eq!(preupload["gitIgnore"], json!("*.log\n"));
+    assert_eq!(
+        preupload["files"].as_array().map(Vec::len),
+        Some(local.len() + 1)
+    );
+    // Once while preparing the folder, once again in create_commit.
+    assert_eq!(
+        requests_matching(&server, "POST", "/api/validate-yaml").len(),
+        2
+    );
     let batches = requests_matching(&server, "POST", ".git/info/lfs/objects/batch");
     assert_eq!(batches.len(), 1);
     assert!(batches[0].has_authorization());
@@ -469,7 +488,9 @@ fn official_client_creates_and_uploads_like_on_the_hub() {
         "empty.txt must go as a regular file, LFS files as lfsFile"
     );
 
-    // An unchanged second upload makes no commit and uploads nothing.
+    // An unchanged second upload makes no commit and uploads nothing. (An ignored file
+    // would defeat this: the client has no remote oid for it and sends a header-only commit.)
+    std::fs::remove_file(folder.path().join("debug.log")).expect("remove debug.log");
     server.clear_requests();
     let unchanged = client.ok(
         "upload_folder",
@@ -1155,43 +1176,62 @@ fn hostile_knobs_are_real_to_the_official_client() {
     assert!(hops.len() >= 20, "only {} hops", hops.len());
     assert!(hops.iter().all(|hop| hop.status == 302));
 
-    // Hostile tree paths are served verbatim; the official client refuses to write `../`.
-    let evil = "tester/evil";
-    server.create_repo(evil, Visibility::Public);
-    for path in ["../escape.txt", "/abs.txt", "a\\b.txt", "a//b.txt"] {
-        server.add_tree_entry(evil, path, b"evil\n");
+    // Hostile tree paths are served verbatim, listed and resolvable. What the official client
+    // makes of them (babel's puller must refuse all four):
+    let cases = [
+        ("../escape.txt", "cannot contain a '..' path segment", None),
+        ("/abs.txt", "cannot be an absolute", None),
+        ("a\\b.txt", "", Some("a\\b.txt")),
+        ("a//b.txt", "", Some("a/b.txt")),
+    ];
+    for (index, (path, refusal, written_as)) in cases.into_iter().enumerate() {
+        let evil = format!("tester/evil{index}");
+        server.create_repo(&evil, Visibility::Public);
+        server.add_tree_entry(&evil, path, b"evil\n");
+        let listed = client.ok(
+            "list_repo_tree",
+            json!({ "repo_id": evil, "recursive": true }),
+        );
+        let listed: BTreeSet<&str> = listed
+            .as_array()
+            .expect("entries")
+            .iter()
+            .filter_map(|e| e["path"].as_str())
+            .collect();
+        assert_eq!(listed, BTreeSet::from([".gitattributes", path]));
+        let outer = tempfile::tempdir().expect("outer");
+        let inner = outer.path().join("pull");
+        let pulled = client.call(
+            "snapshot_download",
+            json!({ "repo_id": evil, "local_dir": inner }),
+        );
+        match written_as {
+            None => {
+                let error = pulled.expect_err(path);
+                assert!(error_is(&error, "ValueError"), "{path}: {error}");
+                assert!(
+                    error["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains(refusal)),
+                    "{path}: {error}"
+                );
+                let outside: Vec<_> = std::fs::read_dir(outer.path()).expect("outer").collect();
+                assert_eq!(
+                    outside.len(),
+                    1,
+                    "{path}: the client wrote outside its folder"
+                );
+            }
+            Some(name) => {
+                pulled.unwrap_or_else(|error| panic!("{path}: {error}"));
+                assert_eq!(
+                    read_files(&inner).get(name),
+                    Some(&b"evil\n".to_vec()),
+                    "{path}"
+                );
+            }
+        }
     }
-    let listed = client.ok(
-        "list_repo_tree",
-        json!({ "repo_id": evil, "recursive": true }),
-    );
-    let listed: BTreeSet<&str> = listed
-        .as_array()
-        .expect("entries")
-        .iter()
-        .filter_map(|e| e["path"].as_str())
-        .collect();
-    assert_eq!(
-        listed,
-        BTreeSet::from([
-            ".gitattributes",
-            "../escape.txt",
-            "/abs.txt",
-            "a\\b.txt",
-            "a//b.txt"
-        ])
-    );
-    let outer = tempfile::tempdir().expect("outer");
-    let inner = outer.path().join("pull");
-    let refused = client.fails(
-        "snapshot_download",
-        json!({ "repo_id": evil, "local_dir": inner }),
-    );
-    assert!(error_is(&refused, "ValueError"), "{refused}");
-    assert!(
-        !outer.path().join("escape.txt").exists(),
-        "the client wrote outside its folder"
-    );
 
     assert_all_routed(&server);
 }
@@ -1513,4 +1553,275 @@ fn seeded_ids_are_real_git_ids() {
             "{path}"
         );
     }
+}
+
+/// Everything a connection carried until the server closed it.
+fn raw_bytes(base_url: &str, request: &str) -> (Vec<u8>, Duration) {
+    let started = std::time::Instant::now();
+    let mut stream = TcpStream::connect(base_url.trim_start_matches("http://")).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut bytes = Vec::new();
+    let _ = stream.read_to_end(&mut bytes);
+    (bytes, started.elapsed())
+}
+
+#[test]
+fn body_faults_and_failures_on_the_wire() {
+    let server = HubServer::start();
+    let repo = "tester/wire";
+    server.create_repo(repo, Visibility::Public);
+    let content = b"0123456789abcdefghij".to_vec();
+    server
+        .commit(repo)
+        .file("f.txt", &content)
+        .apply()
+        .expect("commit");
+    let get = |extra: &str| {
+        format!(
+            "GET /datasets/{repo}/resolve/main/f.txt HTTP/1.1\r\n{extra}Connection: close\r\n\r\n"
+        )
+    };
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+
+    // Honest ranges on the Hub origin too.
+    let ranged = raw_exchange(server.endpoint(), get("Range: bytes=15-\r\n").as_bytes()).remove(0);
+    assert_eq!(
+        (ranged.status, ranged.body.as_slice()),
+        (206, b"fghij".as_slice())
+    );
+    assert_eq!(ranged.header("content-range"), Some("bytes 15-19/20"));
+    assert!(ranged.header("x-repo-commit").is_some());
+
+    // Extra bytes behind a Content-Length that declares only the true size.
+    let extra = FileFault::ExtraBytes {
+        extra: b"+EXTRA".to_vec(),
+        length: LengthHeader::Original,
+    };
+    server.set_file_fault(repo, "f.txt", extra);
+    let (bytes, _) = raw_bytes(server.endpoint(), &get(""));
+    let wire = text(&bytes);
+    assert!(
+        wire.contains("Content-Length: 20\r\n") && wire.ends_with("0123456789abcdefghij+EXTRA"),
+        "{wire}"
+    );
+    // ... or with no length at all (chunked).
+    let extra = FileFault::ExtraBytes {
+        extra: b"+EXTRA".to_vec(),
+        length: LengthHeader::Omitted,
+    };
+    server.set_file_fault(repo, "f.txt", extra);
+    let wire = text(&raw_bytes(server.endpoint(), &get("")).0);
+    assert!(
+        wire.contains("Transfer-Encoding: chunked\r\n") && !wire.contains("Content-Length"),
+        "{wire}"
+    );
+    assert!(
+        wire.contains("\r\n1a\r\n0123456789abcdefghij+EXTRA\r\n0\r\n\r\n"),
+        "{wire}"
+    );
+    // HEAD keeps telling the truth.
+    let head = raw_exchange(
+        server.endpoint(),
+        format!("HEAD /datasets/{repo}/resolve/main/f.txt HTTP/1.1\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    )
+    .remove(0);
+    assert_eq!(head.header("content-length"), Some("20"));
+
+    // A body cut after 7 bytes, once; the next GET is whole.
+    server.set_file_fault(repo, "f.txt", FileFault::DropAfter { after: 7, times: 1 });
+    let wire = text(&raw_bytes(server.endpoint(), &get("")).0);
+    assert!(
+        wire.contains("Content-Length: 20\r\n") && wire.ends_with("\r\n\r\n0123456"),
+        "{wire}"
+    );
+    assert!(text(&raw_bytes(server.endpoint(), &get("")).0).ends_with("0123456789abcdefghij"));
+
+    // A slow body: 4 chunks of 5 bytes, 60 ms apart.
+    let slow = FileFault::Slow {
+        chunk: 5,
+        delay: Duration::from_millis(60),
+    };
+    server.set_file_fault(repo, "f.txt", slow);
+    let (bytes, took) = raw_bytes(server.endpoint(), &get(""));
+    assert!(text(&bytes).ends_with("0123456789abcdefghij"));
+    assert!(took >= Duration::from_millis(180), "took only {took:?}");
+    server.clear_faults();
+
+    // Injected failures: count, match, and carry the headers asked for.
+    let date = "Wed, 21 Oct 2026 07:28:00 GMT";
+    server.fail_next(
+        2,
+        RequestMatch::any()
+            .origin(Origin::Hub)
+            .method("GET")
+            .path_contains("/resolve/"),
+        Failure::too_many_requests(3).with_rate_limit(3),
+    );
+    server.fail_next(
+        1,
+        RequestMatch::any().path_contains("/resolve/"),
+        Failure::status(503).with_header("Retry-After", date),
+    );
+    let statuses: Vec<u16> = (0..4)
+        .map(|_| {
+            raw_exchange(server.endpoint(), get("").as_bytes())
+                .remove(0)
+                .status
+        })
+        .collect();
+    assert_eq!(statuses, vec![429, 429, 503, 200]);
+    let log = server.requests();
+    let answered = |status: u16| log.iter().filter(|r| r.status == status).count();
+    assert_eq!((answered(429), answered(503)), (2, 1));
+    server.fail_next(
+        1,
+        RequestMatch::any(),
+        Failure::too_many_requests(3).with_rate_limit(3),
+    );
+    let limited = raw_exchange(server.endpoint(), get("").as_bytes()).remove(0);
+    assert_eq!(limited.header("retry-after"), Some("3"));
+    assert_eq!(limited.header("ratelimit"), Some("\"api\";r=0;t=3"));
+    server.fail_next(
+        1,
+        RequestMatch::any(),
+        Failure::service_unavailable().with_header("Retry-After", date),
+    );
+    let unavailable = raw_exchange(server.endpoint(), get("").as_bytes()).remove(0);
+    assert_eq!(
+        (unavailable.status, unavailable.header("retry-after")),
+        (503, Some(date))
+    );
+
+    // A connection closed without any answer.
+    server.set_interceptor(|_| {
+        Some(hub_server::Response::new(200).with_delivery(hub_server::Delivery::NoResponse))
+    });
+    assert!(raw_bytes(server.endpoint(), &get("")).0.is_empty());
+    server.clear_interceptor();
+    assert_eq!(
+        raw_exchange(server.endpoint(), get("").as_bytes())
+            .remove(0)
+            .status,
+        200
+    );
+}
+
+#[test]
+fn lfs_batch_upload_and_verify_rules() {
+    let server = HubServer::start();
+    let repo = "tester/lfs";
+    server.create_repo(repo, Visibility::Public);
+    let token = server.token().to_owned();
+    let content = binary_file(300, 8);
+    let oid = sha256(&content);
+    let post = |path: &str, body: &str, auth: bool| {
+        let auth = if auth {
+            format!("Authorization: Bearer {token}\r\n")
+        } else {
+            String::new()
+        };
+        raw_exchange(
+            server.endpoint(),
+            format!(
+                "POST {path} HTTP/1.1\r\n{auth}Content-Type: application/vnd.git-lfs+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .remove(0)
+    };
+    let batch_path = format!("/datasets/{repo}.git/info/lfs/objects/batch");
+    let batch = json!({ "operation": "upload", "transfers": ["basic"], "hash_algo": "sha256",
+        "objects": [{ "oid": oid, "size": content.len() }, { "oid": "not-hex", "size": 1 }] })
+    .to_string();
+    assert_eq!(
+        post(&batch_path, &batch, false).status,
+        401,
+        "uploads need a token"
+    );
+    let answer = post(&batch_path, &batch, true);
+    assert_eq!(
+        answer.header("content-type"),
+        Some("application/vnd.git-lfs+json")
+    );
+    let answer: Value = serde_json::from_slice(&answer.body).expect("batch JSON");
+    assert_eq!(answer["transfer"], json!("basic"));
+    assert_eq!(answer["objects"][1]["error"]["code"], json!(422));
+    let upload = answer["objects"][0]["actions"]["upload"]["href"]
+        .as_str()
+        .expect("upload href")
+        .to_owned();
+    let verify = answer["objects"][0]["actions"]["verify"]["href"]
+        .as_str()
+        .expect("verify href")
+        .to_owned();
+    assert!(upload.starts_with(server.cdn_url()), "{upload}");
+    assert!(verify.starts_with(server.endpoint()), "{verify}");
+    let put = |body: &[u8], extra: &str| {
+        let mut request = format!(
+            "PUT {} HTTP/1.1\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n",
+            &upload[server.cdn_url().len()..],
+            body.len()
+        )
+        .into_bytes();
+        request.extend_from_slice(body);
+        raw_exchange(server.cdn_url(), &request).remove(0).status
+    };
+    let mut wrong = content.clone();
+    wrong[0] ^= 1;
+    assert_eq!(put(&wrong, ""), 400, "the PUT checks the SHA-256");
+    assert_eq!(put(&content[1..], ""), 400, "the PUT checks the size");
+    assert_eq!(
+        put(&content, &format!("Authorization: Bearer {token}\r\n")),
+        400,
+        "no token on a presigned PUT"
+    );
+    assert!(server.lfs_objects(repo).is_empty());
+    assert_eq!(put(&content, ""), 200);
+    assert_eq!(server.lfs_objects(repo), BTreeSet::from([oid.clone()]));
+    let verify_path = &verify[server.endpoint().len()..];
+    let verify_body = json!({ "oid": oid, "size": content.len() }).to_string();
+    assert_eq!(
+        post(verify_path, &verify_body, false).status,
+        401,
+        "verify needs the token"
+    );
+    assert_eq!(post(verify_path, &verify_body, true).status, 200);
+    let again: Value =
+        serde_json::from_slice(&post(&batch_path, &batch, true).body).expect("batch JSON");
+    assert_eq!(
+        again["objects"][0].get("actions"),
+        None,
+        "a stored object needs no upload"
+    );
+
+    // Committing it as lfsFile works; an object never uploaded is refused.
+    let commit = |lines: &[Value]| {
+        let body: String = lines.iter().map(|line| format!("{line}\n")).collect();
+        raw_exchange(
+            server.endpoint(),
+            format!(
+                "POST /api/datasets/{repo}/commit/main HTTP/1.1\r\nAuthorization: Bearer {token}\r\nContent-Type: application/x-ndjson\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .remove(0)
+    };
+    let header = json!({ "key": "header", "value": { "summary": "lfs" } });
+    let missing = json!({ "key": "lfsFile", "value": { "path": "x.bin", "algo": "sha256", "oid": "0".repeat(64), "size": 1 } });
+    assert_eq!(commit(&[header.clone(), missing]).status, 400);
+    let present = json!({ "key": "lfsFile", "value": { "path": "data/x.bin", "algo": "sha256", "oid": oid, "size": content.len() } });
+    let done = commit(&[header, present]);
+    assert_eq!(done.status, 200);
+    let done: Value = serde_json::from_slice(&done.body).expect("commit JSON");
+    let head = server.head(repo, "main").expect("head");
+    assert_eq!(done["commitOid"], json!(head.as_str()));
+    assert_eq!(done["success"], json!(true));
+    let stored = server.file(repo, "main", "data/x.bin").expect("stored");
+    assert!(stored.is_lfs() && stored.bytes() == content.as_slice());
 }
