@@ -2,8 +2,8 @@
 //! `artifact.json` and the archive marker, so equal content has equal bytes (and SHA-256)
 //! in every implementation.
 //!
-//! RFC 8785 formats numbers as ECMAScript does, which cannot hold integers above 2^53 − 1
-//! exactly; such integers are refused here rather than silently rounded.
+//! RFC 8785 formats numbers as ECMAScript doubles; an integer whose canonical form would
+//! read back as another number (such as 2^53 + 1) is refused here rather than rounded.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -15,7 +15,9 @@ use crate::record::fields::MAX_SAFE_INTEGER;
 #[derive(Debug, thiserror::Error)]
 pub enum CanonicalError {
     /// An integer that ECMAScript numbers cannot hold exactly.
-    #[error("field {path}: the integer {value} is beyond 2^53-1 and has no exact canonical form")]
+    #[error(
+        "field {path}: the integer {value} has no exact canonical form (RFC 8785 numbers are doubles)"
+    )]
     UnsafeInteger { path: FieldPath, value: String },
     /// The value does not serialize to JSON at all.
     #[error("cannot serialize as JSON: {0}")]
@@ -34,11 +36,16 @@ pub fn to_canonical_bytes<T: Serialize>(value: &T) -> Result<Vec<u8>, CanonicalE
 fn check_integers(value: &Value, path: &mut FieldPath) -> Result<(), CanonicalError> {
     match value {
         Value::Number(n) => {
-            let unsafe_integer = match (n.as_u64(), n.as_i64()) {
+            // Integers up to 2^53 are always exact. A larger one is kept only when its
+            // canonical (ECMAScript) form reads back as the same decimal text.
+            let large = match (n.as_u64(), n.as_i64()) {
                 (Some(u), _) => u > MAX_SAFE_INTEGER,
                 (None, Some(i)) => i.unsigned_abs() > MAX_SAFE_INTEGER,
                 (None, None) => false,
             };
+            let unsafe_integer = large
+                && serde_json_canonicalizer::to_string(value).ok().as_deref()
+                    != Some(n.to_string().as_str());
             if unsafe_integer {
                 return Err(CanonicalError::UnsafeInteger {
                     path: path.clone(),
@@ -88,14 +95,17 @@ mod tests {
     }
 
     #[test]
-    fn integers_beyond_two_to_the_53_are_refused() {
+    fn integers_no_double_holds_are_refused() {
         let error = to_canonical_bytes(&json!({"meta": {"n": 9007199254740993u64}})).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "field meta.n: the integer 9007199254740993 is beyond 2^53-1 and has no exact canonical form"
+            "field meta.n: the integer 9007199254740993 has no exact canonical form (RFC 8785 numbers are doubles)"
         );
         assert!(to_canonical_bytes(&json!({"n": 9007199254740991u64})).is_ok());
-        assert!(to_canonical_bytes(&json!({"n": -9007199254740992i64})).is_err());
+        assert!(to_canonical_bytes(&json!({"n": -9007199254740993i64})).is_err());
+        // A large integer that a double holds exactly keeps its value.
+        let exact = to_canonical_bytes(&json!({"n": 8273956653281337000u64})).unwrap();
+        assert_eq!(exact, b"{\"n\":8273956653281337000}\n");
     }
 
     #[test]

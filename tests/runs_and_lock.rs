@@ -94,7 +94,7 @@ fn bad_run_creations_are_usage_errors_with_reasons() {
                 "--meta",
                 "n=9007199254740993",
             ],
-            "beyond 2^53-1",
+            "no exact canonical form",
         ),
     ];
     for (args, expected) in cases {

@@ -1,0 +1,82 @@
+//! Property tests for the strict reader and the canonical JSON writer.
+
+use babel::canonical_json::{is_canonical, to_canonical_bytes};
+use babel::jsonl::{LineErrorKind, NonFinitePolicy, Reader, parse_line};
+use proptest::prelude::*;
+use serde_json::{Map, Value};
+
+/// Arbitrary JSON values: unicode strings (escapes included), safe integers, finite floats.
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (-(1i64 << 53) + 1..(1i64 << 53)).prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        "\\PC{0,12}".prop_map(Value::String),
+        "[\"\\\\\\n\\t\\u{0}-\\u{1f}]{0,4}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map("\\PC{0,8}", inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn json_object() -> impl Strategy<Value = Map<String, Value>> {
+    prop::collection::btree_map("\\PC{0,8}", json_value(), 0..8)
+        .prop_map(|m| m.into_iter().collect())
+}
+
+proptest! {
+    #[test]
+    fn any_object_written_by_serde_json_reads_back_identically(object in json_object()) {
+        let text = Value::Object(object.clone()).to_string();
+        let line = parse_line(&text, 1, NonFinitePolicy::Reject).unwrap();
+        prop_assert_eq!(line.object, object);
+    }
+
+    #[test]
+    fn pretty_printed_whitespace_does_not_change_what_is_read(object in json_object()) {
+        let compact = Value::Object(object.clone()).to_string();
+        let spaced = serde_json::to_string_pretty(&Value::Object(object)).unwrap().replace('\n', " ");
+        let a = parse_line(&compact, 1, NonFinitePolicy::Reject).unwrap();
+        let b = parse_line(&spaced, 1, NonFinitePolicy::Reject).unwrap();
+        prop_assert_eq!(a.object, b.object);
+    }
+
+    #[test]
+    fn a_repeated_key_is_always_refused(object in json_object(), key in "\\PC{0,8}", value in json_value()) {
+        let mut text = Value::Object(object).to_string();
+        text.pop(); // the closing brace
+        let sep = if text.len() > 1 { "," } else { "" };
+        let pair = format!("{}:{}", Value::String(key.clone()), value);
+        let doubled = format!("{text}{sep}{pair},{pair}}}");
+        let error = parse_line(&doubled, 1, NonFinitePolicy::Reject).unwrap_err();
+        prop_assert_eq!(error.kind, LineErrorKind::DuplicateKey(key));
+    }
+
+    #[test]
+    fn reading_lines_never_panics_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
+        for item in Reader::new(&bytes[..], NonFinitePolicy::Null) {
+            let _ = item;
+        }
+    }
+
+    #[test]
+    fn canonical_bytes_are_a_fixed_point_and_ignore_key_order(object in json_object()) {
+        let value = Value::Object(object.clone());
+        let bytes = to_canonical_bytes(&value).unwrap();
+        let text = std::str::from_utf8(&bytes).unwrap();
+        prop_assert!(text.ends_with('\n'));
+        let reread: Value = serde_json::from_str(text).unwrap();
+        prop_assert!(is_canonical(&bytes, &reread));
+        let mut reversed: Vec<(String, Value)> = object.into_iter().collect();
+        reversed.reverse();
+        let reversed = Value::Object(reversed.into_iter().collect());
+        prop_assert_eq!(to_canonical_bytes(&reversed).unwrap(), bytes);
+    }
+}
