@@ -148,10 +148,11 @@ pub fn digest_file(path: &Path) -> Result<ContentDigest, PathIoError> {
     Ok(hasher.finish().1)
 }
 
-/// A new file that must not exist yet, buffered and hashed as it is written.
+/// A new file that must not exist yet, buffered and hashed as it is written (the hash sees
+/// the buffered chunks, not every small write).
 pub struct NewFile {
     path: PathBuf,
-    writer: HashingWriter<BufWriter<File>>,
+    writer: BufWriter<HashingWriter<File>>,
 }
 
 impl NewFile {
@@ -164,7 +165,7 @@ impl NewFile {
             .map_err(io_at("creating", path))?;
         Ok(Self {
             path: path.to_owned(),
-            writer: HashingWriter::new(BufWriter::with_capacity(256 * 1024, file)),
+            writer: BufWriter::with_capacity(256 * 1024, HashingWriter::new(file)),
         })
     }
 
@@ -174,16 +175,17 @@ impl NewFile {
     }
 
     /// The writer for the content.
-    pub fn writer(&mut self) -> &mut HashingWriter<BufWriter<File>> {
+    pub fn writer(&mut self) -> &mut BufWriter<HashingWriter<File>> {
         &mut self.writer
     }
 
     /// Flushes and fsyncs the file, returning the digest of what was written.
     pub fn finish(self) -> Result<ContentDigest, PathIoError> {
-        let (buffered, digest) = self.writer.finish();
-        let file = buffered
+        let hashing = self
+            .writer
             .into_inner()
             .map_err(|e| io_at("writing", &self.path)(e.into_error()))?;
+        let (file, digest) = hashing.finish();
         file.sync_all().map_err(io_at("syncing", &self.path))?;
         Ok(digest)
     }

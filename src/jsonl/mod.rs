@@ -230,14 +230,28 @@ impl<R: BufRead> Reader<R> {
         if is_blank(bytes) {
             return Ok(None);
         }
-        let text = std::str::from_utf8(bytes)
-            .map_err(|e| error(Some(e.valid_up_to() + 1), LineErrorKind::InvalidUtf8))?;
-        parse_line(text, number, self.policy).map(Some)
+        parse_bytes(bytes, number, self.policy).map(Some)
     }
 }
 
 /// Parses one line's text (no line ending) under a policy.
 pub fn parse_line(text: &str, number: u64, policy: NonFinitePolicy) -> Result<Line, LineError> {
+    parse_bytes(text.as_bytes(), number, policy)
+}
+
+/// Parses one line's bytes (no line ending, no byte order mark) under a policy.
+pub fn parse_bytes(bytes: &[u8], number: u64, policy: NonFinitePolicy) -> Result<Line, LineError> {
+    // simdutf8 validates in one fast pass; serde_json then reads the text without
+    // checking each string again.
+    let text = simdutf8::basic::from_utf8(bytes).map_err(|_| {
+        let valid_up_to = std::str::from_utf8(bytes).map_or_else(|e| e.valid_up_to(), |_| 0);
+        LineError {
+            line: number,
+            column: Some(valid_up_to + 1),
+            path: FieldPath::root(),
+            kind: LineErrorKind::InvalidUtf8,
+        }
+    })?;
     let to_line_error = |failure: ParseFailure| {
         let kind = match failure.kind {
             FailureKind::DuplicateKey(key) => LineErrorKind::DuplicateKey(key),

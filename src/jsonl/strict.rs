@@ -37,9 +37,9 @@ struct State {
     duplicate: Option<String>,
 }
 
-/// Parses `text` as one JSON object, strictly.
+/// Parses `text`, already checked to be UTF-8, as one JSON object, strictly.
 pub(crate) fn parse_object(text: &str) -> Result<Map<String, Value>, ParseFailure> {
-    if let Some(found) = non_object_kind(text) {
+    if let Some(found) = non_object_kind(text.as_bytes()) {
         return Err(ParseFailure {
             column: None,
             path: FieldPath::root(),
@@ -67,7 +67,8 @@ fn classify(text: &str, error: serde_json::Error, state: State) -> ParseFailure 
         // The parser notices only after the repeated key's value; the path says where.
         column = None;
         FailureKind::DuplicateKey(key)
-    } else if let Some((token, offset)) = column.and_then(|c| non_finite_at(text, c - 1)) {
+    } else if let Some((token, offset)) = column.and_then(|c| non_finite_at(text.as_bytes(), c - 1))
+    {
         FailureKind::NonFinite { token, offset }
     } else {
         FailureKind::Syntax(strip_position(&error.to_string()))
@@ -89,8 +90,7 @@ fn strip_position(message: &str) -> String {
 
 /// The non-finite token the parser stopped at, if any. serde_json stops on the `N` of `NaN`
 /// and the `I` of `Infinity`, or just after the `-` of `-Infinity`.
-fn non_finite_at(text: &str, stop: usize) -> Option<(&'static str, usize)> {
-    let bytes = text.as_bytes();
+fn non_finite_at(bytes: &[u8], stop: usize) -> Option<(&'static str, usize)> {
     let starts = |at: usize, token: &str| bytes.get(at..at + token.len()) == Some(token.as_bytes());
     if stop > 0 && starts(stop - 1, "-Infinity") {
         return Some(("-Infinity", stop - 1));
@@ -101,11 +101,10 @@ fn non_finite_at(text: &str, stop: usize) -> Option<(&'static str, usize)> {
         .map(|token| (token, stop))
 }
 
-fn non_object_kind(text: &str) -> Option<&'static str> {
+fn non_object_kind(text: &[u8]) -> Option<&'static str> {
     let first = text
-        .trim_start_matches([' ', '\t', '\r', '\n'])
-        .as_bytes()
-        .first();
+        .iter()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
     match first {
         Some(b'{') => None,
         Some(b'[') => Some("an array"),
