@@ -20,8 +20,9 @@ use super::manifest::{CountEntry, RUN_MANIFEST_FORMAT, RunManifest, RunStatus};
 use super::runs::check_metadata;
 use super::{Archive, ArchiveError, journal, read_json_object};
 use crate::canonical_json::is_canonical;
-use crate::durable::{HashingReader, io_at};
-use crate::jsonl::{self, BOM, NonFinitePolicy, ReadError};
+use crate::durable::{ContentDigest, HashingReader, io_at};
+use crate::jsonl::{self, BOM, Batcher, Line, NonFinitePolicy};
+use crate::parallel;
 use crate::record::{KeyDigest, Record};
 
 /// How many record-level findings one records file may add before the rest are counted.
@@ -327,13 +328,7 @@ impl LineMap {
     }
 }
 
-fn check_raw(
-    file: File,
-    relative: &str,
-    expected_sha: &str,
-    expected_bytes: u64,
-    out: &mut Collector,
-) -> Result<LineMap, ArchiveError> {
+fn scan_raw(file: File, relative: &str) -> Result<(LineMap, ContentDigest), ArchiveError> {
     let path = Path::new(relative);
     let mut reader = BufReader::with_capacity(256 * 1024, HashingReader::new(file));
     let mut nonblank = Vec::new();
@@ -352,9 +347,211 @@ fn check_raw(
         }
         nonblank.push(!jsonl::is_blank(line));
     }
-    let digest = reader.into_inner().finish();
-    compare_digest(relative, expected_sha, expected_bytes, &digest, out);
-    Ok(LineMap { nonblank })
+    Ok((LineMap { nonblank }, reader.into_inner().finish()))
+}
+
+/// What checking one records file found.
+struct RecordsOutcome {
+    digest: ContentDigest,
+    /// Nonblank lines (records, valid or not).
+    lines: u64,
+    /// Records that passed the schema.
+    records: u64,
+    findings: Vec<(u64, &'static str, String)>,
+    /// (records line, source line) pairs to check against the raw file.
+    source_lines: Vec<(u64, u64)>,
+    breakdown: Vec<CountEntry>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_records(
+    file: File,
+    run: &RunId,
+    model: &str,
+    strict: bool,
+    raw_rel: &str,
+    records_rel: &str,
+    seq: u64,
+    identities: &mut HashMap<KeyDigest, (u64, u64)>,
+) -> Result<RecordsOutcome, ArchiveError> {
+    let mut batcher = Batcher::new(BufReader::with_capacity(
+        256 * 1024,
+        HashingReader::new(file),
+    ));
+    let mut outcome = RecordsOutcome {
+        digest: ContentDigest {
+            sha256: String::new(),
+            bytes: 0,
+        },
+        lines: 0,
+        records: 0,
+        findings: Vec::new(),
+        source_lines: Vec::new(),
+        breakdown: Vec::new(),
+    };
+    let mut breakdown: HashMap<(String, Option<String>, String), u64> = HashMap::new();
+    let path = Path::new(records_rel);
+    parallel::map_ordered(
+        parallel::workers(),
+        || {
+            batcher
+                .next_batch()
+                .map_err(|e| ArchiveError::from(io_at("reading", path)(e)))
+        },
+        |batch| {
+            let mut found = Vec::with_capacity(batch.len());
+            for (number, parsed) in batch.parse(NonFinitePolicy::Reject) {
+                match parsed {
+                    Ok(Some(line)) => check_record(line, run, model, strict, raw_rel, &mut found),
+                    Ok(None) => found.push(Checked::Finding {
+                        line: number,
+                        check: "record",
+                        message: "blank line in a records file".into(),
+                    }),
+                    Err(error) => found.push(Checked::Finding {
+                        line: number,
+                        check: "record",
+                        message: error.to_string(),
+                    }),
+                }
+            }
+            found
+        },
+        |found| {
+            for checked in found {
+                match checked {
+                    Checked::Finding {
+                        line,
+                        check,
+                        message,
+                    } => {
+                        if message != "blank line in a records file" {
+                            outcome.lines += 1;
+                        }
+                        outcome.findings.push((line, check, message));
+                    }
+                    Checked::Record {
+                        line,
+                        digest,
+                        key,
+                        source_line,
+                        counted,
+                    } => {
+                        outcome.lines += 1;
+                        outcome.records += 1;
+                        if let Some((first_seq, first_line)) =
+                            identities.insert(digest, (seq, line))
+                        {
+                            outcome.findings.push((
+                                line,
+                                "duplicate",
+                                format!("duplicate record identity ({key}); first at line {first_line} of import {first_seq}'s records"),
+                            ));
+                        }
+                        if source_line > 0 {
+                            outcome.source_lines.push((line, source_line));
+                        }
+                        *breakdown.entry(counted).or_default() += 1;
+                    }
+                }
+            }
+            Ok(())
+        },
+    )?;
+    outcome.digest = batcher.into_inner().into_inner().finish();
+    outcome.breakdown = breakdown
+        .into_iter()
+        .map(|((benchmark, language, variant_id), records)| CountEntry {
+            benchmark,
+            language,
+            variant_id,
+            records,
+        })
+        .collect();
+    outcome.breakdown.sort();
+    Ok(outcome)
+}
+
+/// What a worker found on one line of a records file.
+enum Checked {
+    Finding {
+        line: u64,
+        check: &'static str,
+        message: String,
+    },
+    Record {
+        line: u64,
+        digest: KeyDigest,
+        key: String,
+        source_line: u64,
+        counted: (String, Option<String>, String),
+    },
+}
+
+/// The line-local checks of one stored record (everything but duplicates and source lines,
+/// which need the whole run and the raw file).
+fn check_record(
+    line: Line,
+    run: &RunId,
+    model: &str,
+    strict: bool,
+    raw_rel: &str,
+    found: &mut Vec<Checked>,
+) {
+    let number = line.number;
+    let mut finding = |check, message: String| {
+        found.push(Checked::Finding {
+            line: number,
+            check,
+            message,
+        })
+    };
+    let record = match Record::from_stored(line.object) {
+        Ok(record) => record,
+        Err(error) => return finding("schema", error.to_string()),
+    };
+    if record.run_id != run.as_str() {
+        finding(
+            "record",
+            format!("run_id {:?} is not this run", record.run_id),
+        );
+    }
+    if record.model != model {
+        finding(
+            "record",
+            format!(
+                "model {:?} differs from the run's model {model:?}",
+                record.model
+            ),
+        );
+    }
+    if strict && record.script.is_none() {
+        finding(
+            "record",
+            "a strict benchmark run's record has no script".into(),
+        );
+    }
+    let source_line = if record.source.path == raw_rel {
+        record.source.line
+    } else {
+        finding(
+            "source",
+            format!(
+                "source {:?} is not this import's raw file {raw_rel}",
+                record.source.path
+            ),
+        );
+        0
+    };
+    let key = record.key(strict);
+    let (digest, key) = (key.digest(), key.to_string());
+    found.push(Checked::Record {
+        line: number,
+        digest,
+        key,
+        source_line,
+        counted: (record.benchmark, record.language, record.variant_id),
+    });
 }
 
 fn validate_run(archive: &Archive, run: &RunId, out: &mut Collector) -> Result<(), ArchiveError> {
@@ -363,176 +560,95 @@ fn validate_run(archive: &Archive, run: &RunId, out: &mut Collector) -> Result<(
         return Ok(());
     };
     let strict = manifest.is_strict();
+    let model = manifest.model().to_owned();
     let mut identities: HashMap<KeyDigest, (u64, u64)> = HashMap::new();
     for entry in &manifest.imports {
         let raw_rel = run_relative(run, &entry.raw.path);
-        let lines = match open_registered(archive, &raw_rel, out) {
-            Some(file) => Some(check_raw(
-                file,
-                &raw_rel,
-                &entry.raw.sha256,
-                entry.raw.bytes,
-                out,
-            )?),
+        let records_rel = run_relative(run, &entry.records.path);
+        let raw_file = open_registered(archive, &raw_rel, out);
+        let records_file = open_registered(archive, &records_rel, out);
+        // The raw file is hashed on its own thread while the records are checked.
+        let (raw_outcome, records_outcome) = std::thread::scope(|scope| {
+            let raw = scope.spawn(|| raw_file.map(|file| scan_raw(file, &raw_rel)).transpose());
+            let records = records_file
+                .map(|file| {
+                    check_records(
+                        file,
+                        run,
+                        &model,
+                        strict,
+                        &raw_rel,
+                        &records_rel,
+                        entry.seq,
+                        &mut identities,
+                    )
+                })
+                .transpose();
+            (raw.join().expect("the raw scan does not panic"), records)
+        });
+        let lines = match raw_outcome? {
+            Some((lines, digest)) => {
+                compare_digest(&raw_rel, &entry.raw.sha256, entry.raw.bytes, &digest, out);
+                Some(lines)
+            }
             None => None,
         };
-        let records_rel = run_relative(run, &entry.records.path);
-        let Some(file) = open_registered(archive, &records_rel, out) else {
+        let Some(outcome) = records_outcome? else {
             continue;
         };
-        let mut reader = jsonl::Reader::new(
-            BufReader::with_capacity(256 * 1024, HashingReader::new(file)),
-            NonFinitePolicy::Reject,
-        );
-        let mut count = 0u64;
-        let mut expected_line = 1u64;
-        let mut breakdown: HashMap<(String, Option<String>, String), u64> = HashMap::new();
-        let mut record_findings = 0usize;
-        let mut skipped = 0usize;
-        let mut report = |out: &mut Collector, line: u64, check: &'static str, message: String| {
-            if record_findings < MAX_RECORD_FINDINGS_PER_FILE {
+        out.records += outcome.records;
+        let mut listed = 0usize;
+        let mut unlisted = 0usize;
+        let mut list = |out: &mut Collector, line: u64, check: &'static str, message: String| {
+            if listed < MAX_RECORD_FINDINGS_PER_FILE {
                 out.add(&records_rel, Some(line), check, message);
-                record_findings += 1;
+                listed += 1;
             } else {
-                skipped += 1;
+                unlisted += 1;
             }
         };
-        for item in reader.by_ref() {
-            let line = match item {
-                Ok(line) => line,
-                Err(ReadError::Line(error)) => {
-                    count += 1;
-                    expected_line = error.line + 1;
-                    report(out, error.line, "record", error.to_string());
-                    continue;
-                }
-                Err(ReadError::Io(error)) => {
-                    return Err(io_at("reading", Path::new(&records_rel))(error).into());
-                }
-            };
-            count += 1;
-            out.records += 1;
-            let number = line.number;
-            if number != expected_line {
-                report(
-                    out,
-                    expected_line,
-                    "record",
-                    "blank line in a records file".into(),
-                );
-            }
-            expected_line = number + 1;
-            let record = match Record::from_stored(line.object) {
-                Ok(record) => record,
-                Err(error) => {
-                    report(out, number, "schema", error.to_string());
-                    continue;
-                }
-            };
-            if record.run_id != run.as_str() {
-                report(
-                    out,
-                    number,
-                    "record",
-                    format!("run_id {:?} is not this run", record.run_id),
-                );
-            }
-            if record.model != manifest.model() {
-                report(
-                    out,
-                    number,
-                    "record",
-                    format!(
-                        "model {:?} differs from the run's model {:?}",
-                        record.model,
-                        manifest.model()
-                    ),
-                );
-            }
-            if strict && record.script.is_none() {
-                report(
-                    out,
-                    number,
-                    "record",
-                    "a strict benchmark run's record has no script".into(),
-                );
-            }
-            if record.source.path != raw_rel {
-                report(
-                    out,
-                    number,
-                    "source",
-                    format!(
-                        "source {:?} is not this import's raw file {raw_rel}",
-                        record.source.path
-                    ),
-                );
-            } else if let Some(lines) = &lines
-                && !lines.has(record.source.line)
-            {
-                report(
-                    out,
-                    number,
-                    "source",
-                    format!(
-                        "source line {} is not a nonblank line of {raw_rel}",
-                        record.source.line
-                    ),
-                );
-            }
-            let key = record.key(strict);
-            if let Some((seq, first)) = identities.insert(key.digest(), (entry.seq, number)) {
-                report(
-                    out,
-                    number,
-                    "duplicate",
-                    format!(
-                        "duplicate record identity ({key}); first at line {first} of import {seq}'s records"
-                    ),
-                );
-            }
-            *breakdown
-                .entry((record.benchmark, record.language, record.variant_id))
-                .or_default() += 1;
+        for (line, check, message) in outcome.findings {
+            list(out, line, check, message);
         }
-        if skipped > 0 {
+        if let Some(lines) = &lines {
+            for (line, source_line) in outcome.source_lines {
+                if !lines.has(source_line) {
+                    list(
+                        out,
+                        line,
+                        "source",
+                        format!("source line {source_line} is not a nonblank line of {raw_rel}"),
+                    );
+                }
+            }
+        }
+        if unlisted > 0 {
             out.add(
                 &records_rel,
                 None,
                 "record",
-                format!("{skipped} more problems in this file are not listed"),
+                format!("{unlisted} more problems in this file are not listed"),
             );
         }
-        let digest = reader.into_inner().into_inner().finish();
         compare_digest(
             &records_rel,
             &entry.records.sha256,
             entry.records.bytes,
-            &digest,
+            &outcome.digest,
             out,
         );
-        if count != entry.records.count {
+        if outcome.lines != entry.records.count {
             out.add(
                 &records_rel,
                 None,
                 "count",
                 format!(
-                    "{count} records, but the manifest registers {}",
-                    entry.records.count
+                    "{} records, but the manifest registers {}",
+                    outcome.lines, entry.records.count
                 ),
             );
         }
-        let mut found: Vec<CountEntry> = breakdown
-            .into_iter()
-            .map(|((benchmark, language, variant_id), records)| CountEntry {
-                benchmark,
-                language,
-                variant_id,
-                records,
-            })
-            .collect();
-        found.sort();
-        if found != entry.breakdown {
+        if outcome.breakdown != entry.breakdown {
             out.add(&records_rel, None, "count", "record counts per benchmark, language and variant differ from the manifest's breakdown");
         }
     }

@@ -6,13 +6,15 @@
 //! the field path. It never holds more than one line, never touches the filesystem (callers
 //! hand it any `BufRead`) and knows nothing of records.
 
+mod batch;
 mod path;
 mod strict;
 
 use serde_json::{Map, Value};
 use std::fmt;
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead};
 
+pub use batch::{Batcher, LineBatch, parse_raw};
 pub use path::{FieldPath, PathSegment};
 use strict::{FailureKind, ParseFailure};
 
@@ -162,9 +164,8 @@ pub fn strip_line_ending(line: &[u8]) -> &[u8] {
 /// Iterating yields each nonblank line's object or the reason it was refused; a refused
 /// line does not stop the iteration (so a caller can report several), an I/O error does.
 pub struct Reader<R> {
-    inner: R,
-    buffer: Vec<u8>,
-    line_number: u64,
+    batcher: Batcher<R>,
+    parsed: std::vec::IntoIter<(u64, Result<Option<Line>, LineError>)>,
     policy: NonFinitePolicy,
     finished: bool,
 }
@@ -173,9 +174,8 @@ impl<R: BufRead> Reader<R> {
     /// A reader over `inner` with the given non-finite policy.
     pub fn new(inner: R, policy: NonFinitePolicy) -> Self {
         Self {
-            inner,
-            buffer: Vec::with_capacity(4096),
-            line_number: 0,
+            batcher: Batcher::new(inner),
+            parsed: Vec::new().into_iter(),
             policy,
             finished: false,
         }
@@ -183,54 +183,12 @@ impl<R: BufRead> Reader<R> {
 
     /// The underlying reader.
     pub fn get_ref(&self) -> &R {
-        &self.inner
+        self.batcher.get_ref()
     }
 
     /// Gives back the underlying reader.
     pub fn into_inner(self) -> R {
-        self.inner
-    }
-
-    /// Reads the next raw line into the buffer; false at the end of the stream. A line over
-    /// the size limit keeps only its first bytes; the rest is skipped.
-    fn fill(&mut self) -> io::Result<bool> {
-        self.buffer.clear();
-        let limit = MAX_LINE_BYTES as u64 + 1;
-        let read = (&mut self.inner)
-            .take(limit)
-            .read_until(b'\n', &mut self.buffer)?;
-        if self.is_truncated() {
-            self.inner.skip_until(b'\n')?;
-        }
-        Ok(read > 0)
-    }
-
-    fn is_truncated(&self) -> bool {
-        self.buffer.len() > MAX_LINE_BYTES && !self.buffer.ends_with(b"\n")
-    }
-
-    fn parse_current(&self) -> Result<Option<Line>, LineError> {
-        let number = self.line_number;
-        let error = |column, kind| LineError {
-            line: number,
-            column,
-            path: FieldPath::root(),
-            kind,
-        };
-        if self.is_truncated() {
-            return Err(error(None, LineErrorKind::TooLong));
-        }
-        let mut bytes = strip_line_ending(&self.buffer);
-        if let Some(rest) = bytes.strip_prefix(BOM) {
-            if number != 1 {
-                return Err(error(Some(1), LineErrorKind::MisplacedBom));
-            }
-            bytes = rest;
-        }
-        if is_blank(bytes) {
-            return Ok(None);
-        }
-        parse_bytes(bytes, number, self.policy).map(Some)
+        self.batcher.into_inner()
     }
 }
 
@@ -301,24 +259,28 @@ impl<R: BufRead> Iterator for Reader<R> {
     type Item = Result<Line, ReadError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        while !self.finished {
-            match self.fill() {
-                Ok(false) => self.finished = true,
-                Ok(true) => {
-                    self.line_number += 1;
-                    match self.parse_current() {
-                        Ok(Some(line)) => return Some(Ok(line)),
-                        Ok(None) => continue,
-                        Err(error) => return Some(Err(ReadError::Line(error))),
-                    }
+        loop {
+            for (_, parsed) in self.parsed.by_ref() {
+                match parsed {
+                    Ok(Some(line)) => return Some(Ok(line)),
+                    Ok(None) => continue,
+                    Err(error) => return Some(Err(ReadError::Line(error))),
                 }
+            }
+            if self.finished {
+                return None;
+            }
+            match self.batcher.next_batch() {
+                Ok(Some(batch)) => {
+                    self.parsed = batch.parse(self.policy).collect::<Vec<_>>().into_iter();
+                }
+                Ok(None) => self.finished = true,
                 Err(error) => {
                     self.finished = true;
                     return Some(Err(ReadError::Io(error)));
                 }
             }
         }
-        None
     }
 }
 

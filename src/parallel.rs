@@ -1,0 +1,169 @@
+//! An ordered parallel map: batches produced on the calling thread are processed on worker
+//! threads and handed back to the calling thread in their original order.
+//!
+//! This is how import and validate use both cores while reading, hashing and writing stay
+//! sequential (and the output deterministic). Memory stays bounded: at most a few batches
+//! per worker are in flight. Owns no I/O; callers produce and consume.
+
+use std::collections::BTreeMap;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+/// How many batches may wait per worker; enough to keep workers busy, small enough to
+/// keep memory flat.
+const IN_FLIGHT_PER_WORKER: usize = 2;
+
+/// The number of worker threads to use: the machine's parallelism, at least 1, at most 8.
+pub fn workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 8))
+}
+
+/// Runs `work` on every batch from `produce` across `workers` threads and calls `sink` with
+/// the results in production order. `produce` returns `Ok(None)` at the end. The first
+/// error from `produce` or `sink` stops everything and is returned.
+pub fn map_ordered<In, Out, E, P, W, S>(
+    workers: usize,
+    mut produce: P,
+    work: W,
+    mut sink: S,
+) -> Result<(), E>
+where
+    In: Send,
+    Out: Send,
+    P: FnMut() -> Result<Option<In>, E>,
+    W: Fn(In) -> Out + Sync,
+    S: FnMut(Out) -> Result<(), E>,
+{
+    let workers = workers.max(1);
+    let limit = workers * IN_FLIGHT_PER_WORKER;
+    std::thread::scope(|scope| {
+        let (job_tx, job_rx) = mpsc::sync_channel::<(u64, In)>(limit);
+        let (done_tx, done_rx) = mpsc::channel::<(u64, std::thread::Result<Out>)>();
+        let job_rx = Arc::new(Mutex::new(job_rx));
+        for _ in 0..workers {
+            let job_rx = Arc::clone(&job_rx);
+            let done_tx = done_tx.clone();
+            let work = &work;
+            scope.spawn(move || {
+                loop {
+                    let job = match job_rx.lock() {
+                        Ok(receiver) => receiver.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok((index, input)) = job else { return };
+                    // A panic is carried back to the calling thread, which re-raises it.
+                    let output = panic::catch_unwind(AssertUnwindSafe(|| work(input)));
+                    if done_tx.send((index, output)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+
+        let mut sent = 0u64;
+        let mut next = 0u64;
+        let mut waiting: BTreeMap<u64, Out> = BTreeMap::new();
+        let mut finished = false;
+        let outcome = 'run: loop {
+            while !finished && sent - next < limit as u64 {
+                match produce() {
+                    Ok(Some(input)) => match job_tx.send((sent, input)) {
+                        Ok(()) => sent += 1,
+                        Err(_) => finished = true,
+                    },
+                    Ok(None) => finished = true,
+                    Err(error) => break 'run Err(error),
+                }
+            }
+            if next == sent {
+                break Ok(());
+            }
+            let Ok((index, output)) = done_rx.recv() else {
+                break Ok(());
+            };
+            match output {
+                Ok(output) => waiting.insert(index, output),
+                Err(payload) => panic::resume_unwind(payload),
+            };
+            while let Some(output) = waiting.remove(&next) {
+                next += 1;
+                if let Err(error) = sink(output) {
+                    break 'run Err(error);
+                }
+            }
+        };
+        drop(job_tx);
+        outcome
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_come_back_in_order_whatever_the_workers_do() {
+        for workers in [1, 2, 5] {
+            let mut next = 0u64;
+            let mut seen = Vec::new();
+            let result: Result<(), ()> = map_ordered(
+                workers,
+                || {
+                    next += 1;
+                    Ok((next <= 200).then_some(next))
+                },
+                |n| {
+                    // Uneven work, so later batches often finish first.
+                    std::thread::sleep(std::time::Duration::from_micros((n % 7) * 50));
+                    n * 2
+                },
+                |n| {
+                    seen.push(n);
+                    Ok(())
+                },
+            );
+            assert_eq!(result, Ok(()));
+            assert_eq!(seen, (1..=200).map(|n| n * 2).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn the_first_error_stops_the_run() {
+        let mut produced = 0;
+        let result = map_ordered(
+            2,
+            || {
+                produced += 1;
+                if produced == 50 {
+                    Err("read failed")
+                } else {
+                    Ok(Some(produced))
+                }
+            },
+            |n| n,
+            |n| if n == 10 { Err("sink failed") } else { Ok(()) },
+        );
+        assert_eq!(result, Err("sink failed"));
+        assert!(produced < 50, "production stops soon after a sink error");
+        let result: Result<(), &str> =
+            map_ordered(2, || Err("read failed"), |n: u32| n, |_| Ok(()));
+        assert_eq!(result, Err("read failed"));
+    }
+
+    #[test]
+    #[should_panic(expected = "worker panic")]
+    fn a_panicking_worker_panics_the_caller_instead_of_hanging() {
+        let mut n = 0;
+        let _: Result<(), ()> = map_ordered(
+            2,
+            || {
+                n += 1;
+                Ok((n < 100).then_some(n))
+            },
+            |n| if n == 3 { panic!("worker panic") } else { n },
+            |_| Ok(()),
+        );
+    }
+}
