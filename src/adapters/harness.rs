@@ -383,7 +383,7 @@ mod tests {
     use crate::record::IdentityScope;
     use serde_json::json;
 
-    const SAMPLES: &str = "samples_babel_mc_original_2026-12-02T12-52-40.515719.jsonl";
+    const SAMPLES: &str = "samples_babel_mc_rephrased_2026-12-02T12-52-46.563574.jsonl";
 
     fn run() -> RunContext {
         RunContext {
@@ -426,8 +426,8 @@ mod tests {
         )
     }
 
-    /// Line 11 of the real babel_mc_original samples file (lm-eval 0.4.13), verbatim.
-    const MC_LINE: &str = r#"{"doc_id": 10, "doc": {"id": "q011", "question": "Türkiye'nin başkenti neresidir?", "choices": ["İstanbul", "Ankara", "İzmir", "Bursa"], "answer": 1, "meta": {"lang": "tr", "variant": "original", "difficulty": 3, "weight": 1.25, "verified": false}}, "target": "1", "arguments": {"gen_args_0": {"arg_0": "Question: Türkiye'nin başkenti neresidir?\nAnswer:", "arg_1": " İstanbul"}, "gen_args_1": {"arg_0": "Question: Türkiye'nin başkenti neresidir?\nAnswer:", "arg_1": " Ankara"}, "gen_args_2": {"arg_0": "Question: Türkiye'nin başkenti neresidir?\nAnswer:", "arg_1": " İzmir"}, "gen_args_3": {"arg_0": "Question: Türkiye'nin başkenti neresidir?\nAnswer:", "arg_1": " Bursa"}}, "resps": [[["-0.9906604238823697", "False"]], [["-0.5156525027411268", "False"]], [["-0.43455539575769053", "False"]], [["-0.5152842321063046", "False"]]], "filtered_resps": [["-0.9906604238823697", "False"], ["-0.5156525027411268", "False"], ["-0.43455539575769053", "False"], ["-0.5152842321063046", "False"]], "filter": "none", "metrics": ["acc", "acc_norm"], "doc_hash": "823b22d58b21a447c1b4f1e06e6a143af408644bc13f45b5425bd26bcbc9f8f8", "prompt_hash": "4863083e10ffbea13b4a683d7cc8d83ebd932f3722a504d3ec937112268130b9", "target_hash": "6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b", "acc": 0.0, "acc_norm": 1.0}"#;
+    /// Line 1 of the real babel_mc_rephrased samples file (lm-eval 0.4.13), verbatim.
+    const MC_LINE: &str = r#"{"doc_id": 0, "doc": {"id": "q001", "question": "Which city serves as France's capital?", "choices": ["Paris", "Lyon", "Marseille", "Nice"], "answer": 0, "meta": {"lang": "en", "variant": "rephrased", "difficulty": 2, "weight": 0.75, "verified": false}}, "target": "0", "arguments": {"gen_args_0": {"arg_0": "Question: Which city serves as France's capital?\nAnswer:", "arg_1": " Paris"}, "gen_args_1": {"arg_0": "Question: Which city serves as France's capital?\nAnswer:", "arg_1": " Lyon"}, "gen_args_2": {"arg_0": "Question: Which city serves as France's capital?\nAnswer:", "arg_1": " Marseille"}, "gen_args_3": {"arg_0": "Question: Which city serves as France's capital?\nAnswer:", "arg_1": " Nice"}}, "resps": [[["-0.14425508335743753", "False"]], [["-0.11779223807836836", "False"]], [["-0.30848182410193437", "False"]], [["-0.8161263591200314", "False"]]], "filtered_resps": [["-0.14425508335743753", "False"], ["-0.11779223807836836", "False"], ["-0.30848182410193437", "False"], ["-0.8161263591200314", "False"]], "filter": "none", "metrics": ["acc", "acc_norm"], "doc_hash": "a702955f804d727fa6a655701fa793fdcbcd2076979ec3df2d004ec1e1192db6", "prompt_hash": "334c56c8cb826a86e7e807618985337d366cdf468b2ecd8fd7065596b40208b7", "target_hash": "5feceb66ffc86f38d952786c6d696c79c2dbc239dd4e91b46729d73a27fb57e9", "acc": 0.0, "acc_norm": 1.0}"#;
 
     fn mc() -> Value {
         serde_json::from_str(MC_LINE).unwrap()
@@ -438,7 +438,7 @@ mod tests {
 
     #[test]
     fn the_task_name_is_the_file_name_without_samples_and_the_date() {
-        assert_eq!(task_from_file_name(SAMPLES), Some("babel_mc_original"));
+        assert_eq!(task_from_file_name(SAMPLES), Some("babel_mc_rephrased"));
         assert_eq!(
             task_from_file_name("samples_babel_gen_2026-12-02T12-39-41.jsonl"),
             Some("babel_gen"),
@@ -463,9 +463,9 @@ mod tests {
     #[test]
     fn a_real_multiple_choice_line_lands_field_by_field() {
         let record = import(mc()).unwrap();
-        assert_eq!(record.benchmark, "babel_mc_original", "from the file name");
+        assert_eq!(record.benchmark, "babel_mc_rephrased", "from the file name");
         assert_eq!(
-            record.question_id, "q011",
+            record.question_id, "q001",
             "doc.id, by the automatic lookup"
         );
         assert_eq!(record.identity_scope, IdentityScope::Stable);
@@ -474,7 +474,7 @@ mod tests {
         assert_eq!(record.language, None, "no language is guessed");
         assert_eq!(record.input["doc"], mc()["doc"]);
         assert_eq!(record.input["arguments"], mc()["arguments"]);
-        assert_eq!(record.target, json!("1"));
+        assert_eq!(record.target, json!("0"));
         assert_eq!(record.prediction, Value::Null);
         assert_eq!(
             record.response,
@@ -485,7 +485,7 @@ mod tests {
             Value::Object(record.metrics.clone()),
             json!({"acc": 0.0, "acc_norm": 1.0})
         );
-        assert_eq!(record.extra["doc_id"], 10);
+        assert_eq!(record.extra["doc_id"], 0);
         assert_eq!(record.extra["prompt_hash"], mc()["prompt_hash"]);
         assert_eq!(record.correct, Some(false), "acc 0.0");
         assert!(record.warnings.is_empty());
@@ -509,14 +509,15 @@ mod tests {
         );
         assert_eq!(
             record.response["filtered_resps"][0][0],
-            "-0.9906604238823697"
+            mc()["filtered_resps"][0][0],
+            "kept as the string the harness wrote"
         );
     }
 
     #[test]
     fn no_multiple_choice_winner_is_inferred_from_the_largest_likelihood() {
         // "the adapter does not infer a multiple-choice winner from the largest observed
-        // likelihood." Choice 2 has the largest likelihood here; nothing says it was chosen.
+        // likelihood." Choice 1 has the largest likelihood here; nothing says it was chosen.
         let mut value = mc();
         value["metrics"] = json!([]);
         let map = value.as_object_mut().unwrap();
@@ -535,10 +536,8 @@ mod tests {
             .unwrap()
             .shift_remove("filtered_resps");
         let record = import(value).unwrap();
-        assert_eq!(
-            record.scores["loglikelihood"][1],
-            json!(-0.5156525027411268)
-        );
+        let second: f64 = mc()["resps"][1][0][0].as_str().unwrap().parse().unwrap();
+        assert_eq!(record.scores["loglikelihood"][1], json!(second));
         let mut repeated = mc();
         repeated
             .as_object_mut()
@@ -720,7 +719,7 @@ mod tests {
             ..Default::default()
         };
         let record = import_text(MC_LINE, &run(), &options, SAMPLES).unwrap();
-        assert_eq!(record.question_id, "10");
+        assert_eq!(record.question_id, "0");
         assert_eq!(record.identity_scope, IdentityScope::RunLocal);
         let mut anonymous = mc();
         anonymous["doc"].as_object_mut().unwrap().shift_remove("id");
