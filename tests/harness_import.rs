@@ -437,5 +437,9 @@ fn a_file_without_a_task_name_needs_a_benchmark() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("hint: pass --benchmark"), "{stderr}");
+    assert!(
+        stderr.contains("1 problem in"),
+        "a problem of the whole file is reported once, not per line: {stderr}"
+    );
     assert_ok(&import(&env, "r", &[renamed], &["--benchmark", "babel_mc"]));
 }

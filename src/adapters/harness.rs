@@ -48,6 +48,11 @@ fn is_date_id(text: &str) -> bool {
         && fraction.is_none_or(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Refuses a file whose benchmark cannot be settled (the same for all of its lines).
+pub fn check_source(context: &ImportContext<'_>) -> Result<(), AdapterError> {
+    benchmark(context).map(drop)
+}
+
 /// Normalizes one harness sample line into one record.
 pub fn normalize(
     line: Line,
@@ -708,6 +713,16 @@ mod tests {
         let error =
             import_text(MC_LINE, &run(), &AdapterOptions::default(), "x.jsonl").unwrap_err();
         assert!(error.hint.unwrap().contains("--benchmark"));
+        let options = AdapterOptions::default();
+        let context = ImportContext {
+            run: &named,
+            options: &options,
+            source: SourceFile {
+                raw_path: "runs/r1/raw/0001-s.jsonl",
+                basename: SAMPLES,
+            },
+        };
+        assert!(check_source(&context).is_err(), "checked once per file too");
     }
 
     #[test]

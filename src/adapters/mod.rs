@@ -210,6 +210,16 @@ pub fn optional_array(f: &mut Fields, name: &str) -> Result<Option<Vec<Value>>, 
     }
 }
 
+/// Checks what an adapter can tell about a file before reading its lines (the harness
+/// reads its benchmark from the file name), so a problem of the whole file is reported
+/// once rather than on every line.
+pub fn check_source(format: Format, context: &ImportContext<'_>) -> Result<(), AdapterError> {
+    match format {
+        Format::Harness => harness::check_source(context),
+        Format::Canonical | Format::Paired => Ok(()),
+    }
+}
+
 /// Picks a context value that a record may also state: the record's own value wins when
 /// the context has none; when both exist they must agree.
 pub fn agree(

@@ -399,6 +399,15 @@ fn import_file(
     let mut count = 0u64;
     let mut breakdown: HashMap<(String, Option<String>, String), u64> = HashMap::new();
     let mut partly_written = false;
+    // A problem of the whole file is reported once; its lines are then read (to finish the
+    // raw copy and report syntax errors) but not normalized.
+    let source_refused = match adapters::check_source(options.format, &import_context) {
+        Ok(()) => false,
+        Err(error) => {
+            reject(report, None, None, None, error.message, error.hint);
+            true
+        }
+    };
     while let Some(item) = reader.next() {
         let line = match item {
             Ok(line) => line,
@@ -426,6 +435,9 @@ fn import_file(
                 .into());
             }
         };
+        if source_refused {
+            continue;
+        }
         let number = line.number;
         let replaced = line.replaced.clone();
         out.clear();
