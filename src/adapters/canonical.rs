@@ -59,24 +59,7 @@ pub fn normalize(
     .expect("the run always names a model");
 
     let benchmark_path = f.path("benchmark");
-    let benchmark = agree(
-        benchmark_path.clone(),
-        "benchmark",
-        f.optional_string("benchmark")?,
-        run.benchmark.as_deref(),
-        "the run's benchmark",
-    )?;
-    let benchmark = agree(
-        benchmark_path.clone(),
-        "benchmark",
-        benchmark,
-        options.benchmark.as_deref(),
-        "--benchmark",
-    )?
-    .ok_or_else(|| {
-        AdapterError::new(benchmark_path, "required field is missing")
-            .with_hint("name the benchmark in each record, with --benchmark, or in the run (`babel run create --benchmark`)")
-    })?;
+    let benchmark = super::benchmark(benchmark_path, f.optional_string("benchmark")?, context)?;
 
     let own_question_id = f.optional_string("question_id")?;
     let own_scope = identity_scope(&mut f, false)?;

@@ -7,28 +7,38 @@
 //! file here plus one arm in [`Format`].
 
 pub mod canonical;
+pub mod harness;
+pub mod paired;
 pub mod stable_id;
 
 use std::fmt;
 
+use serde_json::Value;
+
 use crate::jsonl::{FieldPath, Line};
-use crate::record::{FieldError, Record};
+use crate::record::{FieldError, Fields, Record, fields::describe};
 
 /// The input formats `babel import --format` accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// Records written directly in the schema-v1 contract.
     Canonical,
+    /// One line per question with an `original` and a `rephrased` result.
+    Paired,
+    /// lm-evaluation-harness `samples_<task>_<date>.jsonl` (`--log_samples`).
+    Harness,
 }
 
 impl Format {
     /// Every format, for help texts.
-    pub const ALL: [Format; 1] = [Format::Canonical];
+    pub const ALL: [Format; 3] = [Format::Canonical, Format::Paired, Format::Harness];
 
     /// The name used on the command line and in manifests.
     pub fn name(self) -> &'static str {
         match self {
             Format::Canonical => "canonical",
+            Format::Paired => "paired",
+            Format::Harness => "harness",
         }
     }
 
@@ -42,6 +52,17 @@ impl Format {
     pub fn normalizer_version(self) -> &'static str {
         match self {
             Format::Canonical => canonical::NORMALIZER_VERSION,
+            Format::Paired => paired::NORMALIZER_VERSION,
+            Format::Harness => harness::NORMALIZER_VERSION,
+        }
+    }
+
+    /// Checks the per-import options once, before any line is read: a combination this
+    /// format cannot honour is a usage error, not a problem on every line.
+    pub fn check_options(self, options: &AdapterOptions) -> Result<(), String> {
+        match self {
+            Format::Paired => paired::check_options(options),
+            Format::Canonical | Format::Harness => Ok(()),
         }
     }
 }
@@ -144,6 +165,58 @@ pub fn normalize(
 ) -> Result<(), AdapterError> {
     match format {
         Format::Canonical => canonical::normalize(line, context, out),
+        Format::Paired => paired::normalize(line, context, out),
+        Format::Harness => harness::normalize(line, context, out),
+    }
+}
+
+/// The benchmark of a line that may name its own: the line's value, `--benchmark` and the
+/// run's benchmark must agree wherever two of them are given; at least one must be.
+pub fn benchmark(
+    path: FieldPath,
+    own: Option<String>,
+    context: &ImportContext<'_>,
+) -> Result<String, AdapterError> {
+    let benchmark = agree(
+        path.clone(),
+        "benchmark",
+        own,
+        context.run.benchmark.as_deref(),
+        "the run's benchmark",
+    )?;
+    agree(
+        path.clone(),
+        "benchmark",
+        benchmark,
+        context.options.benchmark.as_deref(),
+        "--benchmark",
+    )?
+    .ok_or_else(|| {
+        AdapterError::new(path, "required field is missing").with_hint(
+            "name the benchmark in each line, with --benchmark, or in the run (`babel run create --benchmark`)",
+        )
+    })
+}
+
+/// An array field, if present and not null.
+pub fn optional_array(f: &mut Fields, name: &str) -> Result<Option<Vec<Value>>, AdapterError> {
+    match f.take(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) => Ok(Some(items)),
+        Some(other) => Err(AdapterError::new(
+            f.path(name),
+            format!("expected an array, found {}", describe(&other)),
+        )),
+    }
+}
+
+/// Checks what an adapter can tell about a file before reading its lines (the harness
+/// reads its benchmark from the file name), so a problem of the whole file is reported
+/// once rather than on every line.
+pub fn check_source(format: Format, context: &ImportContext<'_>) -> Result<(), AdapterError> {
+    match format {
+        Format::Harness => harness::check_source(context),
+        Format::Canonical | Format::Paired => Ok(()),
     }
 }
 

@@ -104,6 +104,20 @@ pub fn line_derived(source: SourceFile<'_>, line: u64) -> QuestionIdentity {
     }
 }
 
+/// The identity of a line of a format without its own identity rule: `--id-field` when
+/// given, else the automatic lookup, else the line-derived run-local identity.
+pub fn resolve(
+    object: &Map<String, Value>,
+    id_field: Option<&FieldPath>,
+    source: SourceFile<'_>,
+    line: u64,
+) -> Result<QuestionIdentity, AdapterError> {
+    match id_field {
+        Some(field) => at_field(object, field),
+        None => Ok(lookup(object)?.unwrap_or_else(|| line_derived(source, line))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,5 +198,29 @@ mod tests {
         let b = line_derived(source, 2);
         assert_eq!(a.scope, IdentityScope::RunLocal);
         assert_ne!(a.question_id, b.question_id);
+    }
+
+    #[test]
+    fn without_a_stable_id_the_identity_is_derived_from_the_line() {
+        // "Without a stable ID, a source/line-derived identity prevents accidental record
+        // collisions, but the record is excluded from pair analysis."
+        let source = SourceFile {
+            raw_path: "runs/r1/raw/0001-a.jsonl",
+            basename: "a.jsonl",
+        };
+        let none = object(json!({"doc": {"text": "no id here"}}));
+        let derived = resolve(&none, None, source, 4).unwrap();
+        assert_eq!(derived, line_derived(source, 4));
+        let with_id = object(json!({"doc": {"id": "q9"}, "doc_id": 0}));
+        assert_eq!(
+            resolve(&with_id, None, source, 4).unwrap().question_id,
+            "q9"
+        );
+        let by_position = FieldPath::parse_dotted("doc_id").unwrap();
+        let chosen = resolve(&with_id, Some(&by_position), source, 4).unwrap();
+        assert_eq!(
+            (chosen.question_id.as_str(), chosen.scope),
+            ("0", IdentityScope::RunLocal)
+        );
     }
 }

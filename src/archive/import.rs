@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::layout::{self, RunId, run_relative};
 use super::manifest::{CountEntry, FileEntry, ImportEntry, RecordsEntry, RunManifest};
-use super::runs::{open_for_write, run_context};
+use super::runs::{open_for_write, plan_attachments, run_context};
 use super::transaction::{Transaction, abort_after};
 use super::{ArchiveError, WriteSession, faults};
 use crate::adapters::{self, AdapterOptions, Format, ImportContext, SourceFile};
@@ -33,6 +33,9 @@ pub struct ImportOptions {
     pub adapter: AdapterOptions,
     /// What to do with `NaN` / `Infinity` tokens.
     pub non_finite: NonFinitePolicy,
+    /// Files stored as attachments of the run in the same transaction (`--attach`: a
+    /// harness `results_*.json`, say). The adapters never read them.
+    pub attachments: Vec<PathBuf>,
 }
 
 impl ImportOptions {
@@ -42,6 +45,7 @@ impl ImportOptions {
             format,
             adapter: AdapterOptions::default(),
             non_finite: NonFinitePolicy::Reject,
+            attachments: Vec::new(),
         }
     }
 
@@ -117,6 +121,8 @@ pub struct ImportedFile {
 pub struct ImportReport {
     pub run: String,
     pub files: Vec<ImportedFile>,
+    /// Run-relative paths of the files attached in the same transaction.
+    pub attachments: Vec<String>,
     /// The first [`MAX_REPORTED`] problems.
     pub rejections: Vec<Rejection>,
     /// All problems, counted.
@@ -172,6 +178,14 @@ pub fn import(
             hint: Some("name one or more JSON Lines files to import".into()),
         });
     }
+    options
+        .format
+        .check_options(&options.adapter)
+        .map_err(|message| ArchiveError::Usage {
+            message,
+            hint: None,
+        })?;
+    let attachments = plan_attachments(run, &manifest, &options.attachments)?;
     let mut sources = Vec::new();
     for path in files {
         let file = File::open(path).map_err(io_at("opening", path))?;
@@ -200,14 +214,16 @@ pub fn import(
         .collect();
     let mut seen = existing_identities(session, run, &manifest)?;
 
-    let created = planned
+    let mut created: Vec<String> = planned
         .iter()
         .flat_map(|(_, _, raw, records)| [run_relative(run, raw), run_relative(run, records)])
         .collect();
-    let dirs = vec![
+    created.extend(attachments.files());
+    let mut dirs = vec![
         run_relative(run, layout::RAW),
         run_relative(run, layout::RECORDS),
     ];
+    dirs.extend(attachments.dirs());
     let transaction = Transaction::begin(
         session,
         "import",
@@ -278,6 +294,14 @@ pub fn import(
         return Err(ArchiveError::Rejected(Box::new(report)));
     }
     manifest.imports.extend(entries);
+    let attached_before = manifest.attachments.len();
+    if let Err(error) = attachments.store(&transaction, &mut manifest) {
+        return Err(abort_after(transaction, error));
+    }
+    report.attachments = manifest.attachments[attached_before..]
+        .iter()
+        .map(|a| a.path.clone())
+        .collect();
     let bytes = match manifest.to_bytes() {
         Ok(bytes) => bytes,
         Err(error) => return Err(abort_after(transaction, error.into())),
@@ -375,6 +399,15 @@ fn import_file(
     let mut count = 0u64;
     let mut breakdown: HashMap<(String, Option<String>, String), u64> = HashMap::new();
     let mut partly_written = false;
+    // A problem of the whole file is reported once; its lines are then read (to finish the
+    // raw copy and report syntax errors) but not normalized.
+    let source_refused = match adapters::check_source(options.format, &import_context) {
+        Ok(()) => false,
+        Err(error) => {
+            reject(report, None, None, None, error.message, error.hint);
+            true
+        }
+    };
     while let Some(item) = reader.next() {
         let line = match item {
             Ok(line) => line,
@@ -402,6 +435,9 @@ fn import_file(
                 .into());
             }
         };
+        if source_refused {
+            continue;
+        }
         let number = line.number;
         let replaced = line.replaced.clone();
         out.clear();

@@ -207,44 +207,16 @@ pub fn attach(
     files: &[PathBuf],
 ) -> Result<RunManifest, ArchiveError> {
     let mut manifest = open_for_write(session, run)?;
-    let mut planned = Vec::new();
-    for file in files {
-        let given = file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .ok_or_else(|| usage(format!("{} is not a file", file.display()), None))?;
-        let path = layout::attachment_path(&layout::stored_basename(&given));
-        let taken = manifest.attachments.iter().any(|a| a.path == path)
-            || planned.iter().any(|(_, p): &(PathBuf, String)| *p == path);
-        if taken {
-            return Err(usage(
-                format!("run {run} already has an attachment {path}"),
-                Some("attachments are immutable; rename the file to keep both"),
-            ));
-        }
-        let source = File::open(file).map_err(io_at("opening", file))?;
-        drop(source);
-        planned.push((file.clone(), path));
-    }
-    let created: Vec<String> = planned.iter().map(|(_, p)| run_relative(run, p)).collect();
+    let planned = plan_attachments(run, &manifest, files)?;
     let transaction = Transaction::begin(
         session,
         "attach",
-        created.clone(),
-        vec![run_relative(run, layout::ATTACHMENTS)],
+        planned.files(),
+        planned.dirs(),
         run_relative(run, layout::MANIFEST),
     )?;
-    for ((source, path), relative) in planned.iter().zip(&created) {
-        let copied = copy_into(source, &transaction.path(relative));
-        match copied {
-            Ok(digest) => manifest.attachments.push(AttachmentEntry {
-                path: path.clone(),
-                sha256: digest.sha256,
-                bytes: digest.bytes,
-                added_at: now_rfc3339(),
-            }),
-            Err(error) => return Err(abort_after(transaction, error)),
-        }
+    if let Err(error) = planned.store(&transaction, &mut manifest) {
+        return Err(abort_after(transaction, error));
     }
     let bytes = match manifest.to_bytes() {
         Ok(bytes) => bytes,
@@ -252,6 +224,81 @@ pub fn attach(
     };
     transaction.commit(&bytes)?;
     Ok(manifest)
+}
+
+/// Attachments checked and placed, ready to be copied inside a write's transaction (by
+/// `attach`, or by an import that carries `--attach` files).
+pub(crate) struct PlannedAttachments {
+    /// Each source file and the run-relative path of its copy.
+    copies: Vec<(PathBuf, String)>,
+    run: RunId,
+}
+
+/// Checks that each file can be read and that its name is free in the run.
+pub(crate) fn plan_attachments(
+    run: &RunId,
+    manifest: &RunManifest,
+    files: &[PathBuf],
+) -> Result<PlannedAttachments, ArchiveError> {
+    let mut copies: Vec<(PathBuf, String)> = Vec::new();
+    for file in files {
+        let given = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| usage(format!("{} is not a file", file.display()), None))?;
+        let path = layout::attachment_path(&layout::stored_basename(&given));
+        let taken = manifest.attachments.iter().any(|a| a.path == path)
+            || copies.iter().any(|(_, p)| *p == path);
+        if taken {
+            return Err(usage(
+                format!("run {run} already has an attachment {path}"),
+                Some("attachments are immutable; rename the file to keep both"),
+            ));
+        }
+        File::open(file).map_err(io_at("opening", file))?;
+        copies.push((file.clone(), path));
+    }
+    Ok(PlannedAttachments {
+        copies,
+        run: run.clone(),
+    })
+}
+
+impl PlannedAttachments {
+    /// The ROOT-relative files the write will create.
+    pub(crate) fn files(&self) -> Vec<String> {
+        self.copies
+            .iter()
+            .map(|(_, path)| run_relative(&self.run, path))
+            .collect()
+    }
+
+    /// The folder they go in (none when nothing is attached).
+    pub(crate) fn dirs(&self) -> Vec<String> {
+        if self.copies.is_empty() {
+            Vec::new()
+        } else {
+            vec![run_relative(&self.run, layout::ATTACHMENTS)]
+        }
+    }
+
+    /// Copies every file (hashing it) and registers it in `manifest`.
+    pub(crate) fn store(
+        &self,
+        transaction: &Transaction<'_>,
+        manifest: &mut RunManifest,
+    ) -> Result<(), ArchiveError> {
+        for (source, path) in &self.copies {
+            let digest = copy_into(source, &transaction.path(&run_relative(&self.run, path)))?;
+            manifest.attachments.push(AttachmentEntry {
+                path: path.clone(),
+                sha256: digest.sha256,
+                bytes: digest.bytes,
+                added_at: now_rfc3339(),
+            });
+        }
+        Ok(())
+    }
 }
 
 fn copy_into(

@@ -13,26 +13,30 @@ use babel::jsonl::{FieldPath, NonFinitePolicy};
 /// published, or (if any line is rejected) none is, and every problem is listed.
 ///
 /// Raw bytes are kept exactly in the run's raw/ folder; normalized schema-v1 records go to
-/// records/; both are hashed in the run manifest.
+/// records/; both are hashed in the run manifest. FORMAT.md describes each format.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example: babel import r1 --format canonical results.jsonl")]
+#[command(after_help = IMPORT_EXAMPLES)]
 pub struct Args {
     /// The destination run (it must be open).
     run: String,
     /// The input files.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// The input format: canonical (records in the schema-v1 contract).
+    /// The input format: canonical (records in the schema-v1 contract), paired (one line
+    /// per question with `original` and `rephrased` objects), harness
+    /// (lm-evaluation-harness samples_<task>_<date>.jsonl).
     #[arg(long, value_parser = format_names())]
     format: String,
-    /// The variant of every record of this import (e.g. original, rephrased).
+    /// The variant of every record of this import (e.g. original, rephrased). For paired
+    /// input: the variant ID of the rephrased records (the others stay `original`).
     #[arg(long)]
     variant: Option<String>,
     /// A dotted path to the stable question ID (e.g. doc.id), instead of the automatic
     /// lookup. Selecting doc_id makes identities run-local (never paired).
     #[arg(long, value_name = "DOTTED.PATH")]
     id_field: Option<String>,
-    /// The benchmark of records that do not name one.
+    /// The benchmark of records that do not name one (harness: instead of the task name
+    /// in the file name).
     #[arg(long)]
     benchmark: Option<String>,
     /// The language of records that do not name one.
@@ -42,10 +46,27 @@ pub struct Args {
     /// as null, with a warning on each affected record.
     #[arg(long, value_name = "POLICY", default_value = "reject", value_parser = ["reject", "null"])]
     non_finite: String,
+    /// Keep FILE as an attachment of the run, in the same transaction (e.g. the harness's
+    /// results_*.json); it is stored byte for byte and never read by the import.
+    #[arg(long, value_name = "FILE")]
+    attach: Vec<PathBuf>,
     /// Print the outcome as JSON.
     #[arg(long)]
     json: bool,
 }
+
+const IMPORT_EXAMPLES: &str = "\
+Examples:
+  babel import r1 --format canonical results.jsonl
+  babel import r1 --format paired --variant rephrased-gpt4 pairs.jsonl
+  babel import r1 --format harness out/model/samples_mmlu_2026-12-02T12-39-41.211128.jsonl \\
+      --attach out/model/results_2026-12-02T12-39-41.211128.json
+  babel import r1 --format harness --benchmark mc --variant rephrased samples_mc_rephrased_*.jsonl
+  babel import r1 --format harness --non-finite null samples_with_nan_*.jsonl
+
+The harness adapter reads the question ID from doc.id (or another place of the automatic
+lookup; --id-field overrides it), the benchmark from the file name, and correctness from a
+binary acc or exact_match (run metadata correctness_metric picks another, e.g. acc_norm).";
 
 fn format_names() -> Vec<&'static str> {
     Format::ALL.iter().map(|f| f.name()).collect()
@@ -112,6 +133,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         } else {
             NonFinitePolicy::Reject
         },
+        attachments: args.attach,
     };
     let archive = globals.archive()?;
     let session = archive.write_session(
@@ -134,7 +156,11 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
                 })
             })
             .collect();
-        print_json(&serde_json::json!({"run": report.run, "imports": files}))?;
+        print_json(&serde_json::json!({
+            "run": report.run,
+            "imports": files,
+            "attachments": report.attachments,
+        }))?;
     } else if !globals.quiet {
         let total: u64 = report.files.iter().map(|f| f.records).sum();
         println!(
@@ -149,6 +175,9 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
                 file.raw_path,
                 file.records
             );
+        }
+        for attachment in &report.attachments {
+            println!("  attached {attachment}");
         }
     }
     Ok(Exit::Ok)

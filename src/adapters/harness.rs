@@ -1,0 +1,781 @@
+//! The harness adapter: lm-evaluation-harness `samples_<task>_<date>.jsonl` lines (written
+//! by `--log_samples`, 0.4.x), one record per line, that is per (doc, filter).
+//!
+//! Owns the harness rules of the data contract: metric names with top-level values or a
+//! metric object; correctness only from a binary metric (`acc`, `exact_match`, or the run's
+//! `correctness_metric`), never coerced; likelihood pairs written as strings converted to
+//! numbers in `scores` while the original responses stay in `response`; no multiple-choice
+//! winner inferred from likelihoods; the task name read from the file name. The field
+//! mapping is documented in FORMAT.md ("The harness adapter"). No filesystem access.
+
+use serde_json::{Map, Value};
+
+use super::{AdapterError, ImportContext, optional_array, stable_id};
+use crate::jsonl::{FieldPath, Line};
+use crate::record::{DEFAULT_FILTER, Fields, Record, SCHEMA_VERSION, Source, fields::describe};
+
+/// Version of these normalization rules.
+pub const NORMALIZER_VERSION: &str = "harness/1";
+
+/// The variant of harness records unless `--variant` names another.
+pub const DEFAULT_VARIANT: &str = "original";
+
+/// The binary metrics that set `correct` when the run names no `correctness_metric`, in
+/// the order they are looked for.
+pub const DEFAULT_CORRECTNESS_METRICS: [&str; 2] = ["acc", "exact_match"];
+
+/// The task name in a harness samples file name: `samples_<task>_<date_id>.jsonl`, where
+/// the date looks like `2026-12-02T12-39-41.211128` (the fraction may be missing) and the
+/// task may itself contain underscores. `None` for any other name.
+pub fn task_from_file_name(name: &str) -> Option<&str> {
+    let stem = name.strip_prefix("samples_")?.strip_suffix(".jsonl")?;
+    let (task, date) = stem.rsplit_once('_')?;
+    (!task.is_empty() && is_date_id(date)).then_some(task)
+}
+
+/// `datetime.now().isoformat()` with `:` replaced by `-`, as the harness names its files.
+fn is_date_id(text: &str) -> bool {
+    const SHAPE: &[u8] = b"dddd-dd-ddTdd-dd-dd";
+    let (time, fraction) = match text.split_once('.') {
+        Some((time, fraction)) => (time, Some(fraction)),
+        None => (text, None),
+    };
+    time.len() == SHAPE.len()
+        && time.bytes().zip(SHAPE).all(|(byte, shape)| match shape {
+            b'd' => byte.is_ascii_digit(),
+            literal => byte == *literal,
+        })
+        && fraction.is_none_or(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Refuses a file whose benchmark cannot be settled (the same for all of its lines).
+pub fn check_source(context: &ImportContext<'_>) -> Result<(), AdapterError> {
+    benchmark(context).map(drop)
+}
+
+/// Normalizes one harness sample line into one record.
+pub fn normalize(
+    line: Line,
+    context: &ImportContext<'_>,
+    out: &mut Vec<Record>,
+) -> Result<(), AdapterError> {
+    let run = context.run;
+    let options = context.options;
+    let identity = stable_id::resolve(
+        &line.object,
+        options.id_field.as_ref(),
+        context.source,
+        line.number,
+    )?;
+    let benchmark = benchmark(context)?;
+    let mut f = Fields::new(line.object, FieldPath::root());
+    // Metric values first: the harness writes them after its fixed keys, so a metric that
+    // shares a fixed key's name has replaced it on the line.
+    let metrics = take_metrics(&mut f)?;
+    let doc = f.object("doc", true)?;
+    let script = if run.strict {
+        Some(strict_script(&doc, &f.path("doc"))?)
+    } else {
+        None
+    };
+    let arguments = f.object_or_null("arguments", false)?;
+    let target = f.required("target")?;
+    let resps = optional_array(&mut f, "resps")?;
+    let filtered_resps = optional_array(&mut f, "filtered_resps")?;
+    if resps.is_none() && filtered_resps.is_none() {
+        return Err(AdapterError::new(
+            f.path("resps"),
+            "a harness sample needs resps and/or filtered_resps",
+        )
+        .with_hint("is this a samples_*.jsonl file written by lm_eval --log_samples?"));
+    }
+    let filter = f
+        .optional_string("filter")?
+        .unwrap_or_else(|| DEFAULT_FILTER.to_owned());
+    let extra = f.into_rest();
+    check_provenance(&extra)?;
+
+    let mut warnings = Vec::new();
+    let rolling = is_rolling(&arguments);
+    let scores = match (&filtered_resps, &resps) {
+        (Some(filtered), _) => likelihood_scores(filtered, rolling, false, &mut warnings),
+        (None, Some(raw)) => likelihood_scores(raw, rolling, true, &mut warnings),
+        (None, None) => Map::new(),
+    };
+    let correct = correctness(&metrics, run.correctness_metric.as_deref(), &mut warnings);
+
+    let mut input = Map::new();
+    input.insert("doc".into(), Value::Object(doc));
+    if !arguments.is_null() {
+        input.insert("arguments".into(), arguments);
+    }
+    let mut response = Map::new();
+    if let Some(resps) = resps {
+        response.insert("resps".into(), Value::Array(resps));
+    }
+    if let Some(filtered) = filtered_resps {
+        response.insert("filtered_resps".into(), Value::Array(filtered));
+    }
+    out.push(Record {
+        schema_version: SCHEMA_VERSION,
+        run_id: run.run_id.clone(),
+        benchmark,
+        script,
+        language: options.language.clone(),
+        question_id: identity.question_id,
+        variant_id: options
+            .variant
+            .clone()
+            .unwrap_or_else(|| DEFAULT_VARIANT.to_owned()),
+        filter,
+        repeat_id: 0,
+        identity_scope: identity.scope,
+        model: run.model.clone(),
+        rephrasing_model: None,
+        input: Value::Object(input),
+        target,
+        // The harness records no prediction of its own, and none is inferred from the
+        // largest likelihood: PMI requests and filters can change what a request means.
+        prediction: Value::Null,
+        correct,
+        scores,
+        metrics,
+        response: Value::Object(response),
+        source: Source {
+            path: context.source.raw_path.to_owned(),
+            line: line.number,
+        },
+        warnings,
+        extra,
+    });
+    Ok(())
+}
+
+/// `--benchmark`, else the task name in the file name, else the run's benchmark; a run
+/// that names a benchmark accepts no other.
+fn benchmark(context: &ImportContext<'_>) -> Result<String, AdapterError> {
+    let basename = context.source.basename;
+    let (given, from) = match (&context.options.benchmark, task_from_file_name(basename)) {
+        (Some(given), _) => (Some(given.as_str()), "--benchmark".to_owned()),
+        (None, Some(task)) => (Some(task), format!("the file name {basename}")),
+        (None, None) => (None, String::new()),
+    };
+    match (given, context.run.benchmark.as_deref()) {
+        (Some(given), Some(run)) if given != run => Err(AdapterError::new(
+            FieldPath::root(),
+            format!("benchmark {given:?} (from {from}) contradicts the run's benchmark {run:?}"),
+        )
+        .with_hint(format!(
+            "pass --benchmark {run} to file this task under the run's benchmark, or import it into a run without one"
+        ))),
+        (Some(given), _) => Ok(given.to_owned()),
+        (None, Some(run)) => Ok(run.to_owned()),
+        (None, None) => Err(AdapterError::new(
+            FieldPath::root(),
+            format!("no benchmark: {basename:?} is not named samples_<task>_<date>.jsonl"),
+        )
+        .with_hint("pass --benchmark B (or give the run a benchmark)")),
+    }
+}
+
+/// In a strict run the script must come from the dataset row: the harness has no field
+/// for it.
+fn strict_script(doc: &Map<String, Value>, doc_path: &FieldPath) -> Result<String, AdapterError> {
+    match doc.get("script") {
+        Some(Value::String(script)) if !script.is_empty() => Ok(script.clone()),
+        found => Err(AdapterError::new(
+            doc_path.key("script"),
+            match found {
+                None => "records of a strict benchmark run must name their script".to_owned(),
+                Some(other) => format!("expected a non-empty string, found {}", describe(other)),
+            },
+        )
+        .with_hint(
+            "the harness writes no script of its own: strict runs need it in the dataset row \
+             (doc.script, e.g. \"Latn\"); or convert the samples to canonical records that name it",
+        )),
+    }
+}
+
+/// The metric values of a line: `metrics` as a list of names whose values are top-level
+/// keys (harness 0.4.8 and later), or as an object of values.
+fn take_metrics(f: &mut Fields) -> Result<Map<String, Value>, AdapterError> {
+    let path = f.path("metrics");
+    match f.take("metrics") {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(values)) => Ok(values),
+        Some(Value::Array(names)) => {
+            let mut metrics = Map::with_capacity(names.len());
+            for (i, name) in names.into_iter().enumerate() {
+                let Value::String(name) = name else {
+                    return Err(AdapterError::new(
+                        path.index(i),
+                        format!("expected a metric name, found {}", describe(&name)),
+                    ));
+                };
+                if metrics.contains_key(&name) {
+                    return Err(AdapterError::new(
+                        path.index(i),
+                        format!("metric {name:?} is named twice"),
+                    ));
+                }
+                let value = f.take(&name).ok_or_else(|| {
+                    AdapterError::new(
+                        f.path(&name),
+                        format!("metrics names {name:?}, but the line has no value for it"),
+                    )
+                })?;
+                metrics.insert(name, value);
+            }
+            Ok(metrics)
+        }
+        Some(other) => Err(AdapterError::new(
+            path,
+            format!(
+                "expected a list of metric names or an object of metric values, found {}",
+                describe(&other)
+            ),
+        )),
+    }
+}
+
+/// The fields kept in `extra` that babel reads: `doc_id` and the three hashes.
+fn check_provenance(extra: &Map<String, Value>) -> Result<(), AdapterError> {
+    if let Some(doc_id) = extra.get("doc_id")
+        && doc_id.as_u64().is_none()
+    {
+        return Err(AdapterError::new(
+            FieldPath::root().key("doc_id"),
+            format!(
+                "expected a non-negative integer, found {}",
+                describe(doc_id)
+            ),
+        ));
+    }
+    for name in ["doc_hash", "prompt_hash", "target_hash"] {
+        if let Some(hash) = extra.get(name)
+            && !hash.is_string()
+        {
+            return Err(AdapterError::new(
+                FieldPath::root().key(name),
+                format!("expected a string, found {}", describe(hash)),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Sets `correct` from the selected binary metric; a nonbinary value is never coerced.
+fn correctness(
+    metrics: &Map<String, Value>,
+    selected: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Option<bool> {
+    let (name, value) = match selected {
+        Some(name) => match metrics.get(name) {
+            Some(value) => (name, value),
+            None => {
+                let present: Vec<&str> = metrics.keys().map(String::as_str).collect();
+                warnings.push(format!(
+                    "run metadata correctness_metric {name:?} is not among this sample's metrics ({}); correctness unknown",
+                    if present.is_empty() { "none".to_owned() } else { present.join(", ") }
+                ));
+                return None;
+            }
+        },
+        None => DEFAULT_CORRECTNESS_METRICS
+            .iter()
+            .find_map(|name| metrics.get(*name).map(|value| (*name, value)))?,
+    };
+    let binary = match value {
+        Value::Bool(b) => Some(*b),
+        Value::Number(n) => match n.as_f64() {
+            Some(0.0) => Some(false),
+            Some(1.0) => Some(true),
+            _ => None,
+        },
+        _ => None,
+    };
+    if binary.is_none() {
+        warnings.push(match value {
+            Value::Null => format!("metric {name} is null (unknown); correctness unknown"),
+            other => format!(
+                "metric {name} has the nonbinary value {}; it is not coerced into correctness",
+                describe(other)
+            ),
+        });
+    }
+    binary
+}
+
+/// A loglikelihood_rolling request has the text as its only argument.
+fn is_rolling(arguments: &Value) -> bool {
+    let Value::Object(requests) = arguments else {
+        return false;
+    };
+    !requests.is_empty()
+        && requests.values().all(|request| {
+            request
+                .as_object()
+                .is_some_and(|args| args.len() == 1 && args.contains_key("arg_0"))
+        })
+}
+
+/// The supported likelihood responses as numbers, in request order: `loglikelihood` (and
+/// `is_greedy` for `[logprob, is_greedy]` pairs). Each entry is one request's response
+/// (`filtered_resps`), or a list with one response per repeat (`resps`, converted only
+/// when each request has exactly one). Anything else yields no scores: the responses are
+/// kept in `response` either way.
+fn likelihood_scores(
+    entries: &[Value],
+    rolling: bool,
+    repeated: bool,
+    warnings: &mut Vec<String>,
+) -> Map<String, Value> {
+    let mut loglikelihood = Vec::with_capacity(entries.len());
+    let mut is_greedy = Vec::with_capacity(entries.len());
+    let source = if repeated { "resps" } else { "filtered_resps" };
+    for (i, entry) in entries.iter().enumerate() {
+        let entry = match (repeated, entry) {
+            (false, entry) => entry,
+            (true, Value::Array(repeats)) if repeats.len() == 1 => &repeats[0],
+            (true, _) => return Map::new(),
+        };
+        let (text, greedy) = match entry {
+            Value::Array(pair) if pair.len() == 2 => match (&pair[0], &pair[1]) {
+                (Value::String(text), Value::String(greedy)) => match greedy.as_str() {
+                    "True" => (text, Some(true)),
+                    "False" => (text, Some(false)),
+                    _ => return Map::new(),
+                },
+                _ => return Map::new(),
+            },
+            Value::String(text) if rolling => (text, None),
+            _ => return Map::new(),
+        };
+        let Ok(number) = text.parse::<f64>() else {
+            return Map::new();
+        };
+        loglikelihood.push(match serde_json::Number::from_f64(number) {
+            Some(number) => Value::Number(number),
+            None => {
+                warnings.push(format!(
+                    "likelihood {text:?} of request {i} ({source}) is not finite; stored as null in scores"
+                ));
+                Value::Null
+            }
+        });
+        if let Some(greedy) = greedy {
+            is_greedy.push(Value::Bool(greedy));
+        }
+    }
+    let mut scores = Map::new();
+    if loglikelihood.is_empty() {
+        return scores;
+    }
+    scores.insert("loglikelihood".into(), Value::Array(loglikelihood));
+    if !is_greedy.is_empty() {
+        scores.insert("is_greedy".into(), Value::Array(is_greedy));
+    }
+    scores
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapters::{AdapterOptions, RunContext, SourceFile};
+    use crate::jsonl::{NonFinitePolicy, parse_line};
+    use crate::record::IdentityScope;
+    use serde_json::json;
+
+    const SAMPLES: &str = "samples_babel_mc_rephrased_2026-12-02T12-52-46.563574.jsonl";
+
+    fn run() -> RunContext {
+        RunContext {
+            run_id: "r1".into(),
+            model: "dummy".into(),
+            benchmark: None,
+            correctness_metric: None,
+            shared_answer_key: false,
+            strict: false,
+        }
+    }
+
+    fn import_text(
+        text: &str,
+        run: &RunContext,
+        options: &AdapterOptions,
+        basename: &str,
+    ) -> Result<Record, AdapterError> {
+        let line = parse_line(text, 11, NonFinitePolicy::Null).unwrap();
+        let context = ImportContext {
+            run,
+            options,
+            source: SourceFile {
+                raw_path: "runs/r1/raw/0001-s.jsonl",
+                basename,
+            },
+        };
+        let mut out = Vec::new();
+        normalize(line, &context, &mut out)?;
+        assert_eq!(out.len(), 1);
+        Ok(out.remove(0))
+    }
+
+    fn import(value: Value) -> Result<Record, AdapterError> {
+        import_text(
+            &value.to_string(),
+            &run(),
+            &AdapterOptions::default(),
+            SAMPLES,
+        )
+    }
+
+    /// Line 1 of the real babel_mc_rephrased samples file (lm-eval 0.4.13), verbatim.
+    const MC_LINE: &str = r#"{"doc_id": 0, "doc": {"id": "q001", "question": "Which city serves as France's capital?", "choices": ["Paris", "Lyon", "Marseille", "Nice"], "answer": 0, "meta": {"lang": "en", "variant": "rephrased", "difficulty": 2, "weight": 0.75, "verified": false}}, "target": "0", "arguments": {"gen_args_0": {"arg_0": "Question: Which city serves as France's capital?\nAnswer:", "arg_1": " Paris"}, "gen_args_1": {"arg_0": "Question: Which city serves as France's capital?\nAnswer:", "arg_1": " Lyon"}, "gen_args_2": {"arg_0": "Question: Which city serves as France's capital?\nAnswer:", "arg_1": " Marseille"}, "gen_args_3": {"arg_0": "Question: Which city serves as France's capital?\nAnswer:", "arg_1": " Nice"}}, "resps": [[["-0.14425508335743753", "False"]], [["-0.11779223807836836", "False"]], [["-0.30848182410193437", "False"]], [["-0.8161263591200314", "False"]]], "filtered_resps": [["-0.14425508335743753", "False"], ["-0.11779223807836836", "False"], ["-0.30848182410193437", "False"], ["-0.8161263591200314", "False"]], "filter": "none", "metrics": ["acc", "acc_norm"], "doc_hash": "a702955f804d727fa6a655701fa793fdcbcd2076979ec3df2d004ec1e1192db6", "prompt_hash": "334c56c8cb826a86e7e807618985337d366cdf468b2ecd8fd7065596b40208b7", "target_hash": "5feceb66ffc86f38d952786c6d696c79c2dbc239dd4e91b46729d73a27fb57e9", "acc": 0.0, "acc_norm": 1.0}"#;
+
+    fn mc() -> Value {
+        serde_json::from_str(MC_LINE).unwrap()
+    }
+
+    /// Line 8 of the real babel_gen samples file (filter strict-match), verbatim.
+    const GEN_LINE: &str = r#"{"doc_id": 7, "doc": {"id": "g008", "question": "Capital of Türkiye?", "answer": "Ankara"}, "target": "Ankara", "arguments": {"gen_args_0": {"arg_0": "Q: Capital of Türkiye?\nA:", "arg_1": {"until": ["\n\n", "Q:"], "do_sample": false, "temperature": 0.0, "max_gen_toks": 32}}}, "resps": [["lol"]], "filtered_resps": ["[invalid]"], "filter": "strict-match", "metrics": ["exact_match"], "doc_hash": "6b344aa4d30090adf432abd51947ffcdfb5beb230affa6a03bdf4be179cfacaf", "prompt_hash": "b5e37ebe2bef831e2b637af7abf9cd500751e9445120d7b613ab64b5a9bb9038", "target_hash": "3842353b0bd4a4954e94fa1be3bc26ee035652afd6bc3beb2632cfe8de034810", "exact_match": 0.0}"#;
+
+    #[test]
+    fn the_task_name_is_the_file_name_without_samples_and_the_date() {
+        assert_eq!(task_from_file_name(SAMPLES), Some("babel_mc_rephrased"));
+        assert_eq!(
+            task_from_file_name("samples_babel_gen_2026-12-02T12-39-41.jsonl"),
+            Some("babel_gen"),
+            "isoformat drops a zero fraction"
+        );
+        assert_eq!(
+            task_from_file_name("samples_mmlu_abstract_algebra_2026-12-02T12-39-41.211128.jsonl"),
+            Some("mmlu_abstract_algebra")
+        );
+        for other in [
+            "samples_babel_gen.jsonl",
+            "babel_gen_2026-12-02T12-39-41.jsonl",
+            "samples__2026-12-02T12-39-41.jsonl",
+            "samples_x_2026-12-02T12-39-41..jsonl",
+            "samples_x_2026-12-02 12-39-41.jsonl",
+            "samples_x_2026-12-02T12-39-41.json",
+        ] {
+            assert_eq!(task_from_file_name(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_real_multiple_choice_line_lands_field_by_field() {
+        let record = import(mc()).unwrap();
+        assert_eq!(record.benchmark, "babel_mc_rephrased", "from the file name");
+        assert_eq!(
+            record.question_id, "q001",
+            "doc.id, by the automatic lookup"
+        );
+        assert_eq!(record.identity_scope, IdentityScope::Stable);
+        assert_eq!(record.variant_id, "original");
+        assert_eq!(record.filter, "none");
+        assert_eq!(record.language, None, "no language is guessed");
+        assert_eq!(record.input["doc"], mc()["doc"]);
+        assert_eq!(record.input["arguments"], mc()["arguments"]);
+        assert_eq!(record.target, json!("0"));
+        assert_eq!(record.prediction, Value::Null);
+        assert_eq!(
+            record.response,
+            json!({"resps": mc()["resps"], "filtered_resps": mc()["filtered_resps"]}),
+            "the original responses are preserved"
+        );
+        assert_eq!(
+            Value::Object(record.metrics.clone()),
+            json!({"acc": 0.0, "acc_norm": 1.0})
+        );
+        assert_eq!(record.extra["doc_id"], 0);
+        assert_eq!(record.extra["prompt_hash"], mc()["prompt_hash"]);
+        assert_eq!(record.correct, Some(false), "acc 0.0");
+        assert!(record.warnings.is_empty());
+    }
+
+    #[test]
+    fn likelihood_pairs_written_as_strings_become_numbers_and_booleans_in_request_order() {
+        // "those supported numeric likelihood values are converted to numbers in scores,
+        // while original responses remain preserved."
+        let record = import(mc()).unwrap();
+        let expected: Vec<f64> = mc()["filtered_resps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|pair| pair[0].as_str().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(record.scores["loglikelihood"], json!(expected));
+        assert_eq!(
+            record.scores["is_greedy"],
+            json!([false, false, false, false])
+        );
+        assert_eq!(
+            record.response["filtered_resps"][0][0],
+            mc()["filtered_resps"][0][0],
+            "kept as the string the harness wrote"
+        );
+    }
+
+    #[test]
+    fn no_multiple_choice_winner_is_inferred_from_the_largest_likelihood() {
+        // "the adapter does not infer a multiple-choice winner from the largest observed
+        // likelihood." Choice 1 has the largest likelihood here; nothing says it was chosen.
+        let mut value = mc();
+        value["metrics"] = json!([]);
+        let map = value.as_object_mut().unwrap();
+        map.shift_remove("acc");
+        map.shift_remove("acc_norm");
+        let record = import(value).unwrap();
+        assert_eq!(record.prediction, Value::Null);
+        assert_eq!(record.correct, None);
+    }
+
+    #[test]
+    fn resps_alone_are_converted_when_each_request_has_one_response() {
+        let mut value = mc();
+        value
+            .as_object_mut()
+            .unwrap()
+            .shift_remove("filtered_resps");
+        let record = import(value).unwrap();
+        let second: f64 = mc()["resps"][1][0][0].as_str().unwrap().parse().unwrap();
+        assert_eq!(record.scores["loglikelihood"][1], json!(second));
+        let mut repeated = mc();
+        repeated
+            .as_object_mut()
+            .unwrap()
+            .shift_remove("filtered_resps");
+        repeated["resps"][0] = json!([["-1.0", "False"], ["-2.0", "True"]]);
+        assert!(import(repeated).unwrap().scores.is_empty());
+    }
+
+    #[test]
+    fn generated_text_is_not_mistaken_for_a_likelihood() {
+        let mut value: Value = serde_json::from_str(GEN_LINE).unwrap();
+        value["filtered_resps"] = json!(["4"]);
+        let record = import(value).unwrap();
+        assert!(record.scores.is_empty(), "{:?}", record.scores);
+        assert_eq!(record.response["filtered_resps"], json!(["4"]));
+    }
+
+    #[test]
+    fn rolling_loglikelihoods_are_converted_and_non_finite_ones_become_null() {
+        let value = json!({
+            "doc_id": 0, "doc": {"id": "r1", "text": "The quick brown fox."},
+            "target": "The quick brown fox.",
+            "arguments": {"gen_args_0": {"arg_0": "The quick brown fox."}},
+            "resps": [["-0.7795098705788651"]], "filtered_resps": ["-0.7795098705788651"],
+            "filter": "none", "metrics": ["word_perplexity"],
+            "word_perplexity": [-0.7795098705788651, 9]
+        });
+        let record = import(value.clone()).unwrap();
+        assert_eq!(record.scores["loglikelihood"], json!([-0.7795098705788651]));
+        assert!(!record.scores.contains_key("is_greedy"));
+        assert_eq!(
+            record.metrics["word_perplexity"],
+            json!([-0.7795098705788651, 9])
+        );
+        assert_eq!(record.correct, None);
+        let mut infinite = value;
+        infinite["filtered_resps"] = json!(["-inf"]);
+        let record = import(infinite).unwrap();
+        assert_eq!(record.scores["loglikelihood"], json!([null]));
+        assert!(record.warnings[0].contains("not finite"));
+    }
+
+    #[test]
+    fn exact_match_sets_correctness_by_default_and_filters_are_kept() {
+        let record = import_text(
+            GEN_LINE,
+            &run(),
+            &AdapterOptions::default(),
+            "samples_babel_gen_2026-12-02T12-52-40.515719.jsonl",
+        )
+        .unwrap();
+        assert_eq!(record.benchmark, "babel_gen");
+        assert_eq!(record.filter, "strict-match");
+        assert_eq!(record.correct, Some(false));
+        let mut hit: Value = serde_json::from_str(GEN_LINE).unwrap();
+        hit["exact_match"] = json!(1);
+        assert_eq!(
+            import(hit).unwrap().correct,
+            Some(true),
+            "an integer 1 is binary"
+        );
+    }
+
+    #[test]
+    fn correctness_metric_selects_another_binary_metric() {
+        // "Set run metadata correctness_metric to choose another explicit binary metric,
+        // for example acc_norm."
+        let mut by_norm = run();
+        by_norm.correctness_metric = Some("acc_norm".into());
+        let record = import_text(MC_LINE, &by_norm, &AdapterOptions::default(), SAMPLES).unwrap();
+        assert_eq!(record.correct, Some(true), "acc_norm 1.0, while acc is 0.0");
+        let mut missing = run();
+        missing.correctness_metric = Some("f1".into());
+        let record = import_text(MC_LINE, &missing, &AdapterOptions::default(), SAMPLES).unwrap();
+        assert_eq!(record.correct, None);
+        assert!(record.warnings[0].contains("\"f1\" is not among"));
+    }
+
+    #[test]
+    fn a_nonbinary_value_is_not_coerced_into_correctness() {
+        // "A nonbinary value is not coerced into correctness."
+        for value in [
+            json!(0.5),
+            json!(-0.445),
+            json!("1"),
+            json!([1, 2]),
+            json!(null),
+        ] {
+            let mut line = mc();
+            line["acc"] = value.clone();
+            let record = import(line).unwrap();
+            assert_eq!(record.correct, None, "{value}");
+            assert_eq!(record.metrics["acc"], value, "kept as given");
+            assert_eq!(record.warnings.len(), 1, "{value}: {:?}", record.warnings);
+        }
+        let mut by_perplexity = run();
+        by_perplexity.correctness_metric = Some("perplexity".into());
+        let ll = r#"{"doc_id": 0, "doc": {"id": "l001"}, "target": " mat", "resps": [[["-0.19", "False"]]], "filtered_resps": [["-0.19", "False"]], "filter": "none", "metrics": ["perplexity", "acc"], "perplexity": -0.19, "acc": 0}"#;
+        let record = import_text(ll, &by_perplexity, &AdapterOptions::default(), SAMPLES).unwrap();
+        assert_eq!(record.correct, None);
+        assert!(record.warnings[0].contains("nonbinary"));
+    }
+
+    #[test]
+    fn metrics_may_be_an_object_of_values() {
+        // "The harness's metrics may be a list of names whose values are at the top level
+        // or a dictionary."
+        let mut value = mc();
+        value["metrics"] = json!({"acc": 1.0, "acc_norm": 0.0});
+        let map = value.as_object_mut().unwrap();
+        map.shift_remove("acc");
+        map.shift_remove("acc_norm");
+        let record = import(value).unwrap();
+        assert_eq!(record.correct, Some(true));
+        assert_eq!(record.metrics["acc_norm"], 0.0);
+    }
+
+    #[test]
+    fn a_named_metric_without_its_value_and_bad_types_are_rejected() {
+        let mut missing = mc();
+        missing.as_object_mut().unwrap().shift_remove("acc_norm");
+        assert_eq!(import(missing).unwrap_err().path.to_string(), "acc_norm");
+        let cases = [
+            ("metrics", json!("acc"), "metrics"),
+            ("metrics", json!(["acc", 3]), "metrics[1]"),
+            ("metrics", json!(["acc", "acc"]), "metrics[1]"),
+            ("doc", json!("text"), "doc"),
+            ("resps", json!("lol"), "resps"),
+            ("filter", json!(3), "filter"),
+            ("doc_id", json!(-1), "doc_id"),
+            ("doc_hash", json!(5), "doc_hash"),
+            ("arguments", json!([1]), "arguments"),
+        ];
+        for (field, bad, path) in cases {
+            let mut value = mc();
+            value[field] = bad;
+            assert_eq!(import(value).unwrap_err().path.to_string(), path, "{field}");
+        }
+        let mut no_responses = mc();
+        let map = no_responses.as_object_mut().unwrap();
+        map.shift_remove("resps");
+        map.shift_remove("filtered_resps");
+        assert_eq!(import(no_responses).unwrap_err().path.to_string(), "resps");
+        let mut no_doc = mc();
+        no_doc.as_object_mut().unwrap().shift_remove("doc");
+        assert_eq!(import(no_doc).unwrap_err().path.to_string(), "doc");
+    }
+
+    #[test]
+    fn benchmark_and_variant_come_from_the_options_before_the_file_name() {
+        let options = AdapterOptions {
+            benchmark: Some("babel_mc".into()),
+            variant: Some("rephrased".into()),
+            language: Some("mul".into()),
+            ..Default::default()
+        };
+        let record = import_text(MC_LINE, &run(), &options, SAMPLES).unwrap();
+        assert_eq!(record.benchmark, "babel_mc");
+        assert_eq!(record.variant_id, "rephrased");
+        assert_eq!(record.language.as_deref(), Some("mul"));
+        let mut named = run();
+        named.benchmark = Some("mmlu".into());
+        let error = import_text(MC_LINE, &named, &AdapterOptions::default(), SAMPLES).unwrap_err();
+        assert!(error.message.contains("contradicts the run's benchmark"));
+        let record = import_text(MC_LINE, &named, &AdapterOptions::default(), "x.jsonl").unwrap();
+        assert_eq!(record.benchmark, "mmlu", "no task in the name: the run's");
+        let error =
+            import_text(MC_LINE, &run(), &AdapterOptions::default(), "x.jsonl").unwrap_err();
+        assert!(error.hint.unwrap().contains("--benchmark"));
+        let options = AdapterOptions::default();
+        let context = ImportContext {
+            run: &named,
+            options: &options,
+            source: SourceFile {
+                raw_path: "runs/r1/raw/0001-s.jsonl",
+                basename: SAMPLES,
+            },
+        };
+        assert!(check_source(&context).is_err(), "checked once per file too");
+    }
+
+    #[test]
+    fn selecting_doc_id_marks_the_identity_run_local() {
+        // "Selecting doc_id still marks an identity as run-local because harness
+        // enumeration is not a persistent identity."
+        let options = AdapterOptions {
+            id_field: Some(FieldPath::parse_dotted("doc_id").unwrap()),
+            ..Default::default()
+        };
+        let record = import_text(MC_LINE, &run(), &options, SAMPLES).unwrap();
+        assert_eq!(record.question_id, "0");
+        assert_eq!(record.identity_scope, IdentityScope::RunLocal);
+        let mut anonymous = mc();
+        anonymous["doc"].as_object_mut().unwrap().shift_remove("id");
+        let record = import(anonymous).unwrap();
+        assert_eq!(record.question_id, "runs/r1/raw/0001-s.jsonl:11");
+        assert_eq!(record.identity_scope, IdentityScope::RunLocal);
+        assert_eq!(record.correct, Some(false), "still scored");
+    }
+
+    #[test]
+    fn strict_runs_take_the_script_from_the_dataset_row_or_refuse() {
+        let mut strict = run();
+        strict.strict = true;
+        let error = import_text(MC_LINE, &strict, &AdapterOptions::default(), SAMPLES).unwrap_err();
+        assert_eq!(error.path.to_string(), "doc.script");
+        assert!(error.hint.unwrap().contains("doc.script"));
+        let mut with_script = mc();
+        with_script["doc"]["script"] = json!("Latn");
+        let record = import_text(
+            &with_script.to_string(),
+            &strict,
+            &AdapterOptions::default(),
+            SAMPLES,
+        )
+        .unwrap();
+        assert_eq!(record.script.as_deref(), Some("Latn"));
+        assert_eq!(
+            import(with_script).unwrap().script,
+            None,
+            "outside strict runs doc.script is just dataset content"
+        );
+    }
+
+    #[test]
+    fn a_nan_read_as_null_leaves_correctness_unknown() {
+        let text = r#"{"doc_id": 0, "doc": {"id": "n1", "skip": true}, "target": "lol", "resps": [["lol"]], "filtered_resps": ["lol"], "filter": "none", "metrics": ["em_or_nan", "always_nan"], "em_or_nan": NaN, "always_nan": NaN}"#;
+        let mut by_em = run();
+        by_em.correctness_metric = Some("em_or_nan".into());
+        let record = import_text(text, &by_em, &AdapterOptions::default(), SAMPLES).unwrap();
+        assert_eq!(record.metrics["em_or_nan"], Value::Null);
+        assert_eq!(record.correct, None);
+        assert!(record.warnings[0].contains("null (unknown)"));
+    }
+}
