@@ -307,10 +307,10 @@ fn a_results_file_attaches_in_the_same_transaction_and_not_after_a_rejection() {
     create_run(&env, "r", &[]);
     let (results, samples) = output_folder("original");
     let results_arg = results.to_str().unwrap();
-    let broken = env.input(
+    let broken = PathBuf::from(env.input(
         "samples_broken_2026-12-02T12-52-40.jsonl",
         "{\"doc\": {\"id\": \"x\"}, \"target\": \"1\"}\n",
-    );
+    ));
     let rejected = import(
         &env,
         "r",
@@ -358,7 +358,7 @@ fn nan_samples(env: &Env) -> PathBuf {
         )
     };
     let text = [line(1, "1.0"), line(2, "NaN"), line(3, "0.0")].concat();
-    env.input("samples_babel_nan_2026-12-02T12-52-40.515719.jsonl", text)
+    PathBuf::from(env.input("samples_babel_nan_2026-12-02T12-52-40.515719.jsonl", text))
 }
 
 #[test]
@@ -432,7 +432,7 @@ fn a_file_without_a_task_name_needs_a_benchmark() {
     let env = Env::with_archive();
     create_run(&env, "r", &[]);
     let (_, samples) = output_folder("original");
-    let renamed = env.input("mc.jsonl", std::fs::read(&samples[2]).unwrap());
+    let renamed = PathBuf::from(env.input("mc.jsonl", std::fs::read(&samples[2]).unwrap()));
     let output = import(&env, "r", std::slice::from_ref(&renamed), &[]);
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -201,7 +201,7 @@ fn a_bad_line_rejects_the_batch_with_its_line_and_field() {
             "\n",
         ),
     );
-    let output = import(&env, &[example(), bad], &[]);
+    let output = import(&env, &[example(), bad.into()], &[]);
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
