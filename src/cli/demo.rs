@@ -11,7 +11,7 @@ use babel::archive::runs::{self, NewRun};
 use babel::archive::{Archive, ArchiveError, validate};
 
 /// The bundled example inputs, compiled into the binary so the demo runs anywhere.
-const EXAMPLES: [(&str, &str); 2] = [
+const EXAMPLES: [(&str, &str); 5] = [
     (
         "canonical/capitals.jsonl",
         include_str!("../../examples/canonical/capitals.jsonl"),
@@ -20,10 +20,26 @@ const EXAMPLES: [(&str, &str); 2] = [
         "canonical/broken.jsonl",
         include_str!("../../examples/canonical/broken.jsonl"),
     ),
+    (
+        "paired/capitals-paired.jsonl",
+        include_str!("../../examples/paired/capitals-paired.jsonl"),
+    ),
+    (
+        HARNESS_SAMPLES,
+        include_str!("../../examples/harness/samples_babel_gen_2026-12-02T12-52-40.515719.jsonl"),
+    ),
+    (
+        HARNESS_RESULTS,
+        include_str!("../../examples/harness/results_2026-12-02T12-52-40.515719.json"),
+    ),
 ];
 
-/// Build a demo archive from the bundled examples: create a run, import records, watch a
-/// broken file being rejected with nothing published, validate. Prints every step.
+const HARNESS_SAMPLES: &str = "harness/samples_babel_gen_2026-12-02T12-52-40.515719.jsonl";
+const HARNESS_RESULTS: &str = "harness/results_2026-12-02T12-52-40.515719.json";
+
+/// Build a demo archive from the bundled examples: runs imported from canonical, paired
+/// and real lm-evaluation-harness files, a broken file rejected with nothing published,
+/// validation. Prints every step.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Where to build it (must not exist yet) [default: a new folder in the system
@@ -119,6 +135,64 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         }
         Err(other) => return Err(other.into()),
     }
+    let paired = RunId::parse("paired-demo").expect("a valid ID");
+    step("babel run create paired-demo --model demo-model --benchmark world-capitals");
+    runs::create(
+        &session,
+        &paired,
+        NewRun {
+            model: "demo-model".into(),
+            benchmark: Some("world-capitals".into()),
+            meta: Vec::new(),
+        },
+    )?;
+    step(
+        "babel import paired-demo --format paired inputs/paired/capitals-paired.jsonl   (one line, two records)",
+    );
+    let report = import::import(
+        &session,
+        &paired,
+        &[inputs.join("paired/capitals-paired.jsonl")],
+        &ImportOptions::new(Format::Paired),
+        &NoProgress,
+    )?;
+    for file in &report.files {
+        println!("imported {} records -> {}", file.records, file.raw_path);
+    }
+
+    let harness = RunId::parse("harness-demo").expect("a valid ID");
+    step("babel run create harness-demo --model dummy-p");
+    runs::create(
+        &session,
+        &harness,
+        NewRun {
+            model: "dummy-p".into(),
+            benchmark: None,
+            meta: Vec::new(),
+        },
+    )?;
+    println!("created run {harness}");
+    step(&format!(
+        "babel import harness-demo --format harness inputs/{HARNESS_SAMPLES} --attach inputs/{HARNESS_RESULTS}   (real lm-evaluation-harness 0.4.13 output)"
+    ));
+    let mut harness_options = ImportOptions::new(Format::Harness);
+    harness_options.attachments = vec![inputs.join(HARNESS_RESULTS)];
+    let report = import::import(
+        &session,
+        &harness,
+        &[inputs.join(HARNESS_SAMPLES)],
+        &harness_options,
+        &NoProgress,
+    )?;
+    for file in &report.files {
+        println!(
+            "imported {} records (one per document and filter) -> {}",
+            file.records, file.raw_path
+        );
+    }
+    for attachment in &report.attachments {
+        println!("attached {attachment}");
+    }
     drop(session);
 
     step("babel validate");
@@ -138,8 +212,9 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     println!("Try:");
     println!("  babel --root {} show {run}", root.display());
     println!(
-        "  babel --root {} records {run} --variant rephrased",
+        "  babel --root {} records {paired} --variant rephrased",
         root.display()
     );
+    println!("  babel --root {} list", root.display());
     Ok(if report.ok { Exit::Ok } else { Exit::Failure })
 }
