@@ -20,7 +20,8 @@ use super::{ArchiveError, WriteSession, faults};
 use crate::adapters::{self, AdapterOptions, Format, ImportContext, SourceFile};
 use crate::clock::now_rfc3339;
 use crate::durable::{NewFile, io_at};
-use crate::jsonl::{self, NonFinitePolicy, ReadError};
+use crate::jsonl::{self, NonFinitePolicy};
+use crate::parallel;
 use crate::record::{KeyDigest, StoredKey};
 
 /// How many problems an import reports in detail (all are counted).
@@ -347,6 +348,101 @@ impl<R: Read> Read for Tee<'_, R> {
 type FileOutcome = (crate::durable::ContentDigest, RecordsEntry, Vec<CountEntry>);
 
 #[allow(clippy::too_many_arguments)]
+/// What a worker made of one input line.
+enum Normalized {
+    /// The line (or one of its records) is refused.
+    Refused {
+        line: u64,
+        column: Option<usize>,
+        field: Option<String>,
+        message: String,
+        hint: Option<String>,
+    },
+    /// A record, serialized into the batch's buffer at `bytes`.
+    Record {
+        line: u64,
+        digest: KeyDigest,
+        key: String,
+        counted: (String, Option<String>, String),
+        bytes: std::ops::Range<usize>,
+    },
+}
+
+/// One batch's records, serialized, and what each line became.
+struct NormalizedBatch {
+    serialized: Vec<u8>,
+    items: Vec<Normalized>,
+}
+
+/// Parses and normalizes one batch of lines (on a worker thread): everything that needs
+/// no knowledge of the other lines.
+fn normalize_batch(
+    batch: jsonl::LineBatch,
+    options: &ImportOptions,
+    context: &ImportContext<'_>,
+    skip_normalizing: bool,
+) -> NormalizedBatch {
+    let mut out = NormalizedBatch {
+        serialized: Vec::with_capacity(batch.len() * 512),
+        items: Vec::with_capacity(batch.len()),
+    };
+    let mut records = Vec::new();
+    for (number, parsed) in batch.parse(options.non_finite) {
+        let mut line = match parsed {
+            Ok(Some(line)) => line,
+            Ok(None) => continue,
+            Err(error) => {
+                out.items.push(Normalized::Refused {
+                    line: number,
+                    column: error.column,
+                    field: (!error.path.is_root()).then(|| error.path.to_string()),
+                    message: error.message(),
+                    hint: error.hint().map(str::to_owned),
+                });
+                continue;
+            }
+        };
+        if skip_normalizing {
+            continue;
+        }
+        let replaced = std::mem::take(&mut line.replaced);
+        records.clear();
+        if let Err(error) = adapters::normalize(options.format, line, context, &mut records) {
+            out.items.push(Normalized::Refused {
+                line: number,
+                column: None,
+                field: (!error.path.is_root()).then(|| error.path.to_string()),
+                message: error.message,
+                hint: error.hint,
+            });
+            continue;
+        }
+        for mut record in records.drain(..) {
+            for r in &replaced {
+                record.warnings.push(format!(
+                    "non-finite number {} at {} was read as null (--non-finite null)",
+                    r.token, r.path
+                ));
+            }
+            let key = record.key(context.run.strict);
+            let (digest, key) = (key.digest(), key.to_string());
+            let start = out.serialized.len();
+            serde_json::to_writer(&mut out.serialized, &record)
+                .expect("a record serializes into memory");
+            out.serialized.push(b'\n');
+            out.items.push(Normalized::Record {
+                line: number,
+                digest,
+                key,
+                counted: (record.benchmark, record.language, record.variant_id),
+                bytes: start..out.serialized.len(),
+            });
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
 fn import_file(
     transaction: &Transaction<'_>,
     plan: &FilePlan<'_>,
@@ -367,10 +463,7 @@ fn import_file(
         since_report: 0,
     };
     let mut records = NewFile::create(&records_path)?;
-    let mut reader = jsonl::Reader::new(
-        BufReader::with_capacity(256 * 1024, tee),
-        options.non_finite,
-    );
+    let mut batcher = jsonl::Batcher::new(BufReader::with_capacity(256 * 1024, tee));
     let import_context = ImportContext {
         run: context,
         options: &options.adapter,
@@ -395,7 +488,6 @@ fn import_file(
             hint,
         });
     };
-    let mut out = Vec::new();
     let mut count = 0u64;
     let mut breakdown: HashMap<(String, Option<String>, String), u64> = HashMap::new();
     let mut partly_written = false;
@@ -408,96 +500,80 @@ fn import_file(
             true
         }
     };
-    while let Some(item) = reader.next() {
-        let line = match item {
-            Ok(line) => line,
-            Err(ReadError::Line(error)) => {
-                let field = (!error.path.is_root()).then(|| error.path.to_string());
-                let hint = error.hint().map(str::to_owned);
-                reject(
-                    report,
-                    Some(error.line),
-                    error.column,
-                    field,
-                    error.message(),
-                    hint,
-                );
-                continue;
+    let mut read_error = None;
+    parallel::map_ordered(
+        parallel::workers(),
+        || match batcher.next_batch() {
+            Ok(batch) => Ok(batch),
+            Err(error) => {
+                read_error = Some(error);
+                Err(None)
             }
-            Err(ReadError::Io(error)) => {
-                let tee = reader.get_ref().get_ref();
-                return Err(match &tee.copy_error {
-                    Some(copy) => {
-                        io_at("writing", &raw_path)(io::Error::new(copy.kind(), copy.to_string()))
+        },
+        |batch| normalize_batch(batch, options, &import_context, source_refused),
+        |batch: NormalizedBatch| {
+            for item in batch.items {
+                match item {
+                    Normalized::Refused { line, column, field, message, hint } => {
+                        reject(report, Some(line), column, field, message, hint);
                     }
-                    None => io_at("reading", plan.given_path)(error),
-                }
-                .into());
-            }
-        };
-        if source_refused {
-            continue;
-        }
-        let number = line.number;
-        let replaced = line.replaced.clone();
-        out.clear();
-        if let Err(error) = adapters::normalize(options.format, line, &import_context, &mut out) {
-            let field = (!error.path.is_root()).then(|| error.path.to_string());
-            reject(report, Some(number), None, field, error.message, error.hint);
-            continue;
-        }
-        for mut record in out.drain(..) {
-            for r in &replaced {
-                record.warnings.push(format!(
-                    "non-finite number {} at {} was read as null (--non-finite null)",
-                    r.token, r.path
-                ));
-            }
-            let key = record.key(context.strict);
-            match seen.entry(key.digest()) {
-                Entry::Occupied(first) => {
-                    let first = *first.get();
-                    reject(
-                        report,
-                        Some(number),
-                        None,
-                        None,
-                        format!(
-                            "duplicate record identity ({key}); the same identity is at raw line {} of import {}",
-                            first.line, first.seq
-                        ),
-                        Some("each (benchmark, language, question_id, variant_id, filter, repeat_id) may occur once per run; \
-                              give repeated measurements distinct repeat_id values".into()),
-                    );
-                    continue;
-                }
-                Entry::Vacant(slot) => {
-                    slot.insert(Seen {
-                        seq: plan.seq,
-                        line: number,
-                    });
+                    Normalized::Record { line, digest, key, counted, bytes } => {
+                        match seen.entry(digest) {
+                            Entry::Occupied(first) => {
+                                let first = *first.get();
+                                reject(
+                                    report,
+                                    Some(line),
+                                    None,
+                                    None,
+                                    format!(
+                                        "duplicate record identity ({key}); the same identity is at raw line {} of import {}",
+                                        first.line, first.seq
+                                    ),
+                                    Some("each (benchmark, language, question_id, variant_id, filter, repeat_id) may occur once per run; \
+                                          give repeated measurements distinct repeat_id values".into()),
+                                );
+                                continue;
+                            }
+                            Entry::Vacant(slot) => {
+                                slot.insert(Seen { seq: plan.seq, line });
+                            }
+                        }
+                        *breakdown.entry(counted).or_default() += 1;
+                        records
+                            .writer()
+                            .write_all(&batch.serialized[bytes])
+                            .map_err(|e| Some(ArchiveError::from(io_at("writing", &records_path)(e))))?;
+                        count += 1;
+                        if !partly_written {
+                            partly_written = true;
+                            faults::point("data-partly-written");
+                        }
+                    }
                 }
             }
-            let counted = (
-                record.benchmark.clone(),
-                record.language.clone(),
-                record.variant_id.clone(),
-            );
-            *breakdown.entry(counted).or_default() += 1;
-            let writer = records.writer();
-            serde_json::to_writer(&mut *writer, &record)
-                .map_err(io::Error::from)
-                .and_then(|()| writer.write_all(b"\n"))
-                .map_err(io_at("writing", &records_path))?;
-            count += 1;
-            if !partly_written {
-                partly_written = true;
-                faults::point("data-partly-written");
+            Ok(())
+        },
+    )
+    .or_else(|error: Option<ArchiveError>| match error {
+        Some(error) => Err(error),
+        None => Ok(()),
+    })?;
+    if let Some(error) = read_error {
+        let tee = batcher.get_ref().get_ref();
+        return Err(match &tee.copy_error {
+            Some(copy) => {
+                io_at("writing", &raw_path)(io::Error::new(copy.kind(), copy.to_string()))
             }
+            None => io_at("reading", plan.given_path)(error),
         }
+        .into());
     }
-    let tee = reader_into_tee(reader);
-    let raw_digest = tee.copy.finish()?;
+    let mut buffered = batcher.into_inner();
+    // The batcher stops at the end of the input, so nothing is left unread in the buffer;
+    // draining keeps that true even for an input without a final newline.
+    let _ = buffered.fill_buf();
+    let raw_digest = buffered.into_inner().copy.finish()?;
     if count == 0 && report.rejected_total == 0 {
         reject(
             report,
@@ -529,14 +605,6 @@ fn import_file(
         },
         breakdown,
     ))
-}
-
-fn reader_into_tee<'p>(reader: jsonl::Reader<BufReader<Tee<'p, File>>>) -> Tee<'p, File> {
-    let mut buffered = reader.into_inner();
-    // The reader stops at the end of the input, so nothing is left unread in the buffer;
-    // draining keeps that true even for an input without a final newline.
-    let _ = buffered.fill_buf();
-    buffered.into_inner()
 }
 
 /// The identity set of the records already in the run.
