@@ -13,4 +13,5 @@ pub mod clock;
 pub mod compare;
 pub mod durable;
 pub mod jsonl;
+pub mod matrix;
 pub mod record;

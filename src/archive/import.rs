@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::artifacts::contract::BankIndex;
 use super::layout::{self, RunId, run_relative};
 use super::manifest::{CountEntry, FileEntry, ImportEntry, RecordsEntry, RunManifest};
 use super::runs::{open_for_write, run_context};
@@ -199,6 +200,7 @@ pub fn import(
         })
         .collect();
     let mut seen = existing_identities(session, run, &manifest)?;
+    let bank = BankIndex::for_run(session.archive(), &manifest)?;
 
     let created = planned
         .iter()
@@ -234,6 +236,7 @@ pub fn import(
             &plan,
             file,
             &context,
+            bank.as_ref(),
             options,
             &mut seen,
             &mut report,
@@ -328,6 +331,7 @@ fn import_file(
     plan: &FilePlan<'_>,
     source: File,
     context: &crate::adapters::RunContext,
+    bank: Option<&BankIndex>,
     options: &ImportOptions,
     seen: &mut HashMap<KeyDigest, Seen>,
     report: &mut ImportReport,
@@ -416,6 +420,21 @@ fn import_file(
                     "non-finite number {} at {} was read as null (--non-finite null)",
                     r.token, r.path
                 ));
+            }
+            // A strict run holds only its item bank's instances, each naming its script.
+            if let Some(bank) = bank
+                && let Err(refused) = bank.check(&record)
+            {
+                let field = (!refused.path.is_root()).then(|| refused.path.to_string());
+                reject(
+                    report,
+                    Some(number),
+                    None,
+                    field,
+                    refused.message,
+                    Some(refused.hint),
+                );
+                continue;
             }
             let key = record.key(context.strict);
             match seen.entry(key.digest()) {

@@ -18,7 +18,7 @@ use std::path::Path;
 use super::layout::{self, RunId, check_package_path, run_relative};
 use super::manifest::{CountEntry, RUN_MANIFEST_FORMAT, RunManifest, RunStatus};
 use super::runs::check_metadata;
-use super::{Archive, ArchiveError, journal, read_json_object};
+use super::{Archive, ArchiveError, artifacts, journal, read_json_object};
 use crate::canonical_json::is_canonical;
 use crate::durable::{HashingReader, io_at};
 use crate::jsonl::{self, BOM, NonFinitePolicy, ReadError};
@@ -84,6 +84,9 @@ pub fn validate(archive: &Archive, runs: &[RunId]) -> Result<ValidationReport, A
     check_journal(archive, &mut out);
     let selected = if runs.is_empty() {
         check_runs_folder(archive, &mut out)?;
+        let registries = artifacts::checks::check_registries(archive)?;
+        out.findings.extend(registries.findings);
+        out.files += registries.files;
         archive.run_ids()?
     } else {
         for run in runs {
@@ -362,6 +365,9 @@ fn validate_run(archive: &Archive, run: &RunId, out: &mut Collector) -> Result<(
         check_untracked(archive, run, None, out)?;
         return Ok(());
     };
+    out.findings.extend(artifacts::checks::check_run_contract(
+        archive, run, &manifest,
+    )?);
     let strict = manifest.is_strict();
     let mut identities: HashMap<KeyDigest, (u64, u64)> = HashMap::new();
     for entry in &manifest.imports {
