@@ -6,8 +6,10 @@
 //! record (schema v1, its run and model, its source file and a nonblank source line);
 //! duplicate identities; record counts and per-benchmark/language/variant breakdowns;
 //! files in the run folder that no manifest registers. And, for the archive: the marker,
-//! stray entries in `runs/`, and a pending journal. Validation reads only; it takes no lock
-//! and never reruns adapters (the raw files stay the authority, records are not rebuilt).
+//! stray entries in `runs/`, a pending journal, and (in `artifacts::checks`) every
+//! registered artifact and every strict run's contract. Validation reads only; it takes no
+//! lock and never reruns adapters (the raw files stay the authority, records are not
+//! rebuilt).
 
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
