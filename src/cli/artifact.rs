@@ -19,6 +19,15 @@ object in any layout; babel stores its RFC 8785 canonical form, and pins to the 
 carry the SHA-256 of those stored bytes (printed here, and by `babel artifact show`).
 ARTIFACTS.md describes each kind's payload.";
 
+/// Examples for `babel artifact --help`.
+pub const GROUP_EXAMPLES: &str = "\
+Examples:
+  babel artifact add item-bank capitals-bank item-bank.json
+  babel artifact show item-bank capitals-bank
+  babel artifact list --json
+
+ARTIFACTS.md describes the registries and payloads; BENCHMARK_WORKFLOW.md the workflow.";
+
 /// Register, show and list item banks, protocols, model panels, calibrations and releases.
 #[derive(Debug, clap::Subcommand)]
 pub enum ArtifactCommand {
@@ -82,7 +91,7 @@ fn artifact_id(text: &str) -> Result<ArtifactId, CliError> {
 }
 
 /// An unknown artifact is a usage error (exit 2), like an unknown run.
-fn unknown_is_usage(error: ArchiveError) -> CliError {
+pub fn unknown_is_usage(error: ArchiveError) -> CliError {
     match error {
         ArchiveError::Artifact(inner) if matches!(*inner, ArtifactError::Unknown { .. }) => {
             CliError::usage(inner.to_string(), inner.hint().as_deref())

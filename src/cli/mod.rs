@@ -72,7 +72,7 @@ enum Command {
     Demo(demo::Args),
     /// Register, show and list item banks, protocols, model panels, calibrations and
     /// releases.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = artifact::GROUP_EXAMPLES)]
     Artifact(artifact::ArtifactCommand),
     Matrix(matrix::Args),
 }
