@@ -358,6 +358,19 @@ fn a_calibration_pins_sealed_strict_input_runs_by_manifest_sha256() {
         shown["manifest"]["dependencies"]["runs"][0],
         run_pin(&env, "demo-7b-step1000")
     );
+
+    // Hub publishing needs "every run a calibration uses as input".
+    let archive = babel::archive::Archive::open(&env.root()).unwrap();
+    let inputs = babel::archive::artifacts::calibration_input_runs(&archive, "c").unwrap();
+    let pinned: Vec<Value> = inputs
+        .iter()
+        .map(|p| json!({"run_id": p.run_id, "manifest_sha256": p.manifest_sha256}))
+        .collect();
+    assert_eq!(pinned, [run_pin(&env, "demo-7b-step1000")]);
+    assert_eq!(
+        babel::archive::artifacts::all_calibration_input_runs(&archive).unwrap(),
+        inputs
+    );
 }
 
 #[test]
@@ -424,6 +437,9 @@ fn a_release_must_hold_everything_its_members_pin() {
             "release"
         ]
     );
+    let archive = babel::archive::Archive::open(&env.root()).unwrap();
+    let members = babel::archive::artifacts::release_members(&archive, "r1").unwrap();
+    assert_eq!((members.artifacts.len(), members.runs.len()), (4, 1));
 }
 
 #[test]
