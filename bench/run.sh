@@ -52,3 +52,15 @@ row "validate" "$t_validate" "$t_py_validate"
 printf '| sha256sum of the input | %.2f s | %.0f MB/s | 1.00 | |\n' "$t_sha" "$(echo "$mb / $t_sha" | bc -l)"
 echo
 printf 'python reference: import %.2f s, validate %.2f s\n' "$t_py_import" "$t_py_validate"
+
+# Peak memory of an import of this file and of a file twice as long: it should grow only
+# with the number of identities (a 16-byte digest each), not with the bytes read.
+{ cat "$work/input.jsonl"; sed 's/"question_id": "q/"question_id": "x/' "$work/input.jsonl"; } > "$work/double.jsonl"
+peak() {
+  rm -rf "$work/archive"
+  $babel --root "$work/archive" init -q
+  $babel --root "$work/archive" run create r1 --model m --benchmark bench -q
+  /usr/bin/time -f %M $babel --root "$work/archive" import r1 --format canonical "$1" -q 2>&1 >/dev/null | tail -1
+}
+echo
+echo "peak RSS of import: $(peak "$work/input.jsonl") KiB for $records records, $(peak "$work/double.jsonl") KiB for twice as many"

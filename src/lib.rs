@@ -14,4 +14,5 @@ pub mod compare;
 pub mod durable;
 pub mod jsonl;
 pub mod parallel;
+pub mod matrix;
 pub mod record;

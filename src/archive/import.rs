@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::artifacts::contract::BankIndex;
 use super::layout::{self, RunId, run_relative};
 use super::manifest::{CountEntry, FileEntry, ImportEntry, RecordsEntry, RunManifest};
 use super::runs::{open_for_write, plan_attachments, run_context};
@@ -214,6 +215,7 @@ pub fn import(
         })
         .collect();
     let mut seen = existing_identities(session, run, &manifest)?;
+    let bank = BankIndex::for_run(session.archive(), &manifest)?;
 
     let mut created: Vec<String> = planned
         .iter()
@@ -251,6 +253,7 @@ pub fn import(
             &plan,
             file,
             &context,
+            bank.as_ref(),
             options,
             &mut seen,
             &mut report,
@@ -380,6 +383,7 @@ fn normalize_batch(
     batch: jsonl::LineBatch,
     options: &ImportOptions,
     context: &ImportContext<'_>,
+    bank: Option<&BankIndex>,
     skip_normalizing: bool,
 ) -> NormalizedBatch {
     let mut out = NormalizedBatch {
@@ -424,6 +428,19 @@ fn normalize_batch(
                     r.token, r.path
                 ));
             }
+            // A strict run holds only its item bank's instances, each naming its script.
+            if let Some(bank) = bank
+                && let Err(refused) = bank.check(&record)
+            {
+                out.items.push(Normalized::Refused {
+                    line: number,
+                    column: None,
+                    field: (!refused.path.is_root()).then(|| refused.path.to_string()),
+                    message: refused.message,
+                    hint: Some(refused.hint),
+                });
+                continue;
+            }
             let key = record.key(context.run.strict);
             let (digest, key) = (key.digest(), key.to_string());
             let start = out.serialized.len();
@@ -448,6 +465,7 @@ fn import_file(
     plan: &FilePlan<'_>,
     source: File,
     context: &crate::adapters::RunContext,
+    bank: Option<&BankIndex>,
     options: &ImportOptions,
     seen: &mut HashMap<KeyDigest, Seen>,
     report: &mut ImportReport,
@@ -510,7 +528,7 @@ fn import_file(
                 Err(None)
             }
         },
-        |batch| normalize_batch(batch, options, &import_context, source_refused),
+        |batch| normalize_batch(batch, options, &import_context, bank, source_refused),
         |batch: NormalizedBatch| {
             for item in batch.items {
                 match item {

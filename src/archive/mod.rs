@@ -6,6 +6,7 @@
 //! writes recovered). Readers take no lock. It calls adapters for meaning and never
 //! renders reports or talks to the network.
 
+pub mod artifacts;
 pub mod faults;
 pub mod import;
 pub mod journal;
@@ -67,6 +68,8 @@ pub enum ArchiveError {
     Canonical(#[from] CanonicalError),
     #[error("import rejected: {}", .0.summary())]
     Rejected(Box<ImportReport>),
+    #[error(transparent)]
+    Artifact(Box<artifacts::ArtifactError>),
 }
 
 impl From<LockError> for ArchiveError {
@@ -98,6 +101,7 @@ impl ArchiveError {
             Self::Damaged { .. } => "`babel validate` lists every problem".into(),
             Self::Usage { hint, .. } => return hint.clone(),
             Self::Rejected(report) => return report.hint(),
+            Self::Artifact(error) => return error.hint(),
             _ => return None,
         })
     }

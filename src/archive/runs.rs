@@ -146,6 +146,7 @@ pub fn create(
         metadata.insert(key, value);
     }
     check_metadata(&metadata).map_err(|m| usage(m, None))?;
+    super::artifacts::contract::prepare_strict_run(archive, run.as_str(), &mut metadata)?;
     let manifest = RunManifest {
         format: RUN_MANIFEST_FORMAT.into(),
         schema_version: 1,

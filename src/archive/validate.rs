@@ -6,8 +6,10 @@
 //! record (schema v1, its run and model, its source file and a nonblank source line);
 //! duplicate identities; record counts and per-benchmark/language/variant breakdowns;
 //! files in the run folder that no manifest registers. And, for the archive: the marker,
-//! stray entries in `runs/`, and a pending journal. Validation reads only; it takes no lock
-//! and never reruns adapters (the raw files stay the authority, records are not rebuilt).
+//! stray entries in `runs/`, a pending journal, and (in `artifacts::checks`) every
+//! registered artifact and every strict run's contract. Validation reads only; it takes no
+//! lock and never reruns adapters (the raw files stay the authority, records are not
+//! rebuilt).
 
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
@@ -18,7 +20,7 @@ use std::path::Path;
 use super::layout::{self, RunId, check_package_path, run_relative};
 use super::manifest::{CountEntry, RUN_MANIFEST_FORMAT, RunManifest, RunStatus};
 use super::runs::check_metadata;
-use super::{Archive, ArchiveError, journal, read_json_object};
+use super::{Archive, ArchiveError, artifacts, journal, read_json_object};
 use crate::canonical_json::is_canonical;
 use crate::durable::{ContentDigest, HashingReader, io_at};
 use crate::jsonl::{self, BOM, Batcher, Line, NonFinitePolicy};
@@ -85,6 +87,9 @@ pub fn validate(archive: &Archive, runs: &[RunId]) -> Result<ValidationReport, A
     check_journal(archive, &mut out);
     let selected = if runs.is_empty() {
         check_runs_folder(archive, &mut out)?;
+        let registries = artifacts::checks::check_registries(archive)?;
+        out.findings.extend(registries.findings);
+        out.files += registries.files;
         archive.run_ids()?
     } else {
         for run in runs {
@@ -559,6 +564,9 @@ fn validate_run(archive: &Archive, run: &RunId, out: &mut Collector) -> Result<(
         check_untracked(archive, run, None, out)?;
         return Ok(());
     };
+    out.findings.extend(artifacts::checks::check_run_contract(
+        archive, run, &manifest,
+    )?);
     let strict = manifest.is_strict();
     let model = manifest.model().to_owned();
     let mut identities: HashMap<KeyDigest, (u64, u64)> = HashMap::new();

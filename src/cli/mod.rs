@@ -2,10 +2,12 @@
 //! command turns parsed arguments into library calls and prints the result; nothing here
 //! is logic a test would want to call directly.
 
+mod artifact;
 mod attach;
 mod demo;
 mod import;
 mod init;
+mod matrix;
 mod output;
 mod records;
 mod run;
@@ -68,6 +70,11 @@ enum Command {
     Seal(seal::Args),
     Validate(validate::Args),
     Demo(demo::Args),
+    /// Register, show and list item banks, protocols, model panels, calibrations and
+    /// releases.
+    #[command(subcommand, after_help = artifact::GROUP_EXAMPLES)]
+    Artifact(artifact::ArtifactCommand),
+    Matrix(matrix::Args),
 }
 
 /// What every command gets besides its own arguments.
@@ -132,6 +139,8 @@ pub fn main() -> ExitCode {
         Command::Seal(args) => seal::run(&globals, args),
         Command::Validate(args) => validate::run(&globals, args),
         Command::Demo(args) => demo::run(&globals, args),
+        Command::Artifact(command) => artifact::run(&globals, command),
+        Command::Matrix(args) => matrix::run(&globals, args),
     };
     match result {
         Ok(exit) => exit.into(),

@@ -1,6 +1,7 @@
 //! `babel run create`.
 
 use super::{CliError, Exit, Globals, run_id};
+use babel::archive::artifacts::contract;
 use babel::archive::runs::{self, NewRun};
 
 #[derive(Debug, clap::Subcommand)]
@@ -15,6 +16,14 @@ pub enum RunCommand {
 /// acc_norm), shared_answer_key (true lets a paired rephrase use the shared answer key),
 /// producer_version, metric_definitions, benchmark_contract (a strict run).
 #[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  babel run create llama-mmlu --model meta-llama/Llama-3-8B --benchmark mmlu --meta dataset_revision=3f2a1c
+  babel run create llama-caps --model meta-llama/Llama-3-8B --item-bank capitals-bank --protocol capitals-0shot
+
+A strict run (--item-bank and --protocol, or --meta benchmark_contract=...) accepts only
+records that are instances of its bank and name their script; its correctness_metric is
+the protocol's. BENCHMARK_WORKFLOW.md walks through it.")]
 pub struct CreateArgs {
     /// The run ID: 1-128 of A-Z a-z 0-9 . _ -, starting with a letter or digit.
     run: String,
@@ -28,6 +37,13 @@ pub struct CreateArgs {
     /// {"a":1}, "quoted"), otherwise as the text itself.
     #[arg(long = "meta", value_name = "KEY=VALUE")]
     meta: Vec<String>,
+    /// Make a strict benchmark run of this registered item bank (with --protocol): its
+    /// benchmark_contract pins both at their registered hashes.
+    #[arg(long, value_name = "ID", requires = "protocol")]
+    item_bank: Option<String>,
+    /// The registered protocol of a strict benchmark run (with --item-bank).
+    #[arg(long, value_name = "ID", requires = "item_bank")]
+    protocol: Option<String>,
 }
 
 pub fn run(globals: &Globals, command: RunCommand) -> Result<Exit, CliError> {
@@ -38,12 +54,17 @@ pub fn run(globals: &Globals, command: RunCommand) -> Result<Exit, CliError> {
 
 fn create(globals: &Globals, args: CreateArgs) -> Result<Exit, CliError> {
     let run = run_id(&args.run)?;
-    let meta = args
+    let mut meta = args
         .meta
         .iter()
         .map(|m| runs::parse_meta(m))
         .collect::<Result<Vec<_>, _>>()?;
     let archive = globals.archive()?;
+    if let (Some(bank), Some(protocol)) = (&args.item_bank, &args.protocol) {
+        let contract = contract::contract_for(&archive, bank, protocol)
+            .map_err(super::artifact::unknown_is_usage)?;
+        meta.push((contract::CONTRACT_KEY.to_owned(), contract));
+    }
     let session = archive.write_session(
         &globals.invocation,
         globals.wait,

@@ -1,0 +1,272 @@
+//! The archive side of `babel matrix`: selects the strict runs of one item bank (named, or
+//! a release's), checks that they were measured under one protocol, streams their records
+//! into the pure [`crate::matrix`] builder and hands back the matrix. Reads only.
+
+use serde::Deserialize;
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+
+use super::contract::{BenchmarkContract, check_comparable};
+use super::payload::{ItemBank, Payload};
+use super::{ArtifactError, Kind, load, release_members};
+use crate::archive::layout::{self, RunId, run_relative};
+use crate::archive::manifest::RunManifest;
+use crate::archive::{Archive, ArchiveError};
+use crate::durable::{self, io_at};
+use crate::matrix::{InstanceKey, ItemColumn, MatrixBuilder, Observed, ResponseMatrix, RunRow};
+
+/// Which runs fill the matrix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunSelection {
+    /// These runs, in this order.
+    Runs(Vec<RunId>),
+    /// The runs of this release that pin the bank, in release order.
+    Release(String),
+}
+
+/// What `babel matrix` was asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatrixRequest {
+    /// The item bank ID.
+    pub bank: String,
+    pub runs: RunSelection,
+    /// The variant whose records fill the cells (`original` by default).
+    pub variant: String,
+    /// The filter whose records fill the cells; the protocol's correctness filter when
+    /// not given.
+    pub filter: Option<String>,
+    /// The repeat whose records fill the cells.
+    pub repeat: u64,
+}
+
+/// A built matrix and how it was selected.
+#[derive(Debug, Clone)]
+pub struct BuiltMatrix {
+    pub matrix: ResponseMatrix,
+    /// The runs it holds, in row order.
+    pub runs: Vec<String>,
+    /// The filter used.
+    pub filter: String,
+    /// Records that matched no instance of the bank (always 0 for intact strict runs).
+    pub outside_bank: u64,
+}
+
+fn refuse(message: String, hint: &str) -> ArchiveError {
+    ArtifactError::Matrix {
+        message,
+        hint: Some(hint.to_owned()),
+    }
+    .into()
+}
+
+/// The fields of a stored record the matrix reads (the rest of the line is skipped).
+#[derive(Debug, Deserialize)]
+struct Observation<'a> {
+    #[serde(borrow)]
+    language: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    script: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    question_id: Cow<'a, str>,
+    #[serde(borrow)]
+    variant_id: Cow<'a, str>,
+    #[serde(borrow)]
+    filter: Cow<'a, str>,
+    repeat_id: u64,
+    correct: Option<bool>,
+}
+
+fn selected_runs(
+    archive: &Archive,
+    request: &MatrixRequest,
+    bank_sha: &str,
+) -> Result<Vec<RunManifest>, ArchiveError> {
+    match &request.runs {
+        RunSelection::Runs(runs) => {
+            if runs.is_empty() {
+                return Err(refuse(
+                    "no runs were selected".into(),
+                    "name runs with --runs R1,R2 or a release with --release ID",
+                ));
+            }
+            runs.iter().map(|run| archive.run_manifest(run)).collect()
+        }
+        RunSelection::Release(release) => {
+            let members = release_members(archive, release)?;
+            let mut manifests = Vec::new();
+            for pin in &members.runs {
+                let run = RunId::parse(&pin.run_id)?;
+                let path = archive.layout().run_dir(&run).join(layout::MANIFEST);
+                let found = durable::digest_file(&path)?.sha256;
+                if found != pin.manifest_sha256 {
+                    return Err(refuse(
+                        format!(
+                            "release {release:?} pins run {run} at manifest SHA-256 {}, but it now has {found}",
+                            pin.manifest_sha256
+                        ),
+                        "`babel validate` lists what changed",
+                    ));
+                }
+                let manifest = archive.run_manifest(&run)?;
+                let pins_bank = BenchmarkContract::of(&manifest.metadata)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|c| {
+                        c.item_bank.id == request.bank && c.item_bank.sha256 == bank_sha
+                    });
+                if pins_bank {
+                    manifests.push(manifest);
+                }
+            }
+            if manifests.is_empty() {
+                return Err(refuse(
+                    format!(
+                        "release {release:?} holds no strict run of item bank {:?}",
+                        request.bank
+                    ),
+                    "`babel artifact show release ID` lists its runs and their contracts",
+                ));
+            }
+            Ok(manifests)
+        }
+    }
+}
+
+fn columns(bank: &ItemBank) -> (Vec<ItemColumn>, Vec<(InstanceKey, usize)>) {
+    let mut items = Vec::with_capacity(bank.items.len());
+    let mut instances = Vec::new();
+    for (column, item) in bank.items.iter().enumerate() {
+        items.push(ItemColumn {
+            id: item.id.clone(),
+            family: item.family.clone(),
+            split: item.split.clone(),
+            groups: item.groups.clone(),
+        });
+        for instance in &item.instances {
+            instances.push((
+                (
+                    instance.language.clone(),
+                    instance.script.clone(),
+                    instance.question_id.clone(),
+                ),
+                column,
+            ));
+        }
+    }
+    (items, instances)
+}
+
+/// Builds the response matrix of `request`. Every run must be a strict run pinning the
+/// bank, and all of them the same protocol (the comparison rule); cells come from the
+/// records of the selected variant, filter and repeat, one record per cell at most.
+pub fn build(archive: &Archive, request: &MatrixRequest) -> Result<BuiltMatrix, ArchiveError> {
+    let registered = load(archive, Kind::ItemBank, &request.bank)?;
+    let Payload::ItemBank(bank) = &registered.payload else {
+        unreachable!("load parses an item bank payload for Kind::ItemBank")
+    };
+    let manifests = selected_runs(archive, request, &registered.sha256)?;
+    let mut contracts = Vec::with_capacity(manifests.len());
+    for manifest in &manifests {
+        let contract = BenchmarkContract::of(&manifest.metadata).map_err(|e| {
+            refuse(
+                format!("run {}: {e}", manifest.run_id),
+                "`babel validate` lists what is wrong with the run",
+            )
+        })?;
+        match contract {
+            Some(c) if c.item_bank == registered.pin() => contracts.push(c),
+            Some(c) => {
+                return Err(refuse(
+                    format!(
+                        "run {} pins item bank {:?} at {}, not {:?} at {}",
+                        manifest.run_id,
+                        c.item_bank.id,
+                        c.item_bank.sha256,
+                        request.bank,
+                        registered.sha256
+                    ),
+                    "a matrix holds the strict runs of one item bank",
+                ));
+            }
+            None => {
+                return Err(refuse(
+                    format!("run {} is not a strict benchmark run", manifest.run_id),
+                    "a matrix holds strict runs only: their records are checked against the bank at import",
+                ));
+            }
+        }
+        check_comparable(&manifests[0], manifest).map_err(ArtifactError::from)?;
+    }
+    // selected_runs never returns an empty list, so there is a first contract.
+    let filter = match &request.filter {
+        Some(filter) => filter.clone(),
+        None => match load(archive, Kind::Protocol, &contracts[0].protocol.id)?.payload {
+            Payload::Protocol(protocol) => protocol.correctness_filter,
+            _ => unreachable!("load parses a protocol payload for Kind::Protocol"),
+        },
+    };
+    let (items, instances) = columns(bank);
+    let mut builder = MatrixBuilder::new(items, instances);
+    let mut outside_bank = 0;
+    for manifest in &manifests {
+        let run = RunId::parse(&manifest.run_id)?;
+        builder.begin_run(RunRow {
+            run_id: manifest.run_id.clone(),
+            model: manifest.model().to_owned(),
+            checkpoint: manifest
+                .metadata
+                .get("checkpoint")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+        });
+        for entry in &manifest.imports {
+            let relative = run_relative(&run, &entry.records.path);
+            let path = archive.layout().resolve(&relative);
+            let file = File::open(&path).map_err(io_at("opening", &path))?;
+            let reader = BufReader::with_capacity(256 * 1024, file);
+            for (index, line) in reader.split(b'\n').enumerate() {
+                let line = line.map_err(io_at("reading", &path))?;
+                let record: Observation<'_> =
+                    serde_json::from_slice(&line).map_err(|e| ArchiveError::Damaged {
+                        path: path.clone(),
+                        reason: format!("line {}: {e}", index + 1),
+                    })?;
+                if record.variant_id != request.variant
+                    || record.filter != filter
+                    || record.repeat_id != request.repeat
+                {
+                    continue;
+                }
+                let (Some(language), Some(script)) = (&record.language, &record.script) else {
+                    outside_bank += 1;
+                    continue;
+                };
+                let source_ref = format!("{relative}:{}", index + 1);
+                let observed = builder
+                    .observe(
+                        language,
+                        script,
+                        &record.question_id,
+                        record.correct,
+                        &source_ref,
+                    )
+                    .map_err(|e| {
+                        refuse(
+                            e.to_string(),
+                            "select one record per item with --variant, --filter and --repeat",
+                        )
+                    })?;
+                if observed == Observed::NotInBank {
+                    outside_bank += 1;
+                }
+            }
+        }
+    }
+    Ok(BuiltMatrix {
+        matrix: builder.finish(),
+        runs: manifests.iter().map(|m| m.run_id.clone()).collect(),
+        filter,
+        outside_bank,
+    })
+}
