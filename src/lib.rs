@@ -13,6 +13,6 @@ pub mod clock;
 pub mod compare;
 pub mod durable;
 pub mod jsonl;
-pub mod parallel;
 pub mod matrix;
+pub mod parallel;
 pub mod record;

@@ -237,13 +237,7 @@ fn payloads_are_validated_against_their_schema_with_field_precise_errors() {
         r#"{"format": "babel-item-bank", "format": "x"}"#,
     );
     let output = env
-        .babel(&[
-            "artifact",
-            "add",
-            "item-bank",
-            "b",
-            duplicate.as_str(),
-        ])
+        .babel(&["artifact", "add", "item-bank", "b", duplicate.as_str()])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
@@ -559,13 +553,7 @@ fn a_strict_record_absent_from_the_bank_is_rejected_at_import() {
         ),
     );
     let output = env
-        .babel(&[
-            "import",
-            "s",
-            "--format",
-            "canonical",
-            file.as_str(),
-        ])
+        .babel(&["import", "s", "--format", "canonical", file.as_str()])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
@@ -585,13 +573,7 @@ fn a_strict_record_without_script_is_rejected_and_general_runs_are_unaffected() 
         r#"{"question_id": "cap-fr", "variant_id": "original", "language": "en", "correct": true}"#;
     let file = env.input("r.jsonl", format!("{line}\n"));
     let output = env
-        .babel(&[
-            "import",
-            "s",
-            "--format",
-            "canonical",
-            file.as_str(),
-        ])
+        .babel(&["import", "s", "--format", "canonical", file.as_str()])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
@@ -606,15 +588,9 @@ fn a_strict_record_without_script_is_rejected_and_general_runs_are_unaffected() 
     env.babel(&["run", "create", "g", "--model", "m", "--benchmark", "b"])
         .assert()
         .success();
-    env.babel(&[
-        "import",
-        "g",
-        "--format",
-        "canonical",
-        file.as_str(),
-    ])
-    .assert()
-    .success();
+    env.babel(&["import", "g", "--format", "canonical", file.as_str()])
+        .assert()
+        .success();
 }
 
 #[test]
@@ -627,15 +603,9 @@ fn strict_identity_includes_the_script() {
         r#"{"question_id": "cap-fr", "variant_id": "original", "language": "sr", "script": "Latn", "correct": false}"#,
     ];
     let file = env.input("r.jsonl", lines.join("\n"));
-    env.babel(&[
-        "import",
-        "s",
-        "--format",
-        "canonical",
-        file.as_str(),
-    ])
-    .assert()
-    .success();
+    env.babel(&["import", "s", "--format", "canonical", file.as_str()])
+        .assert()
+        .success();
     assert_eq!(env.records("s").len(), 2);
 }
 
