@@ -14,3 +14,4 @@ pub mod compare;
 pub mod durable;
 pub mod jsonl;
 pub mod record;
+pub mod report;

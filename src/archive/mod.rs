@@ -6,12 +6,14 @@
 //! writes recovered). Readers take no lock. It calls adapters for meaning and never
 //! renders reports or talks to the network.
 
+pub mod comparison;
 pub mod faults;
 pub mod import;
 pub mod journal;
 pub mod layout;
 pub mod lock;
 pub mod manifest;
+pub mod read;
 pub mod runs;
 pub mod transaction;
 pub mod validate;

@@ -3,6 +3,7 @@
 //! is logic a test would want to call directly.
 
 mod attach;
+mod compare;
 mod demo;
 mod import;
 mod init;
@@ -67,6 +68,7 @@ enum Command {
     Attach(attach::Args),
     Seal(seal::Args),
     Validate(validate::Args),
+    Compare(compare::Args),
     Demo(demo::Args),
 }
 
@@ -131,6 +133,7 @@ pub fn main() -> ExitCode {
         Command::Attach(args) => attach::run(&globals, args),
         Command::Seal(args) => seal::run(&globals, args),
         Command::Validate(args) => validate::run(&globals, args),
+        Command::Compare(args) => compare::run(&globals, args),
         Command::Demo(args) => demo::run(&globals, args),
     };
     match result {

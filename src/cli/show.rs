@@ -92,7 +92,10 @@ fn print_compact_counts(counts: &[CountEntry], indent: usize) {
                 None => variants.push((&row.variant_id, row.records)),
             }
         }
-        let mut languages: Vec<&str> = rows.iter().map(|r| r.language.as_deref().unwrap_or("-")).collect();
+        let mut languages: Vec<&str> = rows
+            .iter()
+            .map(|r| r.language.as_deref().unwrap_or("-"))
+            .collect();
         languages.sort();
         languages.dedup();
         let variants: Vec<String> = variants.iter().map(|(v, n)| format!("{v} {n}")).collect();
