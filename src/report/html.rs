@@ -38,7 +38,7 @@ struct Card {
 /// One outcome in the legend and the distribution bar.
 struct OutcomeShare {
     name: &'static str,
-    label: &'static str,
+    label: String,
     count: u64,
     /// Width in the distribution bar, e.g. `"12.50"` (percent of all items).
     width: String,
@@ -174,6 +174,11 @@ fn cards(summary: &Summary) -> Vec<Card> {
     cards
 }
 
+/// The outcome's label with a real arrow (`correct → wrong`); the text summary keeps ASCII.
+fn arrow_label(outcome: Outcome) -> String {
+    outcome.label().replace("->", "→")
+}
+
 fn shares(summary: &Summary) -> Vec<OutcomeShare> {
     let total = summary.overall.items.max(1) as f64;
     Outcome::ALL
@@ -182,7 +187,7 @@ fn shares(summary: &Summary) -> Vec<OutcomeShare> {
             let count = summary.overall.outcomes.get(outcome);
             OutcomeShare {
                 name: outcome.name(),
-                label: outcome.label(),
+                label: arrow_label(outcome),
                 count,
                 width: format!("{:.2}", count as f64 * 100.0 / total),
             }
@@ -278,7 +283,7 @@ fn outcome_list() -> Vec<Map<String, Value>> {
         .map(|outcome| {
             let mut map = Map::new();
             map.insert("name".into(), outcome.name().into());
-            map.insert("label".into(), outcome.label().into());
+            map.insert("label".into(), arrow_label(*outcome).into());
             map
         })
         .collect()

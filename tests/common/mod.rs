@@ -77,14 +77,21 @@ impl Env {
     pub fn validate_json(&self) -> serde_json::Value {
         let output = self.babel(&["validate", "--json"]).output().unwrap();
         serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-            panic!("validate --json printed no JSON ({e}): {}", String::from_utf8_lossy(&output.stderr))
+            panic!(
+                "validate --json printed no JSON ({e}): {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
         })
     }
 
     /// The run's records as parsed JSON values (`babel records`).
     pub fn records(&self, run: &str) -> Vec<serde_json::Value> {
         let output = self.babel(&["records", run]).output().unwrap();
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         String::from_utf8(output.stdout)
             .unwrap()
             .lines()
@@ -100,7 +107,11 @@ impl Env {
             for entry in std::fs::read_dir(&dir).unwrap() {
                 let entry = entry.unwrap();
                 let path = entry.path();
-                let relative = path.strip_prefix(self.root()).unwrap().to_string_lossy().replace('\\', "/");
+                let relative = path
+                    .strip_prefix(self.root())
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/");
                 if relative == ".babel" {
                     continue;
                 }
