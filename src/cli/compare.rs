@@ -108,7 +108,8 @@ fn compare_sides(
 
 /// Duplicate identities within a side mean the run breaks its own key rule.
 fn damaged(archive: &Archive, error: CompareError) -> CliError {
-    let CompareError::DuplicateIdentity { run_id, .. } = &error;
+    let CompareError::DuplicateIdentity(duplicate) = &error;
+    let run_id = &duplicate.run_id;
     let path = match babel::archive::layout::RunId::parse(run_id) {
         Ok(run) => archive.layout().resolve(&run_relative(&run, "")),
         Err(_) => archive.layout().root().to_owned(),

@@ -122,11 +122,14 @@ impl Outcome {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
     /// Both sides hold a record of this identity.
-    Matched { baseline: Record, variant: Record },
+    Matched {
+        baseline: Box<Record>,
+        variant: Box<Record>,
+    },
     /// Only the baseline side does.
-    OnlyBaseline(Record),
+    OnlyBaseline(Box<Record>),
     /// Only the variant side does.
-    OnlyVariant(Record),
+    OnlyVariant(Box<Record>),
 }
 
 impl Item {
@@ -202,19 +205,24 @@ pub struct Comparison {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CompareError {
     /// Two records of one side share a stable identity; picking one would be arbitrary.
-    #[error(
-        "two {side} records ({run_id}, variant {variant_id}) share the item identity {identity}: {} and {}",
-        source_text(first),
-        source_text(second)
-    )]
-    DuplicateIdentity {
-        side: Side,
-        run_id: String,
-        variant_id: String,
-        identity: String,
-        first: Source,
-        second: Source,
-    },
+    #[error("{0}")]
+    DuplicateIdentity(Box<DuplicateIdentity>),
+}
+
+/// Two records of one side with the same stable item identity, and where each came from.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "two {side} records ({run_id}, variant {variant_id}) share the item identity {identity}: {} and {}",
+    source_text(first),
+    source_text(second)
+)]
+pub struct DuplicateIdentity {
+    pub side: Side,
+    pub run_id: String,
+    pub variant_id: String,
+    pub identity: String,
+    pub first: Source,
+    pub second: Source,
 }
 
 fn source_text(source: &Source) -> String {
@@ -256,10 +264,19 @@ fn describe_identity(record: &Record) -> String {
 
 /// Splits off run-local records (counted) and sorts the stable ones by identity,
 /// refusing duplicates.
-fn prepare(side: Side, input: SideInput) -> Result<(Vec<Record>, u64), CompareError> {
-    let mut records = input.records;
-    let before = records.len();
-    records.retain(|record| record.identity_scope == IdentityScope::Stable);
+#[expect(
+    clippy::vec_box,
+    reason = "a record is ~800 bytes: sorting and building items move pointers instead"
+)]
+fn prepare(side: Side, input: SideInput) -> Result<(Vec<Box<Record>>, u64), CompareError> {
+    let before = input.records.len();
+    // Boxed once here, so that sorting and the items move pointers, not whole records.
+    let mut records: Vec<Box<Record>> = input
+        .records
+        .into_iter()
+        .filter(|record| record.identity_scope == IdentityScope::Stable)
+        .map(Box::new)
+        .collect();
     let run_local = (before - records.len()) as u64;
     // Stable sort: of two duplicates, the one read first is named first.
     records.sort_by(|a, b| identity_key(a).cmp(&identity_key(b)));
@@ -267,14 +284,16 @@ fn prepare(side: Side, input: SideInput) -> Result<(Vec<Record>, u64), CompareEr
         .windows(2)
         .find(|pair| identity_key(&pair[0]) == identity_key(&pair[1]))
     {
-        return Err(CompareError::DuplicateIdentity {
-            side,
-            run_id: input.label.run_id,
-            variant_id: input.label.variant_id,
-            identity: describe_identity(&pair[0]),
-            first: pair[0].source.clone(),
-            second: pair[1].source.clone(),
-        });
+        return Err(CompareError::DuplicateIdentity(Box::new(
+            DuplicateIdentity {
+                side,
+                run_id: input.label.run_id,
+                variant_id: input.label.variant_id,
+                identity: describe_identity(&pair[0]),
+                first: pair[0].source.clone(),
+                second: pair[1].source.clone(),
+            },
+        )));
     }
     Ok((records, run_local))
 }

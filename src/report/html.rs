@@ -128,7 +128,7 @@ fn cards(summary: &Summary) -> Vec<Card> {
         Card {
             label: "Known pairs",
             value: s.pairs.to_string(),
-            detail: format!("{} unscored pairs left out", overall.outcomes.unscored),
+            detail: format!("unscored, left out: {}", overall.outcomes.unscored),
         },
         Card {
             label: "Baseline accuracy",
