@@ -278,8 +278,7 @@ fn prepare(side: Side, input: SideInput) -> Result<(Vec<Box<Record>>, u64), Comp
         .map(Box::new)
         .collect();
     let run_local = (before - records.len()) as u64;
-    // Stable sort: of two duplicates, the one read first is named first.
-    records.sort_by(|a, b| identity_key(a).cmp(&identity_key(b)));
+    records.sort_unstable_by(|a, b| identity_key(a).cmp(&identity_key(b)));
     if let Some(pair) = records
         .windows(2)
         .find(|pair| identity_key(&pair[0]) == identity_key(&pair[1]))
