@@ -16,3 +16,4 @@ pub mod jsonl;
 pub mod matrix;
 pub mod parallel;
 pub mod record;
+pub mod report;

@@ -5,13 +5,14 @@
 use std::path::Path;
 
 const PURE: [&str; 3] = ["src/adapters", "src/compare", "src/report"];
-const FORBIDDEN: [&str; 6] = [
+const FORBIDDEN: [&str; 7] = [
     "std::fs",
     "fs::",
     "File::",
     "OpenOptions",
     "tempfile",
     "read_dir",
+    "canonicalize",
 ];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {

@@ -7,12 +7,14 @@
 //! renders reports or talks to the network.
 
 pub mod artifacts;
+pub mod comparison;
 pub mod faults;
 pub mod import;
 pub mod journal;
 pub mod layout;
 pub mod lock;
 pub mod manifest;
+pub mod read;
 pub mod runs;
 pub mod transaction;
 pub mod validate;

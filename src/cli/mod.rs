@@ -4,6 +4,7 @@
 
 mod artifact;
 mod attach;
+mod compare;
 mod demo;
 mod import;
 mod init;
@@ -69,6 +70,7 @@ enum Command {
     Attach(attach::Args),
     Seal(seal::Args),
     Validate(validate::Args),
+    Compare(compare::Args),
     Demo(demo::Args),
     /// Register, show and list item banks, protocols, model panels, calibrations and
     /// releases.
@@ -138,6 +140,7 @@ pub fn main() -> ExitCode {
         Command::Attach(args) => attach::run(&globals, args),
         Command::Seal(args) => seal::run(&globals, args),
         Command::Validate(args) => validate::run(&globals, args),
+        Command::Compare(args) => compare::run(&globals, args),
         Command::Demo(args) => demo::run(&globals, args),
         Command::Artifact(command) => artifact::run(&globals, command),
         Command::Matrix(args) => matrix::run(&globals, args),

@@ -1,0 +1,213 @@
+//! `babel compare`: the summary of two sides on stdout and, with `--items`, the item-level
+//! report in a new file. Reads only; takes no lock.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::output::print_json;
+use super::{CliError, Exit, Globals, run_id};
+use babel::archive::comparison::{
+    ComparisonSides, DEFAULT_BASELINE_VARIANT, DEFAULT_VARIANT_VARIANT, SideRequest,
+    report_destination,
+};
+use babel::archive::layout::run_relative;
+use babel::archive::{Archive, ArchiveError};
+use babel::compare::stats::ConfidenceLevel;
+use babel::compare::{self, CompareError, Comparison, SideInput, SideLabel, Summary};
+use babel::report::{self, ReportFormat};
+
+const AFTER_HELP: &str = "\
+Sides: without --other-run, the baseline is variant --baseline (default original) of RUN and
+the variant side is variant --variant (default rephrased) of RUN. With --other-run RUN2, the
+baseline is variant --baseline (default original) of RUN and the variant side is variant
+--variant of RUN2 (default: the same variant as the baseline). Runs that declare different
+dataset_revision metadata are refused (exit 2).
+
+Items are joined by (benchmark, language, script, question_id, filter, repeat_id); run-local
+identities never pair. Accuracy, delta (95% Newcombe method 10 interval), exact McNemar test
+and consistency use only matched items with known correctness on both sides.
+
+--items writes the report to a new file outside the archive (never overwriting one); its
+suffix .html, .csv or .jsonl selects the format unless --format is given.
+
+Examples:
+  babel compare r1                                 original vs rephrased in run r1
+  babel compare r1 --items r1.html                 ... plus an offline HTML report
+  babel compare r1 --baseline original --variant para-2 --json
+  babel compare llama-3 --other-run llama-3.1 --items diff.csv
+  babel compare r1 --items items.out --format jsonl";
+
+/// Compare two sides item by item: two variants of one run (by default original vs
+/// rephrased), or one variant selection in two runs (--other-run). Prints outcome counts,
+/// accuracy with Wilson intervals, the paired delta with its interval, the exact McNemar
+/// test and consistency, overall and per benchmark and language; --items also writes the
+/// item-level report (HTML, CSV or JSONL).
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// The run: the baseline side, and the variant side too unless --other-run is given.
+    run: String,
+    /// The variant of the baseline side [default: original].
+    #[arg(long, value_name = "V")]
+    baseline: Option<String>,
+    /// The variant of the variant side [default: rephrased; with --other-run, the
+    /// baseline's variant].
+    #[arg(long, value_name = "V")]
+    variant: Option<String>,
+    /// Take the variant side from this run instead of RUN.
+    #[arg(long, value_name = "RUN2")]
+    other_run: Option<String>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Also write the item-level report to this new file, outside the archive.
+    #[arg(long, value_name = "REPORT")]
+    items: Option<PathBuf>,
+    /// The report format, overriding the suffix of --items.
+    #[arg(long, value_name = "FORMAT", value_parser = ["html", "csv", "jsonl"], requires = "items")]
+    format: Option<String>,
+}
+
+/// A report that was written.
+#[derive(Debug, serde::Serialize)]
+pub struct ReportWritten {
+    pub path: PathBuf,
+    pub format: &'static str,
+    pub items: usize,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// Selects both sides, reads their records and joins them: the comparison and its
+/// summary at 95% confidence.
+fn compare_sides(
+    archive: &Archive,
+    baseline: SideRequest,
+    variant: SideRequest,
+) -> Result<(Comparison, Summary), CliError> {
+    let sides = ComparisonSides::select(archive, baseline, variant)?;
+    let records = sides.read(archive)?;
+    let label = |run: &str, variant_id: &str| SideLabel {
+        run_id: run.to_owned(),
+        variant_id: variant_id.to_owned(),
+    };
+    let comparison = compare::compare(
+        SideInput {
+            label: label(sides.baseline.run.as_str(), &sides.baseline.variant_id),
+            records: records.baseline,
+        },
+        SideInput {
+            label: label(sides.variant.run.as_str(), &sides.variant.variant_id),
+            records: records.variant,
+        },
+    )
+    .map_err(|error| damaged(archive, error))?;
+    let summary = Summary::of(&comparison, ConfidenceLevel::NINETY_FIVE);
+    Ok((comparison, summary))
+}
+
+/// Duplicate identities within a side mean the run breaks its own key rule.
+fn damaged(archive: &Archive, error: CompareError) -> CliError {
+    let CompareError::DuplicateIdentity(duplicate) = &error;
+    let run_id = &duplicate.run_id;
+    let path = match babel::archive::layout::RunId::parse(run_id) {
+        Ok(run) => archive.layout().resolve(&run_relative(&run, "")),
+        Err(_) => archive.layout().root().to_owned(),
+    };
+    CliError::Archive(ArchiveError::Damaged {
+        path,
+        reason: error.to_string(),
+    })
+}
+
+/// The whole comparison: selects and reads both sides, joins them, and writes the report
+/// when `items` names a destination (checked before anything is read). `babel compare`
+/// is this plus printing; the demo calls it for its HTML report.
+pub fn compare_and_report(
+    archive: &Archive,
+    baseline: SideRequest,
+    variant: SideRequest,
+    items: Option<(&Path, ReportFormat)>,
+) -> Result<(Summary, Option<ReportWritten>), CliError> {
+    let destination = items
+        .map(|(dest, format)| report_destination(archive, dest).map(|path| (path, format)))
+        .transpose()?;
+    let (comparison, summary) = compare_sides(archive, baseline, variant)?;
+    let written = match destination {
+        None => None,
+        Some((path, format)) => {
+            let digest = report::write_new(&path, format, &comparison, &summary)
+                .map_err(ArchiveError::Io)?;
+            Some(ReportWritten {
+                path,
+                format: format.name(),
+                items: comparison.items.len(),
+                bytes: digest.bytes,
+                sha256: digest.sha256,
+            })
+        }
+    };
+    Ok((summary, written))
+}
+
+fn report_format(items: &Path, format: Option<&str>) -> Result<ReportFormat, CliError> {
+    if let Some(name) = format {
+        return ReportFormat::parse(name)
+            .ok_or_else(|| CliError::usage(format!("unknown report format {name}"), None));
+    }
+    ReportFormat::from_path(items).ok_or_else(|| {
+        CliError::usage(
+            format!(
+                "cannot tell the report format of {}: its suffix is not .html, .csv or .jsonl",
+                items.display()
+            ),
+            Some("name the file report.html, report.csv or report.jsonl, or pass --format"),
+        )
+    })
+}
+
+pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
+    let run = run_id(&args.run)?;
+    let other = args.other_run.as_deref().map(run_id).transpose()?;
+    let baseline_variant = args
+        .baseline
+        .unwrap_or_else(|| DEFAULT_BASELINE_VARIANT.to_owned());
+    let variant_variant = args.variant.unwrap_or_else(|| match other {
+        Some(_) => baseline_variant.clone(),
+        None => DEFAULT_VARIANT_VARIANT.to_owned(),
+    });
+    let format = args
+        .items
+        .as_deref()
+        .map(|items| report_format(items, args.format.as_deref()))
+        .transpose()?;
+    let archive = globals.archive()?;
+    let baseline = SideRequest {
+        run: run.clone(),
+        variant_id: baseline_variant,
+    };
+    let variant = SideRequest {
+        run: other.unwrap_or(run),
+        variant_id: variant_variant,
+    };
+    let items = args.items.as_deref().zip(format);
+    let (summary, written) = compare_and_report(&archive, baseline, variant, items)?;
+    if args.json {
+        let mut value = serde_json::to_value(&summary).map_err(io::Error::from)?;
+        value["report"] = serde_json::to_value(&written).map_err(io::Error::from)?;
+        print_json(&value)?;
+    } else if !globals.quiet {
+        let mut stdout = io::stdout().lock();
+        report::text::render(&summary, &mut stdout)?;
+        if let Some(written) = &written {
+            writeln!(
+                stdout,
+                "\nreport: {} items -> {} ({})",
+                written.items,
+                written.path.display(),
+                written.format
+            )?;
+        }
+    }
+    Ok(Exit::Ok)
+}

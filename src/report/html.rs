@@ -1,0 +1,434 @@
+//! The HTML report: one self-contained page that works offline from file://, with no
+//! server and no network request.
+//!
+//! The page shell and the summary are an askama template (`templates/report.html`,
+//! HTML-escaped by default); the items follow as one JSON document inside a
+//! `<script type="application/json">` element, streamed item by item rather than built as
+//! one string; vanilla JS (`templates/report.js`) renders only the rows in view, and
+//! every dataset or model string reaches the page through `textContent`, never as markup.
+//! In the embedded JSON every `<`, `>` and `&` is written as a `\u` escape, so no string
+//! can close the script element (`</script>`) or open a comment.
+
+use askama::Template;
+use serde::Serialize;
+use serde::ser::{SerializeTuple, Serializer};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use super::{p_value, percent, points};
+use crate::compare::summary::{Group, Summary};
+use crate::compare::{Comparison, Outcome, SideLabel};
+use crate::record::Record;
+
+/// Marks where the items JSON goes in the rendered shell. It cannot come from data: every
+/// value in the template is HTML-escaped, which turns `<` into `&lt;`.
+const DATA_MARKER: &str = "<!--babel:items-->";
+
+const STYLE: &str = include_str!("../../templates/report.css");
+const SCRIPT: &str = include_str!("../../templates/report.js");
+
+/// One figure of the summary cards.
+struct Card {
+    label: &'static str,
+    value: String,
+    detail: String,
+}
+
+/// One outcome in the legend and the distribution bar.
+struct OutcomeShare {
+    name: &'static str,
+    label: String,
+    count: u64,
+    /// Width in the distribution bar, e.g. `"12.50"` (percent of all items).
+    width: String,
+}
+
+/// One row of a breakdown table.
+struct BreakdownRow {
+    name: String,
+    items: u64,
+    pairs: u64,
+    baseline: String,
+    variant: String,
+    delta: String,
+    delta_ci: String,
+    correct_to_wrong: u64,
+    wrong_to_correct: u64,
+    mcnemar_p: String,
+    consistency: String,
+    unscored: u64,
+    only_baseline: u64,
+    only_variant: u64,
+}
+
+#[derive(Template)]
+#[template(path = "report.html")]
+struct Shell<'a> {
+    title: String,
+    baseline: &'a SideLabel,
+    variant: &'a SideLabel,
+    baseline_records: u64,
+    variant_records: u64,
+    run_local: String,
+    cards: Vec<Card>,
+    shares: Vec<OutcomeShare>,
+    by_benchmark: Vec<BreakdownRow>,
+    by_language: Vec<BreakdownRow>,
+    version: &'static str,
+    style: &'static str,
+    script: &'static str,
+    data_marker: &'static str,
+}
+
+fn breakdown_row(name: String, group: &Group) -> BreakdownRow {
+    let counts = &group.outcomes;
+    let dash = || "–".to_owned();
+    let stats = group.statistics.as_ref();
+    BreakdownRow {
+        name,
+        items: group.items,
+        pairs: stats.map_or(0, |s| s.pairs),
+        baseline: stats.map_or_else(dash, |s| percent(s.baseline_accuracy)),
+        variant: stats.map_or_else(dash, |s| percent(s.variant_accuracy)),
+        delta: stats.map_or_else(dash, |s| points(s.delta)),
+        delta_ci: stats.map_or_else(dash, |s| {
+            format!("{} to {}", points(s.delta_ci_low), points(s.delta_ci_high))
+        }),
+        correct_to_wrong: counts.correct_to_wrong,
+        wrong_to_correct: counts.wrong_to_correct,
+        mcnemar_p: stats.map_or_else(dash, |s| p_value(s.mcnemar_exact_p)),
+        consistency: stats.map_or_else(dash, |s| percent(s.consistency)),
+        unscored: counts.unscored,
+        only_baseline: counts.only_baseline,
+        only_variant: counts.only_variant,
+    }
+}
+
+fn cards(summary: &Summary) -> Vec<Card> {
+    let overall = &summary.overall;
+    let mut cards = vec![Card {
+        label: "Items",
+        value: overall.items.to_string(),
+        detail: format!(
+            "{} matched · {} only baseline · {} only variant",
+            overall.matched, overall.outcomes.only_baseline, overall.outcomes.only_variant
+        ),
+    }];
+    let Some(s) = &overall.statistics else {
+        cards.push(Card {
+            label: "Known pairs",
+            value: "0".into(),
+            detail: "no matched item has known correctness on both sides".into(),
+        });
+        return cards;
+    };
+    let level = percent(s.confidence_level).replace(".0%", "%");
+    cards.extend([
+        Card {
+            label: "Known pairs",
+            value: s.pairs.to_string(),
+            detail: format!("unscored, left out: {}", overall.outcomes.unscored),
+        },
+        Card {
+            label: "Baseline accuracy",
+            value: percent(s.baseline_accuracy),
+            detail: format!(
+                "{level} Wilson {} – {}",
+                percent(s.baseline_ci_low),
+                percent(s.baseline_ci_high)
+            ),
+        },
+        Card {
+            label: "Variant accuracy",
+            value: percent(s.variant_accuracy),
+            detail: format!(
+                "{level} Wilson {} – {}",
+                percent(s.variant_ci_low),
+                percent(s.variant_ci_high)
+            ),
+        },
+        Card {
+            label: "Delta (variant − baseline)",
+            value: points(s.delta),
+            detail: format!(
+                "{level} CI {} to {} (Newcombe)",
+                points(s.delta_ci_low),
+                points(s.delta_ci_high)
+            ),
+        },
+        Card {
+            label: "McNemar exact p",
+            value: p_value(s.mcnemar_exact_p),
+            detail: format!(
+                "{} correct → wrong · {} wrong → correct",
+                s.correct_to_wrong, s.wrong_to_correct
+            ),
+        },
+        Card {
+            label: "Consistency",
+            value: percent(s.consistency),
+            detail: "known pairs with the same outcome on both sides".into(),
+        },
+    ]);
+    cards
+}
+
+/// The outcome's label with a real arrow (`correct → wrong`); the text summary keeps ASCII.
+fn arrow_label(outcome: Outcome) -> String {
+    outcome.label().replace("->", "→")
+}
+
+fn shares(summary: &Summary) -> Vec<OutcomeShare> {
+    let total = summary.overall.items.max(1) as f64;
+    Outcome::ALL
+        .iter()
+        .map(|&outcome| {
+            let count = summary.overall.outcomes.get(outcome);
+            OutcomeShare {
+                name: outcome.name(),
+                label: arrow_label(outcome),
+                count,
+                width: format!("{:.2}", count as f64 * 100.0 / total),
+            }
+        })
+        .collect()
+}
+
+/// Writes JSON text for a `<script>` element: `<`, `>` and `&` (which JSON only ever
+/// holds inside strings) become `\u003c`, `\u003e` and `\u0026`, the same string to
+/// `JSON.parse`.
+struct ScriptSafe<W>(W);
+
+impl<W: Write> Write for ScriptSafe<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut start = 0;
+        for (i, byte) in buf.iter().enumerate() {
+            let escaped: &[u8] = match byte {
+                b'<' => b"\\u003c",
+                b'>' => b"\\u003e",
+                b'&' => b"\\u0026",
+                _ => continue,
+            };
+            self.0.write_all(&buf[start..i])?;
+            self.0.write_all(escaped)?;
+            start = i + 1;
+        }
+        self.0.write_all(&buf[start..])?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Interns repeated strings (benchmarks, languages, source paths) as indices.
+#[derive(Default)]
+struct Table<'a> {
+    index: BTreeMap<Option<&'a str>, usize>,
+    values: Vec<Option<&'a str>>,
+}
+
+impl<'a> Table<'a> {
+    fn id(&mut self, value: Option<&'a str>) -> usize {
+        *self.index.entry(value).or_insert_with(|| {
+            self.values.push(value);
+            self.values.len() - 1
+        })
+    }
+}
+
+/// One side of an item as the page reads it: an array, so that 200,000 items do not
+/// repeat every key. The order is `SIDE_FIELDS` in report.js.
+struct SideView<'a> {
+    record: &'a Record,
+    source: usize,
+}
+
+impl Serialize for SideView<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let r = self.record;
+        let mut tuple = serializer.serialize_tuple(12)?;
+        tuple.serialize_element(&r.correct)?;
+        tuple.serialize_element(&r.input)?;
+        tuple.serialize_element(&r.target)?;
+        tuple.serialize_element(&r.prediction)?;
+        tuple.serialize_element(&r.response)?;
+        tuple.serialize_element(&r.scores)?;
+        tuple.serialize_element(&r.metrics)?;
+        tuple.serialize_element(&r.warnings)?;
+        tuple.serialize_element(&self.source)?;
+        tuple.serialize_element(&r.source.line)?;
+        tuple.serialize_element(&r.rephrasing_model)?;
+        tuple.serialize_element(&r.extra)?;
+        tuple.end()
+    }
+}
+
+/// What the page needs besides the items.
+#[derive(Serialize)]
+struct PageMeta<'a> {
+    baseline: &'a SideLabel,
+    variant: &'a SideLabel,
+    outcomes: Vec<Map<String, Value>>,
+    benchmarks: Vec<Option<&'a str>>,
+    languages: Vec<Option<&'a str>>,
+    sources: Vec<Option<&'a str>>,
+}
+
+fn outcome_list() -> Vec<Map<String, Value>> {
+    Outcome::ALL
+        .iter()
+        .map(|outcome| {
+            let mut map = Map::new();
+            map.insert("name".into(), outcome.name().into());
+            map.insert("label".into(), arrow_label(*outcome).into());
+            map
+        })
+        .collect()
+}
+
+fn side_view<'a>(record: &'a Record, sources: &mut Table<'a>) -> SideView<'a> {
+    SideView {
+        record,
+        source: sources.id(Some(&record.source.path)),
+    }
+}
+
+fn write_data(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+    let mut benchmarks = Table::default();
+    let mut languages = Table::default();
+    let mut sources = Table::default();
+    for item in &comparison.items {
+        let record = item.any_record();
+        benchmarks.id(Some(&record.benchmark));
+        languages.id(record.language.as_deref());
+        for side in [item.baseline(), item.variant()].into_iter().flatten() {
+            sources.id(Some(&side.source.path));
+        }
+    }
+    let meta = PageMeta {
+        baseline: &comparison.baseline,
+        variant: &comparison.variant,
+        outcomes: outcome_list(),
+        benchmarks: benchmarks.values.clone(),
+        languages: languages.values.clone(),
+        sources: sources.values.clone(),
+    };
+    let mut out = ScriptSafe(out);
+    out.write_all(b"{\"meta\":")?;
+    serde_json::to_writer(&mut out, &meta)?;
+    out.write_all(b",\n\"items\":[")?;
+    for (n, item) in comparison.items.iter().enumerate() {
+        if n > 0 {
+            out.write_all(b",\n")?;
+        }
+        let record = item.any_record();
+        let outcome = Outcome::ALL
+            .iter()
+            .position(|&o| o == item.outcome())
+            .unwrap_or_default();
+        let baseline = item
+            .baseline()
+            .map(|record| side_view(record, &mut sources));
+        let variant = item.variant().map(|record| side_view(record, &mut sources));
+        let row = (
+            outcome,
+            benchmarks.id(Some(&record.benchmark)),
+            languages.id(record.language.as_deref()),
+            &record.question_id,
+            &record.script,
+            &record.filter,
+            record.repeat_id,
+            baseline,
+            variant,
+        );
+        serde_json::to_writer(&mut out, &row)?;
+    }
+    out.write_all(b"]}")
+}
+
+/// Renders the page: the shell with the summary, the streamed items, the script.
+pub fn render(comparison: &Comparison, summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
+    let side_name = |label: &SideLabel| format!("{} · {}", label.run_id, label.variant_id);
+    let title = if comparison.baseline.run_id == comparison.variant.run_id {
+        format!(
+            "{}: {} vs {}",
+            comparison.baseline.run_id,
+            comparison.baseline.variant_id,
+            comparison.variant.variant_id
+        )
+    } else {
+        format!(
+            "{} vs {}",
+            side_name(&comparison.baseline),
+            side_name(&comparison.variant)
+        )
+    };
+    let excluded = comparison.run_local_excluded;
+    let shell = Shell {
+        title,
+        baseline: &comparison.baseline,
+        variant: &comparison.variant,
+        baseline_records: summary.baseline.records,
+        variant_records: summary.variant.records,
+        run_local: if excluded.baseline + excluded.variant == 0 {
+            String::new()
+        } else {
+            format!(
+                "Run-local records excluded (they never pair): {} baseline, {} variant.",
+                excluded.baseline, excluded.variant
+            )
+        },
+        cards: cards(summary),
+        shares: shares(summary),
+        by_benchmark: summary
+            .by_benchmark
+            .iter()
+            .map(|g| breakdown_row(g.benchmark.clone(), &g.group))
+            .collect(),
+        by_language: summary
+            .by_language
+            .iter()
+            .map(|g| {
+                breakdown_row(
+                    g.language.clone().unwrap_or_else(|| "(none)".into()),
+                    &g.group,
+                )
+            })
+            .collect(),
+        version: env!("CARGO_PKG_VERSION"),
+        style: STYLE,
+        script: SCRIPT,
+        data_marker: DATA_MARKER,
+    };
+    let page = shell.render().map_err(io::Error::other)?;
+    let (head, tail) = page
+        .split_once(DATA_MARKER)
+        .ok_or_else(|| io::Error::other("the report template lost its data marker"))?;
+    out.write_all(head.as_bytes())?;
+    write_data(comparison, out)?;
+    out.write_all(tail.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_json_cannot_close_its_script_element() {
+        // "Every string from a model or a dataset is escaped": in JSON, `<`, `>` and `&`
+        // only occur inside strings, so escaping them keeps the same value.
+        let mut out = Vec::new();
+        let value = serde_json::json!({"response": "</script><img src=x onerror=alert(1)> & <!--"});
+        serde_json::to_writer(ScriptSafe(&mut out), &value).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            !text.contains('<') && !text.contains('>') && !text.contains('&'),
+            "{text}"
+        );
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, value);
+    }
+}

@@ -1,0 +1,141 @@
+//! Renderers of a comparison: the item-level report as offline HTML, CSV or JSONL, and the
+//! plain-text summary `babel compare` prints.
+//!
+//! Renderers write into any `impl Write` and never touch the filesystem themselves; a
+//! report file is created only through [`write_new`], which goes through the one atomic
+//! commit helper (`durable::write_new_atomically`: a temporary file in the destination
+//! folder, fsynced, then linked into place without replacing anything). Where a report
+//! may go (outside the archive) is the archive layer's rule, checked before rendering.
+
+pub mod csv;
+pub mod html;
+pub mod jsonl;
+pub mod text;
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::compare::{Comparison, Summary};
+use crate::durable::{self, ContentDigest, PathIoError, io_at};
+
+/// The item-level report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFormat {
+    /// One self-contained HTML page with search and filters; works offline from file://.
+    Html,
+    /// One row per item, side-by-side columns, for spreadsheets.
+    Csv,
+    /// One JSON object per item with each side's full normalized record.
+    Jsonl,
+}
+
+impl ReportFormat {
+    /// Every format, for help texts.
+    pub const ALL: [ReportFormat; 3] = [ReportFormat::Html, ReportFormat::Csv, ReportFormat::Jsonl];
+
+    /// The name used by `--format` and as the file suffix.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReportFormat::Html => "html",
+            ReportFormat::Csv => "csv",
+            ReportFormat::Jsonl => "jsonl",
+        }
+    }
+
+    /// Reads a format name (`html`, `csv`, `jsonl`).
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|format| format.name() == name)
+    }
+
+    /// The format a file name's suffix selects (`.html`, `.csv`, `.jsonl`, any case).
+    pub fn from_path(path: &Path) -> Option<Self> {
+        let suffix = path.extension()?.to_str()?.to_ascii_lowercase();
+        Self::parse(&suffix)
+    }
+}
+
+/// Renders the report of `comparison` in `format` into `out`.
+pub fn render(
+    format: ReportFormat,
+    comparison: &Comparison,
+    summary: &Summary,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    match format {
+        ReportFormat::Html => html::render(comparison, summary, out),
+        ReportFormat::Csv => csv::render(comparison, out),
+        ReportFormat::Jsonl => jsonl::render(comparison, out),
+    }
+}
+
+/// Writes the report to `dest`, which must not exist yet, atomically: a reader sees no
+/// file or the whole report, never part of one, and an existing file is never replaced.
+pub fn write_new(
+    dest: &Path,
+    format: ReportFormat,
+    comparison: &Comparison,
+    summary: &Summary,
+) -> Result<ContentDigest, PathIoError> {
+    durable::write_new_atomically(dest, |out| {
+        render(format, comparison, summary, out).map_err(io_at("writing the report", dest))
+    })
+}
+
+/// A share as a percentage with one decimal (`62.5%`).
+pub fn percent(share: f64) -> String {
+    format!("{:.1}%", share * 100.0)
+}
+
+/// A difference of shares in percentage points, signed (`+12.5 pp`).
+pub fn points(delta: f64) -> String {
+    let value = delta * 100.0;
+    // -0.0 would print as "-0.0".
+    let value = if value == 0.0 { 0.0 } else { value };
+    format!("{value:+.1} pp")
+}
+
+/// A p-value: three decimals, or scientific notation below 0.001 (`0.031`, `2.4e-7`).
+pub fn p_value(p: f64) -> String {
+    if p == 0.0 {
+        "< 1e-300".to_owned()
+    } else if p < 0.001 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_suffix_selects_the_format_and_unknown_suffixes_select_none() {
+        // "`.html`, `.csv`, and `.jsonl` select the format."
+        assert_eq!(
+            ReportFormat::from_path(Path::new("out/r.HTML")),
+            Some(ReportFormat::Html)
+        );
+        assert_eq!(
+            ReportFormat::from_path(Path::new("r.csv")),
+            Some(ReportFormat::Csv)
+        );
+        assert_eq!(
+            ReportFormat::from_path(Path::new("r.jsonl")),
+            Some(ReportFormat::Jsonl)
+        );
+        assert_eq!(ReportFormat::from_path(Path::new("r.json")), None);
+        assert_eq!(ReportFormat::from_path(Path::new("report")), None);
+    }
+
+    #[test]
+    fn numbers_are_shown_as_people_read_them() {
+        assert_eq!(percent(0.625), "62.5%");
+        assert_eq!(points(0.125), "+12.5 pp");
+        assert_eq!(points(-0.0), "+0.0 pp");
+        assert_eq!(points(-0.2), "-20.0 pp");
+        assert_eq!(p_value(0.0312), "0.031");
+        assert_eq!(p_value(2.4e-7), "2.4e-7");
+        assert_eq!(p_value(0.0), "< 1e-300");
+    }
+}

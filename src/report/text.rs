@@ -1,0 +1,196 @@
+//! The plain-text summary `babel compare` prints: the two sides, the outcome counts, the
+//! paired statistics of the known pairs, and the same table per benchmark and per
+//! language. Plain ASCII columns, no colour.
+
+use std::io::{self, Write};
+
+use super::{p_value, percent, points};
+use crate::compare::Outcome;
+use crate::compare::summary::{Group, SideSummary, Summary};
+
+fn side_line(name: &str, side: &SideSummary) -> String {
+    format!(
+        "{name:<9} run {} variant {} ({} records",
+        side.run_id, side.variant_id, side.records
+    ) + &if side.run_local_excluded > 0 {
+        format!(
+            "; {} run-local records excluded, they never pair)",
+            side.run_local_excluded
+        )
+    } else {
+        ")".to_owned()
+    }
+}
+
+/// Writes the summary as people read it.
+pub fn render(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{}", side_line("baseline", &summary.baseline))?;
+    writeln!(out, "{}", side_line("variant", &summary.variant))?;
+    let overall = &summary.overall;
+    let counts = &overall.outcomes;
+    writeln!(
+        out,
+        "items     {} ({} matched, {} only baseline, {} only variant)",
+        overall.items, overall.matched, counts.only_baseline, counts.only_variant
+    )?;
+    writeln!(out)?;
+    writeln!(out, "outcome            items")?;
+    for outcome in Outcome::ALL {
+        let note = match outcome {
+            Outcome::Unscored => "  (correctness unknown on a side; never counted as wrong)",
+            _ => "",
+        };
+        writeln!(
+            out,
+            "  {:<16} {:>5}{note}",
+            outcome.label(),
+            counts.get(outcome)
+        )?;
+    }
+    writeln!(out)?;
+    match &overall.statistics {
+        None => writeln!(
+            out,
+            "no matched item has known correctness on both sides: no accuracy, delta or test"
+        )?,
+        Some(stats) => {
+            let level = percent(stats.confidence_level).replace(".0%", "%");
+            writeln!(
+                out,
+                "known pairs {} (matched items with known correctness on both sides)",
+                stats.pairs
+            )?;
+            writeln!(
+                out,
+                "  accuracy     baseline {} [{}, {}]  variant {} [{}, {}]  ({level} Wilson)",
+                percent(stats.baseline_accuracy),
+                percent(stats.baseline_ci_low),
+                percent(stats.baseline_ci_high),
+                percent(stats.variant_accuracy),
+                percent(stats.variant_ci_low),
+                percent(stats.variant_ci_high),
+            )?;
+            writeln!(
+                out,
+                "  delta        {} [{}, {}]  (variant - baseline; {level} Newcombe 1998 method 10)",
+                points(stats.delta),
+                points(stats.delta_ci_low),
+                points(stats.delta_ci_high),
+            )?;
+            writeln!(
+                out,
+                "  McNemar      exact two-sided p = {} on {} discordant pairs ({} correct -> wrong, {} wrong -> correct)",
+                p_value(stats.mcnemar_exact_p),
+                stats.discordant_pairs,
+                stats.correct_to_wrong,
+                stats.wrong_to_correct
+            )?;
+            writeln!(
+                out,
+                "  consistency  {} of known pairs have the same outcome on both sides",
+                percent(stats.consistency)
+            )?;
+        }
+    }
+    let benchmarks: Vec<(String, &Group)> = summary
+        .by_benchmark
+        .iter()
+        .map(|g| (g.benchmark.clone(), &g.group))
+        .collect();
+    let languages: Vec<(String, &Group)> = summary
+        .by_language
+        .iter()
+        .map(|g| (g.language.clone().unwrap_or_else(|| "-".into()), &g.group))
+        .collect();
+    writeln!(out)?;
+    breakdown(out, "benchmark", &benchmarks)?;
+    writeln!(out)?;
+    breakdown(out, "language", &languages)
+}
+
+/// One row of a breakdown table, as cells.
+fn row_cells(name: &str, group: &Group) -> Vec<String> {
+    let counts = &group.outcomes;
+    let mut cells = vec![name.to_owned(), group.items.to_string()];
+    match &group.statistics {
+        Some(s) => cells.extend([
+            s.pairs.to_string(),
+            percent(s.baseline_accuracy),
+            percent(s.variant_accuracy),
+            points(s.delta),
+            format!("[{}, {}]", points(s.delta_ci_low), points(s.delta_ci_high)),
+            s.correct_to_wrong.to_string(),
+            s.wrong_to_correct.to_string(),
+            p_value(s.mcnemar_exact_p),
+            percent(s.consistency),
+        ]),
+        None => cells.extend([
+            "0".to_owned(),
+            "-".to_owned(),
+            "-".to_owned(),
+            "-".to_owned(),
+            "-".to_owned(),
+            counts.correct_to_wrong.to_string(),
+            counts.wrong_to_correct.to_string(),
+            "-".to_owned(),
+            "-".to_owned(),
+        ]),
+    }
+    cells.extend([
+        counts.unscored.to_string(),
+        counts.only_baseline.to_string(),
+        counts.only_variant.to_string(),
+    ]);
+    cells
+}
+
+fn breakdown(out: &mut dyn Write, title: &str, groups: &[(String, &Group)]) -> io::Result<()> {
+    let header: Vec<String> = [
+        title,
+        "items",
+        "pairs",
+        "baseline",
+        "variant",
+        "delta",
+        "delta 95% CI",
+        "c->w",
+        "w->c",
+        "McNemar p",
+        "consistency",
+        "unscored",
+        "only-b",
+        "only-v",
+    ]
+    .iter()
+    .map(|h| h.to_string())
+    .collect();
+    let rows: Vec<Vec<String>> = groups
+        .iter()
+        .map(|(name, group)| row_cells(name, group))
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|column| {
+            rows.iter()
+                .chain(std::iter::once(&header))
+                .map(|row| row[column].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in std::iter::once(&header).chain(&rows) {
+        let mut line = String::from(" ");
+        for (column, cell) in row.iter().enumerate() {
+            let pad = widths[column] - cell.chars().count();
+            line.push(' ');
+            if column == 0 {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            } else {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
