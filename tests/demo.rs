@@ -21,10 +21,17 @@ fn the_demo_builds_a_valid_archive_and_shows_a_rejection() {
         "rejected, as it should be: 7 problems",
         "imported 16 records -> runs/paired-demo/raw/0001-capitals-paired.jsonl",
         "imported 36 records (one per document and filter)",
-        "validate: ok (3 run(s), 10 file(s), 64 record(s) checked)",
+        "a strict run: imported 17 records, each checked against the item bank",
+        "variant   run demo-7b-step2000 variant original (17 records)",
+        "validate: ok (5 run(s), 20 file(s), 98 record(s) checked)",
     ] {
         assert!(stdout.contains(expected), "{expected:?} not in:\n{stdout}");
     }
+    let report = std::fs::read_to_string(dir.join("capitals-report.html")).unwrap();
+    assert!(
+        report.contains("cap-tr") && report.starts_with("<!DOCTYPE html>"),
+        "the HTML report of the demo"
+    );
     // The archive it leaves is one the real binary validates on its own.
     let root = dir.join("archive");
     let check = std::process::Command::new(env!("CARGO_BIN_EXE_babel"))

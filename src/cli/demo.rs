@@ -5,13 +5,18 @@ use std::path::{Path, PathBuf};
 
 use super::{CliError, Exit, Globals};
 use babel::adapters::Format;
+use babel::archive::artifacts::{self, ArtifactId, Kind, contract};
+use babel::archive::comparison::SideRequest;
 use babel::archive::import::{self, ImportOptions, NoProgress};
 use babel::archive::layout::RunId;
 use babel::archive::runs::{self, NewRun};
 use babel::archive::{Archive, ArchiveError, validate};
+use babel::report::{self, ReportFormat};
+
+use super::compare::compare_and_report;
 
 /// The bundled example inputs, compiled into the binary so the demo runs anywhere.
-const EXAMPLES: [(&str, &str); 5] = [
+const EXAMPLES: [(&str, &str); 9] = [
     (
         "canonical/capitals.jsonl",
         include_str!("../../examples/canonical/capitals.jsonl"),
@@ -32,8 +37,28 @@ const EXAMPLES: [(&str, &str); 5] = [
         HARNESS_RESULTS,
         include_str!("../../examples/harness/results_2026-12-02T12-52-40.515719.json"),
     ),
+    (
+        BANK,
+        include_str!("../../examples/benchmark/item-bank.json"),
+    ),
+    (
+        PROTOCOL,
+        include_str!("../../examples/benchmark/protocol.json"),
+    ),
+    (
+        STEP_1000,
+        include_str!("../../examples/benchmark/results/demo-7b-step1000.jsonl"),
+    ),
+    (
+        STEP_2000,
+        include_str!("../../examples/benchmark/results/demo-7b-step2000.jsonl"),
+    ),
 ];
 
+const BANK: &str = "benchmark/item-bank.json";
+const PROTOCOL: &str = "benchmark/protocol.json";
+const STEP_1000: &str = "benchmark/results/demo-7b-step1000.jsonl";
+const STEP_2000: &str = "benchmark/results/demo-7b-step2000.jsonl";
 const HARNESS_SAMPLES: &str = "harness/samples_babel_gen_2026-12-02T12-52-40.515719.jsonl";
 const HARNESS_RESULTS: &str = "harness/results_2026-12-02T12-52-40.515719.json";
 
@@ -193,7 +218,82 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     for attachment in &report.attachments {
         println!("attached {attachment}");
     }
+    step(
+        "babel artifact add item-bank capitals-bank inputs/benchmark/item-bank.json   (and the protocol)",
+    );
+    for (kind, id, file) in [
+        (Kind::ItemBank, "capitals-bank", BANK),
+        (Kind::Protocol, "capitals-0shot", PROTOCOL),
+    ] {
+        let id = ArtifactId::parse(id).expect("a valid ID");
+        let added = artifacts::add(&session, kind, &id, &inputs.join(file))?;
+        println!(
+            "registered {} {} (sha256 {})",
+            kind.name(),
+            added.id,
+            added.sha256
+        );
+    }
+    let mut strict_runs = Vec::new();
+    for (name, file) in [
+        ("demo-7b-step1000", STEP_1000),
+        ("demo-7b-step2000", STEP_2000),
+    ] {
+        step(&format!(
+            "babel run create {name} --model demo-org/demo-7b --item-bank capitals-bank --protocol capitals-0shot"
+        ));
+        let strict = RunId::parse(name).expect("a valid ID");
+        let contract = contract::contract_for(&archive, "capitals-bank", "capitals-0shot")?;
+        runs::create(
+            &session,
+            &strict,
+            NewRun {
+                model: "demo-org/demo-7b".into(),
+                benchmark: Some("world-capitals".into()),
+                meta: vec![(contract::CONTRACT_KEY.to_owned(), contract)],
+            },
+        )?;
+        let report = import::import(
+            &session,
+            &strict,
+            &[inputs.join(file)],
+            &canonical,
+            &NoProgress,
+        )?;
+        for file in &report.files {
+            println!(
+                "a strict run: imported {} records, each checked against the item bank",
+                file.records
+            );
+        }
+        strict_runs.push(strict);
+    }
     drop(session);
+
+    step("babel compare capitals-demo --items capitals-report.html");
+    let side = |run: &RunId, variant: &str| SideRequest {
+        run: run.clone(),
+        variant_id: variant.into(),
+    };
+    let report_path = workspace.join("capitals-report.html");
+    let (summary, written) = compare_and_report(
+        &archive,
+        side(&run, "original"),
+        side(&run, "rephrased"),
+        Some((&report_path, ReportFormat::Html)),
+    )?;
+    report::text::render(&summary, &mut std::io::stdout().lock())?;
+
+    step(
+        "babel compare demo-7b-step1000 --other-run demo-7b-step2000   (two checkpoints, same bank and protocol)",
+    );
+    let (summary, _) = compare_and_report(
+        &archive,
+        side(&strict_runs[0], "original"),
+        side(&strict_runs[1], "original"),
+        None,
+    )?;
+    report::text::render(&summary, &mut std::io::stdout().lock())?;
 
     step("babel validate");
     let report = validate::validate(&archive, &[])?;
@@ -209,6 +309,12 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     }
 
     println!("\nThe demo archive is at {}", root.display());
+    if let Some(written) = written {
+        println!(
+            "The item-level report (open it in a browser, no server needed): {}",
+            written.path.display()
+        );
+    }
     println!("Try:");
     println!("  babel --root {} show {run}", root.display());
     println!(
@@ -216,5 +322,9 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         root.display()
     );
     println!("  babel --root {} list", root.display());
+    println!(
+        "  babel --root {} matrix --bank capitals-bank --runs demo-7b-step1000,demo-7b-step2000 --out responses.csv",
+        root.display()
+    );
     Ok(if report.ok { Exit::Ok } else { Exit::Failure })
 }
