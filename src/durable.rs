@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// An I/O failure on a named path.
@@ -238,16 +239,19 @@ where
         }
         .into());
     }
+    // tempfile creates files readable by their owner only; a report or an archive file is
+    // as readable as any file the user creates.
     let temp = tempfile::Builder::new()
         .prefix(".babel-tmp-")
+        .permissions(fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)
         .map_err(io_at("creating a temporary file in", dir))?;
-    let mut writer = HashingWriter::new(BufWriter::with_capacity(256 * 1024, temp));
+    let mut writer = BufWriter::with_capacity(256 * 1024, HashingWriter::new(temp));
     fill(&mut writer)?;
-    let (buffered, digest) = writer.finish();
-    let temp = buffered
+    let hashing = writer
         .into_inner()
         .map_err(|e| io_at("writing", dest)(e.into_error()))?;
+    let (temp, digest) = hashing.finish();
     temp.as_file().sync_all().map_err(io_at("syncing", dest))?;
     temp.persist_noclobber(dest)
         .map_err(|e| io_at("writing", dest)(e.error))?;
@@ -292,6 +296,18 @@ mod tests {
             write_new_atomically(&path, |w| w.write_all(b"x").map_err(io_at("w", &path)));
         assert!(again.is_err());
         assert_eq!(fs::read(&path).unwrap(), b"first");
+    }
+
+    #[test]
+    fn atomically_written_files_are_readable_by_others_like_any_new_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("report.html");
+        let _: ContentDigest = write_new_atomically::<_, PathIoError>(&dest, |w| {
+            w.write_all(b"x").map_err(io_at("w", &dest))
+        })
+        .unwrap();
+        let mode = fs::metadata(&dest).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644);
     }
 
     #[test]

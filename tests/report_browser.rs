@@ -320,7 +320,8 @@ fn big_report(dir: &Path) -> PathBuf {
     let summary = Summary::of(&comparison, ConfidenceLevel::NINETY_FIVE);
     let dest = dir.join("big.html");
     let _ = std::fs::remove_file(&dest);
-    report::write_new(&dest, ReportFormat::Html, &comparison, &summary).unwrap();
+    let mut load = |record: &Record| Ok(record.clone());
+    report::write_new(&dest, ReportFormat::Html, &comparison, &summary, &mut load).unwrap();
     dest
 }
 

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use super::layout::RunId;
 use super::manifest::RunManifest;
-use super::read::run_records;
+use super::read::RecordStore;
 use super::{Archive, ArchiveError};
 use crate::durable::io_at;
-use crate::record::Record;
+use crate::record::Entry;
 
 /// The variant the baseline side selects unless `--baseline` says otherwise.
 pub const DEFAULT_BASELINE_VARIANT: &str = "original";
@@ -43,11 +43,12 @@ pub struct ComparisonSides {
     pub variant: ComparisonSide,
 }
 
-/// The records of both sides, each filtered to its side's variant, in import order.
-#[derive(Debug)]
-pub struct SideRecords {
-    pub baseline: Vec<Record>,
-    pub variant: Vec<Record>,
+/// The entries of both sides, each filtered to its side's variant, in import order, and
+/// the store that reads their full records again.
+pub struct SideEntries {
+    pub baseline: Vec<Entry>,
+    pub variant: Vec<Entry>,
+    pub store: RecordStore,
 }
 
 fn usage(message: String, hint: impl Into<String>) -> ArchiveError {
@@ -86,11 +87,12 @@ impl ComparisonSides {
         self.baseline.run == self.variant.run
     }
 
-    /// Reads the records of both sides (one pass over a run that holds both).
-    pub fn read(&self, archive: &Archive) -> Result<SideRecords, ArchiveError> {
-        let mut records = SideRecords {
+    /// Reads the entries of both sides (one pass over a run that holds both).
+    pub fn read(&self, archive: &Archive) -> Result<SideEntries, ArchiveError> {
+        let mut entries = SideEntries {
             baseline: Vec::new(),
             variant: Vec::new(),
+            store: RecordStore::new(),
         };
         let runs: &[&ComparisonSide] = if self.same_run() {
             &[&self.baseline]
@@ -98,20 +100,22 @@ impl ComparisonSides {
             &[&self.baseline, &self.variant]
         };
         for side in runs {
-            for record in run_records(archive, &side.run, &side.manifest) {
-                let record = record?;
-                let is_baseline =
-                    side.run == self.baseline.run && record.variant_id == self.baseline.variant_id;
-                let is_variant =
-                    side.run == self.variant.run && record.variant_id == self.variant.variant_id;
-                if is_baseline {
-                    records.baseline.push(record);
-                } else if is_variant {
-                    records.variant.push(record);
-                }
-            }
+            let (baseline, variant) = (&mut entries.baseline, &mut entries.variant);
+            entries.store.read_entries(
+                archive,
+                &side.run,
+                &side.manifest,
+                &mut |variant_id, entry| {
+                    if side.run == self.baseline.run && variant_id == self.baseline.variant_id {
+                        baseline.push(entry);
+                    } else if side.run == self.variant.run && variant_id == self.variant.variant_id
+                    {
+                        variant.push(entry);
+                    }
+                },
+            )?;
         }
-        Ok(records)
+        Ok(entries)
     }
 }
 

@@ -1,105 +1,160 @@
-//! Reading a run's stored records back: each import's `records/<seq>.jsonl`, in import
-//! order, streamed through the strict JSON Lines reader and [`Record::from_stored`].
+//! Reading a run's stored records back for a comparison: first a light [`Entry`] per
+//! record (identity, correctness, source, and a handle to its line), then, while a report
+//! is written, each full record again by its handle, read strictly with
+//! [`Record::from_stored`]. So comparing 200,000 items holds entries, not records.
 //!
-//! Reads only: no lock, no hashing (that is `validate`'s job), no writes. One line is held
-//! at a time; what the caller keeps is up to the caller.
+//! Reads only: no lock, no hashing (that is `validate`'s job), no writes.
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::PathBuf;
 
 use super::layout::{RunId, run_relative};
 use super::manifest::RunManifest;
 use super::{Archive, ArchiveError};
 use crate::durable::io_at;
-use crate::jsonl::{self, NonFinitePolicy, ReadError};
-use crate::record::Record;
+use crate::jsonl::{self, NonFinitePolicy};
+use crate::record::{Entry, IdentityScope, Record, Source};
 
-type LineReader = jsonl::Reader<BufReader<File>>;
-
-/// The stored records of one run, in import order, as an iterator of [`Record`]s.
-///
-/// A records file that is missing or holds a line that is not a valid stored record ends
-/// the iteration with [`ArchiveError::Damaged`] naming the file and line.
-pub struct RunRecords<'a> {
-    archive: &'a Archive,
-    files: std::vec::IntoIter<String>,
-    current: Option<(PathBuf, LineReader)>,
-    failed: bool,
+/// The fields of a stored record line that a comparison keeps (the rest is skipped here
+/// and read again, strictly, when a report needs the full record).
+#[derive(serde::Deserialize)]
+struct StoredEntry<'a> {
+    #[serde(borrow)]
+    benchmark: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    language: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    script: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    question_id: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    variant_id: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    filter: std::borrow::Cow<'a, str>,
+    repeat_id: u64,
+    identity_scope: IdentityScope,
+    correct: Option<bool>,
+    source: StoredSource,
 }
 
-/// Streams the records of `run` as registered in its `manifest`.
-pub fn run_records<'a>(
-    archive: &'a Archive,
-    run: &RunId,
-    manifest: &RunManifest,
-) -> RunRecords<'a> {
-    let files: Vec<String> = manifest
-        .imports
-        .iter()
-        .map(|entry| run_relative(run, &entry.records.path))
-        .collect();
-    RunRecords {
-        archive,
-        files: files.into_iter(),
-        current: None,
-        failed: false,
-    }
+#[derive(serde::Deserialize)]
+struct StoredSource {
+    path: String,
+    line: u64,
 }
 
-impl RunRecords<'_> {
-    fn open_next(&mut self) -> Result<bool, ArchiveError> {
-        let Some(relative) = self.files.next() else {
-            return Ok(false);
-        };
-        let path = self.archive.layout().resolve(&relative);
-        let file = File::open(&path).map_err(io_at("opening", &path))?;
-        let reader = jsonl::Reader::new(
-            BufReader::with_capacity(256 * 1024, file),
-            NonFinitePolicy::Reject,
-        );
-        self.current = Some((path, reader));
-        Ok(true)
+/// Bits of an entry handle that hold the byte offset; the rest numbers the file.
+const OFFSET_BITS: u32 = 40;
+
+/// The records files of a comparison, open for reading single records again by the handle
+/// of their [`Entry`].
+pub struct RecordStore {
+    files: Vec<(PathBuf, BufReader<File>)>,
+    line: Vec<u8>,
+}
+
+impl RecordStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self {
+            files: Vec::new(),
+            line: Vec::new(),
+        }
     }
 
-    fn next_record(&mut self) -> Result<Option<Record>, ArchiveError> {
-        loop {
-            let Some((path, reader)) = &mut self.current else {
-                if self.open_next()? {
-                    continue;
+    /// Reads the entries of every record of `run`, handing each with its variant to
+    /// `keep`. Each entry's handle finds its line in this store again.
+    pub fn read_entries(
+        &mut self,
+        archive: &Archive,
+        run: &RunId,
+        manifest: &RunManifest,
+        keep: &mut dyn FnMut(&str, Entry),
+    ) -> Result<(), ArchiveError> {
+        for import in &manifest.imports {
+            let path = archive
+                .layout()
+                .resolve(&run_relative(run, &import.records.path));
+            let file = File::open(&path).map_err(io_at("opening", &path))?;
+            let index = self.files.len() as u64;
+            let mut reader = BufReader::with_capacity(256 * 1024, file);
+            let mut offset = 0u64;
+            let mut number = 0u64;
+            loop {
+                self.line.clear();
+                let read = reader
+                    .read_until(b'\n', &mut self.line)
+                    .map_err(io_at("reading", &path))?;
+                if read == 0 {
+                    break;
                 }
-                return Ok(None);
-            };
-            let damaged = |reason: String| ArchiveError::Damaged {
-                path: path.clone(),
-                reason,
-            };
-            match reader.next() {
-                None => self.current = None,
-                Some(Ok(line)) => {
-                    let number = line.number;
-                    return Record::from_stored(line.object)
-                        .map(Some)
-                        .map_err(|e| damaged(format!("line {number}: {e}")));
-                }
-                Some(Err(ReadError::Line(error))) => return Err(damaged(error.to_string())),
-                Some(Err(ReadError::Io(error))) => {
-                    return Err(io_at("reading", path)(error).into());
-                }
+                number += 1;
+                let stored: StoredEntry<'_> =
+                    serde_json::from_slice(&self.line).map_err(|e| ArchiveError::Damaged {
+                        path: path.clone(),
+                        reason: format!("line {number}: {e}"),
+                    })?;
+                keep(
+                    &stored.variant_id,
+                    Entry {
+                        benchmark: stored.benchmark.into_owned(),
+                        language: stored.language.map(|l| l.into_owned()),
+                        script: stored.script.map(|s| s.into_owned()),
+                        question_id: stored.question_id.into_owned(),
+                        filter: stored.filter.into_owned(),
+                        repeat_id: stored.repeat_id,
+                        identity_scope: stored.identity_scope,
+                        correct: stored.correct,
+                        source: Source {
+                            path: stored.source.path,
+                            line: stored.source.line,
+                        },
+                        handle: index << OFFSET_BITS | offset,
+                    },
+                );
+                offset += read as u64;
             }
+            self.files.push((path, BufReader::new(reader.into_inner())));
         }
+        Ok(())
+    }
+
+    /// Reads the full record an entry stands for, strictly (as `validate` would).
+    pub fn load(&mut self, entry: &Entry) -> Result<Record, ArchiveError> {
+        let index = (entry.handle >> OFFSET_BITS) as usize;
+        let offset = entry.handle & ((1 << OFFSET_BITS) - 1);
+        let (path, reader) = self
+            .files
+            .get_mut(index)
+            .ok_or_else(|| ArchiveError::Usage {
+                message: "a comparison entry from another record store".into(),
+                hint: None,
+            })?;
+        reader
+            .seek(SeekFrom::Start(offset))
+            .and_then(|_| {
+                self.line.clear();
+                reader.read_until(b'\n', &mut self.line)
+            })
+            .map_err(io_at("reading", path))?;
+        let damaged = |reason: String| ArchiveError::Damaged {
+            path: path.clone(),
+            reason,
+        };
+        let line = jsonl::parse_bytes(
+            jsonl::strip_line_ending(&self.line),
+            1,
+            NonFinitePolicy::Reject,
+        )
+        .map_err(|e| damaged(format!("the record at byte {offset}: {}", e.message())))?;
+        Record::from_stored(line.object)
+            .map_err(|e| damaged(format!("the record at byte {offset}: {e}")))
     }
 }
 
-impl Iterator for RunRecords<'_> {
-    type Item = Result<Record, ArchiveError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let next = self.next_record();
-        self.failed = next.is_err();
-        next.transpose()
+impl Default for RecordStore {
+    fn default() -> Self {
+        Self::new()
     }
 }

@@ -11,9 +11,11 @@ use babel::archive::comparison::{
     report_destination,
 };
 use babel::archive::layout::run_relative;
+use babel::archive::read::RecordStore;
 use babel::archive::{Archive, ArchiveError};
 use babel::compare::stats::ConfidenceLevel;
 use babel::compare::{self, CompareError, Comparison, SideInput, SideLabel, Summary};
+use babel::record::Entry;
 use babel::report::{self, ReportFormat};
 
 const AFTER_HELP: &str = "\
@@ -84,9 +86,9 @@ fn compare_sides(
     archive: &Archive,
     baseline: SideRequest,
     variant: SideRequest,
-) -> Result<(Comparison, Summary), CliError> {
+) -> Result<(Comparison<Entry>, Summary, RecordStore), CliError> {
     let sides = ComparisonSides::select(archive, baseline, variant)?;
-    let records = sides.read(archive)?;
+    let entries = sides.read(archive)?;
     let label = |run: &str, variant_id: &str| SideLabel {
         run_id: run.to_owned(),
         variant_id: variant_id.to_owned(),
@@ -94,16 +96,16 @@ fn compare_sides(
     let comparison = compare::compare(
         SideInput {
             label: label(sides.baseline.run.as_str(), &sides.baseline.variant_id),
-            records: records.baseline,
+            records: entries.baseline,
         },
         SideInput {
             label: label(sides.variant.run.as_str(), &sides.variant.variant_id),
-            records: records.variant,
+            records: entries.variant,
         },
     )
     .map_err(|error| damaged(archive, error))?;
     let summary = Summary::of(&comparison, ConfidenceLevel::NINETY_FIVE);
-    Ok((comparison, summary))
+    Ok((comparison, summary, entries.store))
 }
 
 /// Duplicate identities within a side mean the run breaks its own key rule.
@@ -132,11 +134,12 @@ pub fn compare_and_report(
     let destination = items
         .map(|(dest, format)| report_destination(archive, dest).map(|path| (path, format)))
         .transpose()?;
-    let (comparison, summary) = compare_sides(archive, baseline, variant)?;
+    let (comparison, summary, mut store) = compare_sides(archive, baseline, variant)?;
     let written = match destination {
         None => None,
         Some((path, format)) => {
-            let digest = report::write_new(&path, format, &comparison, &summary)
+            let mut load = |entry: &Entry| store.load(entry).map_err(std::io::Error::other);
+            let digest = report::write_new(&path, format, &comparison, &summary, &mut load)
                 .map_err(ArchiveError::Io)?;
             Some(ReportWritten {
                 path,

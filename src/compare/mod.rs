@@ -13,7 +13,7 @@ use serde::Serialize;
 use std::cmp::Ordering;
 use std::fmt;
 
-use crate::record::{IdentityScope, ItemIdentity, Record, Source};
+use crate::record::{Entry, IdentityScope, ItemIdentity, Record, Source};
 
 pub use summary::Summary;
 
@@ -41,11 +41,85 @@ pub struct SideLabel {
     pub variant_id: String,
 }
 
-/// One side's records, as handed to [`compare`].
+/// One side's records, as handed to [`compare`]: full [`Record`]s, or lighter
+/// [`Entry`]s that say where the full record can be read again.
 #[derive(Debug, Clone)]
-pub struct SideInput {
+pub struct SideInput<R = Record> {
     pub label: SideLabel,
-    pub records: Vec<Record>,
+    pub records: Vec<R>,
+}
+
+/// The identity fields of a record, borrowed, in the order items are sorted by:
+/// `(benchmark, language, script, question_id, filter, repeat_id)`.
+pub type IdentityKey<'r> = (
+    &'r str,
+    Option<&'r str>,
+    Option<&'r str>,
+    &'r str,
+    &'r str,
+    u64,
+);
+
+/// What the join and the summary need of a record.
+pub trait Comparable {
+    /// The item identity.
+    fn identity_key(&self) -> IdentityKey<'_>;
+    /// Run-local identities never pair.
+    fn identity_scope(&self) -> IdentityScope;
+    /// The record's own correctness (null is unknown).
+    fn correct(&self) -> Option<bool>;
+    /// Where the record came from.
+    fn source(&self) -> &Source;
+}
+
+impl Comparable for Record {
+    fn identity_key(&self) -> IdentityKey<'_> {
+        (
+            &self.benchmark,
+            self.language.as_deref(),
+            self.script.as_deref(),
+            &self.question_id,
+            &self.filter,
+            self.repeat_id,
+        )
+    }
+
+    fn identity_scope(&self) -> IdentityScope {
+        self.identity_scope
+    }
+
+    fn correct(&self) -> Option<bool> {
+        self.correct
+    }
+
+    fn source(&self) -> &Source {
+        &self.source
+    }
+}
+
+impl Comparable for Entry {
+    fn identity_key(&self) -> IdentityKey<'_> {
+        (
+            &self.benchmark,
+            self.language.as_deref(),
+            self.script.as_deref(),
+            &self.question_id,
+            &self.filter,
+            self.repeat_id,
+        )
+    }
+
+    fn identity_scope(&self) -> IdentityScope {
+        self.identity_scope
+    }
+
+    fn correct(&self) -> Option<bool> {
+        self.correct
+    }
+
+    fn source(&self) -> &Source {
+        &self.source
+    }
 }
 
 /// How an item fares on the two sides. Unknown correctness never becomes wrong.
@@ -120,24 +194,21 @@ impl Outcome {
 
 /// One report item: a stable identity and the records the two sides hold for it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Item {
+pub enum Item<R = Record> {
     /// Both sides hold a record of this identity.
-    Matched {
-        baseline: Box<Record>,
-        variant: Box<Record>,
-    },
+    Matched { baseline: Box<R>, variant: Box<R> },
     /// Only the baseline side does.
-    OnlyBaseline(Box<Record>),
+    OnlyBaseline(Box<R>),
     /// Only the variant side does.
-    OnlyVariant(Box<Record>),
+    OnlyVariant(Box<R>),
 }
 
-impl Item {
+impl<R: Comparable> Item<R> {
     /// The item's outcome category.
     pub fn outcome(&self) -> Outcome {
         match self {
             Item::Matched { baseline, variant } => {
-                Outcome::of_pair(baseline.correct, variant.correct)
+                Outcome::of_pair(baseline.correct(), variant.correct())
             }
             Item::OnlyBaseline(_) => Outcome::OnlyBaseline,
             Item::OnlyVariant(_) => Outcome::OnlyVariant,
@@ -145,7 +216,7 @@ impl Item {
     }
 
     /// The baseline record, when the baseline side has one.
-    pub fn baseline(&self) -> Option<&Record> {
+    pub fn baseline(&self) -> Option<&R> {
         match self {
             Item::Matched { baseline, .. } | Item::OnlyBaseline(baseline) => Some(baseline),
             Item::OnlyVariant(_) => None,
@@ -153,7 +224,7 @@ impl Item {
     }
 
     /// The variant record, when the variant side has one.
-    pub fn variant(&self) -> Option<&Record> {
+    pub fn variant(&self) -> Option<&R> {
         match self {
             Item::Matched { variant, .. } | Item::OnlyVariant(variant) => Some(variant),
             Item::OnlyBaseline(_) => None,
@@ -161,7 +232,7 @@ impl Item {
     }
 
     /// The record of `side`, when it has one.
-    pub fn side(&self, side: Side) -> Option<&Record> {
+    pub fn side(&self, side: Side) -> Option<&R> {
         match side {
             Side::Baseline => self.baseline(),
             Side::Variant => self.variant(),
@@ -169,7 +240,7 @@ impl Item {
     }
 
     /// A record that carries the item's identity (the baseline one when there are two).
-    pub fn any_record(&self) -> &Record {
+    pub fn any_record(&self) -> &R {
         match self {
             Item::Matched { baseline, .. } | Item::OnlyBaseline(baseline) => baseline,
             Item::OnlyVariant(variant) => variant,
@@ -178,7 +249,29 @@ impl Item {
 
     /// The item's identity: `(benchmark, language, script, question_id, filter, repeat_id)`.
     pub fn identity(&self) -> ItemIdentity {
-        self.any_record().item_identity()
+        let (benchmark, language, script, question_id, filter, repeat_id) =
+            self.any_record().identity_key();
+        ItemIdentity {
+            benchmark: benchmark.to_owned(),
+            language: language.map(str::to_owned),
+            script: script.map(str::to_owned),
+            question_id: question_id.to_owned(),
+            filter: filter.to_owned(),
+            repeat_id,
+        }
+    }
+
+    /// The same item with each side's record replaced by `load(record)` (how a report
+    /// turns an [`Entry`] item into one with full records, one item at a time).
+    pub fn load<S, E>(&self, mut load: impl FnMut(&R) -> Result<S, E>) -> Result<Item<S>, E> {
+        Ok(match self {
+            Item::Matched { baseline, variant } => Item::Matched {
+                baseline: Box::new(load(baseline)?),
+                variant: Box::new(load(variant)?),
+            },
+            Item::OnlyBaseline(record) => Item::OnlyBaseline(Box::new(load(record)?)),
+            Item::OnlyVariant(record) => Item::OnlyVariant(Box::new(load(record)?)),
+        })
     }
 }
 
@@ -191,12 +284,12 @@ pub struct PerSide {
 
 /// The joined comparison: every stable identity of either side, once, in identity order.
 #[derive(Debug, Clone)]
-pub struct Comparison {
+pub struct Comparison<R = Record> {
     pub baseline: SideLabel,
     pub variant: SideLabel,
     /// Items sorted by identity (benchmark, language, script, question_id, filter,
     /// repeat_id; null language and script first).
-    pub items: Vec<Item>,
+    pub items: Vec<Item<R>>,
     /// Records with a run-local identity, left out of the join (they never pair).
     pub run_local_excluded: PerSide,
 }
@@ -229,68 +322,43 @@ fn source_text(source: &Source) -> String {
     format!("{}:{}", source.path, source.line)
 }
 
-/// The identity fields of a record, borrowed, in the order items are sorted by.
-type IdentityKey<'r> = (
-    &'r str,
-    Option<&'r str>,
-    Option<&'r str>,
-    &'r str,
-    &'r str,
-    u64,
-);
-
-fn identity_key(record: &Record) -> IdentityKey<'_> {
-    (
-        &record.benchmark,
-        record.language.as_deref(),
-        record.script.as_deref(),
-        &record.question_id,
-        &record.filter,
-        record.repeat_id,
-    )
-}
-
-fn describe_identity(record: &Record) -> String {
+fn describe_identity(record: &impl Comparable) -> String {
+    let (benchmark, language, script, question_id, filter, repeat_id) = record.identity_key();
     format!(
-        "(benchmark={} language={} script={} question_id={} filter={} repeat_id={})",
-        record.benchmark,
-        record.language.as_deref().unwrap_or("null"),
-        record.script.as_deref().unwrap_or("null"),
-        record.question_id,
-        record.filter,
-        record.repeat_id
+        "(benchmark={benchmark} language={} script={} question_id={question_id} filter={filter} repeat_id={repeat_id})",
+        language.unwrap_or("null"),
+        script.unwrap_or("null"),
     )
 }
 
 /// Splits off run-local records (counted) and sorts the stable ones by identity,
-/// refusing duplicates.
-#[expect(
-    clippy::vec_box,
-    reason = "a record is ~800 bytes: sorting and building items move pointers instead"
-)]
-fn prepare(side: Side, input: SideInput) -> Result<(Vec<Box<Record>>, u64), CompareError> {
+/// refusing duplicates. Records are boxed once here, so that sorting and building items
+/// move pointers, not whole records.
+fn prepare<R: Comparable>(
+    side: Side,
+    input: SideInput<R>,
+) -> Result<(Vec<Box<R>>, u64), CompareError> {
     let before = input.records.len();
-    // Boxed once here, so that sorting and the items move pointers, not whole records.
-    let mut records: Vec<Box<Record>> = input
+    let mut records: Vec<Box<R>> = input
         .records
         .into_iter()
-        .filter(|record| record.identity_scope == IdentityScope::Stable)
+        .filter(|record| record.identity_scope() == IdentityScope::Stable)
         .map(Box::new)
         .collect();
     let run_local = (before - records.len()) as u64;
-    records.sort_unstable_by(|a, b| identity_key(a).cmp(&identity_key(b)));
+    records.sort_unstable_by(|a, b| a.identity_key().cmp(&b.identity_key()));
     if let Some(pair) = records
         .windows(2)
-        .find(|pair| identity_key(&pair[0]) == identity_key(&pair[1]))
+        .find(|pair| pair[0].identity_key() == pair[1].identity_key())
     {
         return Err(CompareError::DuplicateIdentity(Box::new(
             DuplicateIdentity {
                 side,
                 run_id: input.label.run_id,
                 variant_id: input.label.variant_id,
-                identity: describe_identity(&pair[0]),
-                first: pair[0].source.clone(),
-                second: pair[1].source.clone(),
+                identity: describe_identity(pair[0].as_ref()),
+                first: pair[0].source().clone(),
+                second: pair[1].source().clone(),
             },
         )));
     }
@@ -303,7 +371,10 @@ fn prepare(side: Side, input: SideInput) -> Result<(Vec<Box<Record>>, u64), Comp
 /// records, the others the side they have. Run-local identities are excluded and counted
 /// per side. Two records of one side with the same identity are an error naming both
 /// sources. Memory: the records themselves, moved into the items (nothing is copied).
-pub fn compare(baseline: SideInput, variant: SideInput) -> Result<Comparison, CompareError> {
+pub fn compare<R: Comparable>(
+    baseline: SideInput<R>,
+    variant: SideInput<R>,
+) -> Result<Comparison<R>, CompareError> {
     let baseline_label = baseline.label.clone();
     let variant_label = variant.label.clone();
     let (baseline_records, baseline_local) = prepare(Side::Baseline, baseline)?;
@@ -316,7 +387,7 @@ pub fn compare(baseline: SideInput, variant: SideInput) -> Result<Comparison, Co
             (None, None) => break,
             (Some(_), None) => Ordering::Less,
             (None, Some(_)) => Ordering::Greater,
-            (Some(a), Some(b)) => identity_key(a).cmp(&identity_key(b)),
+            (Some(a), Some(b)) => a.identity_key().cmp(&b.identity_key()),
         };
         let item = match order {
             Ordering::Less => left.next().map(Item::OnlyBaseline),

@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 use super::stats::{ConfidenceLevel, PairedStats, PairedTable};
-use super::{Comparison, Outcome, PerSide, SideLabel};
+use super::{Comparable, Comparison, Outcome, PerSide, SideLabel};
 
 /// How many items fall in each outcome category.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -148,23 +148,17 @@ fn side_summary(label: &SideLabel, records: u64, run_local: u64) -> SideSummary 
 
 impl Summary {
     /// Counts every item of `comparison` and computes the statistics at `confidence`.
-    pub fn of(comparison: &Comparison, confidence: ConfidenceLevel) -> Self {
+    pub fn of<R: Comparable>(comparison: &Comparison<R>, confidence: ConfidenceLevel) -> Self {
         let mut overall = OutcomeCounts::default();
         let mut by_benchmark: BTreeMap<&str, OutcomeCounts> = BTreeMap::new();
         let mut by_language: BTreeMap<Option<&str>, OutcomeCounts> = BTreeMap::new();
         let mut records = PerSide::default();
         for item in &comparison.items {
             let outcome = item.outcome();
-            let record = item.any_record();
+            let (benchmark, language, ..) = item.any_record().identity_key();
             overall.add(outcome);
-            by_benchmark
-                .entry(&record.benchmark)
-                .or_default()
-                .add(outcome);
-            by_language
-                .entry(record.language.as_deref())
-                .or_default()
-                .add(outcome);
+            by_benchmark.entry(benchmark).or_default().add(outcome);
+            by_language.entry(language).or_default().add(outcome);
             records.baseline += u64::from(item.baseline().is_some());
             records.variant += u64::from(item.variant().is_some());
         }

@@ -19,7 +19,7 @@ pub const SCHEMA_VERSION: u64 = 1;
 pub const DEFAULT_FILTER: &str = "none";
 
 /// Whether an identity can be paired across variants and runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum IdentityScope {
     /// A persistent question ID supplied by the producer: pairs across variants and runs.
     #[serde(rename = "stable")]
@@ -155,6 +155,25 @@ impl fmt::Display for RecordKey<'_> {
             self.question_id, self.variant_id, self.filter, self.repeat_id
         )
     }
+}
+
+/// A record reduced to what the join needs, plus a `handle` by which whoever read it can
+/// read the full record again. Comparing 200,000 items keeps only these in memory; the
+/// reports load each full record when they write its item. (Defined here, beside
+/// [`Record`], so that the archive can produce entries without depending on `compare`.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub benchmark: String,
+    pub language: Option<String>,
+    pub script: Option<String>,
+    pub question_id: String,
+    pub filter: String,
+    pub repeat_id: u64,
+    pub identity_scope: IdentityScope,
+    pub correct: Option<bool>,
+    pub source: Source,
+    /// Opaque to this module: chosen by the reader of the records.
+    pub handle: u64,
 }
 
 /// Just the key fields of a stored record line, borrowed where possible: how a run's

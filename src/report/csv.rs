@@ -10,7 +10,8 @@
 use serde_json::{Map, Value};
 use std::io::{self, Write};
 
-use crate::compare::{Comparison, Side};
+use super::Load;
+use crate::compare::{Comparable, Comparison, Side};
 use crate::record::Record;
 
 /// The identity columns, in order.
@@ -104,7 +105,11 @@ fn csv_error(error: ::csv::Error) -> io::Error {
 }
 
 /// Writes the header and one row per item.
-pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+pub fn render<R: Comparable>(
+    comparison: &Comparison<R>,
+    load: Load<'_, R>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let mut writer = ::csv::Writer::from_writer(out);
     let mut header: Vec<String> = IDENTITY_COLUMNS.iter().map(|c| c.to_string()).collect();
     for side in [Side::Baseline, Side::Variant] {
@@ -113,6 +118,7 @@ pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
     writer.write_record(&header).map_err(csv_error)?;
     let mut row: Vec<String> = Vec::with_capacity(header.len());
     for item in &comparison.items {
+        let item = item.load(&mut *load)?;
         row.clear();
         let record = item.any_record();
         row.extend([

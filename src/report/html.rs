@@ -16,9 +16,10 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
+use super::Load;
 use super::{p_value, percent, points};
 use crate::compare::summary::{Group, Summary};
-use crate::compare::{Comparison, Outcome, SideLabel};
+use crate::compare::{Comparable, Comparison, Outcome, SideLabel};
 use crate::record::Record;
 
 /// Marks where the items JSON goes in the rendered shell. It cannot come from data: every
@@ -237,6 +238,11 @@ impl<'a> Table<'a> {
             self.values.len() - 1
         })
     }
+
+    /// The number of a value the first pass has already seen.
+    fn known(&self, value: Option<&str>) -> usize {
+        self.index.get(&value).copied().unwrap_or_default()
+    }
 }
 
 /// One side of an item as the page reads it: an array, so that 200,000 items do not
@@ -289,23 +295,27 @@ fn outcome_list() -> Vec<Map<String, Value>> {
         .collect()
 }
 
-fn side_view<'a>(record: &'a Record, sources: &mut Table<'a>) -> SideView<'a> {
+fn side_view<'a>(record: &'a Record, sources: &Table<'_>) -> SideView<'a> {
     SideView {
         record,
-        source: sources.id(Some(&record.source.path)),
+        source: sources.known(Some(&record.source.path)),
     }
 }
 
-fn write_data(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+fn write_data<R: Comparable>(
+    comparison: &Comparison<R>,
+    load: Load<'_, R>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let mut benchmarks = Table::default();
     let mut languages = Table::default();
     let mut sources = Table::default();
     for item in &comparison.items {
-        let record = item.any_record();
-        benchmarks.id(Some(&record.benchmark));
-        languages.id(record.language.as_deref());
+        let (benchmark, language, ..) = item.any_record().identity_key();
+        benchmarks.id(Some(benchmark));
+        languages.id(language);
         for side in [item.baseline(), item.variant()].into_iter().flatten() {
-            sources.id(Some(&side.source.path));
+            sources.id(Some(&side.source().path));
         }
     }
     let meta = PageMeta {
@@ -324,19 +334,18 @@ fn write_data(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
         if n > 0 {
             out.write_all(b",\n")?;
         }
+        let item = item.load(&mut *load)?;
         let record = item.any_record();
         let outcome = Outcome::ALL
             .iter()
             .position(|&o| o == item.outcome())
             .unwrap_or_default();
-        let baseline = item
-            .baseline()
-            .map(|record| side_view(record, &mut sources));
-        let variant = item.variant().map(|record| side_view(record, &mut sources));
+        let baseline = item.baseline().map(|record| side_view(record, &sources));
+        let variant = item.variant().map(|record| side_view(record, &sources));
         let row = (
             outcome,
-            benchmarks.id(Some(&record.benchmark)),
-            languages.id(record.language.as_deref()),
+            benchmarks.known(Some(&record.benchmark)),
+            languages.known(record.language.as_deref()),
             &record.question_id,
             &record.script,
             &record.filter,
@@ -350,7 +359,12 @@ fn write_data(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// Renders the page: the shell with the summary, the streamed items, the script.
-pub fn render(comparison: &Comparison, summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
+pub fn render<R: Comparable>(
+    comparison: &Comparison<R>,
+    summary: &Summary,
+    load: Load<'_, R>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let side_name = |label: &SideLabel| format!("{} · {}", label.run_id, label.variant_id);
     let title = if comparison.baseline.run_id == comparison.variant.run_id {
         format!(
@@ -408,7 +422,7 @@ pub fn render(comparison: &Comparison, summary: &Summary, out: &mut dyn Write) -
         .split_once(DATA_MARKER)
         .ok_or_else(|| io::Error::other("the report template lost its data marker"))?;
     out.write_all(head.as_bytes())?;
-    write_data(comparison, out)?;
+    write_data(comparison, load, out)?;
     out.write_all(tail.as_bytes())
 }
 

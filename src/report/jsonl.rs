@@ -6,7 +6,8 @@
 use serde::Serialize;
 use std::io::{self, Write};
 
-use crate::compare::{Comparison, Outcome};
+use super::Load;
+use crate::compare::{Comparable, Comparison, Outcome};
 use crate::record::{ItemIdentity, Record};
 
 #[derive(Serialize)]
@@ -18,8 +19,13 @@ struct ItemLine<'a> {
 }
 
 /// Writes one JSON line per item, in the comparison's item order.
-pub fn render(comparison: &Comparison, out: &mut dyn Write) -> io::Result<()> {
+pub fn render<R: Comparable>(
+    comparison: &Comparison<R>,
+    load: Load<'_, R>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     for item in &comparison.items {
+        let item = item.load(&mut *load)?;
         let line = ItemLine {
             outcome: item.outcome(),
             identity: item.identity(),

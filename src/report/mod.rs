@@ -15,8 +15,9 @@ pub mod text;
 use std::io::{self, Write};
 use std::path::Path;
 
-use crate::compare::{Comparison, Summary};
+use crate::compare::{Comparable, Comparison, Summary};
 use crate::durable::{self, ContentDigest, PathIoError, io_at};
+use crate::record::Record;
 
 /// The item-level report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,30 +55,39 @@ impl ReportFormat {
     }
 }
 
-/// Renders the report of `comparison` in `format` into `out`.
-pub fn render(
+/// Turns what a comparison holds for a side (a full [`Record`], or an [`Entry`]) into the
+/// full record a report shows; called once per record, in item order.
+///
+/// [`Entry`]: crate::record::Entry
+pub type Load<'l, R> = &'l mut dyn FnMut(&R) -> io::Result<Record>;
+
+/// Renders the report of `comparison` in `format` into `out`, loading each full record
+/// with `load` as its item is written.
+pub fn render<R: Comparable>(
     format: ReportFormat,
-    comparison: &Comparison,
+    comparison: &Comparison<R>,
     summary: &Summary,
+    load: Load<'_, R>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     match format {
-        ReportFormat::Html => html::render(comparison, summary, out),
-        ReportFormat::Csv => csv::render(comparison, out),
-        ReportFormat::Jsonl => jsonl::render(comparison, out),
+        ReportFormat::Html => html::render(comparison, summary, load, out),
+        ReportFormat::Csv => csv::render(comparison, load, out),
+        ReportFormat::Jsonl => jsonl::render(comparison, load, out),
     }
 }
 
 /// Writes the report to `dest`, which must not exist yet, atomically: a reader sees no
 /// file or the whole report, never part of one, and an existing file is never replaced.
-pub fn write_new(
+pub fn write_new<R: Comparable>(
     dest: &Path,
     format: ReportFormat,
-    comparison: &Comparison,
+    comparison: &Comparison<R>,
     summary: &Summary,
+    load: Load<'_, R>,
 ) -> Result<ContentDigest, PathIoError> {
     durable::write_new_atomically(dest, |out| {
-        render(format, comparison, summary, out).map_err(io_at("writing the report", dest))
+        render(format, comparison, summary, load, out).map_err(io_at("writing the report", dest))
     })
 }
 
