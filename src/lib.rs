@@ -12,5 +12,6 @@ pub mod canonical_json;
 pub mod clock;
 pub mod compare;
 pub mod durable;
+pub mod hub;
 pub mod jsonl;
 pub mod record;

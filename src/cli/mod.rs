@@ -4,6 +4,7 @@
 
 mod attach;
 mod demo;
+mod hub;
 mod import;
 mod init;
 mod output;
@@ -68,6 +69,9 @@ enum Command {
     Seal(seal::Args),
     Validate(validate::Args),
     Demo(demo::Args),
+    HubPlan(hub::PlanArgs),
+    HubPush(hub::PushArgs),
+    HubPull(hub::PullArgs),
 }
 
 /// What every command gets besides its own arguments.
@@ -132,6 +136,9 @@ pub fn main() -> ExitCode {
         Command::Seal(args) => seal::run(&globals, args),
         Command::Validate(args) => validate::run(&globals, args),
         Command::Demo(args) => demo::run(&globals, args),
+        Command::HubPlan(args) => hub::plan(&globals, args),
+        Command::HubPush(args) => hub::push(&globals, args),
+        Command::HubPull(args) => hub::pull(&globals, args),
     };
     match result {
         Ok(exit) => exit.into(),
