@@ -629,6 +629,13 @@ impl HubClient {
                     .and_then(|info| info.sha)
                     .map(|sha| sha.to_string()),
             }),
+            status if super::retry::is_retryable_status(status) => Err(HubError::Unavailable {
+                what: format!("{what} (the commit was not accepted; babel never retries a commit)"),
+                status: status.as_u16(),
+                attempts: 1,
+                waited: Duration::ZERO,
+                detail: self.message_of(response),
+            }),
             _ => Err(self.status_error(&what, Some(repo), response)),
         }
     }
