@@ -295,7 +295,79 @@ pub fn compare(local: &LocalPlan, remote: &[TreeFile]) -> Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::archive::runs::{self, NewRun};
     use crate::hub::digest::digests_of;
+
+    /// An archive with runs r1, r2, r3 (no imports) and one item-bank file.
+    fn three_runs() -> (tempfile::TempDir, Archive) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("archive");
+        Archive::init(&root, None, &mut |_| {}).unwrap();
+        let archive = Archive::open(&root).unwrap();
+        let session = archive.write_session("test", None, &mut |_| {}).unwrap();
+        for run in ["r1", "r2", "r3"] {
+            let new = NewRun {
+                model: "m".into(),
+                ..NewRun::default()
+            };
+            runs::create(&session, &RunId::parse(run).unwrap(), new).unwrap();
+        }
+        drop(session);
+        std::fs::create_dir_all(root.join("item-banks/b1")).unwrap();
+        std::fs::write(root.join("item-banks/b1/artifact.json"), "{}\n").unwrap();
+        (dir, archive)
+    }
+
+    fn run_ids(names: &[&str]) -> Vec<RunId> {
+        names.iter().map(|n| RunId::parse(n).unwrap()).collect()
+    }
+
+    #[test]
+    fn calibration_input_runs_join_a_narrower_selection() {
+        // "hub-plan includes all registered artifacts and adds calibration input runs even
+        // when a narrower run selection was requested."
+        let (_dir, archive) = three_runs();
+        let selection = Selection {
+            runs: Some(run_ids(&["r1"])),
+            extra_runs: run_ids(&["r3"]),
+        };
+        let plan = plan_local(&archive, &selection).unwrap();
+        assert_eq!(plan.runs, run_ids(&["r1", "r3"]));
+        assert!(!plan.whole);
+        let paths: Vec<&str> = plan.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                "babel-archive.json",
+                "checksums.sha256",
+                "item-banks/b1/artifact.json",
+                "runs/r1/manifest.json",
+                "runs/r3/manifest.json",
+            ]
+        );
+        let whole = plan_local(&archive, &Selection::default()).unwrap();
+        assert!(whole.whole && whole.runs == run_ids(&["r1", "r2", "r3"]));
+        let unknown = Selection {
+            runs: None,
+            extra_runs: run_ids(&["r9"]),
+        };
+        assert!(matches!(
+            plan_local(&archive, &unknown),
+            Err(HubError::Archive(ArchiveError::UnknownRun { .. }))
+        ));
+    }
+
+    #[test]
+    fn a_symlink_in_a_registry_is_not_published() {
+        let (_dir, archive) = three_runs();
+        let link = archive.layout().root().join("item-banks/b1/link.json");
+        std::os::unix::fs::symlink("/etc/hostname", &link).unwrap();
+        let error = plan_local(&archive, &Selection::default()).unwrap_err();
+        assert!(
+            matches!(&error, HubError::Unpublishable { path, .. } if path == "item-banks/b1/link.json"),
+            "{error}"
+        );
+    }
 
     fn plan_of(files: &[(&str, &[u8])]) -> LocalPlan {
         LocalPlan {
