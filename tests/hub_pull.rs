@@ -139,6 +139,28 @@ fn revision_main_is_resolved_once_and_the_commit_printed() {
     );
     let upper = pull(&env, &server, &commit.to_uppercase(), &[]);
     assert_eq!(upper.status.code(), Some(2), "{}", text(&upper));
+    let unknown = "0".repeat(40);
+    let missing = hub(
+        &env,
+        &server,
+        &[
+            "hub-pull",
+            "--repo",
+            REPO,
+            "--revision",
+            &unknown,
+            "--dest",
+            "other",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
+    assert!(
+        text(&missing).contains(&format!("revision \"{unknown}\" was not found in {REPO}")),
+        "{}",
+        text(&missing)
+    );
 }
 
 #[test]

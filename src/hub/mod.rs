@@ -217,8 +217,11 @@ impl HubError {
                 "the commit holds a damaged archive (the findings are listed above); the downloaded files stay in {} for inspection; delete that folder when done",
                 staging.display()
             ),
-            Self::Refused { .. } | Self::UnsafeTree { .. } => {
-                "nothing was restored; the verified files kept in the staging folder are reused by the next pull. Report the repository if this persists".into()
+            Self::Refused { .. } => {
+                "babel stopped because the Hub's answer broke its rules; nothing was published or restored (a pull keeps its verified files in DIR/.babel-pull-<commit> and reuses them next time)".into()
+            }
+            Self::UnsafeTree { .. } => {
+                "nothing was downloaded; babel restores only commits whose every path is safe on every filesystem".into()
             }
             _ => return None,
         })
