@@ -564,15 +564,11 @@ fn download(
         if have > 0 {
             call = call.header("range", &format!("bytes={have}-"));
         }
-        let mut response = match client.follow(call, &mut |url, response| {
+        // `follow` already retried lost connections and busy answers; resuming below is
+        // for bodies cut off mid-transfer.
+        let mut response = client.follow(call, &mut |url, response| {
             inspect(client, commit, file, &what, url, response)
-        }) {
-            Err(HubError::Network { .. }) if resumes < MAX_RESUMES => {
-                resumes += 1;
-                continue;
-            }
-            other => other?,
-        };
+        })?;
         let status = response.status();
         let expired = status == StatusCode::FORBIDDEN && !client.is_endpoint_origin(response.url());
         if expired && resumes < MAX_RESUMES {
