@@ -75,7 +75,19 @@ fn assert_refused(env: &Env, output: &Output, code: i32, needle: &str) {
 
 #[test]
 fn a_round_trip_restores_the_archive_byte_for_byte_and_it_validates() {
-    let (env, server, commit) = pushed();
+    let env = archive();
+    let server = HubServer::start();
+    // Text files of 1 KiB or more go to LFS too, so the Hub rewrites .gitattributes to
+    // track them: the pull must accept the rewritten file.
+    server.set_lfs_threshold(Some(1024));
+    let commit = push(&env, &server, REPO, &["--create"]);
+    let gitattributes = server.file(REPO, &commit, ".gitattributes").unwrap();
+    let gitattributes = String::from_utf8_lossy(gitattributes.bytes()).into_owned();
+    assert!(
+        gitattributes.contains("runs/r1/records/0001.jsonl filter=lfs"),
+        "{gitattributes}"
+    );
+    server.clear_requests();
     let output = pull(&env, &server, &commit, &["--json"]);
     assert!(output.status.success(), "{}", text(&output));
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -110,9 +122,19 @@ fn a_round_trip_restores_the_archive_byte_for_byte_and_it_validates() {
     // token, and every Hub answer named the commit.
     let log = server.requests();
     assert!(!log.iter().any(|r| r.path().contains("/revision/")));
+    let lfs_files = server
+        .files(REPO, &commit)
+        .unwrap()
+        .values()
+        .filter(|file| file.is_lfs())
+        .count();
     let cdn: Vec<_> = log.iter().filter(|r| r.origin == Origin::Cdn).collect();
-    assert_eq!(cdn.len(), 1, "one LFS file");
-    assert!(!cdn[0].has_authorization() && cdn[0].status == 200);
+    assert!(lfs_files > 1, "the fixture has several LFS files");
+    assert_eq!(cdn.len(), lfs_files, "one storage download per LFS file");
+    assert!(
+        cdn.iter()
+            .all(|r| !r.has_authorization() && r.status == 200)
+    );
     assert!(
         log.iter()
             .all(|r| r.origin == Origin::Hub || !r.has_authorization())

@@ -62,7 +62,6 @@ pub fn encode_path(path: &str) -> String {
 pub struct RepoInfo {
     /// The commit the revision resolves to (`None` for a repository with no commit).
     pub sha: Option<CommitId>,
-    pub private: bool,
 }
 
 /// How the Hub stores one file of a commit.
@@ -138,8 +137,6 @@ pub enum CommitOp {
 #[derive(Deserialize)]
 struct RepoInfoWire {
     sha: Option<String>,
-    #[serde(default)]
-    private: bool,
 }
 
 #[derive(Deserialize)]
@@ -301,10 +298,7 @@ impl HubClient {
                 ),
             })?),
         };
-        Ok(RepoInfo {
-            sha,
-            private: info.private,
-        })
+        Ok(RepoInfo { sha })
     }
 
     /// The user the token belongs to.
