@@ -12,6 +12,7 @@ pub mod canonical_json;
 pub mod clock;
 pub mod compare;
 pub mod durable;
+pub mod hub;
 pub mod jsonl;
 pub mod matrix;
 pub mod parallel;

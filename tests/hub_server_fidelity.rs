@@ -8,7 +8,9 @@
 //! `$BABEL_TEST_PYTHON`), as `tests/hub_client/hub_driver.py`, one process
 //! per test, with `HF_HUB_DISABLE_XET=1` and an isolated `HF_HOME`.
 
+mod common;
 mod hub_server;
+mod hub_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -1824,4 +1826,111 @@ fn lfs_batch_upload_and_verify_rules() {
     assert_eq!(done["success"], json!(true));
     let stored = server.file(repo, "main", "data/x.bin").expect("stored");
     assert!(stored.is_lfs() && stored.bytes() == content.as_slice());
+}
+
+// ---------------------------------------------------------------------------
+// babel and the official client on the same Hub: each reads what the other wrote.
+
+#[test]
+fn an_archive_uploaded_by_the_official_client_is_pulled_and_validated_by_babel() {
+    let server = HubServer::start();
+    let repo = "tester/uploaded-by-python";
+    let env = hub_support::archive();
+    // What a user uploads: the archive root without its operational folder .babel/.
+    let archived = hub_support::tree(&env.root());
+    let folder = tempfile::tempdir().expect("upload folder");
+    write_files(folder.path(), &archived);
+    let mut client = OfficialClient::start(&server, Some(server.token()));
+    client.ok("create_repo", json!({ "repo_id": repo }));
+    let uploaded = client.ok(
+        "upload_folder",
+        json!({ "repo_id": repo, "folder": folder.path(), "message": "archive" }),
+    );
+    let commit = uploaded["oid"].as_str().expect("commit oid").to_owned();
+    assert!(
+        server
+            .file(repo, &commit, "runs/r1/attachments/weights.bin")
+            .is_some_and(|f| f.is_lfs()),
+        "the binary attachment is an LFS file"
+    );
+
+    let output = hub_support::hub(
+        &env,
+        &server,
+        &[
+            "hub-pull",
+            "--repo",
+            repo,
+            "--revision",
+            &commit,
+            "--dest",
+            "restored",
+            "--json",
+        ],
+    )
+    .output()
+    .expect("babel runs");
+    assert!(output.status.success(), "{}", hub_support::text(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).expect("JSON report");
+    assert_eq!(report["validation"]["ok"], json!(true));
+    assert_eq!(
+        report["checksums_verified"],
+        json!(false),
+        "a plain upload has no checksums.sha256"
+    );
+    assert_eq!(
+        hub_support::tree(&env.path().join("restored")),
+        archived,
+        "babel restored other bytes than the official client uploaded"
+    );
+}
+
+#[test]
+fn an_archive_pushed_by_babel_is_downloaded_byte_for_byte_by_snapshot_download() {
+    let server = HubServer::start();
+    let repo = "tester/pushed-by-babel";
+    let env = hub_support::archive();
+    let commit = hub_support::push(&env, &server, repo, &["--create"]);
+    let mut client = OfficialClient::start(&server, Some(server.token()));
+    let target = tempfile::tempdir().expect("download dir");
+    client.ok(
+        "snapshot_download",
+        json!({ "repo_id": repo, "revision": commit, "local_dir": target.path() }),
+    );
+    let mut downloaded = read_files(target.path());
+    assert_eq!(
+        downloaded.remove(".gitattributes"),
+        Some(DEFAULT_DATASET_GITATTRIBUTES.as_bytes().to_vec()),
+        "the Hub-managed .gitattributes (weights.bin is covered by *.bin)"
+    );
+    let checksums = downloaded
+        .remove("checksums.sha256")
+        .expect("checksums.sha256 is published");
+    assert_eq!(
+        downloaded,
+        hub_support::tree(&env.root()),
+        "the official client got other bytes than babel published"
+    );
+
+    // `sha256sum -c` verifies the plain download, one OK line per published file.
+    let check = Command::new("sha256sum")
+        .args(["--check", "--strict", "checksums.sha256"])
+        .current_dir(target.path())
+        .output()
+        .expect("coreutils sha256sum must be installed");
+    let report = String::from_utf8_lossy(&check.stdout).into_owned();
+    assert!(
+        check.status.success(),
+        "{report}{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let checked: BTreeSet<&str> = report
+        .lines()
+        .filter_map(|line| line.strip_suffix(": OK"))
+        .collect();
+    assert_eq!(checked, downloaded.keys().map(String::as_str).collect());
+    assert_eq!(
+        String::from_utf8(checksums).expect("UTF-8").lines().count(),
+        downloaded.len()
+    );
 }

@@ -6,6 +6,7 @@ mod artifact;
 mod attach;
 mod compare;
 mod demo;
+mod hub;
 mod import;
 mod init;
 mod matrix;
@@ -77,6 +78,9 @@ enum Command {
     #[command(subcommand, after_help = artifact::GROUP_EXAMPLES)]
     Artifact(artifact::ArtifactCommand),
     Matrix(matrix::Args),
+    HubPlan(hub::PlanArgs),
+    HubPush(hub::PushArgs),
+    HubPull(hub::PullArgs),
 }
 
 /// What every command gets besides its own arguments.
@@ -144,6 +148,9 @@ pub fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&globals, args),
         Command::Artifact(command) => artifact::run(&globals, command),
         Command::Matrix(args) => matrix::run(&globals, args),
+        Command::HubPlan(args) => hub::plan(&globals, args),
+        Command::HubPush(args) => hub::push(&globals, args),
+        Command::HubPull(args) => hub::pull(&globals, args),
     };
     match result {
         Ok(exit) => exit.into(),

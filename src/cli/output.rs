@@ -5,6 +5,8 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use babel::archive::ArchiveError;
+use babel::archive::validate::Finding;
+use babel::hub::HubError;
 
 /// The documented exit codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +19,8 @@ pub enum Exit {
     Usage = 2,
     /// 3: another writer holds the archive lock.
     Busy = 3,
+    /// 4: the network or the Hub failed (unreachable, timed out, still busy after retries).
+    Network = 4,
 }
 
 impl From<Exit> for ExitCode {
@@ -29,6 +33,7 @@ impl From<Exit> for ExitCode {
 #[derive(Debug)]
 pub enum CliError {
     Archive(ArchiveError),
+    Hub(HubError),
     Usage {
         message: String,
         hint: Option<String>,
@@ -49,17 +54,42 @@ impl CliError {
         match self {
             Self::Usage { .. } => Exit::Usage,
             Self::Io(_) => Exit::Failure,
-            Self::Archive(error) => match error {
-                ArchiveError::Busy(_) => Exit::Busy,
-                ArchiveError::NotAnArchive { .. }
-                | ArchiveError::InvalidId(_)
-                | ArchiveError::UnknownRun { .. }
-                | ArchiveError::RunExists { .. }
-                | ArchiveError::RunCaseClash { .. }
-                | ArchiveError::Usage { .. } => Exit::Usage,
-                _ => Exit::Failure,
-            },
+            Self::Archive(error) => archive_exit(error),
+            Self::Hub(error) if error.is_network() => Exit::Network,
+            Self::Hub(HubError::Usage { .. }) => Exit::Usage,
+            Self::Hub(HubError::Archive(error)) => archive_exit(error),
+            Self::Hub(_) => Exit::Failure,
         }
+    }
+}
+
+fn archive_exit(error: &ArchiveError) -> Exit {
+    match error {
+        ArchiveError::Busy(_) => Exit::Busy,
+        ArchiveError::NotAnArchive { .. }
+        | ArchiveError::InvalidId(_)
+        | ArchiveError::UnknownRun { .. }
+        | ArchiveError::RunExists { .. }
+        | ArchiveError::RunCaseClash { .. }
+        | ArchiveError::Usage { .. } => Exit::Usage,
+        _ => Exit::Failure,
+    }
+}
+
+impl From<HubError> for CliError {
+    fn from(error: HubError) -> Self {
+        Self::Hub(error)
+    }
+}
+
+/// One validation finding as `validate` prints it.
+pub fn finding_line(finding: &Finding) -> String {
+    match finding.line {
+        Some(line) => format!(
+            "{}:{line}: [{}] {}",
+            finding.path, finding.check, finding.message
+        ),
+        None => format!("{}: [{}] {}", finding.path, finding.check, finding.message),
     }
 }
 
@@ -83,8 +113,17 @@ pub fn report(error: &CliError) -> ExitCode {
         CliError::Io(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Ok.into(),
         CliError::Io(e) => (e.to_string(), None),
         CliError::Archive(e) => (e.to_string(), e.hint()),
+        CliError::Hub(e) => (e.to_string(), e.hint()),
     };
     let _ = writeln!(stderr, "error: {message}");
+    if let CliError::Hub(
+        HubError::ArchiveFaulty(report) | HubError::RestoredFaulty { report, .. },
+    ) = error
+    {
+        for finding in &report.findings {
+            let _ = writeln!(stderr, "  {}", finding_line(finding));
+        }
+    }
     if let CliError::Archive(ArchiveError::Rejected(report)) = error {
         for rejection in &report.rejections {
             let _ = writeln!(stderr, "  {rejection}");

@@ -1,6 +1,6 @@
 //! `babel validate`.
 
-use super::output::print_json;
+use super::output::{finding_line, print_json};
 use super::{CliError, Exit, Globals, run_id};
 use babel::archive::validate;
 
@@ -29,13 +29,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         print_json(&report)?;
     } else {
         for finding in &report.findings {
-            match finding.line {
-                Some(line) => println!(
-                    "{}:{line}: [{}] {}",
-                    finding.path, finding.check, finding.message
-                ),
-                None => println!("{}: [{}] {}", finding.path, finding.check, finding.message),
-            }
+            println!("{}", finding_line(finding));
         }
         if !globals.quiet || !report.ok {
             let verdict = if report.ok {

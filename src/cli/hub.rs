@@ -1,0 +1,380 @@
+//! `babel hub-plan`, `babel hub-push` and `babel hub-pull`, with progress bars on stderr
+//! for transfers (hidden with --quiet, --json, or when stderr is not a terminal).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::json;
+
+use super::output::print_json;
+use super::{CliError, Exit, Globals, run_id};
+use babel::hub::client::HubClient;
+use babel::hub::config::HubConfig;
+use babel::hub::plan::{self, FileStatus, LocalPlan, Remote, Selection};
+use babel::hub::pull::{self, PullOptions, Revision};
+use babel::hub::push::{self, PushOptions};
+use babel::hub::{Progress, RepoId};
+
+const PLAN_HELP: &str = "\
+Examples:
+  babel hub-plan --repo my-lab/eval-archive
+  babel hub-plan --repo my-lab/eval-archive --runs llama-3-mmlu,qwen-mmlu --json
+
+Published: babel-archive.json; per run its manifest.json and every registered raw,
+records and attachment file; every file under item-banks/, protocols/, model-panels/,
+calibrations/ and releases/; and checksums.sha256. Never .babel/ or reports.
+Authentication: HF_TOKEN, else $HF_TOKEN_PATH or $HF_HOME/token. Endpoint: HF_ENDPOINT.";
+
+const PUSH_HELP: &str = "\
+Examples:
+  babel hub-push --repo my-lab/eval-archive --create --private
+  babel hub-push --repo my-lab/eval-archive --runs llama-3-mmlu -m 'Add the Llama 3 run'
+
+The printed commit ID is what a paper cites: `babel hub-pull --repo my-lab/eval-archive
+--revision <commit> --dest DIR` restores exactly that snapshot. The branch's head ends up
+holding exactly the plan: files outside it are deleted from the head (older commits keep
+them). If someone else pushed since babel looked, the Hub refuses the commit (HTTP 412)
+and babel says so; nothing is retried. Exit code 4 means a network failure.";
+
+const PULL_HELP: &str = "\
+Examples:
+  babel hub-pull --repo my-lab/eval-archive --revision 3f2a1c...(40 hex) --dest restored
+  babel hub-pull --repo my-lab/eval-archive --revision main --dest latest
+
+Every file of the commit is checked (path safety, size, git blob SHA-1 or LFS SHA-256,
+the commit the Hub served it from, checksums.sha256) in DIR/.babel-pull-<commit>/, then
+initialized and validated, and only then moved into DIR, which becomes the archive root.
+A failed pull leaves no archive in DIR; running it again reuses the verified downloads.";
+
+/// Show exactly the files a push would publish, with size and SHA-256, and whether each
+/// is new, changed or unchanged in the repository (when it is reachable).
+#[derive(Debug, clap::Args)]
+#[command(after_help = PLAN_HELP)]
+pub struct PlanArgs {
+    /// The Hub dataset repository, OWNER/NAME.
+    #[arg(long, value_name = "OWNER/NAME")]
+    repo: String,
+    /// Publish only these runs (plus every registered artifact, and the runs calibrations
+    /// use as inputs).
+    #[arg(long, value_name = "RUN,...", value_delimiter = ',')]
+    runs: Option<Vec<String>>,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Publish the archive to a Hub dataset repository in one commit, and print its ID.
+#[derive(Debug, clap::Args)]
+#[command(after_help = PUSH_HELP)]
+pub struct PushArgs {
+    /// The Hub dataset repository, OWNER/NAME.
+    #[arg(long, value_name = "OWNER/NAME")]
+    repo: String,
+    /// Publish only these runs (plus every registered artifact, and the runs calibrations
+    /// use as inputs); the head then holds only them.
+    #[arg(long, value_name = "RUN,...", value_delimiter = ',')]
+    runs: Option<Vec<String>>,
+    /// Create the repository if it does not exist.
+    #[arg(long)]
+    create: bool,
+    /// With --create: make the new repository private.
+    #[arg(long, requires = "create")]
+    private: bool,
+    /// The commit title.
+    #[arg(long, short, value_name = "MSG")]
+    message: Option<String>,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Restore an archive from one commit of a Hub dataset repository into a new folder,
+/// verifying every file, then validate it.
+#[derive(Debug, clap::Args)]
+#[command(after_help = PULL_HELP)]
+pub struct PullArgs {
+    /// The Hub dataset repository, OWNER/NAME.
+    #[arg(long, value_name = "OWNER/NAME")]
+    repo: String,
+    /// The 40-hex commit to restore; a branch name (main) only if you mean a moving
+    /// target (the commit it resolves to is printed).
+    #[arg(long, value_name = "COMMIT")]
+    revision: String,
+    /// The folder to restore into: new or empty; it becomes the archive root.
+    #[arg(long, value_name = "DIR")]
+    dest: PathBuf,
+    /// Refuse any file larger than this (e.g. 500MiB, 20GiB).
+    #[arg(long, value_name = "SIZE", default_value = "10GiB", value_parser = pull::parse_size)]
+    max_file_size: u64,
+    /// Refuse a commit larger than this in total.
+    #[arg(long, value_name = "SIZE", default_value = "100GiB", value_parser = pull::parse_size)]
+    max_total_size: u64,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+struct Bar(ProgressBar);
+
+impl Progress for Bar {
+    fn begin(&self, label: &str, _files: usize, bytes: u64) {
+        self.0.reset();
+        self.0.set_length(bytes);
+        self.0.set_message(label.to_owned());
+    }
+
+    fn file(&self, path: &str) {
+        self.0.set_message(path.to_owned());
+    }
+
+    fn advance(&self, bytes: u64) {
+        self.0.inc(bytes);
+    }
+
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
+fn progress_bar(hidden: bool) -> Arc<Bar> {
+    let target = if hidden {
+        ProgressDrawTarget::hidden()
+    } else {
+        ProgressDrawTarget::stderr()
+    };
+    let bar = ProgressBar::with_draw_target(None, target);
+    if let Ok(style) =
+        ProgressStyle::with_template("{msg} {wide_bar} {bytes}/{total_bytes} ({eta})")
+    {
+        bar.set_style(style);
+    }
+    Arc::new(Bar(bar))
+}
+
+fn client() -> Result<HubClient, CliError> {
+    Ok(HubClient::new(HubConfig::from_env()?)?)
+}
+
+/// The runs to publish (the plan adds every calibration's input runs).
+fn selection(runs: Option<Vec<String>>) -> Result<Selection, CliError> {
+    let runs = runs
+        .map(|runs| {
+            runs.iter()
+                .map(|r| run_id(r))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?;
+    Ok(Selection { runs })
+}
+
+fn status_name(status: FileStatus) -> &'static str {
+    match status {
+        FileStatus::New => "new",
+        FileStatus::Changed => "changed",
+        FileStatus::Unchanged => "unchanged",
+    }
+}
+
+pub fn plan(globals: &Globals, args: PlanArgs) -> Result<Exit, CliError> {
+    let repo = RepoId::parse(&args.repo)?;
+    let archive = globals.archive()?;
+    let local = plan::plan_local(&archive, &selection(args.runs)?)?;
+    let remote = client().and_then(|client| Ok(plan::fetch_remote(&client, &repo)?));
+    let (state, head, remote_files, problem) = match &remote {
+        Ok(Remote::Missing) => ("missing", None, Some(Vec::new()), None),
+        Ok(Remote::At { head, files }) => ("reachable", head.clone(), Some(files.clone()), None),
+        Err(error) => ("unreachable", None, None, Some(error)),
+    };
+    let comparison = remote_files
+        .as_ref()
+        .map(|files| plan::compare(&local, files));
+    let status_of = |index: usize| comparison.as_ref().map(|c| c.statuses[index]);
+    if args.json {
+        let files: Vec<_> = local
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| json!({"path": f.path, "size": f.size, "sha256": f.sha256, "status": status_of(i)}))
+            .collect();
+        print_json(&json!({
+            "repo": repo.to_string(),
+            "runs": local.runs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "whole_archive": local.whole,
+            "remote": {
+                "state": state,
+                "head": head.as_ref().map(ToString::to_string),
+                "error": problem.map(|e| match e {
+                    CliError::Hub(e) => e.to_string(),
+                    _ => "the Hub client could not start".to_owned(),
+                }),
+            },
+            "files": files,
+            "bytes": local.bytes(),
+            "deletions": comparison.as_ref().map(|c| c.deletions.clone()),
+        }))?;
+        return Ok(Exit::Ok);
+    }
+    print_plan(
+        &repo,
+        &local,
+        comparison.as_ref(),
+        head.as_ref().map(ToString::to_string),
+    );
+    match (state, problem) {
+        ("missing", _) => println!(
+            "{repo} does not exist yet (or the token cannot see it): every file is new; `babel hub-push --repo {repo} --create` makes it"
+        ),
+        (_, Some(CliError::Hub(error))) => {
+            eprintln!("note: could not compare with {repo}: {error}");
+            if let Some(hint) = error.hint() {
+                eprintln!("hint: {hint}");
+            }
+        }
+        _ => {}
+    }
+    Ok(Exit::Ok)
+}
+
+fn print_plan(
+    repo: &RepoId,
+    local: &LocalPlan,
+    comparison: Option<&plan::Comparison>,
+    head: Option<String>,
+) {
+    let scope = if local.whole {
+        "the whole archive"
+    } else {
+        "a run selection"
+    };
+    println!(
+        "hub-plan for {repo}: {} run(s), {} file(s), {} bytes ({scope})",
+        local.runs.len(),
+        local.files.len(),
+        local.bytes()
+    );
+    if let Some(head) = head {
+        println!("compared with the head of main, commit {head}");
+    }
+    for (index, file) in local.files.iter().enumerate() {
+        let status = comparison.map_or("", |c| status_name(c.statuses[index]));
+        println!(
+            "  {status:<9} {:>12}  {}  {}",
+            file.size, file.sha256, file.path
+        );
+    }
+    if let Some(comparison) = comparison {
+        for path in &comparison.deletions {
+            println!("  {:<9} {:>12}  {:<64}  {path}", "delete", "", "");
+        }
+        let count =
+            |wanted: FileStatus| comparison.statuses.iter().filter(|s| **s == wanted).count();
+        println!(
+            "{} new, {} changed, {} unchanged, {} to delete",
+            count(FileStatus::New),
+            count(FileStatus::Changed),
+            count(FileStatus::Unchanged),
+            comparison.deletions.len()
+        );
+    }
+}
+
+pub fn push(globals: &Globals, args: PushArgs) -> Result<Exit, CliError> {
+    let repo = RepoId::parse(&args.repo)?;
+    let selection = selection(args.runs)?;
+    let client = client()?;
+    let archive = globals.archive()?;
+    let session = archive.write_session(
+        &globals.invocation,
+        globals.wait,
+        &mut globals.announce_wait(),
+    )?;
+    let options = PushOptions {
+        create: args.create,
+        private: args.private,
+        message: args.message,
+    };
+    let bar = progress_bar(globals.quiet || args.json);
+    let report = push::push(&session, &client, &repo, &selection, &options, bar)?;
+    if args.json {
+        print_json(&report)?;
+        return Ok(Exit::Ok);
+    }
+    if !globals.quiet {
+        if report.created_repo {
+            println!("created the dataset repository {repo}");
+        }
+        if report.committed {
+            println!(
+                "pushed {} run(s) to {repo}: {} file(s) sent ({} as LFS objects, {} already stored), {} unchanged, {} deleted",
+                report.runs.len(),
+                report.sent,
+                report.lfs,
+                report.lfs_already_stored,
+                report.unchanged,
+                report.deleted.len()
+            );
+        } else {
+            println!("{repo} already holds exactly this archive; no commit was made");
+        }
+        println!(
+            "cite it as: babel hub-pull --repo {repo} --revision {} --dest DIR",
+            report.commit
+        );
+    }
+    println!("{}", report.commit);
+    Ok(Exit::Ok)
+}
+
+pub fn pull(globals: &Globals, args: PullArgs) -> Result<Exit, CliError> {
+    let repo = RepoId::parse(&args.repo)?;
+    let revision = Revision::parse(&args.revision)?;
+    let client = client()?;
+    let options = PullOptions {
+        max_file_size: args.max_file_size,
+        max_total_size: args.max_total_size,
+    };
+    let bar = progress_bar(globals.quiet || args.json);
+    let report = pull::pull(
+        &client,
+        &repo,
+        &revision,
+        &args.dest,
+        &options,
+        bar.as_ref(),
+    )?;
+    if args.json {
+        print_json(&report)?;
+        return Ok(Exit::Ok);
+    }
+    if let Some(name) = &report.resolved_from {
+        println!("resolved {name} to commit {}", report.commit);
+    }
+    if !globals.quiet {
+        let checksums = if report.checksums_verified {
+            "checksums.sha256 verified"
+        } else {
+            "no checksums.sha256 in this commit (every file was checked against the Hub's IDs)"
+        };
+        println!(
+            "restored {repo} at {} into {}: {} file(s), {} bytes ({} downloaded, {} reused); {checksums}",
+            report.commit,
+            report.dest.display(),
+            report.files,
+            report.bytes,
+            report.downloaded,
+            report.reused
+        );
+        println!(
+            "validate: ok ({} run(s), {} file(s), {} record(s) checked)",
+            report.validation.runs, report.validation.files, report.validation.records
+        );
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,477 @@
+//! The published set: exactly the files a push would publish, and how they compare with
+//! a repository's head.
+//!
+//! babel publishes only what the archive registers: the marker; for each selected run its
+//! `manifest.json` and every raw, records and attachment file the manifest names; every
+//! file under the five artifact registries (`item-banks/`, `protocols/`, `model-panels/`,
+//! `calibrations/`, `releases/`); and a generated `checksums.sha256` over all of them.
+//! `.babel/`, derived reports and anything else under ROOT are never published. An
+//! archive that `validate` finds faulty is not planned at all. With a run selection, the
+//! selected runs are published together with every registered artifact and with every
+//! run a registered calibration uses as input, even when not selected.
+//!
+//! A file is compared with the repository by the Hub's own IDs: the git blob SHA-1 for a
+//! regular file, the SHA-256 (`lfs.oid`) for an LFS file. A push makes the head hold
+//! exactly the plan: remote files outside it are deleted, except the Hub-managed
+//! `.gitattributes`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::api::{FileSource, RemoteContent, TreeFile};
+use super::checksums::{self, CHECKSUMS_FILE};
+use super::client::HubClient;
+use super::digest::{self, FileDigests};
+use super::paths::{check_path_set, check_repo_path};
+use super::{BRANCH, CommitId, HubError, RepoId};
+use crate::archive::layout::{self, MARKER, REGISTRIES, RunId, run_relative};
+use crate::archive::{Archive, ArchiveError, artifacts, validate};
+use crate::durable::io_at;
+
+/// The Hub-managed file a push never deletes and a pull does not restore.
+pub const GITATTRIBUTES: &str = ".gitattributes";
+
+/// Which runs to publish.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// `None`: every run of the archive. `Some`: these runs, plus the input runs of every
+    /// registered calibration (a calibration is published, so its inputs must be).
+    pub runs: Option<Vec<RunId>>,
+}
+
+/// One file of the plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlannedFile {
+    /// The ROOT-relative (and repository) path.
+    pub path: String,
+    pub size: u64,
+    pub sha256: String,
+    /// The git blob SHA-1, the ID a regular file has on the Hub.
+    pub git_sha1: String,
+    #[serde(skip)]
+    pub source: FileSource,
+}
+
+/// Everything a push would publish, sorted by path, `checksums.sha256` included.
+#[derive(Debug, Clone)]
+pub struct LocalPlan {
+    pub files: Vec<PlannedFile>,
+    /// The runs it holds, sorted.
+    pub runs: Vec<RunId>,
+    /// True when every run of the archive is included.
+    pub whole: bool,
+}
+
+impl LocalPlan {
+    /// Total bytes.
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+}
+
+/// How a planned file compares with the repository's head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileStatus {
+    New,
+    Changed,
+    Unchanged,
+}
+
+/// What the repository's head holds.
+#[derive(Debug, Clone)]
+pub enum Remote {
+    /// The repository does not exist (or cannot be seen with this token).
+    Missing,
+    /// The head commit (`None` for a repository without commits) and its files.
+    At {
+        head: Option<CommitId>,
+        files: Vec<TreeFile>,
+    },
+}
+
+/// The local plan against a remote head.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    /// The status of each planned file, in plan order.
+    pub statuses: Vec<FileStatus>,
+    /// Remote files the push deletes (everything outside the plan but `.gitattributes`).
+    pub deletions: Vec<String>,
+}
+
+impl Comparison {
+    /// True when the head already holds exactly the plan.
+    pub fn is_noop(&self) -> bool {
+        self.deletions.is_empty() && self.statuses.iter().all(|s| *s == FileStatus::Unchanged)
+    }
+}
+
+/// Plans the published set of `archive` for `selection`.
+pub fn plan_local(archive: &Archive, selection: &Selection) -> Result<LocalPlan, HubError> {
+    let all = archive.run_ids()?;
+    let chosen = selection.runs.as_ref().unwrap_or(&all);
+    let mut calibration_inputs = Vec::new();
+    if selection.runs.is_some() {
+        for pin in artifacts::all_calibration_input_runs(archive)? {
+            calibration_inputs.push(RunId::parse(&pin.run_id).map_err(ArchiveError::from)?);
+        }
+    }
+    for run in chosen.iter().chain(&calibration_inputs) {
+        if !all.contains(run) {
+            return Err(ArchiveError::UnknownRun {
+                run: run.to_string(),
+            }
+            .into());
+        }
+    }
+    let mut runs: Vec<RunId> = chosen.iter().chain(&calibration_inputs).cloned().collect();
+    runs.sort();
+    runs.dedup();
+    let whole = runs == all;
+    let report = validate::validate(archive, if whole { &[] } else { &runs })?;
+    if !report.ok {
+        return Err(HubError::ArchiveFaulty(Box::new(report)));
+    }
+    let layout = archive.layout();
+    let mut paths: Vec<String> = vec![MARKER.to_owned()];
+    for run in &runs {
+        let manifest = archive.run_manifest(run)?;
+        paths.push(run_relative(run, layout::MANIFEST));
+        for entry in &manifest.imports {
+            paths.push(run_relative(run, &entry.raw.path));
+            paths.push(run_relative(run, &entry.records.path));
+        }
+        for attachment in &manifest.attachments {
+            paths.push(run_relative(run, &attachment.path));
+        }
+    }
+    for registry in REGISTRIES {
+        registry_files(archive, registry, &mut paths)?;
+    }
+    paths.sort();
+    let mut files = Vec::with_capacity(paths.len() + 1);
+    for path in paths {
+        check_repo_path(&path).map_err(|violation| HubError::Unpublishable {
+            path: path.clone(),
+            reason: violation.to_string(),
+        })?;
+        if path == CHECKSUMS_FILE || path == GITATTRIBUTES {
+            return Err(HubError::Unpublishable {
+                reason: "this name is reserved for the published snapshot".into(),
+                path,
+            });
+        }
+        let disk = layout.resolve(&path);
+        let digests = digest::digest_file(&disk)?;
+        files.push(planned(path, digests, FileSource::Disk(disk)));
+    }
+    let listing = checksums::render(files.iter().map(|f| (f.path.as_str(), f.sha256.as_str())));
+    let digests = digest::digests_of(&listing);
+    files.push(planned(
+        CHECKSUMS_FILE.to_owned(),
+        digests,
+        FileSource::Memory(Arc::new(listing)),
+    ));
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    if let Some(problem) = check_path_set(files.iter().map(|f| f.path.as_str()))
+        .into_iter()
+        .next()
+    {
+        return Err(HubError::Unpublishable {
+            path: "the published set".into(),
+            reason: problem,
+        });
+    }
+    Ok(LocalPlan { files, runs, whole })
+}
+
+fn planned(path: String, digests: FileDigests, source: FileSource) -> PlannedFile {
+    PlannedFile {
+        path,
+        size: digests.size,
+        sha256: digests.sha256,
+        git_sha1: digests.git_sha1,
+        source,
+    }
+}
+
+/// Adds every regular file under a registry folder; a symlink or other special file, or
+/// a name that is not UTF-8, is refused.
+fn registry_files(
+    archive: &Archive,
+    registry: &str,
+    out: &mut Vec<String>,
+) -> Result<(), HubError> {
+    let mut stack: Vec<(PathBuf, String)> =
+        vec![(archive.layout().root().join(registry), registry.to_owned())];
+    while let Some((dir, relative)) = stack.pop() {
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(error) => return Err(io_at("listing", &dir)(error).into()),
+        };
+        for entry in entries {
+            let entry = entry.map_err(io_at("listing", &dir))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                return Err(HubError::Unpublishable {
+                    path: format!("{relative}/{}", entry.file_name().to_string_lossy()),
+                    reason: "the file name is not UTF-8".into(),
+                });
+            };
+            let path = format!("{relative}/{name}");
+            let kind = entry.file_type().map_err(io_at("reading", &entry.path()))?;
+            if kind.is_dir() {
+                stack.push((entry.path(), path));
+            } else if kind.is_file() {
+                out.push(path);
+            } else {
+                return Err(HubError::Unpublishable {
+                    path,
+                    reason: "a symlink or special file in an artifact registry cannot be published"
+                        .into(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads the head of `repo`'s `main` and lists its files; `Remote::Missing` when the
+/// repository does not exist (or is invisible to the token).
+pub fn fetch_remote(client: &HubClient, repo: &RepoId) -> Result<Remote, HubError> {
+    let info = match client.repo_info(repo, BRANCH) {
+        Ok(info) => info,
+        Err(HubError::RepoNotFound { .. }) => return Ok(Remote::Missing),
+        Err(other) => return Err(other),
+    };
+    let files = match &info.sha {
+        Some(head) => client.list_tree(repo, head)?,
+        None => Vec::new(),
+    };
+    Ok(Remote::At {
+        head: info.sha,
+        files,
+    })
+}
+
+/// Compares the plan with the remote files.
+pub fn compare(local: &LocalPlan, remote: &[TreeFile]) -> Comparison {
+    let by_path: BTreeMap<&str, &TreeFile> = remote.iter().map(|f| (f.path.as_str(), f)).collect();
+    let statuses = local
+        .files
+        .iter()
+        .map(|file| match by_path.get(file.path.as_str()) {
+            None => FileStatus::New,
+            Some(remote) => {
+                let same = match &remote.content {
+                    RemoteContent::Git { sha1 } => *sha1 == file.git_sha1,
+                    RemoteContent::Lfs { sha256 } => *sha256 == file.sha256,
+                };
+                if same && remote.size == file.size {
+                    FileStatus::Unchanged
+                } else {
+                    FileStatus::Changed
+                }
+            }
+        })
+        .collect();
+    let planned: BTreeSet<&str> = local.files.iter().map(|f| f.path.as_str()).collect();
+    let deletions = remote
+        .iter()
+        .map(|f| f.path.as_str())
+        .filter(|path| *path != GITATTRIBUTES && !planned.contains(path))
+        .map(str::to_owned)
+        .collect();
+    Comparison {
+        statuses,
+        deletions,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::archive::runs::{self, NewRun};
+    use crate::hub::digest::digests_of;
+
+    /// An archive with runs r1, r2, r3 (no imports) and one item-bank file.
+    fn three_runs() -> (tempfile::TempDir, Archive) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("archive");
+        Archive::init(&root, None, &mut |_| {}).unwrap();
+        let archive = Archive::open(&root).unwrap();
+        let session = archive.write_session("test", None, &mut |_| {}).unwrap();
+        for run in ["r1", "r2", "r3"] {
+            let new = NewRun {
+                model: "m".into(),
+                ..NewRun::default()
+            };
+            runs::create(&session, &RunId::parse(run).unwrap(), new).unwrap();
+        }
+        let bank = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/benchmark/item-bank.json");
+        let id = artifacts::ArtifactId::parse("b1").unwrap();
+        artifacts::add(&session, artifacts::Kind::ItemBank, &id, &bank).unwrap();
+        drop(session);
+        (dir, archive)
+    }
+
+    fn run_ids(names: &[&str]) -> Vec<RunId> {
+        names.iter().map(|n| RunId::parse(n).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_narrower_selection_still_publishes_every_registered_artifact() {
+        // "hub-plan includes all registered artifacts" (calibration input runs: see
+        // tests/hub_push.rs, which registers a real calibration).
+        let (_dir, archive) = three_runs();
+        let selection = Selection {
+            runs: Some(run_ids(&["r1", "r3"])),
+        };
+        let plan = plan_local(&archive, &selection).unwrap();
+        assert_eq!(plan.runs, run_ids(&["r1", "r3"]));
+        assert!(!plan.whole);
+        let paths: Vec<&str> = plan.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                "babel-archive.json",
+                "checksums.sha256",
+                "item-banks/b1/artifact.json",
+                "item-banks/b1/manifest.json",
+                "runs/r1/manifest.json",
+                "runs/r3/manifest.json",
+            ]
+        );
+        let whole = plan_local(&archive, &Selection::default()).unwrap();
+        assert!(whole.whole && whole.runs == run_ids(&["r1", "r2", "r3"]));
+        let unknown = Selection {
+            runs: Some(run_ids(&["r9"])),
+        };
+        assert!(matches!(
+            plan_local(&archive, &unknown),
+            Err(HubError::Archive(ArchiveError::UnknownRun { .. }))
+        ));
+    }
+
+    #[test]
+    fn a_symlink_in_a_registry_is_not_published() {
+        let (_dir, archive) = three_runs();
+        let link = archive.layout().root().join("item-banks/b1/link.json");
+        std::os::unix::fs::symlink("/etc/hostname", &link).unwrap();
+        let error = plan_local(&archive, &Selection::default()).unwrap_err();
+        // validate finds it first; the publisher's own path check stands behind that.
+        let HubError::ArchiveFaulty(report) = &error else {
+            panic!("expected a refusal of a faulty archive, got {error}");
+        };
+        assert!(
+            report
+                .findings
+                .iter()
+                .any(|f| f.path == "item-banks/b1/link.json"),
+            "{report:?}"
+        );
+    }
+
+    fn plan_of(files: &[(&str, &[u8])]) -> LocalPlan {
+        LocalPlan {
+            files: files
+                .iter()
+                .map(|(path, bytes)| {
+                    planned(
+                        (*path).to_owned(),
+                        digests_of(bytes),
+                        FileSource::Memory(Arc::new(bytes.to_vec())),
+                    )
+                })
+                .collect(),
+            runs: Vec::new(),
+            whole: true,
+        }
+    }
+
+    #[test]
+    fn remote_files_compare_by_git_blob_id_or_lfs_sha256() {
+        let local = plan_of(&[
+            ("a.txt", b"same\n"),
+            ("b.bin", b"lfs bytes"),
+            ("c.txt", b"new"),
+            ("d.txt", b"edited"),
+        ]);
+        let remote = vec![
+            TreeFile {
+                path: "a.txt".into(),
+                size: 5,
+                content: RemoteContent::Git {
+                    sha1: digests_of(b"same\n").git_sha1,
+                },
+            },
+            TreeFile {
+                path: "b.bin".into(),
+                size: 9,
+                content: RemoteContent::Lfs {
+                    sha256: digests_of(b"lfs bytes").sha256,
+                },
+            },
+            TreeFile {
+                path: "d.txt".into(),
+                size: 4,
+                content: RemoteContent::Git {
+                    sha1: digests_of(b"orig").git_sha1,
+                },
+            },
+            TreeFile {
+                path: ".gitattributes".into(),
+                size: 1,
+                content: RemoteContent::Git {
+                    sha1: "0".repeat(40),
+                },
+            },
+            TreeFile {
+                path: "gone.txt".into(),
+                size: 1,
+                content: RemoteContent::Git {
+                    sha1: "1".repeat(40),
+                },
+            },
+        ];
+        let comparison = compare(&local, &remote);
+        assert_eq!(
+            comparison.statuses,
+            vec![
+                FileStatus::Unchanged,
+                FileStatus::Unchanged,
+                FileStatus::New,
+                FileStatus::Changed
+            ]
+        );
+        assert_eq!(comparison.deletions, vec!["gone.txt".to_owned()]);
+        assert!(!comparison.is_noop());
+    }
+
+    #[test]
+    fn a_head_holding_exactly_the_plan_is_a_noop() {
+        let local = plan_of(&[("a.txt", b"x")]);
+        let remote = vec![
+            TreeFile {
+                path: "a.txt".into(),
+                size: 1,
+                content: RemoteContent::Git {
+                    sha1: digests_of(b"x").git_sha1,
+                },
+            },
+            TreeFile {
+                path: ".gitattributes".into(),
+                size: 1,
+                content: RemoteContent::Git {
+                    sha1: "0".repeat(40),
+                },
+            },
+        ];
+        assert!(compare(&local, &remote).is_noop());
+    }
+}

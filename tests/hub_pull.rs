@@ -1,0 +1,524 @@
+//! `babel hub-pull` against the local test Hub: a round trip restores the archive byte
+//! for byte, and a hostile or broken server is refused with a clear message, with nothing
+//! written outside the staging folder and no half-restored archive in DIR. "After
+//! downloading a Hub repository, run ... init to recreate empty local operational
+//! directories that remote repositories cannot preserve. Then run validate." (spec,
+//! Recovery and restoration): hub-pull does both before the archive appears.
+
+mod common;
+mod hub_server;
+mod hub_support;
+
+use std::process::Output;
+
+use serde_json::Value;
+
+use common::Env;
+use hub_server::{
+    Failure, FileFault, HubServer, LengthHeader, Origin, RequestMatch, Response, Visibility,
+};
+use hub_support::{archive, entries, hub, push, text, tree};
+
+const REPO: &str = "tester/bench";
+/// A regular file and the LFS file of the archive the tests push.
+const REGULAR: &str = "runs/r1/records/0001.jsonl";
+const LFS: &str = "runs/r1/attachments/weights.bin";
+
+fn pushed() -> (Env, HubServer, String) {
+    let env = archive();
+    let server = HubServer::start();
+    let commit = push(&env, &server, REPO, &["--create"]);
+    server.clear_requests();
+    (env, server, commit)
+}
+
+fn pull(env: &Env, server: &HubServer, revision: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "hub-pull",
+        "--repo",
+        REPO,
+        "--revision",
+        revision,
+        "--dest",
+        "restored",
+    ];
+    args.extend_from_slice(extra);
+    hub(env, server, &args).output().unwrap()
+}
+
+/// A failed pull: exit `code`, stderr containing `needle`; DIR holds no archive, only the
+/// staging folder if anything, and nothing appeared beside DIR.
+fn assert_refused(env: &Env, output: &Output, code: i32, needle: &str) {
+    assert_eq!(output.status.code(), Some(code), "{}", text(output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(needle) && stderr.contains("hint:"),
+        "{needle:?} not in: {stderr}"
+    );
+    let dest = env.path().join("restored");
+    assert!(!dest.join("babel-archive.json").exists());
+    let inside = entries(&dest);
+    assert!(
+        inside.is_empty() || (inside.len() == 1 && inside[0].starts_with(".babel-pull-")),
+        "DIR holds more than the staging folder: {inside:?}"
+    );
+    assert_eq!(
+        entries(env.path()),
+        if dest.exists() {
+            vec!["archive", "inputs", "restored"]
+        } else {
+            vec!["archive", "inputs"]
+        },
+        "something was written beside DIR"
+    );
+}
+
+#[test]
+fn a_round_trip_restores_the_archive_byte_for_byte_and_it_validates() {
+    let env = archive();
+    let server = HubServer::start();
+    // Text files of 1 KiB or more go to LFS too, so the Hub rewrites .gitattributes to
+    // track them: the pull must accept the rewritten file.
+    server.set_lfs_threshold(Some(1024));
+    let commit = push(&env, &server, REPO, &["--create"]);
+    let gitattributes = server.file(REPO, &commit, ".gitattributes").unwrap();
+    let gitattributes = String::from_utf8_lossy(gitattributes.bytes()).into_owned();
+    assert!(
+        gitattributes.contains("runs/r1/records/0001.jsonl filter=lfs"),
+        "{gitattributes}"
+    );
+    server.clear_requests();
+    let output = pull(&env, &server, &commit, &["--json"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["commit"], commit.as_str());
+    assert_eq!(report["checksums_verified"], true);
+    assert_eq!(report["validation"]["ok"], true);
+    let restored = env.path().join("restored");
+    assert_eq!(
+        tree(&restored),
+        tree(&env.root()),
+        "the restored tree differs from the pushed one"
+    );
+    // babel validate on the restored root, as a user would run it.
+    let validate = assert_cmd::Command::new(env!("CARGO_BIN_EXE_babel"))
+        .arg("--root")
+        .arg(&restored)
+        .arg("validate")
+        .output()
+        .unwrap();
+    assert!(validate.status.success(), "{}", text(&validate));
+    assert!(
+        restored.join(".babel").is_dir(),
+        "init recreated the operational folder"
+    );
+    assert!(
+        !entries(&restored)
+            .iter()
+            .any(|e| e.starts_with(".babel-pull-"))
+    );
+
+    // A 40-hex revision needs no repo info call; LFS bytes came from the CDN without a
+    // token, and every Hub answer named the commit.
+    let log = server.requests();
+    assert!(!log.iter().any(|r| r.path().contains("/revision/")));
+    let lfs_files = server
+        .files(REPO, &commit)
+        .unwrap()
+        .values()
+        .filter(|file| file.is_lfs())
+        .count();
+    let cdn: Vec<_> = log.iter().filter(|r| r.origin == Origin::Cdn).collect();
+    assert!(lfs_files > 1, "the fixture has several LFS files");
+    assert_eq!(cdn.len(), lfs_files, "one storage download per LFS file");
+    assert!(
+        cdn.iter()
+            .all(|r| !r.has_authorization() && r.status == 200)
+    );
+    assert!(
+        log.iter()
+            .all(|r| r.origin == Origin::Hub || !r.has_authorization())
+    );
+}
+
+#[test]
+fn revision_main_is_resolved_once_and_the_commit_printed() {
+    let (env, server, commit) = pushed();
+    let output = pull(&env, &server, "main", &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!("resolved main to commit {commit}")),
+        "{stdout}"
+    );
+    // Every download used the resolved commit, never the moving branch.
+    assert!(
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.path().contains("/resolve/"))
+            .all(|r| r.path().contains(&format!("/resolve/{commit}/")))
+    );
+    let upper = pull(&env, &server, &commit.to_uppercase(), &[]);
+    assert_eq!(upper.status.code(), Some(2), "{}", text(&upper));
+    let unknown = "0".repeat(40);
+    let missing = hub(
+        &env,
+        &server,
+        &[
+            "hub-pull",
+            "--repo",
+            REPO,
+            "--revision",
+            &unknown,
+            "--dest",
+            "other",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
+    assert!(
+        text(&missing).contains(&format!("revision \"{unknown}\" was not found in {REPO}")),
+        "{}",
+        text(&missing)
+    );
+}
+
+#[test]
+fn hostile_paths_are_refused_before_anything_is_downloaded() {
+    let cases = [
+        "../escape.txt",
+        "/abs.txt",
+        "a\\b.txt",
+        "a//b.txt",
+        "C:/x.txt",
+        ".git/config",
+        ".babel/journal.json",
+        "runs/R1/manifest.json",
+        "babel-archive.json/x",
+    ];
+    for path in cases {
+        let (env, server, commit) = pushed();
+        server.add_tree_entry(REPO, path, b"evil\n");
+        let output = pull(&env, &server, &commit, &[]);
+        assert_refused(&env, &output, 1, "unsafe path");
+        assert!(
+            !server
+                .requests()
+                .iter()
+                .any(|r| r.path().contains("/resolve/")),
+            "{path}: a file was downloaded before the list was checked"
+        );
+        assert!(
+            !env.path().join("escape.txt").exists() && !std::path::Path::new("/abs.txt").exists()
+        );
+    }
+}
+
+#[test]
+fn a_file_larger_than_declared_is_refused() {
+    for length in [LengthHeader::Actual, LengthHeader::Omitted] {
+        let (env, server, commit) = pushed();
+        let fault = FileFault::ExtraBytes {
+            extra: b"SURPLUS".to_vec(),
+            length,
+        };
+        server.set_file_fault(REPO, REGULAR, fault);
+        let output = pull(&env, &server, &commit, &[]);
+        assert_refused(&env, &output, 1, "more than the");
+        assert!(text(&output).contains(REGULAR));
+    }
+}
+
+#[test]
+fn wrong_bytes_are_refused_by_their_git_blob_id_or_sha256() {
+    for (path, needle) in [(REGULAR, "git blob ID"), (LFS, "SHA-256")] {
+        let (env, server, commit) = pushed();
+        let size = server.file(REPO, &commit, path).unwrap().bytes().len();
+        server.set_file_fault(REPO, path, FileFault::WrongBytes(vec![b'x'; size]));
+        let output = pull(&env, &server, &commit, &[]);
+        assert_refused(&env, &output, 1, needle);
+        assert!(text(&output).contains("tampered"), "{}", text(&output));
+    }
+}
+
+#[test]
+fn a_redirect_to_another_host_is_followed_without_the_token() {
+    let (env, server, commit) = pushed();
+    server.set_file_fault(REPO, LFS, FileFault::RedirectToForeign);
+    let output = pull(&env, &server, &commit, &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    let foreign: Vec<_> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.origin == Origin::Foreign)
+        .collect();
+    assert_eq!(foreign.len(), 1);
+    assert!(
+        !foreign[0].has_authorization(),
+        "the token went to another host: {}",
+        foreign[0]
+    );
+    assert_eq!(tree(&env.path().join("restored")), tree(&env.root()));
+}
+
+#[test]
+fn an_endless_redirect_loop_is_refused() {
+    let (env, server, commit) = pushed();
+    server.set_file_fault(REPO, REGULAR, FileFault::RedirectLoop);
+    let output = pull(&env, &server, &commit, &[]);
+    assert_refused(&env, &output, 1, "more than 5 redirects");
+    let hops = server
+        .requests()
+        .iter()
+        .filter(|r| r.path().ends_with("/records/0001.jsonl"))
+        .count();
+    assert_eq!(hops, 6, "the first request and five redirects");
+}
+
+#[test]
+fn rate_limits_during_a_pull_are_waited_out_then_fail_after_the_cap() {
+    let (env, server, commit) = pushed();
+    let resolve = || RequestMatch::any().method("GET").path_contains("/resolve/");
+    server.fail_next(
+        3,
+        resolve(),
+        Failure::too_many_requests(0).with_rate_limit(0),
+    );
+    let output = pull(&env, &server, &commit, &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert_eq!(
+        server.requests().iter().filter(|r| r.status == 429).count(),
+        3
+    );
+
+    let env = archive();
+    let server = HubServer::start();
+    let commit = push(&env, &server, REPO, &["--create"]);
+    server.fail_next(1000, resolve(), Failure::service_unavailable());
+    let output = pull(&env, &server, &commit, &[]);
+    assert_refused(&env, &output, 4, "the Hub answered HTTP 503 6 time(s)");
+}
+
+#[test]
+fn a_cut_download_resumes_with_a_range_request() {
+    let (env, server, commit) = pushed();
+    server.set_file_fault(
+        REPO,
+        LFS,
+        FileFault::DropAfter {
+            after: 1000,
+            times: 1,
+        },
+    );
+    let output = pull(&env, &server, &commit, &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    let cdn: Vec<(u16, Option<String>)> = server
+        .requests()
+        .iter()
+        .filter(|r| r.origin == Origin::Cdn)
+        .map(|r| (r.status, r.header("range").map(str::to_owned)))
+        .collect();
+    assert_eq!(cdn.len(), 2, "{cdn:?}");
+    assert_eq!(cdn[1], (206, Some("bytes=1000-".to_owned())));
+    assert_eq!(tree(&env.path().join("restored")), tree(&env.root()));
+}
+
+#[test]
+fn a_second_pull_reuses_the_files_a_failed_one_verified() {
+    let (env, server, commit) = pushed();
+    // Files download in path order; the last run's records fail the first time.
+    let late = "runs/s1/records/0001.jsonl";
+    let size = server.file(REPO, &commit, late).unwrap().bytes().len();
+    server.set_file_fault(REPO, late, FileFault::WrongBytes(vec![b'x'; size]));
+    let first = pull(&env, &server, &commit, &[]);
+    assert_refused(&env, &first, 1, "git blob ID");
+    let fetched_first: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.path().contains("/resolve/"))
+        .map(|r| r.path().to_owned())
+        .collect();
+    assert!(fetched_first.len() > 5, "{fetched_first:?}");
+    server.clear_faults();
+    server.clear_requests();
+    let second = pull(&env, &server, &commit, &["--json"]);
+    assert!(second.status.success(), "{}", text(&second));
+    let report: Value = serde_json::from_slice(&second.stdout).unwrap();
+    let fetched: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.path().contains("/resolve/"))
+        .map(|r| r.path().to_owned())
+        .collect();
+    assert_eq!(
+        fetched,
+        vec![format!("/datasets/{REPO}/resolve/{commit}/{late}")],
+        "only the file that failed is downloaded again"
+    );
+    assert_eq!(report["downloaded"], 1);
+    assert_eq!(report["reused"], report["files"].as_u64().unwrap() - 1);
+    assert_eq!(tree(&env.path().join("restored")), tree(&env.root()));
+}
+
+#[test]
+fn size_ceilings_are_enforced_before_downloading() {
+    let (env, server, commit) = pushed();
+    let output = pull(&env, &server, &commit, &["--max-file-size", "1KiB"]);
+    assert_refused(&env, &output, 1, "--max-file-size");
+    let output = pull(&env, &server, &commit, &["--max-total-size", "4KiB"]);
+    assert_refused(&env, &output, 1, "--max-total-size");
+    assert!(
+        !server
+            .requests()
+            .iter()
+            .any(|r| r.path().contains("/resolve/"))
+    );
+    let output = pull(&env, &server, &commit, &["--max-file-size", "lots"]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+}
+
+#[test]
+fn an_answer_from_another_commit_is_refused() {
+    let (env, server, commit) = pushed();
+    let other = "0123456789abcdef0123456789abcdef01234567";
+    server.set_interceptor(move |request| {
+        (request.method == "GET" && request.path().ends_with("/babel-archive.json")).then(|| {
+            Response::new(200)
+                .with_header("X-Repo-Commit", other)
+                .with_body(b"{}\n".to_vec())
+        })
+    });
+    let output = pull(&env, &server, &commit, &[]);
+    assert_refused(&env, &output, 1, &format!("served it from commit {other}"));
+}
+
+#[test]
+fn the_destination_must_be_new_or_empty() {
+    let (env, server, commit) = pushed();
+    let output = hub(
+        &env,
+        &server,
+        &[
+            "hub-pull",
+            "--repo",
+            REPO,
+            "--revision",
+            &commit,
+            "--dest",
+            "archive",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("already holds a babel archive"));
+    let output = hub(
+        &env,
+        &server,
+        &[
+            "hub-pull",
+            "--repo",
+            REPO,
+            "--revision",
+            &commit,
+            "--dest",
+            "inputs",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("is not empty"));
+}
+
+#[test]
+fn a_commit_without_a_babel_archive_is_refused() {
+    let env = Env::new();
+    let server = HubServer::start();
+    let initial = server.create_repo(REPO, Visibility::Public);
+    let output = pull(&env, &server, initial.as_str(), &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    assert!(text(&output).contains("does not hold a babel archive"));
+    assert!(!env.path().join("restored").exists());
+}
+
+#[test]
+fn a_checksum_list_that_disagrees_with_the_files_is_refused() {
+    let (env, server, commit) = pushed();
+    let listed = server
+        .file(REPO, &commit, "checksums.sha256")
+        .unwrap()
+        .bytes()
+        .to_vec();
+    let edited = String::from_utf8(listed)
+        .unwrap()
+        .lines()
+        .filter(|line| !line.ends_with("babel-archive.json"))
+        .map(|line| format!("{line}\n"))
+        .collect::<String>();
+    let tampered = server
+        .commit(REPO)
+        .file("checksums.sha256", edited.as_bytes())
+        .apply()
+        .unwrap();
+    let output = pull(&env, &server, tampered.as_str(), &[]);
+    assert_refused(
+        &env,
+        &output,
+        1,
+        "babel-archive.json is in the commit but not in the list",
+    );
+}
+
+#[test]
+fn a_commit_whose_archive_does_not_validate_is_not_restored() {
+    let (env, server, commit) = pushed();
+    // A consistent commit (the file list's IDs and checksums.sha256 agree with the bytes)
+    // of an archive whose manifest no longer matches a records file.
+    let mut records = server
+        .file(REPO, &commit, REGULAR)
+        .unwrap()
+        .bytes()
+        .to_vec();
+    records.extend_from_slice(b"\n");
+    let listed = String::from_utf8(
+        server
+            .file(REPO, &commit, "checksums.sha256")
+            .unwrap()
+            .bytes()
+            .to_vec(),
+    )
+    .unwrap();
+    let sha = |bytes: &[u8]| {
+        use sha2::Digest;
+        sha2::Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let edited: String = listed
+        .lines()
+        .map(|line| {
+            if line.ends_with(REGULAR) {
+                format!("{}  {REGULAR}\n", sha(&records))
+            } else {
+                format!("{line}\n")
+            }
+        })
+        .collect();
+    let damaged = server
+        .commit(REPO)
+        .file(REGULAR, &records)
+        .file("checksums.sha256", edited.as_bytes())
+        .apply()
+        .unwrap();
+    let output = pull(&env, &server, damaged.as_str(), &[]);
+    assert_refused(&env, &output, 1, "validation finding");
+    assert!(
+        text(&output).contains(&format!("{REGULAR}: [size]")),
+        "{}",
+        text(&output)
+    );
+}
