@@ -20,6 +20,25 @@ pub fn now_rfc3339() -> String {
     format_unix_seconds(seconds)
 }
 
+/// True for `YYYY-MM-DDTHH:MM:SSZ` (what babel writes, and what `BABEL_TIMESTAMP` must be).
+pub fn is_rfc3339_utc(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| bytes[range].iter().all(u8::is_ascii_digit);
+    bytes.len() == 20
+        && digits(0..4)
+        && bytes[4] == b'-'
+        && digits(5..7)
+        && bytes[7] == b'-'
+        && digits(8..10)
+        && bytes[10] == b'T'
+        && digits(11..13)
+        && bytes[13] == b':'
+        && digits(14..16)
+        && bytes[16] == b':'
+        && digits(17..19)
+        && bytes[19] == b'Z'
+}
+
 /// Formats seconds since the Unix epoch as RFC 3339 UTC.
 pub fn format_unix_seconds(seconds: u64) -> String {
     let days = seconds / 86_400;
@@ -58,5 +77,20 @@ mod tests {
         assert_eq!(format_unix_seconds(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(format_unix_seconds(1_796_221_799), "2026-12-02T14:29:59Z");
         assert_eq!(format_unix_seconds(4_107_542_400), "2100-03-01T00:00:00Z");
+    }
+
+    #[test]
+    fn pinned_timestamps_must_look_like_what_babel_writes() {
+        assert!(is_rfc3339_utc("2026-12-02T12:00:00Z"));
+        assert!(is_rfc3339_utc(&format_unix_seconds(1_796_221_799)));
+        for bad in [
+            "",
+            "yesterday",
+            "2026-12-02",
+            "2026-12-02T12:00:00+01:00",
+            "2026-12-02 12:00:00Z",
+        ] {
+            assert!(!is_rfc3339_utc(bad), "{bad}");
+        }
     }
 }

@@ -196,7 +196,76 @@ fn a_breakdown_that_no_longer_matches_the_records_is_found() {
 }
 
 #[test]
-fn a_pending_journal_and_an_uncommitted_manifest_are_findings() {
+fn a_manifest_path_that_leaves_the_run_is_reported_and_never_opened() {
+    let env = archive();
+    let outside = env.path().join("outside.jsonl");
+    std::fs::write(&outside, "secret\n").unwrap();
+    let path = env.archived("runs/r1/manifest.json");
+    let mut manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    manifest["imports"][0]["raw"]["path"] = "raw/0001-../../../../outside.jsonl".into();
+    std::fs::write(
+        &path,
+        babel::canonical_json::to_canonical_bytes(&manifest).unwrap(),
+    )
+    .unwrap();
+    let report = env.validate_json();
+    let messages: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["path"] == "runs/r1/manifest.json")
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages.iter().any(|m| m.contains("unsafe path")),
+        "{report:#}"
+    );
+    assert!(
+        !report.to_string().contains("sha256"),
+        "no file of a manifest with unsafe paths is opened or hashed: {report:#}"
+    );
+    // Readers refuse the manifest too.
+    let records = env.babel(&["records", "r1"]).output().unwrap();
+    assert_eq!(records.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&records.stderr).contains("is not raw/0001-<name>"));
+}
+
+#[test]
+fn a_pending_journal_is_a_finding_until_recovery() {
+    let env = archive();
+    let journal = serde_json::json!({
+        "format": "babel-journal",
+        "operation": "import",
+        "files": ["runs/r1/raw/0003-x.jsonl"],
+        "dirs": [],
+        "commit": {"path": "runs/r1/manifest.json", "temp": "runs/r1/manifest.json.new", "sha256": null},
+    });
+    std::fs::write(env.archived("runs/r1/raw/0003-x.jsonl"), "{}\n").unwrap();
+    std::fs::write(
+        env.archived(".babel/journal.json"),
+        babel::canonical_json::to_canonical_bytes(&journal).unwrap(),
+    )
+    .unwrap();
+    let found = findings(&env);
+    assert!(
+        found.contains(&(".babel/journal.json".to_owned(), "journal".to_owned())),
+        "{found:?}"
+    );
+    assert!(found.contains(&(
+        "runs/r1/raw/0003-x.jsonl".to_owned(),
+        "untracked".to_owned()
+    )));
+    env.babel(&["init"]).assert().success();
+    assert_eq!(
+        env.validate_json()["ok"],
+        true,
+        "recovery removed the uncommitted file"
+    );
+}
+
+#[test]
+fn an_uncommitted_manifest_is_a_finding() {
     let env = archive();
     std::fs::write(env.archived("runs/r1/manifest.json.new"), "{}").unwrap();
     let found = findings(&env);
@@ -222,4 +291,30 @@ fn validate_can_check_named_runs_and_refuses_unknown_ones() {
     env.babel(&["validate", "r2"]).assert().code(0);
     env.babel(&["validate", "r1"]).assert().code(1);
     env.babel(&["validate", "nope"]).assert().code(2);
+}
+
+#[test]
+fn a_non_canonical_marker_and_run_folders_that_differ_only_in_case_are_findings() {
+    let env = archive();
+    std::fs::write(
+        env.archived("babel-archive.json"),
+        "{\"schema_version\": 1, \"format\": \"babel-archive\"}\n",
+    )
+    .unwrap();
+    let copy = env.archived("runs/R1");
+    std::fs::create_dir(&copy).unwrap();
+    std::fs::copy(
+        env.archived("runs/r1/manifest.json"),
+        copy.join("manifest.json"),
+    )
+    .unwrap();
+    let found = findings(&env);
+    assert!(
+        found.contains(&("babel-archive.json".to_owned(), "canonical".to_owned())),
+        "{found:?}"
+    );
+    assert!(
+        found.contains(&("runs/r1".to_owned(), "layout".to_owned())),
+        "r1 sorts after R1 and collides with it: {found:?}"
+    );
 }

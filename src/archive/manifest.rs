@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+use super::layout;
 use crate::canonical_json::{CanonicalError, to_canonical_bytes};
 
 /// The `format` value of a run manifest.
@@ -148,6 +149,58 @@ impl RunManifest {
                 records,
             })
             .collect()
+    }
+
+    /// Everything wrong with where this manifest says its files are: import numbers not
+    /// 1, 2, 3, ...; raw, records and attachment paths not in their folders, or not safe
+    /// package paths. A manifest with such problems must not be used to open files.
+    pub fn layout_problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for (index, entry) in self.imports.iter().enumerate() {
+            let seq = index as u64 + 1;
+            if entry.seq != seq {
+                problems.push(format!(
+                    "import {seq} has sequence number {} (expected {seq})",
+                    entry.seq
+                ));
+            }
+            let raw_prefix = format!("{}/{:04}-", layout::RAW, entry.seq);
+            let raw_name = entry.raw.path.strip_prefix(&raw_prefix);
+            if raw_name.is_none_or(|name| name.is_empty() || name.contains('/')) {
+                problems.push(format!(
+                    "import {} raw path {:?} is not {raw_prefix}<name>",
+                    entry.seq, entry.raw.path
+                ));
+            }
+            if entry.records.path != layout::records_path(entry.seq) {
+                problems.push(format!(
+                    "import {} records path {:?} is not {}",
+                    entry.seq,
+                    entry.records.path,
+                    layout::records_path(entry.seq)
+                ));
+            }
+        }
+        for attachment in &self.attachments {
+            let name = attachment.path.strip_prefix("attachments/").unwrap_or("");
+            if name.is_empty() || name.contains('/') {
+                problems.push(format!(
+                    "attachment path {:?} is not attachments/<name>",
+                    attachment.path
+                ));
+            }
+        }
+        let paths = self
+            .imports
+            .iter()
+            .flat_map(|i| [&i.raw.path, &i.records.path])
+            .chain(self.attachments.iter().map(|a| &a.path));
+        for path in paths {
+            if let Err(violation) = layout::check_package_path(path) {
+                problems.push(violation.to_string());
+            }
+        }
+        problems
     }
 
     /// Total records over all imports.

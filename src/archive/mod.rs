@@ -286,6 +286,12 @@ impl Archive {
                 reason: format!("it names run {:?}", manifest.run_id),
             });
         }
+        if let Some(problem) = manifest.layout_problems().into_iter().next() {
+            return Err(ArchiveError::Damaged {
+                path,
+                reason: problem,
+            });
+        }
         Ok(manifest)
     }
 }

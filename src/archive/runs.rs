@@ -51,10 +51,12 @@ pub fn parse_meta(argument: &str) -> Result<(String, Value), ArchiveError> {
             None,
         ));
     }
-    let value = match crate::jsonl::parse_line(&format!("{{\"v\":{text}}}"), 1, Default::default())
-    {
-        Ok(mut line) => line.object.shift_remove("v").unwrap_or_default(),
-        Err(_) => Value::String(text.to_owned()),
+    // The text is JSON when it is exactly one JSON value (read strictly); `1, "x": 2`
+    // would splice a second key into the wrapper, so only a one-key result counts.
+    let wrapped = format!("{{\"v\":{text}}}");
+    let value = match crate::jsonl::parse_line(&wrapped, 1, Default::default()) {
+        Ok(mut line) if line.object.len() == 1 => line.object.shift_remove("v").unwrap_or_default(),
+        _ => Value::String(text.to_owned()),
     };
     Ok((key.to_owned(), value))
 }
@@ -331,6 +333,11 @@ mod tests {
         );
         assert_eq!(parse_meta("rev=\"123\"").unwrap().1, json!("123"));
         assert_eq!(parse_meta("empty=").unwrap().1, json!(""));
+        assert_eq!(
+            parse_meta("note=1, \"x\": 2").unwrap().1,
+            json!("1, \"x\": 2"),
+            "one JSON value or text"
+        );
         assert!(parse_meta("novalue").is_err());
         assert!(parse_meta("bad key=1").is_err());
         assert_eq!(

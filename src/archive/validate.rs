@@ -17,7 +17,7 @@ use std::fs::{self, File};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use super::layout::{self, RunId, check_package_path, run_relative};
+use super::layout::{self, RunId, run_relative};
 use super::manifest::{CountEntry, RUN_MANIFEST_FORMAT, RunManifest, RunStatus};
 use super::runs::check_metadata;
 use super::{Archive, ArchiveError, artifacts, journal, read_json_object};
@@ -26,9 +26,6 @@ use crate::durable::{ContentDigest, HashingReader, io_at};
 use crate::jsonl::{self, BOM, Batcher, Line, NonFinitePolicy};
 use crate::parallel;
 use crate::record::{KeyDigest, Record};
-
-/// How many record-level findings one records file may add before the rest are counted.
-const MAX_RECORD_FINDINGS_PER_FILE: usize = 50;
 
 /// One problem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -84,6 +81,7 @@ pub fn validate(archive: &Archive, runs: &[RunId]) -> Result<ValidationReport, A
         records: 0,
     };
     let layout = archive.layout();
+    check_marker(archive, &mut out)?;
     check_journal(archive, &mut out);
     let selected = if runs.is_empty() {
         check_runs_folder(archive, &mut out)?;
@@ -113,6 +111,21 @@ pub fn validate(archive: &Archive, runs: &[RunId]) -> Result<ValidationReport, A
     })
 }
 
+/// The marker was read when the archive was opened; what is left to check is its bytes.
+fn check_marker(archive: &Archive, out: &mut Collector) -> Result<(), ArchiveError> {
+    let (bytes, value) = read_json_object(&archive.layout().marker())?;
+    out.files += 1;
+    if !is_canonical(&bytes, &value) {
+        out.add(
+            layout::MARKER,
+            None,
+            "canonical",
+            "the archive marker is not RFC 8785 canonical JSON followed by LF",
+        );
+    }
+    Ok(())
+}
+
 fn check_journal(archive: &Archive, out: &mut Collector) {
     let path = format!("{}/journal.json", layout::OPERATIONAL);
     match journal::pending(archive.layout()) {
@@ -136,8 +149,12 @@ fn check_runs_folder(archive: &Archive, out: &mut Collector) -> Result<(), Archi
         out.add(layout::RUNS, None, "layout", "the runs folder is missing");
         return Ok(());
     };
-    for entry in entries {
-        let entry = entry.map_err(io_at("listing", &runs))?;
+    let mut folded: HashMap<String, String> = HashMap::new();
+    let mut names: Vec<_> = entries
+        .map(|e| e.map_err(io_at("listing", &runs)))
+        .collect::<Result<_, _>>()?;
+    names.sort_by_key(|e| e.file_name());
+    for entry in names {
         let name = entry.file_name().to_string_lossy().into_owned();
         let relative = format!("{}/{name}", layout::RUNS);
         let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
@@ -147,6 +164,13 @@ fn check_runs_folder(archive: &Archive, out: &mut Collector) -> Result<(), Archi
             out.add(relative, None, "layout", violation.to_string());
         } else if !entry.path().join(layout::MANIFEST).is_file() {
             out.add(relative, None, "layout", "a run folder without manifest.json (an interrupted `run create`? `babel init` recovers it)");
+        } else if let Some(first) = folded.insert(name.to_ascii_lowercase(), name.clone()) {
+            out.add(
+                relative,
+                None,
+                "layout",
+                format!("differs from run {first:?} only in letter case; the two collide on macOS and Windows"),
+            );
         }
     }
     Ok(())
@@ -207,51 +231,14 @@ fn load_manifest(
     if (manifest.status == RunStatus::Sealed) != manifest.sealed_at.is_some() {
         problem("status and sealed_at disagree".into());
     }
-    for (index, entry) in manifest.imports.iter().enumerate() {
-        let seq = index as u64 + 1;
-        if entry.seq != seq {
-            problem(format!(
-                "import {} has sequence number {} (expected {seq})",
-                index + 1,
-                entry.seq
-            ));
-        }
-        let raw_prefix = format!("{}/{:04}-", layout::RAW, entry.seq);
-        if !entry.raw.path.starts_with(&raw_prefix)
-            || entry.raw.path[raw_prefix.len()..].contains('/')
-        {
-            problem(format!(
-                "import {} raw path {:?} is not {raw_prefix}<name>",
-                entry.seq, entry.raw.path
-            ));
-        }
-        if entry.records.path != layout::records_path(entry.seq) {
-            problem(format!(
-                "import {} records path {:?} is not {}",
-                entry.seq,
-                entry.records.path,
-                layout::records_path(entry.seq)
-            ));
-        }
+    let unsafe_layout = manifest.layout_problems();
+    let broken = !unsafe_layout.is_empty();
+    for message in unsafe_layout {
+        problem(message);
     }
-    for attachment in &manifest.attachments {
-        let name = attachment.path.strip_prefix("attachments/").unwrap_or("");
-        if name.is_empty() || name.contains('/') {
-            problem(format!(
-                "attachment path {:?} is not attachments/<name>",
-                attachment.path
-            ));
-        }
-    }
-    let all_paths = manifest
-        .imports
-        .iter()
-        .flat_map(|i| [&i.raw.path, &i.records.path])
-        .chain(manifest.attachments.iter().map(|a| &a.path));
-    for path in all_paths {
-        if let Err(violation) = check_package_path(path) {
-            problem(violation.to_string());
-        }
+    if broken {
+        // Its paths cannot be trusted, so none of its files is opened.
+        return Ok(None);
     }
     Ok(Some(manifest))
 }
@@ -605,38 +592,20 @@ fn validate_run(archive: &Archive, run: &RunId, out: &mut Collector) -> Result<(
             continue;
         };
         out.records += outcome.records;
-        let mut listed = 0usize;
-        let mut unlisted = 0usize;
-        let mut list = |out: &mut Collector, line: u64, check: &'static str, message: String| {
-            if listed < MAX_RECORD_FINDINGS_PER_FILE {
-                out.add(&records_rel, Some(line), check, message);
-                listed += 1;
-            } else {
-                unlisted += 1;
-            }
-        };
         for (line, check, message) in outcome.findings {
-            list(out, line, check, message);
+            out.add(&records_rel, Some(line), check, message);
         }
         if let Some(lines) = &lines {
             for (line, source_line) in outcome.source_lines {
                 if !lines.has(source_line) {
-                    list(
-                        out,
-                        line,
+                    out.add(
+                        &records_rel,
+                        Some(line),
                         "source",
                         format!("source line {source_line} is not a nonblank line of {raw_rel}"),
                     );
                 }
             }
-        }
-        if unlisted > 0 {
-            out.add(
-                &records_rel,
-                None,
-                "record",
-                format!("{unlisted} more problems in this file are not listed"),
-            );
         }
         compare_digest(
             &records_rel,

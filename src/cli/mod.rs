@@ -116,18 +116,27 @@ impl Globals {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let invocation = std::env::args().collect::<Vec<_>>().join(" ");
-    let wait = match cli.wait {
+    let wait = match cli.wait.map(Duration::try_from_secs_f64) {
         None => None,
-        Some(seconds) if seconds.is_finite() && seconds >= 0.0 => {
-            Some(Duration::from_secs_f64(seconds))
-        }
-        Some(_) => {
+        Some(Ok(wait)) => Some(wait),
+        Some(Err(_)) => {
             return output::report(&CliError::usage(
                 "--wait takes a number of seconds (0 or more)",
                 None,
             ));
         }
     };
+    if let Ok(pinned) = std::env::var(babel::clock::TIMESTAMP_ENV)
+        && !babel::clock::is_rfc3339_utc(&pinned)
+    {
+        return output::report(&CliError::usage(
+            format!(
+                "{} is {pinned:?}, not a timestamp like 2026-12-02T12:00:00Z",
+                babel::clock::TIMESTAMP_ENV
+            ),
+            Some("unset it, or give an RFC 3339 UTC time"),
+        ));
+    }
     let globals = Globals {
         root: cli.root.unwrap_or_else(|| PathBuf::from(".")),
         wait,
