@@ -443,3 +443,18 @@ fn a_file_without_a_task_name_needs_a_benchmark() {
     );
     assert_ok(&import(&env, "r", &[renamed], &["--benchmark", "babel_mc"]));
 }
+
+#[test]
+fn a_results_file_given_as_input_is_refused_with_a_hint_to_attach_it() {
+    let env = Env::with_archive();
+    create_run(&env, "r", &[]);
+    let (results, _) = output_folder("original");
+    let output = import(&env, "r", &[results], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("1 problem in"),
+        "one problem, not one per line: {stderr}"
+    );
+    assert!(stderr.contains("--attach"), "{stderr}");
+}

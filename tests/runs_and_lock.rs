@@ -346,3 +346,20 @@ fn a_babel_writer_holds_the_lock_against_another_babel_writer() {
         stderr(&output)
     );
 }
+
+#[test]
+fn list_names_a_damaged_run_and_still_lists_the_others() {
+    let env = Env::with_run();
+    env.babel(&["run", "create", "r2", "--model", "m"])
+        .assert()
+        .success();
+    std::fs::write(env.archived("runs/r1/manifest.json"), "{not json").unwrap();
+    let output = env.babel(&["list"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("r2"));
+    assert!(
+        stderr(&output).contains("run r1 cannot be read"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -72,7 +72,13 @@ pub fn normalize(
                     options.id_field.as_ref().expect("selected implies a field")
                 ));
             }
-            (identity.question_id, identity.scope)
+            // A record its producer declared run-local stays run-local whatever field
+            // names its ID: selecting a field never makes an identity pairable.
+            let scope = match own_scope {
+                Some(IdentityScope::RunLocal) => IdentityScope::RunLocal,
+                _ => identity.scope,
+            };
+            (identity.question_id, scope)
         }
         None => {
             let question_id = own_question_id.ok_or_else(|| {
@@ -120,9 +126,9 @@ pub fn normalize(
     // The importer supplies its own archived source location.
     f.take("source");
     let filter = f
-        .optional_string("filter")?
+        .defaulted_string("filter")?
         .unwrap_or_else(|| DEFAULT_FILTER.to_owned());
-    let repeat_id = f.optional_index("repeat_id")?.unwrap_or(0);
+    let repeat_id = f.defaulted_index("repeat_id")?.unwrap_or(0);
     let rephrasing_model = f.optional_string("rephrasing_model")?;
     let input = f.object_or_null("input", false)?;
     let target = f.take("target").unwrap_or_default();
@@ -308,6 +314,8 @@ mod tests {
             ("scores", json!([1])),
             ("warnings", json!("w")),
             ("input", json!("a prompt")),
+            ("filter", json!(null)),
+            ("repeat_id", json!(null)),
         ];
         for (field, bad) in cases {
             let mut value = minimal();
@@ -334,6 +342,22 @@ mod tests {
                 .unwrap()
                 .extra["doc_hash"],
             "abc"
+        );
+    }
+
+    #[test]
+    fn an_id_field_never_makes_a_run_local_record_stable() {
+        let options = AdapterOptions {
+            id_field: Some(FieldPath::parse_dotted("extra.uid").unwrap()),
+            ..Default::default()
+        };
+        let mut value = minimal();
+        value["identity_scope"] = json!("run-local");
+        value["extra"] = json!({"uid": "u1"});
+        let record = import(value, &run(), &options).unwrap();
+        assert_eq!(
+            (record.question_id.as_str(), record.identity_scope),
+            ("u1", IdentityScope::RunLocal)
         );
     }
 

@@ -50,6 +50,14 @@ fn is_date_id(text: &str) -> bool {
 
 /// Refuses a file whose benchmark cannot be settled (the same for all of its lines).
 pub fn check_source(context: &ImportContext<'_>) -> Result<(), AdapterError> {
+    let name = context.source.basename;
+    if name.starts_with("results") && name.ends_with(".json") {
+        return Err(AdapterError::new(
+            FieldPath::root(),
+            format!("{name} looks like the harness's aggregate results file, not per-sample output"),
+        )
+        .with_hint("import the samples_*.jsonl files, and keep the results file with --attach results_*.json"));
+    }
     benchmark(context).map(drop)
 }
 
@@ -90,7 +98,7 @@ pub fn normalize(
         .with_hint("is this a samples_*.jsonl file written by lm_eval --log_samples?"));
     }
     let filter = f
-        .optional_string("filter")?
+        .defaulted_string("filter")?
         .unwrap_or_else(|| DEFAULT_FILTER.to_owned());
     let extra = f.into_rest();
     check_provenance(&extra)?;

@@ -358,9 +358,9 @@ pub fn normalize(
     }
     let rephrasing_model = f.optional_string("rephrasing_model")?;
     let filter = f
-        .optional_string("filter")?
+        .defaulted_string("filter")?
         .unwrap_or_else(|| DEFAULT_FILTER.to_owned());
-    let repeat_id = f.optional_index("repeat_id")?.unwrap_or(0);
+    let repeat_id = f.defaulted_index("repeat_id")?.unwrap_or(0);
     let shared_key = f.optional_index("correct_index")?;
     let mut original = Variant::read(f.take(ORIGINAL), f.path(ORIGINAL))?;
     let mut rephrased = Variant::read(f.take(REPHRASED), f.path(REPHRASED))?;

@@ -294,8 +294,12 @@ pub fn import(
         }
     }
     if report.rejected_total > 0 {
-        transaction.abort()?;
-        return Err(ArchiveError::Rejected(Box::new(report)));
+        // The rejection is what the user needs to see; if the clean-up fails, the journal
+        // still names the files and the next write removes them.
+        return Err(abort_after(
+            transaction,
+            ArchiveError::Rejected(Box::new(report)),
+        ));
     }
     manifest.imports.extend(entries);
     let attached_before = manifest.attachments.len();
@@ -351,6 +355,16 @@ impl<R: Read> Read for Tee<'_, R> {
 type FileOutcome = (crate::durable::ContentDigest, RecordsEntry, Vec<CountEntry>);
 
 #[allow(clippy::too_many_arguments)]
+fn duplicate_hint(strict: bool) -> &'static str {
+    if strict {
+        "each (benchmark, language, script, question_id, variant_id, filter, repeat_id) may occur once \
+         in a strict run; give repeated measurements distinct repeat_id values"
+    } else {
+        "each (benchmark, language, question_id, variant_id, filter, repeat_id) may occur once per run; \
+         give repeated measurements distinct repeat_id values"
+    }
+}
+
 /// What a worker made of one input line.
 enum Normalized {
     /// The line (or one of its records) is refused.
@@ -391,6 +405,9 @@ fn normalize_batch(
         items: Vec::with_capacity(batch.len()),
     };
     let mut records = Vec::new();
+    if skip_normalizing {
+        return out;
+    }
     for (number, parsed) in batch.parse(options.non_finite) {
         let mut line = match parsed {
             Ok(Some(line)) => line,
@@ -406,9 +423,6 @@ fn normalize_batch(
                 continue;
             }
         };
-        if skip_normalizing {
-            continue;
-        }
         let replaced = std::mem::take(&mut line.replaced);
         records.clear();
         if let Err(error) = adapters::normalize(options.format, line, context, &mut records) {
@@ -509,8 +523,8 @@ fn import_file(
     let mut count = 0u64;
     let mut breakdown: HashMap<(String, Option<String>, String), u64> = HashMap::new();
     let mut partly_written = false;
-    // A problem of the whole file is reported once; its lines are then read (to finish the
-    // raw copy and report syntax errors) but not normalized.
+    // A problem of the whole file is reported once, alone: its lines are then only read
+    // through (to finish the raw copy), not parsed, so one cause is not reported per line.
     let source_refused = match adapters::check_source(options.format, &import_context) {
         Ok(()) => false,
         Err(error) => {
@@ -548,8 +562,7 @@ fn import_file(
                                         "duplicate record identity ({key}); the same identity is at raw line {} of import {}",
                                         first.line, first.seq
                                     ),
-                                    Some("each (benchmark, language, question_id, variant_id, filter, repeat_id) may occur once per run; \
-                                          give repeated measurements distinct repeat_id values".into()),
+                                    Some(duplicate_hint(context.strict).into()),
                                 );
                                 continue;
                             }

@@ -104,6 +104,11 @@ impl ArchiveError {
             Self::Usage { hint, .. } => return hint.clone(),
             Self::Rejected(report) => return report.hint(),
             Self::Artifact(error) => return error.hint(),
+            Self::Journal(JournalError::Unreadable { .. }) => {
+                "babel cannot tell which files that interrupted write created; look at the journal, \
+                 move it aside, then run `babel validate` and remove the untracked files it lists"
+                    .into()
+            }
             _ => return None,
         })
     }

@@ -273,7 +273,7 @@ fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
             "{:wk$}  {:wi$}  {}  {pins}",
             artifact.kind,
             artifact.id,
-            &artifact.sha256[..12.min(artifact.sha256.len())]
+            artifact.sha256.get(..12).unwrap_or(&artifact.sha256)
         );
     }
     Ok(Exit::Ok)

@@ -4,6 +4,7 @@ use serde_json::{Value, json};
 
 use super::output::print_json;
 use super::{CliError, Exit, Globals, run_id};
+use babel::archive::ArchiveError;
 use babel::archive::manifest::{CountEntry, RunManifest, RunStatus};
 
 /// Show one run: status, metadata, imports, attachments, and record counts per
@@ -145,7 +146,7 @@ pub fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
             import.source_basename,
             import.raw.path,
             import.records.count,
-            &import.raw.sha256[..12.min(import.raw.sha256.len())]
+            import.raw.sha256.get(..12).unwrap_or(&import.raw.sha256)
         );
     }
     if !manifest.attachments.is_empty() {
@@ -162,17 +163,39 @@ pub fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
 pub fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
     let archive = globals.archive()?;
     let mut manifests = Vec::new();
+    let mut damaged = Vec::new();
     for run in archive.run_ids()? {
-        manifests.push(archive.run_manifest(&run)?);
+        match archive.run_manifest(&run) {
+            Ok(manifest) => manifests.push(manifest),
+            // One damaged run does not hide the others; it is named and the exit code says so.
+            Err(error @ ArchiveError::Damaged { .. }) => damaged.push((run, error.to_string())),
+            Err(error) => return Err(error.into()),
+        }
     }
+    let exit = if damaged.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Failure
+    };
     if args.json {
         let runs: Vec<Value> = manifests.iter().map(summary_json).collect();
-        print_json(&json!({"runs": runs}))?;
-        return Ok(Exit::Ok);
+        let damaged: Vec<Value> = damaged
+            .iter()
+            .map(|(run, reason)| json!({"run_id": run.as_str(), "damaged": reason}))
+            .collect();
+        print_json(&json!({"runs": runs, "damaged": damaged}))?;
+        return Ok(exit);
+    }
+    for (run, reason) in &damaged {
+        eprintln!(
+            "error: run {run} cannot be read: {reason}\n\nhint: `babel validate {run}` lists its problems"
+        );
     }
     if manifests.is_empty() {
-        println!("no runs yet (create one with `babel run create RUN --model M`)");
-        return Ok(Exit::Ok);
+        if damaged.is_empty() {
+            println!("no runs yet (create one with `babel run create RUN --model M`)");
+        }
+        return Ok(exit);
     }
     let wr = manifests
         .iter()
@@ -198,5 +221,5 @@ pub fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
         );
         print_compact_counts(&manifest.totals(), wr);
     }
-    Ok(Exit::Ok)
+    Ok(exit)
 }

@@ -124,6 +124,30 @@ impl Fields {
         self.optional_string(name)
     }
 
+    /// A non-empty string with a default: absent gives `None` (the caller's default); an
+    /// explicit null is refused, because null means unknown and a default is not unknown.
+    pub fn defaulted_string(&mut self, name: &str) -> Result<Option<String>, FieldError> {
+        if self.map.get(name) == Some(&Value::Null) {
+            return Err(FieldError::new(
+                self.path(name),
+                "null is not allowed here; leave the field out to get its default",
+            ));
+        }
+        self.optional_string(name)
+    }
+
+    /// A non-negative integer with a default: absent gives `None`; explicit null is refused
+    /// (see [`Fields::defaulted_string`]).
+    pub fn defaulted_index(&mut self, name: &str) -> Result<Option<u64>, FieldError> {
+        if self.map.get(name) == Some(&Value::Null) {
+            return Err(FieldError::new(
+                self.path(name),
+                "null is not allowed here; leave the field out to get its default",
+            ));
+        }
+        self.optional_index(name)
+    }
+
     /// A non-negative integer no larger than 2^53 − 1, if present and not null.
     pub fn optional_index(&mut self, name: &str) -> Result<Option<u64>, FieldError> {
         match self.take(name) {
@@ -254,6 +278,18 @@ mod tests {
         assert!(f.optional_index("i").is_err());
         assert_eq!(f.optional_index("j"), Ok(Some(3)));
         assert!(f.optional_index("big").is_err(), "above 2^53-1");
+    }
+
+    #[test]
+    fn a_null_is_never_replaced_by_a_default() {
+        // Null means unknown: a field with a default (filter "none", repeat_id 0) refuses
+        // an explicit null instead of turning it into the default.
+        let mut f = fields(json!({"filter": null, "repeat_id": null}));
+        assert!(f.defaulted_string("filter").is_err());
+        assert!(f.defaulted_index("repeat_id").is_err());
+        let mut absent = fields(json!({}));
+        assert_eq!(absent.defaulted_string("filter"), Ok(None));
+        assert_eq!(absent.defaulted_index("repeat_id"), Ok(None));
     }
 
     #[test]

@@ -254,11 +254,6 @@ impl Record {
         }
     }
 
-    /// The record as one compact JSON line (no line ending), in schema field order.
-    pub fn to_json_line(&self) -> String {
-        serde_json::to_string(self).expect("a record always serializes: its maps have string keys")
-    }
-
     /// Reads a record as stored in `records/<seq>.jsonl`: every field present with its
     /// schema type, nothing unknown.
     pub fn from_stored(object: Map<String, Value>) -> Result<Self, FieldError> {
@@ -389,7 +384,7 @@ mod tests {
     #[test]
     fn a_stored_record_round_trips_and_null_correctness_stays_null() {
         let record = sample();
-        let line = record.to_json_line();
+        let line = serde_json::to_string(&record).unwrap();
         assert!(line.contains("\"correct\":null"), "{line}");
         assert_eq!(Record::from_stored(as_object(&record)), Ok(record));
     }
