@@ -6,6 +6,9 @@
       uniqueness.
   python3 bench/reference.py validate OUTDIR          re-hash both files, re-parse every
       record, check source lines and identities.
+  python3 bench/reference.py compare OUTDIR REPORT    join original and rephrased records
+      by item identity, count outcomes and McNemar's discordant pairs, and write one JSON
+      line per item with both full records (what `babel compare --items x.jsonl` writes).
 """
 import hashlib
 import json
@@ -92,8 +95,40 @@ def do_validate(outdir):
     print(raw_hash.hexdigest(), rec_hash.hexdigest())
 
 
+def outcome(b, v):
+    if b is None:
+        return "only_variant"
+    if v is None:
+        return "only_baseline"
+    if b["correct"] is None or v["correct"] is None:
+        return "unscored"
+    return {(True, True): "both_correct", (False, False): "both_wrong",
+            (True, False): "correct_to_wrong", (False, True): "wrong_to_correct"}[(b["correct"], v["correct"])]
+
+
+def do_compare(outdir, report):
+    sides = {"original": {}, "rephrased": {}}
+    with open(os.path.join(outdir, "records.jsonl"), "rb") as f:
+        for line in f:
+            r = parse(line.decode("utf-8"))
+            key = (r["benchmark"], r["language"] or "", r["script"] or "", r["question_id"], r["filter"], r["repeat_id"])
+            if r["variant_id"] in sides and r["identity_scope"] == "stable":
+                sides[r["variant_id"]][key] = r
+    counts = {}
+    with open(report, "w", encoding="utf-8") as out:
+        for key in sorted(set(sides["original"]) | set(sides["rephrased"])):
+            b, v = sides["original"].get(key), sides["rephrased"].get(key)
+            o = outcome(b, v)
+            counts[o] = counts.get(o, 0) + 1
+            out.write(json.dumps({"outcome": o, "identity": list(key), "baseline": b, "variant": v},
+                                 ensure_ascii=False, separators=(",", ":")) + "\n")
+    print(counts)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "import":
         do_import(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "compare":
+        do_compare(sys.argv[2], sys.argv[3])
     else:
         do_validate(sys.argv[2])

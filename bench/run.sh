@@ -40,6 +40,12 @@ t_import=$(seconds fresh_import)
 t_py_import=$(seconds python_import)
 t_validate=$(seconds $babel --root "$work/archive" validate)
 t_py_validate=$(seconds python3 bench/reference.py validate "$work/py")
+babel_compare() { rm -f "$work/report.jsonl"; $babel --root "$work/archive" compare r1 --items "$work/report.jsonl"; }
+python_compare() { python3 bench/reference.py compare "$work/py" "$work/py-report.jsonl"; }
+t_compare=$(seconds babel_compare)
+t_py_compare=$(seconds python_compare)
+html_compare() { rm -f "$work/report.html"; $babel --root "$work/archive" compare r1 --items "$work/report.html"; }
+t_html=$(seconds html_compare)
 
 mb=$(echo "$bytes / 1000000" | bc -l)
 row() { printf '| %s | %.2f s | %.0f MB/s | %.2f | %.2f |\n' "$1" "$2" "$(echo "$mb / $2" | bc -l)" "$(echo "$2 / $t_sha" | bc -l)" "$(echo "$3 / $2" | bc -l)"; }
@@ -49,9 +55,11 @@ echo "| work | babel | babel throughput | babel / sha256sum (time) | python / ba
 echo "|---|---|---|---|---|"
 row "import (init + run create + import)" "$t_import" "$t_py_import"
 row "validate" "$t_validate" "$t_py_validate"
+row "compare, JSONL item report" "$t_compare" "$t_py_compare"
 printf '| sha256sum of the input | %.2f s | %.0f MB/s | 1.00 | |\n' "$t_sha" "$(echo "$mb / $t_sha" | bc -l)"
 echo
-printf 'python reference: import %.2f s, validate %.2f s\n' "$t_py_import" "$t_py_validate"
+printf 'python reference: import %.2f s, validate %.2f s, compare %.2f s\n' "$t_py_import" "$t_py_validate" "$t_py_compare"
+printf 'compare with the HTML item report: %.2f s (%s items, %s bytes)\n' "$t_html" "$((records / 2))" "$(stat -c %s "$work/report.html")"
 
 # Peak memory of an import of this file and of a file twice as long: it should grow only
 # with the number of identities (a 16-byte digest each), not with the bytes read.

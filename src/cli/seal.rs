@@ -4,7 +4,9 @@ use super::{CliError, Exit, Globals, run_id};
 use babel::archive::runs;
 
 /// Seal a run: its status becomes sealed and every later write to it is refused.
+/// Registered artifacts can pin only sealed runs (a write would change the pinned hash).
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Example: babel seal llama-3-mmlu")]
 pub struct Args {
     run: String,
 }

@@ -10,6 +10,7 @@ use babel::archive::manifest::{CountEntry, RunManifest, RunStatus};
 /// Show one run: status, metadata, imports, attachments, and record counts per
 /// benchmark, language and variant.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  babel show r1\n  babel show r1 --json | jq '.imports[].raw'")]
 pub struct ShowArgs {
     run: String,
     /// Print the run as JSON.
@@ -19,6 +20,7 @@ pub struct ShowArgs {
 
 /// List the runs of the archive with their status and record counts.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  babel list\n  babel list --json | jq -r '.runs[] | select(.status == \"open\") | .run_id'")]
 pub struct ListArgs {
     /// Print the list as JSON.
     #[arg(long)]
