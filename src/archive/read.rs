@@ -3,10 +3,12 @@
 //! is written, each full record again by its handle, read strictly with
 //! [`Record::from_stored`]. So comparing 200,000 items holds entries, not records.
 //!
-//! Reads only: no lock, no hashing (that is `validate`'s job), no writes.
+//! Also the byte-for-byte copy of a run's stored records behind `babel records`.
+//!
+//! Reads only: no lock, no hashing (that is `validate`'s job), no writes under ROOT.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
 use super::layout::{RunId, run_relative};
@@ -14,7 +16,7 @@ use super::manifest::RunManifest;
 use super::{Archive, ArchiveError};
 use crate::durable::io_at;
 use crate::jsonl::{self, NonFinitePolicy};
-use crate::record::{Entry, IdentityScope, Record, Source};
+use crate::record::{Entry, IdentityScope, Record, Source, StoredKey};
 
 /// The fields of a stored record line that a comparison keeps (the rest is skipped here
 /// and read again, strictly, when a report needs the full record).
@@ -157,4 +159,75 @@ impl Default for RecordStore {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Which stored records [`copy_records`] passes on (`None` keeps every value).
+#[derive(Debug, Clone, Default)]
+pub struct RecordFilter {
+    pub variant: Option<String>,
+    pub benchmark: Option<String>,
+    pub language: Option<String>,
+}
+
+impl RecordFilter {
+    fn is_empty(&self) -> bool {
+        self.variant.is_none() && self.benchmark.is_none() && self.language.is_none()
+    }
+
+    fn keeps(&self, key: &StoredKey<'_>) -> bool {
+        self.variant.as_deref().is_none_or(|v| v == key.variant_id)
+            && self.benchmark.as_deref().is_none_or(|b| b == key.benchmark)
+            && self
+                .language
+                .as_deref()
+                .is_none_or(|l| key.language.as_deref() == Some(l))
+    }
+}
+
+/// Copies the run's stored record lines, byte for byte and in import order, to `out`,
+/// keeping those `filter` selects; returns how many were copied. A failed write to `out`
+/// is an I/O error on "standard output" (a closed pipe shows as `BrokenPipe`).
+pub fn copy_records(
+    archive: &Archive,
+    run: &RunId,
+    manifest: &RunManifest,
+    filter: &RecordFilter,
+    out: &mut dyn Write,
+) -> Result<u64, ArchiveError> {
+    let stdout = std::path::Path::new("standard output");
+    let mut copied = 0;
+    let mut line = Vec::new();
+    for import in &manifest.imports {
+        let path = archive
+            .layout()
+            .resolve(&run_relative(run, &import.records.path));
+        let file = File::open(&path).map_err(io_at("opening", &path))?;
+        let mut reader = BufReader::with_capacity(256 * 1024, file);
+        let mut number = 0u64;
+        loop {
+            line.clear();
+            if reader
+                .read_until(b'\n', &mut line)
+                .map_err(io_at("reading", &path))?
+                == 0
+            {
+                break;
+            }
+            number += 1;
+            if !filter.is_empty() {
+                let key: StoredKey<'_> =
+                    serde_json::from_slice(&line).map_err(|e| ArchiveError::Damaged {
+                        path: path.clone(),
+                        reason: format!("line {number}: {e}"),
+                    })?;
+                if !filter.keeps(&key) {
+                    continue;
+                }
+            }
+            out.write_all(&line).map_err(io_at("writing", stdout))?;
+            copied += 1;
+        }
+    }
+    out.flush().map_err(io_at("writing", stdout))?;
+    Ok(copied)
 }

@@ -9,7 +9,9 @@ use babel::archive::runs;
 /// configs, metric definitions, logs. Each is hashed in the manifest and checked by
 /// validate; attachments are immutable.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example: babel attach r1 results_2026-12-02T12-52-40.515719.json configs/task.yaml")]
+#[command(
+    after_help = "Example: babel attach r1 results_2026-12-02T12-52-40.515719.json configs/task.yaml"
+)]
 pub struct Args {
     run: String,
     #[arg(required = true)]

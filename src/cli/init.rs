@@ -7,7 +7,9 @@ use babel::archive::Archive;
 /// one (an archive downloaded from the Hub lacks them) and finish or undo an interrupted
 /// write. Registered data is never created, changed or repaired.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  babel --root ~/evals init        a new archive\n  babel --root restored/ init      after a download: recreate .babel/ and empty folders")]
+#[command(
+    after_help = "Examples:\n  babel --root ~/evals init        a new archive\n  babel --root restored/ init      after a download: recreate .babel/ and empty folders"
+)]
 pub struct Args {}
 
 pub fn run(globals: &Globals, _args: Args) -> Result<Exit, CliError> {

@@ -20,7 +20,9 @@ pub struct ShowArgs {
 
 /// List the runs of the archive with their status and record counts.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  babel list\n  babel list --json | jq -r '.runs[] | select(.status == \"open\") | .run_id'")]
+#[command(
+    after_help = "Examples:\n  babel list\n  babel list --json | jq -r '.runs[] | select(.status == \"open\") | .run_id'"
+)]
 pub struct ListArgs {
     /// Print the list as JSON.
     #[arg(long)]

@@ -9,7 +9,9 @@ use babel::archive::validate;
 /// identities, counts that match, no untracked files in run folders, no pending journal.
 /// Lists every finding with its path; exits 0 only when there is none, else 1.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Examples:\n  babel validate                  the whole archive\n  babel validate r1 r2 --json     two runs, findings as JSON (path, line, check, message)")]
+#[command(
+    after_help = "Examples:\n  babel validate                  the whole archive\n  babel validate r1 r2 --json     two runs, findings as JSON (path, line, check, message)"
+)]
 pub struct Args {
     /// Only these runs (default: the whole archive).
     runs: Vec<String>,
