@@ -923,3 +923,45 @@ fn the_matrix_refuses_general_runs_and_runs_under_another_protocol() {
     );
     assert!(!out.exists() && !env.path().join("x.items.csv").exists());
 }
+
+fn a_strict_record_whose_filter_the_protocol_does_not_define_is_rejected_at_import() {
+    // ARTIFACTS.md, protocol `filters`: "`name` is the records' `filter`".
+    let env = strict_env();
+    let line = |filter: &str| {
+        format!(
+            r#"{{"question_id": "cap-fr", "variant_id": "original", "language": "en", "script": "Latn", "filter": "{filter}", "correct": true}}"#
+        )
+    };
+    let file = env.input("r.jsonl", format!("{}\n", line("made-up")));
+    let output = env
+        .babel(&["import", "s", "--format", "canonical", file.as_str()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let message = stderr(&output);
+    assert!(
+        message.contains(
+            "r.jsonl:1: field filter: \"made-up\" is not one of the filters of protocol \"capitals-0shot\" (none)"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("babel artifact show protocol capitals-0shot"),
+        "{message}"
+    );
+    assert!(env.records("s").is_empty(), "nothing was imported");
+    // The command the hint names lists the filters, as the example protocol defines them.
+    let shown = env
+        .babel(&["artifact", "show", "protocol", "capitals-0shot"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("filters: none\n"),
+        "{}",
+        String::from_utf8_lossy(&shown.stdout)
+    );
+    let file = env.input("ok.jsonl", format!("{}\n", line("none")));
+    env.babel(&["import", "s", "--format", "canonical", file.as_str()])
+        .assert()
+        .success();
+}
