@@ -965,3 +965,39 @@ fn a_strict_record_whose_filter_the_protocol_does_not_define_is_rejected_at_impo
         .assert()
         .success();
 }
+
+fn finding_places(report: &Value) -> Vec<(String, Option<u64>, String)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_owned(),
+                f["line"].as_u64(),
+                f["check"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn validate_requires_registered_artifact_files_to_be_regular_files_not_symlinks() {
+    // ARTIFACTS.md, Validation: "`artifact.json` a regular file"; the manifest is held to
+    // the same rule as a run's registered files.
+    let env = registered();
+    let elsewhere = env.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    let mut replaced = Vec::new();
+    // In registry order, as validate lists them.
+    for relative in [
+        "protocols/capitals-0shot/artifact.json",
+        "model-panels/capitals-models/manifest.json",
+    ] {
+        let path = env.archived(relative);
+        let copy = elsewhere.join(relative.replace('/', "-"));
+        fs::rename(&path, &copy).unwrap();
+        std::os::unix::fs::symlink(&copy, &path).unwrap();
+        replaced.push((relative.to_owned(), None, "file-type".to_owned()));
+    }
+    assert_eq!(finding_places(&env.validate_json()), replaced);
+}

@@ -8,6 +8,7 @@
 //! Reads only; findings are returned to `archive::validate`, which reports them.
 
 use std::fs;
+use std::path::Path;
 
 use super::contract::resolve_contract;
 use super::payload::Payload;
@@ -63,7 +64,12 @@ pub fn check_registries(archive: &Archive) -> Result<RegistryReport, ArchiveErro
                 report.add(relative, "untracked", "not an artifact folder");
             } else if let Err(violation) = check_portable_id(&name) {
                 report.add(relative, "layout", violation.to_string());
-            } else if !entry.path().join(layout::MANIFEST).is_file() {
+            } else if entry
+                .path()
+                .join(layout::MANIFEST)
+                .symlink_metadata()
+                .is_err()
+            {
                 report.add(
                     relative,
                     "layout",
@@ -102,20 +108,8 @@ fn check_artifact(
     };
     let payload_rel = format!("{dir}/{PAYLOAD_FILE}");
     let path = archive.layout().resolve(&payload_rel);
-    match path.symlink_metadata() {
-        Err(_) => {
-            report.add(&payload_rel, "missing", "a registered file is missing");
-            return Ok(());
-        }
-        Ok(meta) if !meta.file_type().is_file() => {
-            report.add(
-                &payload_rel,
-                "file-type",
-                "a registered file is not a regular file (a symlink or folder)",
-            );
-            return Ok(());
-        }
-        Ok(_) => {}
+    if !is_regular_file(&path, &payload_rel, report) {
+        return Ok(());
     }
     report.files += 1;
     let (bytes, value) = match read_json_object(&path) {
@@ -160,6 +154,26 @@ fn check_artifact(
     Ok(())
 }
 
+/// True when `path` is a regular file itself (not a symlink to one, as for registered run
+/// files); otherwise the finding is added.
+fn is_regular_file(path: &Path, relative: &str, report: &mut RegistryReport) -> bool {
+    match path.symlink_metadata() {
+        Err(_) => {
+            report.add(relative, "missing", "a registered file is missing");
+            false
+        }
+        Ok(meta) if !meta.file_type().is_file() => {
+            report.add(
+                relative,
+                "file-type",
+                "a registered file is not a regular file (a symlink or folder)",
+            );
+            false
+        }
+        Ok(_) => true,
+    }
+}
+
 fn compare_digest(
     relative: &str,
     manifest: &ArtifactManifest,
@@ -196,6 +210,9 @@ fn check_manifest(
     report: &mut RegistryReport,
 ) -> Result<Option<ArtifactManifest>, ArchiveError> {
     let path = archive.layout().resolve(relative);
+    if !is_regular_file(&path, relative, report) {
+        return Ok(None);
+    }
     let (bytes, value) = match read_json_object(&path) {
         Ok(read) => read,
         Err(ArchiveError::Damaged { reason, .. }) => {
@@ -274,8 +291,9 @@ fn check_untracked(
     }
     names.sort_by(|a, b| a.0.cmp(&b.0));
     for (name, file_type) in names {
-        let registered = name == layout::MANIFEST || name == PAYLOAD_FILE;
-        if registered && !file_type.is_dir() {
+        // The two registered names are checked where they are read (check_manifest and
+        // check_artifact), which also refuse a symlink or folder in their place.
+        if name == layout::MANIFEST || name == PAYLOAD_FILE {
             continue;
         }
         let what = if file_type.is_dir() {
