@@ -1001,3 +1001,60 @@ fn validate_requires_registered_artifact_files_to_be_regular_files_not_symlinks(
     }
     assert_eq!(finding_places(&env.validate_json()), replaced);
 }
+
+fn validate_catches_strict_records_changed_and_rehashed_after_import() {
+    // ARTIFACTS.md, Strict runs: every record's "(language, script, question_id) must be an
+    // instance of the bank", and its filter one of the protocol's. A records file edited
+    // with its manifest hash and size updated passes every hash check; validate must still
+    // see that the records left the contract.
+    let env = registered();
+    strict_run(&env, "demo-1b", "demo-1b", false);
+    let records_rel = "runs/demo-1b/records/0001.jsonl";
+    let records_path = env.archived(records_rel);
+    let text = fs::read_to_string(&records_path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let replace = |line: &mut String, from: &str, to: &str| {
+        assert!(line.contains(from), "{line}");
+        *line = line.replacen(from, to, 1);
+    };
+    replace(
+        &mut lines[0],
+        r#""question_id":"cap-fr""#,
+        r#""question_id":"cap-xx""#,
+    );
+    replace(&mut lines[2], r#""filter":"none""#, r#""filter":"made-up""#);
+    let tampered = format!("{}\n", lines.join("\n"));
+    fs::write(&records_path, &tampered).unwrap();
+    let manifest_path = env.archived("runs/demo-1b/manifest.json");
+    let mut manifest: Value = serde_json::from_slice(&fs::read(&manifest_path).unwrap()).unwrap();
+    manifest["imports"][0]["records"]["sha256"] = json!(sha256_hex(tampered.as_bytes()));
+    manifest["imports"][0]["records"]["bytes"] = json!(tampered.len());
+    fs::write(&manifest_path, format!("{}\n", sorted_compact(&manifest))).unwrap();
+
+    let report = env.validate_json();
+    assert_eq!(
+        finding_places(&report),
+        [
+            (records_rel.to_owned(), Some(1), "contract".to_owned()),
+            (records_rel.to_owned(), Some(3), "contract".to_owned()),
+        ],
+        "only the contract is broken: {report}"
+    );
+    let messages: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages[0]
+            .contains("question_id \"cap-xx\") is not an instance of item bank \"capitals-bank\""),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].starts_with(
+            "field filter: \"made-up\" is not one of the filters of protocol \"capitals-0shot\""
+        ),
+        "{messages:?}"
+    );
+}
