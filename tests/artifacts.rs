@@ -924,6 +924,132 @@ fn the_matrix_refuses_general_runs_and_runs_under_another_protocol() {
     assert!(!out.exists() && !env.path().join("x.items.csv").exists());
 }
 
+/// The (path, line, check) of every finding of `babel validate --json`.
+fn finding_places(report: &Value) -> Vec<(String, Option<u64>, String)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_owned(),
+                f["line"].as_u64(),
+                f["check"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn matrix_command(env: &Env, runs: &str, out: &Path) -> std::process::Output {
+    env.babel(&[
+        "matrix",
+        "--bank",
+        "capitals-bank",
+        "--runs",
+        runs,
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap()
+}
+
+#[test]
+fn the_matrix_is_written_outside_the_archive_even_through_a_symlink() {
+    // ARTIFACTS.md: the matrix is written "outside the archive"; a file inside a run folder
+    // would be one that no manifest registers.
+    let env = registered();
+    strict_run(&env, "demo-1b", "demo-1b", false);
+    let before = env.files();
+    std::os::unix::fs::symlink(env.archived("runs/demo-1b"), env.path().join("link")).unwrap();
+    fs::create_dir(env.path().join("outside")).unwrap();
+    for out in [
+        env.archived("runs/demo-1b/m.csv"),
+        env.path().join("link/m.csv"),
+        env.path().join("outside/../archive/m.jsonl"),
+    ] {
+        let output = matrix_command(&env, "demo-1b", &out);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{}: {}",
+            out.display(),
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("is inside the archive"),
+            "{}",
+            stderr(&output)
+        );
+    }
+    assert_eq!(env.files(), before, "nothing was written into the archive");
+    assert_eq!(env.validate_json()["ok"], true);
+}
+
+#[test]
+fn an_existing_sidecar_is_refused_before_anything_is_written() {
+    // ARTIFACTS.md: "Neither file may exist".
+    let env = registered();
+    strict_run(&env, "demo-1b", "demo-1b", false);
+    fs::write(env.path().join("m.items.csv"), "mine\n").unwrap();
+    let output = matrix_command(&env, "demo-1b", &env.path().join("m.csv"));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("m.items.csv already exists"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!env.path().join("m.csv").exists());
+    assert_eq!(
+        fs::read_to_string(env.path().join("m.items.csv")).unwrap(),
+        "mine\n"
+    );
+}
+
+#[test]
+fn a_matrix_whose_sidecar_cannot_be_written_leaves_neither_file() {
+    // The sidecar's name is 6 bytes longer than the matrix's: a 254-byte matrix name is
+    // valid, its 260-byte sidecar name exceeds the 255-byte limit of Linux file systems,
+    // so the second write fails for real after the first succeeded.
+    let env = registered();
+    strict_run(&env, "demo-1b", "demo-1b", false);
+    let dir = env.path().join("out");
+    fs::create_dir(&dir).unwrap();
+    let out = dir.join(format!("{}.csv", "m".repeat(250)));
+    let output = matrix_command(&env, "demo-1b", &out);
+    assert!(!output.status.success(), "the sidecar name is too long");
+    assert!(
+        stderr(&output).contains(".items.csv"),
+        "{}",
+        stderr(&output)
+    );
+    let left: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "a failed matrix leaves nothing behind: {left:?}"
+    );
+}
+
+#[test]
+fn a_run_named_twice_is_refused_as_a_usage_error() {
+    // A run named twice would be two respondents with one subject_id ("run:language:script").
+    let env = registered();
+    strict_run(&env, "demo-1b", "demo-1b", false);
+    let out = env.path().join("m.csv");
+    let output = matrix_command(&env, "demo-1b,demo-1b", &out);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("run demo-1b is named twice in --runs"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!out.exists() && !env.path().join("m.items.csv").exists());
+}
+
+#[test]
 fn a_strict_record_whose_filter_the_protocol_does_not_define_is_rejected_at_import() {
     // ARTIFACTS.md, protocol `filters`: "`name` is the records' `filter`".
     let env = strict_env();
@@ -966,21 +1092,7 @@ fn a_strict_record_whose_filter_the_protocol_does_not_define_is_rejected_at_impo
         .success();
 }
 
-fn finding_places(report: &Value) -> Vec<(String, Option<u64>, String)> {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["path"].as_str().unwrap().to_owned(),
-                f["line"].as_u64(),
-                f["check"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
+#[test]
 fn validate_requires_registered_artifact_files_to_be_regular_files_not_symlinks() {
     // ARTIFACTS.md, Validation: "`artifact.json` a regular file"; the manifest is held to
     // the same rule as a run's registered files.
@@ -1002,6 +1114,7 @@ fn validate_requires_registered_artifact_files_to_be_regular_files_not_symlinks(
     assert_eq!(finding_places(&env.validate_json()), replaced);
 }
 
+#[test]
 fn validate_catches_strict_records_changed_and_rehashed_after_import() {
     // ARTIFACTS.md, Strict runs: every record's "(language, script, question_id) must be an
     // instance of the bank", and its filter one of the protocol's. A records file edited
