@@ -923,3 +923,251 @@ fn the_matrix_refuses_general_runs_and_runs_under_another_protocol() {
     );
     assert!(!out.exists() && !env.path().join("x.items.csv").exists());
 }
+
+/// The (path, line, check) of every finding of `babel validate --json`.
+fn finding_places(report: &Value) -> Vec<(String, Option<u64>, String)> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_owned(),
+                f["line"].as_u64(),
+                f["check"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn matrix_command(env: &Env, runs: &str, out: &Path) -> std::process::Output {
+    env.babel(&[
+        "matrix",
+        "--bank",
+        "capitals-bank",
+        "--runs",
+        runs,
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap()
+}
+
+#[test]
+fn the_matrix_is_written_outside_the_archive_even_through_a_symlink() {
+    // ARTIFACTS.md: the matrix is written "outside the archive"; a file inside a run folder
+    // would be one that no manifest registers.
+    let env = registered();
+    strict_run(&env, "demo-1b", "demo-1b", false);
+    let before = env.files();
+    std::os::unix::fs::symlink(env.archived("runs/demo-1b"), env.path().join("link")).unwrap();
+    fs::create_dir(env.path().join("outside")).unwrap();
+    for out in [
+        env.archived("runs/demo-1b/m.csv"),
+        env.path().join("link/m.csv"),
+        env.path().join("outside/../archive/m.jsonl"),
+    ] {
+        let output = matrix_command(&env, "demo-1b", &out);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{}: {}",
+            out.display(),
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("is inside the archive"),
+            "{}",
+            stderr(&output)
+        );
+    }
+    assert_eq!(env.files(), before, "nothing was written into the archive");
+    assert_eq!(env.validate_json()["ok"], true);
+}
+
+#[test]
+fn an_existing_sidecar_is_refused_before_anything_is_written() {
+    // ARTIFACTS.md: "Neither file may exist".
+    let env = registered();
+    strict_run(&env, "demo-1b", "demo-1b", false);
+    fs::write(env.path().join("m.items.csv"), "mine\n").unwrap();
+    let output = matrix_command(&env, "demo-1b", &env.path().join("m.csv"));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("m.items.csv already exists"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!env.path().join("m.csv").exists());
+    assert_eq!(
+        fs::read_to_string(env.path().join("m.items.csv")).unwrap(),
+        "mine\n"
+    );
+}
+
+#[test]
+fn a_matrix_whose_sidecar_cannot_be_written_leaves_neither_file() {
+    // The sidecar's name is 6 bytes longer than the matrix's: a 254-byte matrix name is
+    // valid, its 260-byte sidecar name exceeds the 255-byte limit of Linux file systems,
+    // so the second write fails for real after the first succeeded.
+    let env = registered();
+    strict_run(&env, "demo-1b", "demo-1b", false);
+    let dir = env.path().join("out");
+    fs::create_dir(&dir).unwrap();
+    let out = dir.join(format!("{}.csv", "m".repeat(250)));
+    let output = matrix_command(&env, "demo-1b", &out);
+    assert!(!output.status.success(), "the sidecar name is too long");
+    assert!(
+        stderr(&output).contains(".items.csv"),
+        "{}",
+        stderr(&output)
+    );
+    let left: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "a failed matrix leaves nothing behind: {left:?}"
+    );
+}
+
+#[test]
+fn a_run_named_twice_is_refused_as_a_usage_error() {
+    // A run named twice would be two respondents with one subject_id ("run:language:script").
+    let env = registered();
+    strict_run(&env, "demo-1b", "demo-1b", false);
+    let out = env.path().join("m.csv");
+    let output = matrix_command(&env, "demo-1b,demo-1b", &out);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("run demo-1b is named twice in --runs"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!out.exists() && !env.path().join("m.items.csv").exists());
+}
+
+#[test]
+fn a_strict_record_whose_filter_the_protocol_does_not_define_is_rejected_at_import() {
+    // ARTIFACTS.md, protocol `filters`: "`name` is the records' `filter`".
+    let env = strict_env();
+    let line = |filter: &str| {
+        format!(
+            r#"{{"question_id": "cap-fr", "variant_id": "original", "language": "en", "script": "Latn", "filter": "{filter}", "correct": true}}"#
+        )
+    };
+    let file = env.input("r.jsonl", format!("{}\n", line("made-up")));
+    let output = env
+        .babel(&["import", "s", "--format", "canonical", file.as_str()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let message = stderr(&output);
+    assert!(
+        message.contains(
+            "r.jsonl:1: field filter: \"made-up\" is not one of the filters of protocol \"capitals-0shot\" (none)"
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains("babel artifact show protocol capitals-0shot"),
+        "{message}"
+    );
+    assert!(env.records("s").is_empty(), "nothing was imported");
+    // The command the hint names lists the filters, as the example protocol defines them.
+    let shown = env
+        .babel(&["artifact", "show", "protocol", "capitals-0shot"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("filters: none\n"),
+        "{}",
+        String::from_utf8_lossy(&shown.stdout)
+    );
+    let file = env.input("ok.jsonl", format!("{}\n", line("none")));
+    env.babel(&["import", "s", "--format", "canonical", file.as_str()])
+        .assert()
+        .success();
+}
+
+#[test]
+fn validate_requires_registered_artifact_files_to_be_regular_files_not_symlinks() {
+    // ARTIFACTS.md, Validation: "`artifact.json` a regular file"; the manifest is held to
+    // the same rule as a run's registered files.
+    let env = registered();
+    let elsewhere = env.path().join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    let mut replaced = Vec::new();
+    // In registry order, as validate lists them.
+    for relative in [
+        "protocols/capitals-0shot/artifact.json",
+        "model-panels/capitals-models/manifest.json",
+    ] {
+        let path = env.archived(relative);
+        let copy = elsewhere.join(relative.replace('/', "-"));
+        fs::rename(&path, &copy).unwrap();
+        std::os::unix::fs::symlink(&copy, &path).unwrap();
+        replaced.push((relative.to_owned(), None, "file-type".to_owned()));
+    }
+    assert_eq!(finding_places(&env.validate_json()), replaced);
+}
+
+#[test]
+fn validate_catches_strict_records_changed_and_rehashed_after_import() {
+    // ARTIFACTS.md, Strict runs: every record's "(language, script, question_id) must be an
+    // instance of the bank", and its filter one of the protocol's. A records file edited
+    // with its manifest hash and size updated passes every hash check; validate must still
+    // see that the records left the contract.
+    let env = registered();
+    strict_run(&env, "demo-1b", "demo-1b", false);
+    let records_rel = "runs/demo-1b/records/0001.jsonl";
+    let records_path = env.archived(records_rel);
+    let text = fs::read_to_string(&records_path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let replace = |line: &mut String, from: &str, to: &str| {
+        assert!(line.contains(from), "{line}");
+        *line = line.replacen(from, to, 1);
+    };
+    replace(
+        &mut lines[0],
+        r#""question_id":"cap-fr""#,
+        r#""question_id":"cap-xx""#,
+    );
+    replace(&mut lines[2], r#""filter":"none""#, r#""filter":"made-up""#);
+    let tampered = format!("{}\n", lines.join("\n"));
+    fs::write(&records_path, &tampered).unwrap();
+    let manifest_path = env.archived("runs/demo-1b/manifest.json");
+    let mut manifest: Value = serde_json::from_slice(&fs::read(&manifest_path).unwrap()).unwrap();
+    manifest["imports"][0]["records"]["sha256"] = json!(sha256_hex(tampered.as_bytes()));
+    manifest["imports"][0]["records"]["bytes"] = json!(tampered.len());
+    fs::write(&manifest_path, format!("{}\n", sorted_compact(&manifest))).unwrap();
+
+    let report = env.validate_json();
+    assert_eq!(
+        finding_places(&report),
+        [
+            (records_rel.to_owned(), Some(1), "contract".to_owned()),
+            (records_rel.to_owned(), Some(3), "contract".to_owned()),
+        ],
+        "only the contract is broken: {report}"
+    );
+    let messages: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages[0]
+            .contains("question_id \"cap-xx\") is not an instance of item bank \"capitals-bank\""),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].starts_with(
+            "field filter: \"made-up\" is not one of the filters of protocol \"capitals-0shot\""
+        ),
+        "{messages:?}"
+    );
+}

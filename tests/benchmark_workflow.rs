@@ -204,6 +204,17 @@ fn the_benchmark_workflow_runs_as_written() {
         "the release holds the same runs in the same order"
     );
 
+    // The refusal printed in the document is what babel prints.
+    let refusal = all
+        .iter()
+        .find(|b| b.language == "text" && b.code.starts_with("error: import rejected"))
+        .expect("the document shows the refused import");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&refusal.code),
+        "the refusal printed in {DOCUMENT} is not what babel wrote:\n{stderr}"
+    );
+
     // The refused import published nothing: demo-1b has its one import only.
     let manifest: Value = serde_json::from_str(
         &fs::read_to_string(work.join("archive/runs/demo-1b/manifest.json")).unwrap(),

@@ -164,6 +164,7 @@ fn summary(payload: &Payload) -> Vec<String> {
                 "item bank {} @ {}",
                 protocol.item_bank.id, protocol.item_bank.sha256
             ),
+            format!("filters: {}", protocol.filters.join(", ")),
             format!(
                 "correctness: metric {} on filter {}",
                 protocol.correctness_metric, protocol.correctness_filter

@@ -1,13 +1,11 @@
 //! `babel matrix`: a response matrix of strict runs, written outside the archive.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::{CliError, Exit, Globals, run_id};
-use babel::archive::ArchiveError;
-use babel::archive::artifacts::matrix::{self, MatrixRequest, RunSelection};
-use babel::durable::{self, io_at};
-use babel::matrix::ResponseMatrix;
+use babel::archive::artifacts::matrix::{
+    self, MatrixDestination, MatrixFormat, MatrixRequest, RunSelection,
+};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -18,8 +16,10 @@ One row per (run, language, script), one column per global item ID; a cell is 1 
 0 (wrong) or blank (unknown or not observed). Languages share an item's column but never a
 row: nothing is pooled. Beside FILE, FILE's stem plus .items.csv (or .items.jsonl) lists
 each item's family, split and grouping identifiers. The CSV loads into R mirt and Python
-girth/pandas, the JSON Lines into py-irt (BENCHMARK_WORKFLOW.md shows each). Neither file
-may exist yet; both are written atomically. babel estimates no IRT parameters.";
+girth/pandas, the JSON Lines into py-irt (BENCHMARK_WORKFLOW.md shows each). Both files go
+outside the archive root and neither may exist yet; each is written atomically, and when
+one cannot be written neither is left. Name each run once. babel estimates no IRT
+parameters.";
 
 /// Build the response matrix of strict runs against one item bank.
 #[derive(Debug, clap::Args)]
@@ -52,53 +52,15 @@ pub struct Args {
     repeat: u64,
 }
 
-/// The item sidecar beside `out`: `responses.csv` → `responses.items.csv`.
-fn sidecar_path(out: &Path, extension: &str) -> PathBuf {
-    let stem = out
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "matrix".into());
-    out.with_file_name(format!("{stem}.items.{extension}"))
-}
-
-/// One of the matrix renderers.
-type Render = fn(&ResponseMatrix, &mut dyn Write) -> std::io::Result<()>;
-
-fn write(dest: &Path, matrix: &ResponseMatrix, render: Render) -> Result<(), CliError> {
-    durable::write_new_atomically(dest, |out| {
-        render(matrix, out).map_err(|e| ArchiveError::from(io_at("writing", dest)(e)))
-    })?;
-    Ok(())
-}
-
 pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
-    let format = match args.format.as_deref() {
-        Some(format) => format.to_owned(),
-        None => match args.out.extension().and_then(|e| e.to_str()) {
-            Some("csv") => "csv".to_owned(),
-            Some("jsonl") => "jsonl".to_owned(),
-            _ => {
-                return Err(CliError::usage(
-                    format!(
-                        "cannot tell the format of {} from its suffix",
-                        args.out.display()
-                    ),
-                    Some("name the file .csv or .jsonl, or pass --format csv|jsonl"),
-                ));
-            }
-        },
-    };
-    let sidecar = sidecar_path(&args.out, &format);
-    for dest in [&args.out, &sidecar] {
-        if dest.symlink_metadata().is_ok() {
-            return Err(CliError::usage(
-                format!("{} already exists", dest.display()),
-                Some(
-                    "babel never overwrites a matrix; choose another --out or remove the old files",
-                ),
-            ));
-        }
-    }
+    let archive = globals.archive()?;
+    // Both destinations are checked before the matrix is built: outside the archive, in
+    // an existing folder, neither there yet.
+    let destination = MatrixDestination::check(
+        &archive,
+        &args.out,
+        args.format.as_deref().and_then(MatrixFormat::parse),
+    )?;
     let runs = match args.release {
         Some(release) => RunSelection::Release(release),
         None => RunSelection::Runs(
@@ -108,7 +70,6 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
                 .collect::<Result<_, _>>()?,
         ),
     };
-    let archive = globals.archive()?;
     let built = matrix::build(
         &archive,
         &MatrixRequest {
@@ -119,16 +80,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             repeat: args.repeat,
         },
     )?;
-    let (body, items): (Render, Render) = if format == "csv" {
-        (ResponseMatrix::write_csv, ResponseMatrix::write_items_csv)
-    } else {
-        (
-            ResponseMatrix::write_jsonl,
-            ResponseMatrix::write_items_jsonl,
-        )
-    };
-    write(&sidecar, &built.matrix, items)?;
-    write(&args.out, &built.matrix, body)?;
+    destination.write(&built.matrix)?;
     if !globals.quiet {
         let counts = built.matrix.counts();
         println!(
@@ -141,9 +93,12 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             counts.observed,
             counts.known
         );
+        let items = args
+            .out
+            .with_file_name(destination.items.file_name().unwrap_or_default());
         println!(
             "wrote {}: family, split and groups of each item",
-            sidecar.display()
+            items.display()
         );
         if counts.observed == 0 {
             eprintln!(

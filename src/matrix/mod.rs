@@ -24,18 +24,18 @@ pub struct ItemColumn {
 }
 
 /// Who answered a row: a run (model and checkpoint) in one language and script.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Subject {
-    pub run_id: String,
-    pub model: String,
-    pub checkpoint: Option<String>,
-    pub language: String,
-    pub script: String,
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Subject {
+    run_id: String,
+    model: String,
+    checkpoint: Option<String>,
+    language: String,
+    script: String,
 }
 
 impl Subject {
     /// The row's identifier in the JSON Lines layout (`run:language:script`).
-    pub fn subject_id(&self) -> String {
+    fn subject_id(&self) -> String {
         format!("{}:{}:{}", self.run_id, self.language, self.script)
     }
 }
@@ -62,6 +62,15 @@ impl Cell {
             Cell::Correct => Some(1),
             Cell::Wrong => Some(0),
             Cell::NotObserved | Cell::Unknown => None,
+        }
+    }
+
+    /// The CSV cell: `1`, `0` or empty.
+    fn text(self) -> &'static str {
+        match self {
+            Cell::Correct => "1",
+            Cell::Wrong => "0",
+            Cell::NotObserved | Cell::Unknown => "",
         }
     }
 }
@@ -221,23 +230,6 @@ pub struct MatrixCounts {
     pub known: u64,
 }
 
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) || text.starts_with(' ') || text.ends_with(' ') {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_owned()
-    }
-}
-
-fn write_csv_row<'a>(
-    out: &mut dyn Write,
-    fields: impl IntoIterator<Item = &'a str>,
-) -> io::Result<()> {
-    let line: Vec<String> = fields.into_iter().map(csv_field).collect();
-    out.write_all(line.join(",").as_bytes())?;
-    out.write_all(b"\n")
-}
-
 impl ResponseMatrix {
     /// The row, item and cell counts.
     pub fn counts(&self) -> MatrixCounts {
@@ -255,17 +247,6 @@ impl ResponseMatrix {
         }
     }
 
-    /// The subjects of the rows, in order.
-    pub fn subjects(&self) -> impl Iterator<Item = &Subject> {
-        self.rows.iter().map(|(subject, _)| subject)
-    }
-
-    /// The cell of `item` in row `row`: `Some(1)`, `Some(0)` or `None` (blank).
-    pub fn cell(&self, row: usize, item: &str) -> Option<u8> {
-        let column = self.items.iter().position(|i| i.id == item)?;
-        self.rows.get(row)?.1[column].value()
-    }
-
     /// The group keys used by any item, sorted.
     fn group_keys(&self) -> Vec<&str> {
         let keys: BTreeSet<&str> = self
@@ -279,15 +260,13 @@ impl ResponseMatrix {
     /// CSV: `run_id,model,checkpoint,language,script,<item IDs...>`, one row per subject,
     /// cells `1`, `0` or empty. Loads with R `read.csv(check.names = FALSE)` or pandas.
     pub fn write_csv(&self, out: &mut dyn Write) -> io::Result<()> {
-        let header = SUBJECT_COLUMNS
-            .into_iter()
-            .chain(self.items.iter().map(|i| i.id.as_str()));
-        write_csv_row(out, header)?;
+        let mut writer = csv::Writer::from_writer(out);
+        writer.write_record(
+            SUBJECT_COLUMNS
+                .into_iter()
+                .chain(self.items.iter().map(|i| i.id.as_str())),
+        )?;
         for (subject, cells) in &self.rows {
-            let values: Vec<String> = cells
-                .iter()
-                .map(|c| c.value().map_or(String::new(), |v| v.to_string()))
-                .collect();
             let fields = [
                 subject.run_id.as_str(),
                 &subject.model,
@@ -296,18 +275,18 @@ impl ResponseMatrix {
                 &subject.script,
             ]
             .into_iter()
-            .chain(values.iter().map(String::as_str));
-            write_csv_row(out, fields)?;
+            .chain(cells.iter().map(|c| c.text()));
+            writer.write_record(fields)?;
         }
-        out.flush()
+        writer.flush()
     }
 
     /// The item sidecar as CSV: `item_id,family,split,<group keys...>`, one row per item
     /// in column order; a missing identifier is empty.
     pub fn write_items_csv(&self, out: &mut dyn Write) -> io::Result<()> {
         let keys = self.group_keys();
-        write_csv_row(
-            out,
+        let mut writer = csv::Writer::from_writer(out);
+        writer.write_record(
             ["item_id", "family", "split"]
                 .into_iter()
                 .chain(keys.iter().copied()),
@@ -323,9 +302,9 @@ impl ResponseMatrix {
                 keys.iter()
                     .map(|k| item.groups.get(*k).map_or("", String::as_str)),
             );
-            write_csv_row(out, fields)?;
+            writer.write_record(fields)?;
         }
-        out.flush()
+        writer.flush()
     }
 
     /// JSON Lines in py-irt's layout: per row `{"subject_id", "responses": {item: 1|0}}`
@@ -436,6 +415,7 @@ mod tests {
         );
         b.observe("en", "Latn", "q2", None, "a:3").unwrap();
         let matrix = b.finish();
+        // The en row's i2 record has unknown correctness: blank, not 0.
         assert_eq!(
             render(&matrix, ResponseMatrix::write_csv),
             "run_id,model,checkpoint,language,script,i1,i2\n\
@@ -451,11 +431,26 @@ mod tests {
                 known: 2
             }
         );
-        assert_eq!(matrix.cell(1, "i1"), Some(0));
+    }
+
+    #[test]
+    fn csv_fields_are_quoted_per_rfc_4180_when_needed() {
+        // RFC 4180, 2.6 and 2.7: a field holding a comma, a double quote or a line break is
+        // enclosed in double quotes, and a double quote inside it is doubled.
+        let mut b = MatrixBuilder::new(
+            vec![item("i,1", "test", None)],
+            [instance("en", "Latn", "q1", 0)],
+        );
+        b.begin_run(RunRow {
+            run_id: "r1".into(),
+            model: "say \"hi\"\nbye".into(),
+            checkpoint: None,
+        });
+        b.observe("en", "Latn", "q1", Some(true), "a:1").unwrap();
         assert_eq!(
-            matrix.cell(0, "i2"),
-            None,
-            "unknown correctness is blank, not 0"
+            render(&b.finish(), ResponseMatrix::write_csv),
+            "run_id,model,checkpoint,language,script,\"i,1\"\n\
+             r1,\"say \"\"hi\"\"\nbye\",,en,Latn,1\n"
         );
     }
 
@@ -502,8 +497,12 @@ mod tests {
             b.observe("fr", "Latn", "q1", Some(true), "b:2"),
             Ok(Observed::NotInBank)
         );
-        let matrix = b.finish();
-        let order: Vec<&str> = matrix.subjects().map(|s| s.run_id.as_str()).collect();
+        let csv = render(&b.finish(), ResponseMatrix::write_csv);
+        let order: Vec<&str> = csv
+            .lines()
+            .skip(1)
+            .map(|row| row.split(',').next().unwrap_or_default())
+            .collect();
         assert_eq!(
             order,
             ["zeta", "alpha"],

@@ -3,13 +3,19 @@
 //! describing this kind and ID; the payload a regular file with its registered size and
 //! SHA-256, canonical, schema-valid, listing the dependencies the manifest records; every
 //! pin resolving (artifacts at their exact hash, runs at their exact manifest hash and
-//! sealed). Strict runs: the contract resolves.
+//! sealed). Strict runs: the contract resolves, and every stored record is an instance of
+//! the bank carrying one of the protocol's filters (the records files are streamed, four
+//! fields of each line parsed; everything else about a record is `archive::validate`'s).
 //!
 //! Reads only; findings are returned to `archive::validate`, which reports them.
 
-use std::fs;
+use serde::Deserialize;
+use std::borrow::Cow;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
 
-use super::contract::resolve_contract;
+use super::contract::{BankIndex, resolve_contract};
 use super::payload::Payload;
 use super::{
     ARTIFACT_MANIFEST_FORMAT, ArtifactManifest, Kind, ManifestDependencies, PAYLOAD_FILE,
@@ -63,7 +69,12 @@ pub fn check_registries(archive: &Archive) -> Result<RegistryReport, ArchiveErro
                 report.add(relative, "untracked", "not an artifact folder");
             } else if let Err(violation) = check_portable_id(&name) {
                 report.add(relative, "layout", violation.to_string());
-            } else if !entry.path().join(layout::MANIFEST).is_file() {
+            } else if entry
+                .path()
+                .join(layout::MANIFEST)
+                .symlink_metadata()
+                .is_err()
+            {
                 report.add(
                     relative,
                     "layout",
@@ -102,20 +113,8 @@ fn check_artifact(
     };
     let payload_rel = format!("{dir}/{PAYLOAD_FILE}");
     let path = archive.layout().resolve(&payload_rel);
-    match path.symlink_metadata() {
-        Err(_) => {
-            report.add(&payload_rel, "missing", "a registered file is missing");
-            return Ok(());
-        }
-        Ok(meta) if !meta.file_type().is_file() => {
-            report.add(
-                &payload_rel,
-                "file-type",
-                "a registered file is not a regular file (a symlink or folder)",
-            );
-            return Ok(());
-        }
-        Ok(_) => {}
+    if !is_regular_file(&path, &payload_rel, report) {
+        return Ok(());
     }
     report.files += 1;
     let (bytes, value) = match read_json_object(&path) {
@@ -160,6 +159,26 @@ fn check_artifact(
     Ok(())
 }
 
+/// True when `path` is a regular file itself (not a symlink to one, as for registered run
+/// files); otherwise the finding is added.
+fn is_regular_file(path: &Path, relative: &str, report: &mut RegistryReport) -> bool {
+    match path.symlink_metadata() {
+        Err(_) => {
+            report.add(relative, "missing", "a registered file is missing");
+            false
+        }
+        Ok(meta) if !meta.file_type().is_file() => {
+            report.add(
+                relative,
+                "file-type",
+                "a registered file is not a regular file (a symlink or folder)",
+            );
+            false
+        }
+        Ok(_) => true,
+    }
+}
+
 fn compare_digest(
     relative: &str,
     manifest: &ArtifactManifest,
@@ -196,6 +215,9 @@ fn check_manifest(
     report: &mut RegistryReport,
 ) -> Result<Option<ArtifactManifest>, ArchiveError> {
     let path = archive.layout().resolve(relative);
+    if !is_regular_file(&path, relative, report) {
+        return Ok(None);
+    }
     let (bytes, value) = match read_json_object(&path) {
         Ok(read) => read,
         Err(ArchiveError::Damaged { reason, .. }) => {
@@ -274,8 +296,9 @@ fn check_untracked(
     }
     names.sort_by(|a, b| a.0.cmp(&b.0));
     for (name, file_type) in names {
-        let registered = name == layout::MANIFEST || name == PAYLOAD_FILE;
-        if registered && !file_type.is_dir() {
+        // The two registered names are checked where they are read (check_manifest and
+        // check_artifact), which also refuse a symlink or folder in their place.
+        if name == layout::MANIFEST || name == PAYLOAD_FILE {
             continue;
         }
         let what = if file_type.is_dir() {
@@ -290,23 +313,119 @@ fn check_untracked(
     Ok(())
 }
 
-/// Findings about a strict run's contract (none for a general run).
+/// How many contract findings one records file may add before the rest are counted.
+const MAX_CONTRACT_FINDINGS_PER_FILE: usize = 50;
+
+/// Findings about a strict run's contract (none for a general run): the contract resolves,
+/// and every stored record is an instance of the bank carrying one of the protocol's
+/// filters, as import made sure. Records changed after import (and rehashed into the
+/// manifest, so the hashes agree) are caught here.
 pub fn check_run_contract(
     archive: &Archive,
     run: &RunId,
     manifest: &RunManifest,
 ) -> Result<Vec<Finding>, ArchiveError> {
-    let path = run_relative(run, layout::MANIFEST);
-    Ok(match resolve_contract(archive, &manifest.metadata)? {
-        Ok(_) => Vec::new(),
-        Err(problems) => problems
-            .into_iter()
-            .map(|problem| Finding {
-                path: path.clone(),
+    match resolve_contract(archive, &manifest.metadata)? {
+        Ok(None) => Ok(Vec::new()),
+        Ok(Some(resolved)) => {
+            check_strict_records(archive, run, manifest, &BankIndex::of(&resolved))
+        }
+        Err(problems) => {
+            let path = run_relative(run, layout::MANIFEST);
+            Ok(problems
+                .into_iter()
+                .map(|problem| Finding {
+                    path: path.clone(),
+                    line: None,
+                    check: "contract",
+                    message: problem.to_string(),
+                })
+                .collect())
+        }
+    }
+}
+
+/// The fields of a stored record the contract constrains (the rest of the line is skipped).
+#[derive(Debug, Deserialize)]
+struct StrictFields<'a> {
+    #[serde(borrow)]
+    language: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    script: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    question_id: Cow<'a, str>,
+    #[serde(borrow)]
+    filter: Cow<'a, str>,
+}
+
+fn check_strict_records(
+    archive: &Archive,
+    run: &RunId,
+    manifest: &RunManifest,
+    index: &BankIndex,
+) -> Result<Vec<Finding>, ArchiveError> {
+    let mut findings = Vec::new();
+    for entry in &manifest.imports {
+        let relative = run_relative(run, &entry.records.path);
+        let path = archive.layout().resolve(&relative);
+        // A missing, irregular or unreadable records file is validate's own finding.
+        if !path
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_file())
+        {
+            continue;
+        }
+        let Ok(file) = File::open(&path) else {
+            continue;
+        };
+        let mut listed = 0usize;
+        let mut unlisted = 0usize;
+        let reader = BufReader::with_capacity(256 * 1024, file);
+        for (index_in_file, line) in reader.split(b'\n').enumerate() {
+            let line = line.map_err(io_at("reading", &path))?;
+            // A line that is not a stored record is reported by validate's schema check.
+            let Ok(record) = serde_json::from_slice::<StrictFields<'_>>(&line) else {
+                continue;
+            };
+            // So is a strict record without a script; the contract adds nothing to it.
+            if record.script.is_none() {
+                continue;
+            }
+            let Err(outside) = index.check_fields(
+                record.language.as_deref(),
+                record.script.as_deref(),
+                &record.question_id,
+                &record.filter,
+            ) else {
+                continue;
+            };
+            if listed == MAX_CONTRACT_FINDINGS_PER_FILE {
+                unlisted += 1;
+                continue;
+            }
+            listed += 1;
+            let message = if outside.path.is_root() {
+                outside.message
+            } else {
+                format!("field {}: {}", outside.path, outside.message)
+            };
+            findings.push(Finding {
+                path: relative.clone(),
+                line: Some(index_in_file as u64 + 1),
+                check: "contract",
+                message,
+            });
+        }
+        if unlisted > 0 {
+            findings.push(Finding {
+                path: relative.clone(),
                 line: None,
                 check: "contract",
-                message: problem.to_string(),
-            })
-            .collect(),
-    })
+                message: format!(
+                    "{unlisted} more records outside the run's contract are not listed"
+                ),
+            });
+        }
+    }
+    Ok(findings)
 }

@@ -199,28 +199,33 @@ pub fn prepare_strict_run(
     }
 }
 
-/// Why a strict record does not belong to its run's item bank.
+/// Why a strict record is outside its run's contract: no script or language, not an
+/// instance of the item bank, or a filter the protocol does not define.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotInBank {
+pub struct OutsideContract {
     /// The field at fault (the root path when it is the identity as a whole).
     pub path: FieldPath,
     pub message: String,
     pub hint: String,
 }
 
-/// The instances of a strict run's item bank, for checking records as they stream in.
+/// The instances of a strict run's item bank and the filters of its protocol, for
+/// checking records as they stream in (at import) and as they are read back (in validate).
 #[derive(Debug, Clone)]
 pub struct BankIndex {
     bank: String,
+    protocol: String,
+    /// The protocol's filter names (`filters[].name`), in payload order.
+    filters: Vec<String>,
     /// language → script → question IDs.
     instances: HashMap<String, HashMap<String, HashSet<String>>>,
 }
 
 impl BankIndex {
-    /// The index of `bank`, registered as `bank_id`.
-    pub fn new(bank_id: &str, bank: &ItemBank) -> Self {
+    /// The index of a resolved contract: its bank's instances and its protocol's filters.
+    pub fn of(resolved: &ResolvedContract) -> Self {
         let mut instances: HashMap<String, HashMap<String, HashSet<String>>> = HashMap::new();
-        for instance in bank.items.iter().flat_map(|item| &item.instances) {
+        for instance in resolved.bank.items.iter().flat_map(|item| &item.instances) {
             instances
                 .entry(instance.language.clone())
                 .or_default()
@@ -229,7 +234,9 @@ impl BankIndex {
                 .insert(instance.question_id.clone());
         }
         Self {
-            bank: bank_id.to_owned(),
+            bank: resolved.contract.item_bank.id.clone(),
+            protocol: resolved.contract.protocol.id.clone(),
+            filters: resolved.protocol.filters.clone(),
             instances,
         }
     }
@@ -242,10 +249,7 @@ impl BankIndex {
     ) -> Result<Option<Self>, ArchiveError> {
         match resolve_contract(archive, &manifest.metadata)? {
             Ok(None) => Ok(None),
-            Ok(Some(resolved)) => Ok(Some(Self::new(
-                &resolved.contract.item_bank.id,
-                &resolved.bank,
-            ))),
+            Ok(Some(resolved)) => Ok(Some(Self::of(&resolved))),
             Err(problems) => Err(ArtifactError::Contract {
                 run: manifest.run_id.clone(),
                 problems,
@@ -255,25 +259,43 @@ impl BankIndex {
     }
 
     /// True when `(language, script, question_id)` is an instance of the bank.
-    pub fn contains(&self, language: &str, script: &str, question_id: &str) -> bool {
+    fn contains(&self, language: &str, script: &str, question_id: &str) -> bool {
         self.instances
             .get(language)
             .and_then(|scripts| scripts.get(script))
             .is_some_and(|ids| ids.contains(question_id))
     }
 
-    /// Checks that a strict run's record names its script and is an instance of the bank.
-    pub fn check(&self, record: &Record) -> Result<(), NotInBank> {
+    /// Checks that a strict run's record names its script, is an instance of the bank and
+    /// carries one of the protocol's filters.
+    pub fn check(&self, record: &Record) -> Result<(), OutsideContract> {
+        self.check_fields(
+            record.language.as_deref(),
+            record.script.as_deref(),
+            &record.question_id,
+            &record.filter,
+        )
+    }
+
+    /// [`Self::check`] on the four fields it reads, for a caller that has not built a
+    /// whole [`Record`] (validate reads them straight from the stored line).
+    pub fn check_fields(
+        &self,
+        language: Option<&str>,
+        script: Option<&str>,
+        question_id: &str,
+        filter: &str,
+    ) -> Result<(), OutsideContract> {
         let root = FieldPath::root();
-        let Some(script) = &record.script else {
-            return Err(NotInBank {
+        let Some(script) = script else {
+            return Err(OutsideContract {
                 path: root.key("script"),
                 message: "records of a strict benchmark run must name their script".into(),
                 hint: "add \"script\" (e.g. \"Latn\") to each record; in a strict run the script is part of the identity".into(),
             });
         };
-        let Some(language) = &record.language else {
-            return Err(NotInBank {
+        let Some(language) = language else {
+            return Err(OutsideContract {
                 path: root.key("language"),
                 message: format!(
                     "records of a strict benchmark run must name their language (every instance of item bank {:?} has one)",
@@ -282,20 +304,35 @@ impl BankIndex {
                 hint: "add \"language\" to each record, or pass --language".into(),
             });
         };
-        if self.contains(language, script, &record.question_id) {
-            return Ok(());
+        if !self.contains(language, script, question_id) {
+            return Err(OutsideContract {
+                path: root,
+                message: format!(
+                    "(language {language:?}, script {script:?}, question_id {question_id:?}) is not an instance of item bank {:?}",
+                    self.bank
+                ),
+                hint: format!(
+                    "a strict run holds only its bank's items; compare the record's language, script and question_id with `babel artifact show item-bank {}`, or register a new bank that includes it",
+                    self.bank
+                ),
+            });
         }
-        Err(NotInBank {
-            path: root,
-            message: format!(
-                "(language {language:?}, script {script:?}, question_id {:?}) is not an instance of item bank {:?}",
-                record.question_id, self.bank
-            ),
-            hint: format!(
-                "a strict run holds only its bank's items; compare the record's language, script and question_id with `babel artifact show item-bank {}`, or register a new bank that includes it",
-                self.bank
-            ),
-        })
+        // ARTIFACTS.md: the protocol's `filters[].name` "is the records' `filter`".
+        if !self.filters.iter().any(|name| name == filter) {
+            return Err(OutsideContract {
+                path: root.key("filter"),
+                message: format!(
+                    "{filter:?} is not one of the filters of protocol {:?} ({})",
+                    self.protocol,
+                    self.filters.join(", ")
+                ),
+                hint: format!(
+                    "a strict run's records carry one of its protocol's filters; set each record's \"filter\" (absent means \"none\") to one that `babel artifact show protocol {}` lists, or register a protocol that defines this filter",
+                    self.protocol
+                ),
+            });
+        }
+        Ok(())
     }
 }
 
@@ -527,9 +564,28 @@ mod tests {
         out.remove(0)
     }
 
-    #[test]
-    fn every_strict_record_must_be_an_instance_of_the_bank_and_name_its_script() {
-        let bank = ItemBank {
+    fn resolved(bank: ItemBank, filters: &[&str]) -> ResolvedContract {
+        let pin = |id: &str, sha256: &str| ArtifactPin {
+            id: id.into(),
+            sha256: sha256.into(),
+        };
+        ResolvedContract {
+            contract: BenchmarkContract {
+                item_bank: pin("bank", BANK_SHA),
+                protocol: pin("proto", PROTO_SHA),
+            },
+            bank,
+            protocol: Protocol {
+                item_bank: pin("bank", BANK_SHA),
+                filters: filters.iter().map(|f| f.to_string()).collect(),
+                correctness_metric: "acc".into(),
+                correctness_filter: filters[0].into(),
+            },
+        }
+    }
+
+    fn one_item_bank() -> ItemBank {
+        ItemBank {
             items: vec![BankItem {
                 id: "cap-fr".into(),
                 family: None,
@@ -548,8 +604,12 @@ mod tests {
                     },
                 ],
             }],
-        };
-        let index = BankIndex::new("bank", &bank);
+        }
+    }
+
+    #[test]
+    fn every_strict_record_must_be_an_instance_of_the_bank_and_name_its_script() {
+        let index = BankIndex::of(&resolved(one_item_bank(), &["none"]));
         assert_eq!(index.check(&record(Some("en"), Some("Latn"), "q1")), Ok(()));
         assert_eq!(index.check(&record(Some("sr"), Some("Cyrl"), "q1")), Ok(()));
         let absent = index
@@ -568,5 +628,24 @@ mod tests {
         assert_eq!(no_script.path.to_string(), "script");
         let no_language = index.check(&record(None, Some("Latn"), "q1")).unwrap_err();
         assert_eq!(no_language.path.to_string(), "language");
+    }
+
+    #[test]
+    fn a_strict_record_must_carry_one_of_the_protocols_filters() {
+        // ARTIFACTS.md, protocol `filters`: "`name` is the records' `filter`".
+        let index = BankIndex::of(&resolved(one_item_bank(), &["none", "strict-match"]));
+        let mut record = record(Some("en"), Some("Latn"), "q1");
+        assert_eq!(record.filter, "none", "an absent filter is \"none\"");
+        assert_eq!(index.check(&record), Ok(()));
+        record.filter = "strict-match".into();
+        assert_eq!(index.check(&record), Ok(()));
+        record.filter = "made-up".into();
+        let refused = index.check(&record).unwrap_err();
+        assert_eq!(refused.path.to_string(), "filter");
+        assert_eq!(
+            refused.message,
+            "\"made-up\" is not one of the filters of protocol \"proto\" (none, strict-match)"
+        );
+        assert!(refused.hint.contains("babel artifact show protocol proto"));
     }
 }

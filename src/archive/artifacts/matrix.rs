@@ -1,15 +1,22 @@
 //! The archive side of `babel matrix`: selects the strict runs of one item bank (named, or
 //! a release's), checks that they were measured under one protocol, streams their records
-//! into the pure [`crate::matrix`] builder and hands back the matrix. Reads only.
+//! into the pure [`crate::matrix`] builder and hands back the matrix; then writes the matrix
+//! and its item sidecar, both outside the archive, all or nothing.
+//!
+//! Reads the archive only; the two files it writes are derived, like comparison reports,
+//! and go through [`report_destination`] and [`durable::write_new_atomically`].
 
 use serde::Deserialize;
 use std::borrow::Cow;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
 
 use super::contract::{BenchmarkContract, check_comparable};
 use super::payload::{ItemBank, Payload};
 use super::{ArtifactError, Kind, load, release_members};
+use crate::archive::comparison::report_destination;
 use crate::archive::layout::{self, RunId, run_relative};
 use crate::archive::manifest::RunManifest;
 use crate::archive::{Archive, ArchiveError};
@@ -89,6 +96,17 @@ fn selected_runs(
                     "no runs were selected".into(),
                     "name runs with --runs R1,R2 or a release with --release ID",
                 ));
+            }
+            // A run named twice would be two respondents with the same subject_id.
+            let mut seen = HashSet::new();
+            if let Some(repeated) = runs.iter().find(|run| !seen.insert(*run)) {
+                return Err(ArchiveError::Usage {
+                    message: format!("run {repeated} is named twice in --runs"),
+                    hint: Some(
+                        "name each run once: a run is one respondent per language and script"
+                            .into(),
+                    ),
+                });
             }
             runs.iter().map(|run| archive.run_manifest(run)).collect()
         }
@@ -269,4 +287,184 @@ pub fn build(archive: &Archive, request: &MatrixRequest) -> Result<BuiltMatrix, 
         filter,
         outside_bank,
     })
+}
+
+/// The two layouts of a matrix file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatrixFormat {
+    /// `run_id,model,checkpoint,language,script,<items>` (R mirt, girth/pandas).
+    Csv,
+    /// py-irt's JSON Lines.
+    Jsonl,
+}
+
+impl MatrixFormat {
+    /// The format named `csv` or `jsonl` (also the file suffix that selects it).
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "csv" => Some(Self::Csv),
+            "jsonl" => Some(Self::Jsonl),
+            _ => None,
+        }
+    }
+
+    fn extension(self) -> &'static str {
+        match self {
+            Self::Csv => "csv",
+            Self::Jsonl => "jsonl",
+        }
+    }
+}
+
+/// One of the matrix renderers.
+type Render = fn(&ResponseMatrix, &mut dyn Write) -> std::io::Result<()>;
+
+/// Where a matrix and its item sidecar go, checked before any work is done: both outside
+/// the archive, in an existing folder, and neither existing yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatrixDestination {
+    pub format: MatrixFormat,
+    /// The matrix file, its folder resolved.
+    pub matrix: PathBuf,
+    /// The item sidecar beside it: `responses.csv` → `responses.items.csv`.
+    pub items: PathBuf,
+}
+
+impl MatrixDestination {
+    /// Checks `out` and its sidecar; `format` overrides the suffix of `out`.
+    pub fn check(
+        archive: &Archive,
+        out: &Path,
+        format: Option<MatrixFormat>,
+    ) -> Result<Self, ArchiveError> {
+        let format = match format {
+            Some(format) => format,
+            None => out
+                .extension()
+                .and_then(|e| e.to_str())
+                .and_then(MatrixFormat::parse)
+                .ok_or_else(|| ArchiveError::Usage {
+                    message: format!(
+                        "cannot tell the format of {} from its suffix",
+                        out.display()
+                    ),
+                    hint: Some("name the file .csv or .jsonl, or pass --format csv|jsonl".into()),
+                })?,
+        };
+        let stem = out
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "matrix".into());
+        let sidecar = out.with_file_name(format!("{stem}.items.{}", format.extension()));
+        Ok(Self {
+            format,
+            matrix: report_destination(archive, out)?,
+            items: report_destination(archive, &sidecar)?,
+        })
+    }
+
+    /// Writes the matrix, then its sidecar, each atomically and without replacing
+    /// anything. When the sidecar cannot be written the matrix is removed again, so a
+    /// failure leaves neither file (only a process killed between the two renames can).
+    pub fn write(&self, matrix: &ResponseMatrix) -> Result<(), ArchiveError> {
+        let (body, items): (Render, Render) = match self.format {
+            MatrixFormat::Csv => (ResponseMatrix::write_csv, ResponseMatrix::write_items_csv),
+            MatrixFormat::Jsonl => (
+                ResponseMatrix::write_jsonl,
+                ResponseMatrix::write_items_jsonl,
+            ),
+        };
+        write_file(&self.matrix, matrix, body)?;
+        let Err(error) = write_file(&self.items, matrix, items) else {
+            return Ok(());
+        };
+        match fs::remove_file(&self.matrix) {
+            Ok(()) => Err(error),
+            Err(cleanup) => Err(refuse(
+                format!(
+                    "{error}; and {} could not be removed again ({cleanup})",
+                    self.matrix.display()
+                ),
+                "remove the matrix file by hand before writing it again",
+            )),
+        }
+    }
+}
+
+fn write_file(dest: &Path, matrix: &ResponseMatrix, render: Render) -> Result<(), ArchiveError> {
+    durable::write_new_atomically(dest, |out| {
+        render(matrix, out).map_err(|e| ArchiveError::from(io_at("writing", dest)(e)))
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::ItemColumn;
+
+    fn small_matrix() -> ResponseMatrix {
+        let item = ItemColumn {
+            id: "i1".into(),
+            family: None,
+            split: None,
+            groups: Default::default(),
+        };
+        let mut builder =
+            MatrixBuilder::new(vec![item], [(("en".into(), "Latn".into(), "q1".into()), 0)]);
+        builder.begin_run(RunRow {
+            run_id: "r1".into(),
+            model: "m".into(),
+            checkpoint: None,
+        });
+        builder
+            .observe("en", "Latn", "q1", Some(true), "a:1")
+            .unwrap();
+        builder.finish()
+    }
+
+    #[test]
+    fn a_failed_sidecar_write_leaves_neither_file_and_keeps_what_was_there() {
+        // ARTIFACTS.md: "Neither file may exist; both are written atomically." A sidecar that
+        // appears after the destinations were checked makes its no-replace write fail.
+        let dir = tempfile::tempdir().unwrap();
+        let destination = MatrixDestination {
+            format: MatrixFormat::Csv,
+            matrix: dir.path().join("m.csv"),
+            items: dir.path().join("m.items.csv"),
+        };
+        fs::write(&destination.items, "someone else's file\n").unwrap();
+        assert!(destination.write(&small_matrix()).is_err());
+        assert!(
+            destination.matrix.symlink_metadata().is_err(),
+            "the matrix written first is removed again"
+        );
+        assert_eq!(
+            fs::read_to_string(&destination.items).unwrap(),
+            "someone else's file\n"
+        );
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["m.items.csv"], "no temporary file is left either");
+    }
+
+    #[test]
+    fn both_files_are_written_when_nothing_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let destination = MatrixDestination {
+            format: MatrixFormat::Jsonl,
+            matrix: dir.path().join("m.jsonl"),
+            items: dir.path().join("m.items.jsonl"),
+        };
+        let matrix = small_matrix();
+        destination.write(&matrix).unwrap();
+        let mut expected = Vec::new();
+        matrix.write_jsonl(&mut expected).unwrap();
+        assert_eq!(fs::read(&destination.matrix).unwrap(), expected);
+        let mut expected = Vec::new();
+        matrix.write_items_jsonl(&mut expected).unwrap();
+        assert_eq!(fs::read(&destination.items).unwrap(), expected);
+    }
 }

@@ -98,6 +98,9 @@ pub struct ItemBank {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Protocol {
     pub item_bank: ArtifactPin,
+    /// The names of its filters (`filters[].name`), in payload order: the only `filter`
+    /// values a strict run's records may carry.
+    pub filters: Vec<String>,
     /// The metric whose binary value is a record's `correct`.
     pub correctness_metric: String,
     /// The filter whose records carry that correctness.
@@ -491,6 +494,7 @@ fn protocol(f: &mut Fields) -> Result<Protocol, FieldError> {
     }
     Ok(Protocol {
         item_bank,
+        filters,
         correctness_metric,
         correctness_filter,
     })
@@ -727,6 +731,7 @@ mod tests {
             panic!()
         };
         assert_eq!(p.item_bank.id, "bank");
+        assert_eq!(p.filters, ["none"]);
         assert_eq!(p.correctness_metric, "acc");
         let deps = Payload::Protocol(p).dependencies();
         assert_eq!(deps.artifacts[0].kind, Kind::ItemBank);
