@@ -529,3 +529,205 @@ fn compare_help_teaches_the_defaults_with_examples() {
         );
     }
 }
+
+/// Registers `payload` (a file under examples/benchmark/, or edited bytes) as artifact
+/// `kind` `id` and returns its SHA-256 as `artifact add --json` reports it.
+fn register(env: &Env, kind: &str, id: &str, payload: &[u8]) -> String {
+    let path = env.input(&format!("{kind}-{id}.json"), payload);
+    let output = env
+        .babel(&["artifact", "add", kind, id, &path, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let added: Value = serde_json::from_slice(&output.stdout).unwrap();
+    added["sha256"].as_str().unwrap().to_owned()
+}
+
+fn example(name: &str) -> String {
+    std::fs::read_to_string(fixture(&format!("examples/benchmark/{name}"))).unwrap()
+}
+
+/// A copy of the example protocol with another description (so another payload hash),
+/// optionally pinning another item bank.
+fn protocol_variant(bank: Option<(&str, &str)>) -> String {
+    let mut protocol: Value = serde_json::from_str(&example("protocol.json")).unwrap();
+    protocol["description"] = json!("Zero-shot multiple choice, worded for a second study.");
+    if let Some((id, sha256)) = bank {
+        protocol["item_bank"] = json!({"id": id, "sha256": sha256});
+    }
+    protocol.to_string()
+}
+
+/// An archive with the example bank `capitals-bank` and protocol `capitals-0shot`, a second
+/// protocol `capitals-0shot-b` of the same bank, and a second bank `capitals-bank-b` with
+/// its own protocol `capitals-0shot-bank-b`.
+fn strict_archive() -> Env {
+    let env = Env::with_archive();
+    register(
+        &env,
+        "item-bank",
+        "capitals-bank",
+        example("item-bank.json").as_bytes(),
+    );
+    register(
+        &env,
+        "protocol",
+        "capitals-0shot",
+        example("protocol.json").as_bytes(),
+    );
+    register(
+        &env,
+        "protocol",
+        "capitals-0shot-b",
+        protocol_variant(None).as_bytes(),
+    );
+    let mut bank: Value = serde_json::from_str(&example("item-bank.json")).unwrap();
+    bank["description"] = json!("The same five capitals, registered again as a second bank.");
+    let bank_sha = register(
+        &env,
+        "item-bank",
+        "capitals-bank-b",
+        bank.to_string().as_bytes(),
+    );
+    register(
+        &env,
+        "protocol",
+        "capitals-0shot-bank-b",
+        protocol_variant(Some(("capitals-bank-b", &bank_sha))).as_bytes(),
+    );
+    env
+}
+
+/// Creates run `run` (strict when `contract` names a bank and a protocol) and imports
+/// `results` (a file under examples/) into it.
+fn run_with(env: &Env, run: &str, contract: Option<(&str, &str)>, results: &str) {
+    let mut args = vec![
+        "run",
+        "create",
+        run,
+        "--model",
+        "demo-org/demo-7b",
+        "--benchmark",
+        "world-capitals",
+    ];
+    if let Some((bank, protocol)) = contract {
+        args.extend(["--item-bank", bank, "--protocol", protocol]);
+    }
+    env.babel(&args).assert().success();
+    env.babel(&["import", run, "--format", "canonical"])
+        .arg(fixture(&format!("examples/{results}")))
+        .assert()
+        .success();
+}
+
+const STRICT_HINT: &str =
+    "hint: strict runs compare only with strict runs of the same item bank and protocol";
+
+#[test]
+fn strict_runs_under_different_protocols_are_a_refused_selection_exit_2() {
+    // "For strict runs, ... comparisons require the same bank and protocol references."
+    // FORMAT.md: refused selections exit 2 (usage), like a differing dataset_revision.
+    let env = strict_archive();
+    let contract = Some(("capitals-bank", "capitals-0shot"));
+    run_with(
+        &env,
+        "step1000",
+        contract,
+        "benchmark/results/demo-7b-step1000.jsonl",
+    );
+    let other = Some(("capitals-bank", "capitals-0shot-b"));
+    run_with(
+        &env,
+        "reworded",
+        other,
+        "benchmark/results/demo-7b-step2000.jsonl",
+    );
+    let stderr = stderr_of(&env, &["compare", "step1000", "--other-run", "reworded"], 2);
+    assert!(
+        stderr.contains("runs \"step1000\" and \"reworded\" pin different protocols"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("capitals-0shot@"), "{stderr}");
+    assert!(stderr.contains(STRICT_HINT), "{stderr}");
+}
+
+#[test]
+fn strict_runs_of_different_item_banks_are_a_refused_selection_exit_2() {
+    // "comparisons require the same bank and protocol references."
+    let env = strict_archive();
+    let contract = Some(("capitals-bank", "capitals-0shot"));
+    run_with(
+        &env,
+        "step1000",
+        contract,
+        "benchmark/results/demo-7b-step1000.jsonl",
+    );
+    let other = Some(("capitals-bank-b", "capitals-0shot-bank-b"));
+    run_with(
+        &env,
+        "bank-b",
+        other,
+        "benchmark/results/demo-7b-step2000.jsonl",
+    );
+    let stderr = stderr_of(&env, &["compare", "step1000", "--other-run", "bank-b"], 2);
+    assert!(
+        stderr.contains("runs \"step1000\" and \"bank-b\" pin different item banks"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(STRICT_HINT), "{stderr}");
+}
+
+#[test]
+fn a_strict_run_and_a_general_run_are_a_refused_selection_exit_2_either_way_round() {
+    // ARTIFACTS.md: a strict run never compares with a general one.
+    let env = strict_archive();
+    let contract = Some(("capitals-bank", "capitals-0shot"));
+    run_with(
+        &env,
+        "strict",
+        contract,
+        "benchmark/results/demo-7b-step1000.jsonl",
+    );
+    run_with(&env, "general", None, "canonical/capitals.jsonl");
+    for (run, other) in [("strict", "general"), ("general", "strict")] {
+        let stderr = stderr_of(&env, &["compare", run, "--other-run", other], 2);
+        assert!(
+            stderr.contains("run \"strict\" is a strict benchmark run and run \"general\" is not"),
+            "{stderr}"
+        );
+        assert!(stderr.contains(STRICT_HINT), "{stderr}");
+    }
+}
+
+#[test]
+fn two_checkpoints_under_the_same_bank_and_protocol_compare() {
+    // "Different checkpoints are intentionally comparable."
+    let env = strict_archive();
+    let contract = Some(("capitals-bank", "capitals-0shot"));
+    run_with(
+        &env,
+        "step1000",
+        contract,
+        "benchmark/results/demo-7b-step1000.jsonl",
+    );
+    run_with(
+        &env,
+        "step2000",
+        contract,
+        "benchmark/results/demo-7b-step2000.jsonl",
+    );
+    let summary = compare_json(&env, &["step2000", "--other-run", "step1000"]);
+    let lines = |name: &str| {
+        example(&format!("results/{name}.jsonl"))
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .count() as u64
+    };
+    assert_eq!(summary["baseline"]["records"], lines("demo-7b-step2000"));
+    assert_eq!(summary["variant"]["records"], lines("demo-7b-step1000"));
+    assert_eq!(summary["matched"], lines("demo-7b-step1000"));
+}

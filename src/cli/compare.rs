@@ -23,7 +23,8 @@ Sides: without --other-run, the baseline is variant --baseline (default original
 the variant side is variant --variant (default rephrased) of RUN. With --other-run RUN2, the
 baseline is variant --baseline (default original) of RUN and the variant side is variant
 --variant of RUN2 (default: the same variant as the baseline). Runs that declare different
-dataset_revision metadata are refused (exit 2).
+dataset_revision metadata are refused (exit 2), and so are strict runs that pin different
+item banks or protocols, or a strict run and a general one (checkpoints may differ).
 
 Items are joined by (benchmark, language, script, question_id, filter, repeat_id); run-local
 identities never pair. Accuracy, delta (95% Newcombe method 10 interval), exact McNemar test
