@@ -731,3 +731,94 @@ fn two_checkpoints_under_the_same_bank_and_protocol_compare() {
     assert_eq!(summary["variant"]["records"], lines("demo-7b-step1000"));
     assert_eq!(summary["matched"], lines("demo-7b-step1000"));
 }
+
+const BABEL_GEN: &str = "tests/fixtures/lm-eval-0.4.13/original/dummy-p/samples_babel_gen_2026-12-02T12-52-40.515719.jsonl";
+
+#[test]
+fn a_harness_task_under_three_filters_is_broken_down_per_filter_with_a_pooling_caveat() {
+    // The item identity is "(benchmark, language, script, question_id, filter, repeat_id)",
+    // so each doc of babel_gen is three items; pooled, they are not independent pairs.
+    let env = Env::with_archive();
+    for run in ["a", "b"] {
+        env.babel(&["run", "create", run, "--model", "dummy-p"])
+            .assert()
+            .success();
+        env.babel(&["import", run, "--format", "harness"])
+            .arg(fixture(BABEL_GEN))
+            .assert()
+            .success();
+    }
+    // Independently of babel: per filter, the number of lines and of exact matches.
+    let mut per_filter: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut docs = std::collections::BTreeSet::new();
+    for line in std::fs::read_to_string(fixture(BABEL_GEN)).unwrap().lines() {
+        let value: Value = serde_json::from_str(line).unwrap();
+        docs.insert(value["doc"]["id"].as_str().unwrap().to_owned());
+        let counts = per_filter
+            .entry(value["filter"].as_str().unwrap().to_owned())
+            .or_default();
+        counts.0 += 1;
+        counts.1 += u64::from(value["exact_match"].as_f64().unwrap() == 1.0);
+    }
+    let lines: u64 = per_filter.values().map(|(n, _)| n).sum();
+
+    let summary = compare_json(&env, &["a", "--other-run", "b"]);
+    assert_eq!(
+        summary["statistics"]["pairs"], lines,
+        "the overall count keeps every item"
+    );
+    let groups = summary["by_filter"].as_array().unwrap();
+    let found: BTreeMap<String, (u64, f64)> = groups
+        .iter()
+        .map(|g| {
+            (
+                g["filter"].as_str().unwrap().to_owned(),
+                (
+                    g["statistics"]["pairs"].as_u64().unwrap(),
+                    g["statistics"]["baseline_accuracy"].as_f64().unwrap(),
+                ),
+            )
+        })
+        .collect();
+    let expected: BTreeMap<String, (u64, f64)> = per_filter
+        .iter()
+        .map(|(filter, &(n, correct))| (filter.clone(), (n, correct as f64 / n as f64)))
+        .collect();
+    assert_eq!(found, expected);
+    let caveat = &summary["pooling_caveat"];
+    assert_eq!(caveat["questions"], json!(docs.len()));
+    assert_eq!(caveat["filters"], json!(per_filter.len()));
+    assert_eq!(caveat["repeat_ids"], 1);
+    assert_eq!(caveat["pools_filters"], true);
+    assert_eq!(caveat["pools_repeats"], false);
+
+    let output = env
+        .babel(&["compare", "a", "--other-run", "b"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    let start = format!(
+        "caveat    {lines} items hold {} questions under {} filters",
+        docs.len(),
+        per_filter.len()
+    );
+    assert!(text.contains(&start), "{text}");
+    assert!(text.contains("one filter at a time."), "{text}");
+    for filter in per_filter.keys() {
+        assert!(text.contains(&format!("\n  {filter} ")), "{filter}: {text}");
+    }
+}
+
+#[test]
+fn one_filter_and_one_repeat_need_no_pooling_caveat() {
+    let env = two_benchmarks();
+    let summary = compare_json(&env, &["r1"]);
+    assert!(
+        summary["pooling_caveat"].is_null(),
+        "{}",
+        summary["pooling_caveat"]
+    );
+    assert_eq!(summary["by_filter"].as_array().unwrap().len(), 1);
+    assert_eq!(summary["by_filter"][0]["filter"], "none");
+    assert_eq!(summary["by_filter"][0]["outcomes"], summary["outcomes"]);
+}
