@@ -529,3 +529,296 @@ fn compare_help_teaches_the_defaults_with_examples() {
         );
     }
 }
+
+/// Registers `payload` (a file under examples/benchmark/, or edited bytes) as artifact
+/// `kind` `id` and returns its SHA-256 as `artifact add --json` reports it.
+fn register(env: &Env, kind: &str, id: &str, payload: &[u8]) -> String {
+    let path = env.input(&format!("{kind}-{id}.json"), payload);
+    let output = env
+        .babel(&["artifact", "add", kind, id, &path, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let added: Value = serde_json::from_slice(&output.stdout).unwrap();
+    added["sha256"].as_str().unwrap().to_owned()
+}
+
+fn example(name: &str) -> String {
+    std::fs::read_to_string(fixture(&format!("examples/benchmark/{name}"))).unwrap()
+}
+
+/// A copy of the example protocol with another description (so another payload hash),
+/// optionally pinning another item bank.
+fn protocol_variant(bank: Option<(&str, &str)>) -> String {
+    let mut protocol: Value = serde_json::from_str(&example("protocol.json")).unwrap();
+    protocol["description"] = json!("Zero-shot multiple choice, worded for a second study.");
+    if let Some((id, sha256)) = bank {
+        protocol["item_bank"] = json!({"id": id, "sha256": sha256});
+    }
+    protocol.to_string()
+}
+
+/// An archive with the example bank `capitals-bank` and protocol `capitals-0shot`, a second
+/// protocol `capitals-0shot-b` of the same bank, and a second bank `capitals-bank-b` with
+/// its own protocol `capitals-0shot-bank-b`.
+fn strict_archive() -> Env {
+    let env = Env::with_archive();
+    register(
+        &env,
+        "item-bank",
+        "capitals-bank",
+        example("item-bank.json").as_bytes(),
+    );
+    register(
+        &env,
+        "protocol",
+        "capitals-0shot",
+        example("protocol.json").as_bytes(),
+    );
+    register(
+        &env,
+        "protocol",
+        "capitals-0shot-b",
+        protocol_variant(None).as_bytes(),
+    );
+    let mut bank: Value = serde_json::from_str(&example("item-bank.json")).unwrap();
+    bank["description"] = json!("The same five capitals, registered again as a second bank.");
+    let bank_sha = register(
+        &env,
+        "item-bank",
+        "capitals-bank-b",
+        bank.to_string().as_bytes(),
+    );
+    register(
+        &env,
+        "protocol",
+        "capitals-0shot-bank-b",
+        protocol_variant(Some(("capitals-bank-b", &bank_sha))).as_bytes(),
+    );
+    env
+}
+
+/// Creates run `run` (strict when `contract` names a bank and a protocol) and imports
+/// `results` (a file under examples/) into it.
+fn run_with(env: &Env, run: &str, contract: Option<(&str, &str)>, results: &str) {
+    let mut args = vec![
+        "run",
+        "create",
+        run,
+        "--model",
+        "demo-org/demo-7b",
+        "--benchmark",
+        "world-capitals",
+    ];
+    if let Some((bank, protocol)) = contract {
+        args.extend(["--item-bank", bank, "--protocol", protocol]);
+    }
+    env.babel(&args).assert().success();
+    env.babel(&["import", run, "--format", "canonical"])
+        .arg(fixture(&format!("examples/{results}")))
+        .assert()
+        .success();
+}
+
+const STRICT_HINT: &str =
+    "hint: strict runs compare only with strict runs of the same item bank and protocol";
+
+#[test]
+fn strict_runs_under_different_protocols_are_a_refused_selection_exit_2() {
+    // "For strict runs, ... comparisons require the same bank and protocol references."
+    // FORMAT.md: refused selections exit 2 (usage), like a differing dataset_revision.
+    let env = strict_archive();
+    let contract = Some(("capitals-bank", "capitals-0shot"));
+    run_with(
+        &env,
+        "step1000",
+        contract,
+        "benchmark/results/demo-7b-step1000.jsonl",
+    );
+    let other = Some(("capitals-bank", "capitals-0shot-b"));
+    run_with(
+        &env,
+        "reworded",
+        other,
+        "benchmark/results/demo-7b-step2000.jsonl",
+    );
+    let stderr = stderr_of(&env, &["compare", "step1000", "--other-run", "reworded"], 2);
+    assert!(
+        stderr.contains("runs \"step1000\" and \"reworded\" pin different protocols"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("capitals-0shot@"), "{stderr}");
+    assert!(stderr.contains(STRICT_HINT), "{stderr}");
+}
+
+#[test]
+fn strict_runs_of_different_item_banks_are_a_refused_selection_exit_2() {
+    // "comparisons require the same bank and protocol references."
+    let env = strict_archive();
+    let contract = Some(("capitals-bank", "capitals-0shot"));
+    run_with(
+        &env,
+        "step1000",
+        contract,
+        "benchmark/results/demo-7b-step1000.jsonl",
+    );
+    let other = Some(("capitals-bank-b", "capitals-0shot-bank-b"));
+    run_with(
+        &env,
+        "bank-b",
+        other,
+        "benchmark/results/demo-7b-step2000.jsonl",
+    );
+    let stderr = stderr_of(&env, &["compare", "step1000", "--other-run", "bank-b"], 2);
+    assert!(
+        stderr.contains("runs \"step1000\" and \"bank-b\" pin different item banks"),
+        "{stderr}"
+    );
+    assert!(stderr.contains(STRICT_HINT), "{stderr}");
+}
+
+#[test]
+fn a_strict_run_and_a_general_run_are_a_refused_selection_exit_2_either_way_round() {
+    // ARTIFACTS.md: a strict run never compares with a general one.
+    let env = strict_archive();
+    let contract = Some(("capitals-bank", "capitals-0shot"));
+    run_with(
+        &env,
+        "strict",
+        contract,
+        "benchmark/results/demo-7b-step1000.jsonl",
+    );
+    run_with(&env, "general", None, "canonical/capitals.jsonl");
+    for (run, other) in [("strict", "general"), ("general", "strict")] {
+        let stderr = stderr_of(&env, &["compare", run, "--other-run", other], 2);
+        assert!(
+            stderr.contains("run \"strict\" is a strict benchmark run and run \"general\" is not"),
+            "{stderr}"
+        );
+        assert!(stderr.contains(STRICT_HINT), "{stderr}");
+    }
+}
+
+#[test]
+fn two_checkpoints_under_the_same_bank_and_protocol_compare() {
+    // "Different checkpoints are intentionally comparable."
+    let env = strict_archive();
+    let contract = Some(("capitals-bank", "capitals-0shot"));
+    run_with(
+        &env,
+        "step1000",
+        contract,
+        "benchmark/results/demo-7b-step1000.jsonl",
+    );
+    run_with(
+        &env,
+        "step2000",
+        contract,
+        "benchmark/results/demo-7b-step2000.jsonl",
+    );
+    let summary = compare_json(&env, &["step2000", "--other-run", "step1000"]);
+    let lines = |name: &str| {
+        example(&format!("results/{name}.jsonl"))
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .count() as u64
+    };
+    assert_eq!(summary["baseline"]["records"], lines("demo-7b-step2000"));
+    assert_eq!(summary["variant"]["records"], lines("demo-7b-step1000"));
+    assert_eq!(summary["matched"], lines("demo-7b-step1000"));
+}
+
+const BABEL_GEN: &str = "tests/fixtures/lm-eval-0.4.13/original/dummy-p/samples_babel_gen_2026-12-02T12-52-40.515719.jsonl";
+
+#[test]
+fn a_harness_task_under_three_filters_is_broken_down_per_filter_with_a_pooling_caveat() {
+    // The item identity is "(benchmark, language, script, question_id, filter, repeat_id)",
+    // so each doc of babel_gen is three items; pooled, they are not independent pairs.
+    let env = Env::with_archive();
+    for run in ["a", "b"] {
+        env.babel(&["run", "create", run, "--model", "dummy-p"])
+            .assert()
+            .success();
+        env.babel(&["import", run, "--format", "harness"])
+            .arg(fixture(BABEL_GEN))
+            .assert()
+            .success();
+    }
+    // Independently of babel: per filter, the number of lines and of exact matches.
+    let mut per_filter: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut docs = std::collections::BTreeSet::new();
+    for line in std::fs::read_to_string(fixture(BABEL_GEN)).unwrap().lines() {
+        let value: Value = serde_json::from_str(line).unwrap();
+        docs.insert(value["doc"]["id"].as_str().unwrap().to_owned());
+        let counts = per_filter
+            .entry(value["filter"].as_str().unwrap().to_owned())
+            .or_default();
+        counts.0 += 1;
+        counts.1 += u64::from(value["exact_match"].as_f64().unwrap() == 1.0);
+    }
+    let lines: u64 = per_filter.values().map(|(n, _)| n).sum();
+
+    let summary = compare_json(&env, &["a", "--other-run", "b"]);
+    assert_eq!(
+        summary["statistics"]["pairs"], lines,
+        "the overall count keeps every item"
+    );
+    let groups = summary["by_filter"].as_array().unwrap();
+    let found: BTreeMap<String, (u64, f64)> = groups
+        .iter()
+        .map(|g| {
+            (
+                g["filter"].as_str().unwrap().to_owned(),
+                (
+                    g["statistics"]["pairs"].as_u64().unwrap(),
+                    g["statistics"]["baseline_accuracy"].as_f64().unwrap(),
+                ),
+            )
+        })
+        .collect();
+    let expected: BTreeMap<String, (u64, f64)> = per_filter
+        .iter()
+        .map(|(filter, &(n, correct))| (filter.clone(), (n, correct as f64 / n as f64)))
+        .collect();
+    assert_eq!(found, expected);
+    let caveat = &summary["pooling_caveat"];
+    assert_eq!(caveat["questions"], json!(docs.len()));
+    assert_eq!(caveat["filters"], json!(per_filter.len()));
+    assert_eq!(caveat["repeat_ids"], 1);
+    assert_eq!(caveat["pools_filters"], true);
+    assert_eq!(caveat["pools_repeats"], false);
+
+    let output = env
+        .babel(&["compare", "a", "--other-run", "b"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    let start = format!(
+        "caveat    {lines} items hold {} questions under {} filters",
+        docs.len(),
+        per_filter.len()
+    );
+    assert!(text.contains(&start), "{text}");
+    assert!(text.contains("one filter at a time."), "{text}");
+    for filter in per_filter.keys() {
+        assert!(text.contains(&format!("\n  {filter} ")), "{filter}: {text}");
+    }
+}
+
+#[test]
+fn one_filter_and_one_repeat_need_no_pooling_caveat() {
+    let env = two_benchmarks();
+    let summary = compare_json(&env, &["r1"]);
+    assert!(
+        summary["pooling_caveat"].is_null(),
+        "{}",
+        summary["pooling_caveat"]
+    );
+    assert_eq!(summary["by_filter"].as_array().unwrap().len(), 1);
+    assert_eq!(summary["by_filter"][0]["filter"], "none");
+    assert_eq!(summary["by_filter"][0]["outcomes"], summary["outcomes"]);
+}

@@ -8,6 +8,7 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+use super::artifacts::contract::NotComparable;
 use super::layout::RunId;
 use super::manifest::RunManifest;
 use super::read::RecordStore;
@@ -175,9 +176,16 @@ pub fn check_comparable(baseline: &RunManifest, variant: &RunManifest) -> Result
             "compare runs evaluated on the same dataset revision",
         ));
     }
-    // Strict runs compare only under the same item bank and protocol (checkpoints may differ).
-    super::artifacts::contract::check_comparable(baseline, variant)
-        .map_err(|refused| ArchiveError::Artifact(Box::new(refused.into())))
+    // Strict runs compare only under the same item bank and protocol (checkpoints may
+    // differ). Those refusals are selections, so they exit 2 like the revision rule; a
+    // contract that cannot be read is a damaged run and stays an artifact error (exit 1).
+    super::artifacts::contract::check_comparable(baseline, variant).map_err(|refused| match refused
+    {
+        NotComparable::BadContract { .. } => ArchiveError::Artifact(Box::new(refused.into())),
+        NotComparable::StrictAndGeneral { .. }
+        | NotComparable::DifferentItemBanks { .. }
+        | NotComparable::DifferentProtocols { .. } => usage(refused.to_string(), refused.hint()),
+    })
 }
 
 /// Checks where a derived report may be written, before any work is done: its folder must

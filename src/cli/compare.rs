@@ -23,11 +23,15 @@ Sides: without --other-run, the baseline is variant --baseline (default original
 the variant side is variant --variant (default rephrased) of RUN. With --other-run RUN2, the
 baseline is variant --baseline (default original) of RUN and the variant side is variant
 --variant of RUN2 (default: the same variant as the baseline). Runs that declare different
-dataset_revision metadata are refused (exit 2).
+dataset_revision metadata are refused (exit 2), and so are strict runs that pin different
+item banks or protocols, or a strict run and a general one (checkpoints may differ).
 
 Items are joined by (benchmark, language, script, question_id, filter, repeat_id); run-local
 identities never pair. Accuracy, delta (95% Newcombe method 10 interval), exact McNemar test
-and consistency use only matched items with known correctness on both sides.
+and consistency use only matched items with known correctness on both sides; they are shown
+overall and per benchmark, language and filter. When one question is several items (several
+filters or repeat_ids), a caveat says the pooled pairs are not independent: read the
+per-filter table.
 
 --items writes the report to a new file outside the archive (never overwriting one); its
 suffix .html, .csv or .jsonl selects the format unless --format is given.
@@ -42,7 +46,7 @@ Examples:
 /// Compare two sides item by item: two variants of one run (by default original vs
 /// rephrased), or one variant selection in two runs (--other-run). Prints outcome counts,
 /// accuracy with Wilson intervals, the paired delta with its interval, the exact McNemar
-/// test and consistency, overall and per benchmark and language; --items also writes the
+/// test and consistency, overall and per benchmark, language and filter; --items also writes the
 /// item-level report (HTML, CSV or JSONL).
 #[derive(Debug, clap::Args)]
 #[command(after_help = AFTER_HELP)]

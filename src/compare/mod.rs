@@ -231,14 +231,6 @@ impl<R: Comparable> Item<R> {
         }
     }
 
-    /// The record of `side`, when it has one.
-    pub fn side(&self, side: Side) -> Option<&R> {
-        match side {
-            Side::Baseline => self.baseline(),
-            Side::Variant => self.variant(),
-        }
-    }
-
     /// A record that carries the item's identity (the baseline one when there are two).
     pub fn any_record(&self) -> &R {
         match self {

@@ -39,6 +39,33 @@ impl PairedTable {
     }
 }
 
+/// The margins of a [`PairedTable`]: each side's correct and wrong totals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Marginals {
+    /// Correct on the baseline, a + b.
+    baseline_correct: u64,
+    /// Wrong on the baseline, c + d.
+    baseline_wrong: u64,
+    /// Correct on the variant, a + c.
+    variant_correct: u64,
+    /// Wrong on the variant, b + d.
+    variant_wrong: u64,
+}
+
+impl Marginals {
+    /// The margins of `table`; `None` when its counts add up past `u64::MAX` (below that,
+    /// every partial sum fits too).
+    fn of(table: &PairedTable) -> Option<Self> {
+        table.pairs()?;
+        Some(Self {
+            baseline_correct: table.both_correct + table.correct_to_wrong,
+            baseline_wrong: table.wrong_to_correct + table.both_wrong,
+            variant_correct: table.both_correct + table.wrong_to_correct,
+            variant_wrong: table.correct_to_wrong + table.both_wrong,
+        })
+    }
+}
+
 /// A two-sided confidence level strictly between 0 and 1, such as 0.95.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(transparent)]
@@ -135,8 +162,11 @@ impl PairedStats {
         let pairs = table.pairs().filter(|&pairs| pairs > 0)?;
         let discordant_pairs = table.correct_to_wrong + table.wrong_to_correct;
         let n = pairs as f64;
-        let baseline_correct = table.both_correct + table.correct_to_wrong;
-        let variant_correct = table.both_correct + table.wrong_to_correct;
+        let Marginals {
+            baseline_correct,
+            variant_correct,
+            ..
+        } = Marginals::of(table)?;
         let baseline_ci = wilson_interval(baseline_correct, pairs, confidence)?;
         let variant_ci = wilson_interval(variant_correct, pairs, confidence)?;
         let delta_ci = paired_delta_interval(table, confidence)?;
@@ -213,13 +243,12 @@ pub fn wilson_interval(
 pub fn paired_delta_interval(table: &PairedTable, confidence: ConfidenceLevel) -> Option<Interval> {
     let pairs = table.pairs().filter(|&pairs| pairs > 0)?;
     let n = pairs as f64;
-    let baseline_correct = table.both_correct + table.correct_to_wrong;
-    let variant_correct = table.both_correct + table.wrong_to_correct;
-    let baseline = baseline_correct as f64 / n;
-    let variant = variant_correct as f64 / n;
-    let baseline_ci = wilson_interval(baseline_correct, pairs, confidence)?;
-    let variant_ci = wilson_interval(variant_correct, pairs, confidence)?;
-    let phi = corrected_phi(table, n);
+    let marginals = Marginals::of(table)?;
+    let baseline = marginals.baseline_correct as f64 / n;
+    let variant = marginals.variant_correct as f64 / n;
+    let baseline_ci = wilson_interval(marginals.baseline_correct, pairs, confidence)?;
+    let variant_ci = wilson_interval(marginals.variant_correct, pairs, confidence)?;
+    let phi = corrected_phi(table, &marginals, n);
     let delta = delta_of(table, n);
 
     let variant_down = variant - variant_ci.low;
@@ -246,15 +275,27 @@ fn square_and_add(x: f64, y: f64, phi: f64) -> f64 {
 
 /// Newcombe's corrected φ: (ad − bc) / √((a+b)(c+d)(a+c)(b+d)), with ad − bc replaced by
 /// max(ad − bc − n/2, 0) when positive, and 0 when any marginal total is 0.
-fn corrected_phi(table: &PairedTable, n: f64) -> f64 {
+fn corrected_phi(table: &PairedTable, marginals: &Marginals, n: f64) -> f64 {
+    let Marginals {
+        baseline_correct,
+        baseline_wrong,
+        variant_correct,
+        variant_wrong,
+    } = *marginals;
+    if [
+        baseline_correct,
+        baseline_wrong,
+        variant_correct,
+        variant_wrong,
+    ]
+    .contains(&0)
+    {
+        return 0.0;
+    }
     let a = u128::from(table.both_correct);
     let b = u128::from(table.correct_to_wrong);
     let c = u128::from(table.wrong_to_correct);
     let d = u128::from(table.both_wrong);
-    let marginals = [a + b, c + d, a + c, b + d];
-    if marginals.contains(&0) {
-        return 0.0;
-    }
     // Products of two u64 counts fit in u128, so the sign of ad − bc is decided exactly.
     let (concordant_product, discordant_product) = (a * d, b * c);
     let numerator = if concordant_product > discordant_product {
@@ -264,14 +305,8 @@ fn corrected_phi(table: &PairedTable, n: f64) -> f64 {
     };
     // Each side's correct and wrong totals are multiplied together first, so that swapping b
     // and c (which swaps the sides) multiplies the same f64s and gives the identical φ.
-    let [
-        baseline_correct,
-        variant_wrong,
-        variant_correct,
-        baseline_wrong,
-    ] = marginals.map(|total| total as f64);
-    let correct_totals = baseline_correct * variant_correct;
-    let wrong_totals = baseline_wrong * variant_wrong;
+    let correct_totals = baseline_correct as f64 * variant_correct as f64;
+    let wrong_totals = baseline_wrong as f64 * variant_wrong as f64;
     numerator / (correct_totals * wrong_totals).sqrt()
 }
 
@@ -817,6 +852,23 @@ mod tests {
         assert_close("consistency", s.consistency, 36.0 / 50.0, 1e-15);
         assert_eq!(s.confidence_level, 0.95);
         assert_eq!(s.delta_ci_method, "newcombe_1998_method_10");
+    }
+
+    #[test]
+    fn marginals_are_each_sides_correct_and_wrong_totals() {
+        // Baseline correct a + b, baseline wrong c + d, variant correct a + c, variant wrong
+        // b + d: distinct powers of two, so a swapped name cannot give the same number.
+        let marginals = Marginals::of(&table(1, 2, 4, 8)).expect("small counts");
+        assert_eq!(
+            marginals,
+            Marginals {
+                baseline_correct: 3,
+                baseline_wrong: 12,
+                variant_correct: 5,
+                variant_wrong: 10,
+            }
+        );
+        assert_eq!(Marginals::of(&table(u64::MAX, 1, 0, 0)), None);
     }
 
     #[test]

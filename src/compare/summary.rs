@@ -1,10 +1,14 @@
-//! The comparison summary: outcome counts and paired statistics overall, per benchmark and
-//! per language. Accuracy and its delta use only matched pairs whose correctness is known
-//! on both sides (the [`PairedTable`]); unscored and one-sided items are counted, never
-//! scored. Pure arithmetic over a [`Comparison`].
+//! The comparison summary: outcome counts and paired statistics overall, per benchmark, per
+//! language and per filter. Accuracy and its delta use only matched pairs whose correctness
+//! is known on both sides (the [`PairedTable`]); unscored and one-sided items are counted,
+//! never scored. Pure arithmetic over a [`Comparison`].
+//!
+//! Every statistic treats its pairs as independent. Items of one question under several
+//! filters or repeat_ids are not, so the summary keeps the spec's item identity and counts
+//! but says so in a [`PoolingCaveat`] and breaks the table down per filter.
 
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::stats::{ConfidenceLevel, PairedStats, PairedTable};
 use super::{Comparable, Comparison, Outcome, PerSide, SideLabel};
@@ -123,11 +127,87 @@ pub struct LanguageGroup {
     pub group: Group,
 }
 
+/// The breakdown of one filter (the harness's processing pipeline, `none` by default).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FilterGroup {
+    pub filter: String,
+    #[serde(flatten)]
+    pub group: Group,
+}
+
+/// Present when one question `(benchmark, language, script, question_id)` is several
+/// items, under several filters or repeat_ids: its pairs are not independent, so the
+/// statistics that pool them report intervals too narrow and McNemar p-values too small.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PoolingCaveat {
+    /// Distinct questions among the items.
+    pub questions: u64,
+    /// Distinct filters among the items.
+    pub filters: u64,
+    /// Distinct repeat_ids among the items.
+    pub repeat_ids: u64,
+    /// Some question is an item under more than one filter: the overall, per-benchmark and
+    /// per-language statistics pool them; each per-filter table does not.
+    pub pools_filters: bool,
+    /// Some question is more than one item under one filter (several repeat_ids): every
+    /// table pools them, the per-filter ones too.
+    pub pools_repeats: bool,
+    /// The caveat in words, as the text summary and the HTML report print it.
+    pub message: String,
+}
+
+impl PoolingCaveat {
+    fn new(
+        items: u64,
+        questions: u64,
+        question_filters: u64,
+        filters: u64,
+        repeat_ids: u64,
+    ) -> Option<Self> {
+        let pools_filters = questions < question_filters;
+        let pools_repeats = question_filters < items;
+        let held = format!(
+            "{items} items hold {} under {} and {}",
+            counted(questions, "question", "questions"),
+            counted(filters, "filter", "filters"),
+            counted(repeat_ids, "repeat_id", "repeat_ids"),
+        );
+        let dependent =
+            "which are not independent (their intervals are too narrow and McNemar p too small)";
+        let message = match (pools_filters, pools_repeats) {
+            (false, false) => return None,
+            (true, false) => format!(
+                "{held}: the overall, per-benchmark and per-language statistics pool the pairs of one question under several filters, {dependent}. Read the per-filter table, one filter at a time."
+            ),
+            (true, true) => format!(
+                "{held}: the overall, per-benchmark and per-language statistics pool the pairs of one question under several filters and repeats, {dependent}. Read the per-filter table, one filter at a time; it still pools the repeats, so take its intervals and p-values as optimistic."
+            ),
+            (false, true) => format!(
+                "{held}: every table pools repeated measurements of one question, {dependent}. Take the intervals and p-values as optimistic."
+            ),
+        };
+        Some(Self {
+            questions,
+            filters,
+            repeat_ids,
+            pools_filters,
+            pools_repeats,
+            message,
+        })
+    }
+}
+
+fn counted(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Everything `babel compare` reports about a comparison besides its items.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
     pub baseline: SideSummary,
     pub variant: SideSummary,
+    /// The two-sided confidence level of every interval, e.g. 0.95.
+    pub confidence_level: ConfidenceLevel,
     /// All items.
     #[serde(flatten)]
     pub overall: Group,
@@ -135,6 +215,10 @@ pub struct Summary {
     pub by_benchmark: Vec<BenchmarkGroup>,
     /// The same table per language, sorted (null first).
     pub by_language: Vec<LanguageGroup>,
+    /// The same table per filter, sorted by filter.
+    pub by_filter: Vec<FilterGroup>,
+    /// Why pooled statistics overstate their evidence, when they do; null otherwise.
+    pub pooling_caveat: Option<PoolingCaveat>,
 }
 
 fn side_summary(label: &SideLabel, records: u64, run_local: u64) -> SideSummary {
@@ -148,24 +232,50 @@ fn side_summary(label: &SideLabel, records: u64, run_local: u64) -> SideSummary 
 
 impl Summary {
     /// Counts every item of `comparison` and computes the statistics at `confidence`.
+    ///
+    /// Questions are counted from the item order [`compare`](super::compare) guarantees
+    /// (sorted by identity, so one question's items are adjacent).
     pub fn of<R: Comparable>(comparison: &Comparison<R>, confidence: ConfidenceLevel) -> Self {
         let mut overall = OutcomeCounts::default();
         let mut by_benchmark: BTreeMap<&str, OutcomeCounts> = BTreeMap::new();
         let mut by_language: BTreeMap<Option<&str>, OutcomeCounts> = BTreeMap::new();
+        let mut by_filter: BTreeMap<&str, OutcomeCounts> = BTreeMap::new();
+        let mut repeat_ids = BTreeSet::new();
+        let (mut questions, mut question_filters) = (0, 0);
+        let mut previous = None;
         let mut records = PerSide::default();
         for item in &comparison.items {
             let outcome = item.outcome();
-            let (benchmark, language, ..) = item.any_record().identity_key();
+            let key = item.any_record().identity_key();
+            let (benchmark, language, script, question_id, filter, repeat_id) = key;
+            let question = (benchmark, language, script, question_id);
+            if previous.is_none_or(|(q, _)| q != question) {
+                questions += 1;
+                question_filters += 1;
+            } else if previous.is_some_and(|(_, f)| f != filter) {
+                question_filters += 1;
+            }
+            previous = Some((question, filter));
             overall.add(outcome);
             by_benchmark.entry(benchmark).or_default().add(outcome);
             by_language.entry(language).or_default().add(outcome);
+            by_filter.entry(filter).or_default().add(outcome);
+            repeat_ids.insert(repeat_id);
             records.baseline += u64::from(item.baseline().is_some());
             records.variant += u64::from(item.variant().is_some());
         }
         let excluded = comparison.run_local_excluded;
+        let pooling_caveat = PoolingCaveat::new(
+            overall.items(),
+            questions,
+            question_filters,
+            by_filter.len() as u64,
+            repeat_ids.len() as u64,
+        );
         Self {
             baseline: side_summary(&comparison.baseline, records.baseline, excluded.baseline),
             variant: side_summary(&comparison.variant, records.variant, excluded.variant),
+            confidence_level: confidence,
             overall: Group::of(overall, confidence),
             by_benchmark: by_benchmark
                 .into_iter()
@@ -181,6 +291,14 @@ impl Summary {
                     group: Group::of(counts, confidence),
                 })
                 .collect(),
+            by_filter: by_filter
+                .into_iter()
+                .map(|(filter, counts)| FilterGroup {
+                    filter: filter.to_owned(),
+                    group: Group::of(counts, confidence),
+                })
+                .collect(),
+            pooling_caveat,
         }
     }
 }
@@ -236,6 +354,162 @@ mod tests {
         assert_eq!(stats.variant_accuracy, 0.5);
         assert_eq!(summary.baseline.records, 4);
         assert_eq!(summary.variant.records, 4);
+        assert_eq!(summary.pooling_caveat, None, "one filter, one repeat_id");
+    }
+
+    /// Both sides of `questions` × `filters` × `repeats` items; a question is correct on
+    /// the baseline and wrong on the variant under every filter and repeat.
+    fn grid(questions: &[&str], filters: &[&str], repeats: u64) -> Comparison {
+        let records = |variant: &str, correct: bool| {
+            let mut records = Vec::new();
+            for question in questions {
+                for filter in filters {
+                    for repeat_id in 0..repeats {
+                        let mut r = record(variant, question, "en", Some(correct));
+                        r.filter = (*filter).into();
+                        r.repeat_id = repeat_id;
+                        records.push(r);
+                    }
+                }
+            }
+            records
+        };
+        compare(
+            side("original", records("original", true)),
+            side("rephrased", records("rephrased", false)),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_question_under_several_filters_is_one_pair_per_filter_in_the_per_filter_table() {
+        // The item identity keeps filter ("(benchmark, language, script, question_id, filter,
+        // repeat_id)"), so 12 docs under 3 filters are 36 items and the pooled tables count
+        // 36 pairs; each per-filter table counts each question once.
+        let docs: Vec<String> = (1..=12).map(|i| format!("g{i:03}")).collect();
+        let docs: Vec<&str> = docs.iter().map(String::as_str).collect();
+        let filters = ["strict-match", "flexible-extract", "shout"];
+        let summary = Summary::of(&grid(&docs, &filters, 1), ConfidenceLevel::NINETY_FIVE);
+        assert_eq!(summary.overall.items, 36);
+        assert_eq!(
+            summary.overall.statistics.as_ref().map(|s| s.pairs),
+            Some(36)
+        );
+        let per_filter: Vec<(&str, Option<u64>)> = summary
+            .by_filter
+            .iter()
+            .map(|g| {
+                (
+                    g.filter.as_str(),
+                    g.group.statistics.as_ref().map(|s| s.pairs),
+                )
+            })
+            .collect();
+        assert_eq!(
+            per_filter,
+            [
+                ("flexible-extract", Some(12)),
+                ("shout", Some(12)),
+                ("strict-match", Some(12)),
+            ]
+        );
+        let caveat = summary
+            .pooling_caveat
+            .expect("one question under three filters");
+        assert_eq!(
+            (caveat.questions, caveat.filters, caveat.repeat_ids),
+            (12, 3, 1)
+        );
+        assert!(caveat.pools_filters && !caveat.pools_repeats);
+        assert!(
+            caveat
+                .message
+                .starts_with("36 items hold 12 questions under 3 filters and 1 repeat_id:"),
+            "{}",
+            caveat.message
+        );
+        assert!(
+            caveat
+                .message
+                .ends_with("Read the per-filter table, one filter at a time."),
+            "{}",
+            caveat.message
+        );
+    }
+
+    #[test]
+    fn repeats_of_one_question_are_pooled_in_every_table_and_say_so() {
+        let summary = Summary::of(
+            &grid(&["a", "b"], &["none"], 3),
+            ConfidenceLevel::NINETY_FIVE,
+        );
+        assert_eq!(
+            summary.by_filter[0]
+                .group
+                .statistics
+                .as_ref()
+                .map(|s| s.pairs),
+            Some(6)
+        );
+        let caveat = summary
+            .pooling_caveat
+            .expect("three repeats of each question");
+        assert_eq!(
+            (caveat.questions, caveat.filters, caveat.repeat_ids),
+            (2, 1, 3)
+        );
+        assert!(!caveat.pools_filters && caveat.pools_repeats);
+        assert!(
+            caveat
+                .message
+                .contains("every table pools repeated measurements"),
+            "{}",
+            caveat.message
+        );
+
+        let both = Summary::of(&grid(&["a"], &["x", "y"], 2), ConfidenceLevel::NINETY_FIVE);
+        let caveat = both.pooling_caveat.expect("two filters, two repeats");
+        assert!(caveat.pools_filters && caveat.pools_repeats);
+        assert!(
+            caveat.message.contains("it still pools the repeats"),
+            "{}",
+            caveat.message
+        );
+    }
+
+    #[test]
+    fn filters_of_different_questions_need_no_caveat() {
+        // Two filters, but no question under both: every pair is a different question.
+        let mut strict = record("original", "b", "en", Some(true));
+        strict.filter = "strict-match".into();
+        let mut strict_variant = record("rephrased", "b", "en", Some(true));
+        strict_variant.filter = "strict-match".into();
+        let comparison = compare(
+            side(
+                "original",
+                vec![record("original", "a", "en", Some(true)), strict],
+            ),
+            side(
+                "rephrased",
+                vec![record("rephrased", "a", "en", Some(false)), strict_variant],
+            ),
+        )
+        .unwrap();
+        let summary = Summary::of(&comparison, ConfidenceLevel::NINETY_FIVE);
+        assert_eq!(summary.by_filter.len(), 2);
+        assert_eq!(summary.pooling_caveat, None);
+    }
+
+    #[test]
+    fn the_summary_carries_the_confidence_level_it_was_computed_at() {
+        let level = ConfidenceLevel::new(0.9).unwrap();
+        let summary = Summary::of(&grid(&["a"], &["none"], 1), level);
+        assert_eq!(summary.confidence_level, level);
+        let json = serde_json::to_value(&summary).unwrap();
+        assert_eq!(json["confidence_level"], 0.9);
+        assert_eq!(json["statistics"]["confidence_level"], 0.9);
+        assert!(json["by_filter"][0]["filter"] == "none");
+        assert!(json["pooling_caveat"].is_null());
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use super::Load;
-use super::{p_value, percent, points};
+use super::{level, p_value, percent, points};
 use crate::compare::summary::{Group, Summary};
 use crate::compare::{Comparable, Comparison, Outcome, SideLabel};
 use crate::record::Record;
@@ -72,10 +72,15 @@ struct Shell<'a> {
     baseline_records: u64,
     variant_records: u64,
     run_local: String,
+    /// The confidence level of every interval, e.g. `95%`.
+    level: String,
+    /// The pooling caveat, or empty.
+    caveat: String,
     cards: Vec<Card>,
     shares: Vec<OutcomeShare>,
     by_benchmark: Vec<BreakdownRow>,
     by_language: Vec<BreakdownRow>,
+    by_filter: Vec<BreakdownRow>,
     version: &'static str,
     style: &'static str,
     script: &'static str,
@@ -124,7 +129,7 @@ fn cards(summary: &Summary) -> Vec<Card> {
         });
         return cards;
     };
-    let level = percent(s.confidence_level).replace(".0%", "%");
+    let level = level(summary.confidence_level);
     cards.extend([
         Card {
             label: "Known pairs",
@@ -395,6 +400,12 @@ pub fn render<R: Comparable>(
                 excluded.baseline, excluded.variant
             )
         },
+        level: level(summary.confidence_level),
+        caveat: summary
+            .pooling_caveat
+            .as_ref()
+            .map(|caveat| caveat.message.clone())
+            .unwrap_or_default(),
         cards: cards(summary),
         shares: shares(summary),
         by_benchmark: summary
@@ -411,6 +422,11 @@ pub fn render<R: Comparable>(
                     &g.group,
                 )
             })
+            .collect(),
+        by_filter: summary
+            .by_filter
+            .iter()
+            .map(|g| breakdown_row(g.filter.clone(), &g.group))
             .collect(),
         version: env!("CARGO_PKG_VERSION"),
         style: STYLE,
@@ -429,6 +445,61 @@ pub fn render<R: Comparable>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::compare;
+    use crate::compare::stats::ConfidenceLevel;
+    use crate::compare::tests::{record, side};
+
+    /// The page of a two-question comparison whose second question is also an item under
+    /// a second filter, with the summary at `confidence`.
+    fn page(confidence: ConfidenceLevel) -> String {
+        let mut baseline = vec![
+            record("original", "q1", "en", Some(true)),
+            record("original", "q2", "en", Some(false)),
+        ];
+        let mut variant = vec![
+            record("rephrased", "q1", "en", Some(false)),
+            record("rephrased", "q2", "en", Some(true)),
+        ];
+        for (records, id, correct) in [
+            (&mut baseline, "original", true),
+            (&mut variant, "rephrased", false),
+        ] {
+            let mut other = record(id, "q2", "en", Some(correct));
+            other.filter = "strict-match".into();
+            records.push(other);
+        }
+        let comparison = compare(side("original", baseline), side("rephrased", variant)).unwrap();
+        let summary = Summary::of(&comparison, confidence);
+        let mut out = Vec::new();
+        let mut load = |r: &Record| Ok(r.clone());
+        render(&comparison, &summary, &mut load, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_page_states_the_confidence_level_the_summary_was_computed_at() {
+        // `Summary::of` takes any level; the page must not claim 95% for a 90% summary.
+        let html = page(ConfidenceLevel::new(0.9).unwrap());
+        assert!(!html.contains("95%"), "a 95% left on a 90% page");
+        for expected in [
+            "<th>delta 90% CI</th>",
+            "Intervals are 90%:",
+            "90% Wilson",
+            "90% CI",
+        ] {
+            assert!(html.contains(expected), "{expected:?} missing");
+        }
+        assert!(page(ConfidenceLevel::NINETY_FIVE).contains("Intervals are 95%:"));
+    }
+
+    #[test]
+    fn the_page_shows_the_per_filter_table_and_the_pooling_caveat() {
+        let html = page(ConfidenceLevel::NINETY_FIVE);
+        assert!(html.contains("Per filter"), "the per-filter table");
+        assert!(html.contains("<td class=\"name\">strict-match</td>"));
+        assert!(html.contains("<p class=\"caveat\" role=\"note\">"));
+        assert!(html.contains("3 items hold 2 questions under 2 filters and 1 repeat_id"));
+    }
 
     #[test]
     fn embedded_json_cannot_close_its_script_element() {

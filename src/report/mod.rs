@@ -15,6 +15,7 @@ pub mod text;
 use std::io::{self, Write};
 use std::path::Path;
 
+use crate::compare::stats::ConfidenceLevel;
 use crate::compare::{Comparable, Comparison, Summary};
 use crate::durable::{self, ContentDigest, PathIoError, io_at};
 use crate::record::Record;
@@ -96,6 +97,12 @@ pub fn percent(share: f64) -> String {
     format!("{:.1}%", share * 100.0)
 }
 
+/// A confidence level as a percentage without needless digits (`95%`, `99.9%`).
+pub fn level(confidence: ConfidenceLevel) -> String {
+    let digits = format!("{:.4}", confidence.level() * 100.0);
+    format!("{}%", digits.trim_end_matches('0').trim_end_matches('.'))
+}
+
 /// A difference of shares in percentage points, signed (`+12.5 pp`).
 pub fn points(delta: f64) -> String {
     let value = delta * 100.0;
@@ -147,5 +154,10 @@ mod tests {
         assert_eq!(p_value(0.0312), "0.031");
         assert_eq!(p_value(2.4e-7), "2.4e-7");
         assert_eq!(p_value(0.0), "< 1e-300");
+        let at = |l: f64| level(ConfidenceLevel::new(l).unwrap());
+        assert_eq!(
+            [at(0.95), at(0.9), at(0.999), at(0.5)],
+            ["95%", "90%", "99.9%", "50%"]
+        );
     }
 }

@@ -1,10 +1,11 @@
 //! The plain-text summary `babel compare` prints: the two sides, the outcome counts, the
-//! paired statistics of the known pairs, and the same table per benchmark and per
-//! language. Plain ASCII columns, no colour.
+//! paired statistics of the known pairs, the pooling caveat when one question is several
+//! items, and the same table per benchmark, per language and per filter. Plain ASCII
+//! columns, no colour.
 
 use std::io::{self, Write};
 
-use super::{p_value, percent, points};
+use super::{level, p_value, percent, points};
 use crate::compare::Outcome;
 use crate::compare::summary::{Group, SideSummary, Summary};
 
@@ -24,6 +25,7 @@ fn side_line(name: &str, side: &SideSummary) -> String {
 
 /// Writes the summary as people read it.
 pub fn render(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
+    let level = level(summary.confidence_level);
     writeln!(out, "{}", side_line("baseline", &summary.baseline))?;
     writeln!(out, "{}", side_line("variant", &summary.variant))?;
     let overall = &summary.overall;
@@ -54,7 +56,6 @@ pub fn render(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
             "no matched item has known correctness on both sides: no accuracy, delta or test"
         )?,
         Some(stats) => {
-            let level = percent(stats.confidence_level).replace(".0%", "%");
             writeln!(
                 out,
                 "known pairs {} (matched items with known correctness on both sides)",
@@ -102,10 +103,41 @@ pub fn render(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
         .iter()
         .map(|g| (g.language.clone().unwrap_or_else(|| "-".into()), &g.group))
         .collect();
+    let filters: Vec<(String, &Group)> = summary
+        .by_filter
+        .iter()
+        .map(|g| (g.filter.clone(), &g.group))
+        .collect();
+    if let Some(caveat) = &summary.pooling_caveat {
+        writeln!(out)?;
+        wrapped(out, "caveat    ", &caveat.message)?;
+    }
     writeln!(out)?;
-    breakdown(out, "benchmark", &benchmarks)?;
+    breakdown(out, "benchmark", &level, &benchmarks)?;
     writeln!(out)?;
-    breakdown(out, "language", &languages)
+    breakdown(out, "language", &level, &languages)?;
+    writeln!(out)?;
+    breakdown(out, "filter", &level, &filters)
+}
+
+/// Lines of the wrapped caveat, at most this wide unless one word is wider.
+const WIDTH: usize = 92;
+
+/// Writes `label` then `text`, wrapped at [`WIDTH`], continuation lines indented under it.
+fn wrapped(out: &mut dyn Write, label: &str, text: &str) -> io::Result<()> {
+    let indent = " ".repeat(label.len());
+    let mut line = label.to_owned();
+    for word in text.split_whitespace() {
+        let empty = line.len() == indent.len();
+        if !empty && line.len() + 1 + word.len() > WIDTH {
+            writeln!(out, "{line}")?;
+            line.clone_from(&indent);
+        } else if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    writeln!(out, "{line}")
 }
 
 /// One row of a breakdown table, as cells.
@@ -144,7 +176,13 @@ fn row_cells(name: &str, group: &Group) -> Vec<String> {
     cells
 }
 
-fn breakdown(out: &mut dyn Write, title: &str, groups: &[(String, &Group)]) -> io::Result<()> {
+fn breakdown(
+    out: &mut dyn Write,
+    title: &str,
+    level: &str,
+    groups: &[(String, &Group)],
+) -> io::Result<()> {
+    let interval = format!("delta {level} CI");
     let header: Vec<String> = [
         title,
         "items",
@@ -152,7 +190,7 @@ fn breakdown(out: &mut dyn Write, title: &str, groups: &[(String, &Group)]) -> i
         "baseline",
         "variant",
         "delta",
-        "delta 95% CI",
+        &interval,
         "c->w",
         "w->c",
         "McNemar p",
@@ -193,4 +231,61 @@ fn breakdown(out: &mut dyn Write, title: &str, groups: &[(String, &Group)]) -> i
         writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::compare;
+    use crate::compare::stats::ConfidenceLevel;
+    use crate::compare::tests::{record, side};
+
+    fn text(confidence: ConfidenceLevel, second_filter: bool) -> String {
+        let mut baseline = vec![record("original", "q1", "en", Some(true))];
+        let mut variant = vec![record("rephrased", "q1", "en", Some(false))];
+        if second_filter {
+            for (records, id) in [(&mut baseline, "original"), (&mut variant, "rephrased")] {
+                let mut other = record(id, "q1", "en", Some(true));
+                other.filter = "strict-match".into();
+                records.push(other);
+            }
+        }
+        let comparison = compare(side("original", baseline), side("rephrased", variant)).unwrap();
+        let mut out = Vec::new();
+        render(&Summary::of(&comparison, confidence), &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_text_states_the_confidence_level_the_summary_was_computed_at() {
+        let summary = text(ConfidenceLevel::new(0.9).unwrap(), false);
+        assert!(!summary.contains("95%"), "{summary}");
+        for expected in ["(90% Wilson)", "90% Newcombe", "delta 90% CI"] {
+            assert!(
+                summary.contains(expected),
+                "{expected:?} missing:\n{summary}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_text_prints_the_per_filter_table_and_a_wrapped_caveat_when_filters_mix() {
+        let summary = text(ConfidenceLevel::NINETY_FIVE, true);
+        assert!(summary.contains("\n  filter "), "{summary}");
+        assert!(summary.contains("\n  strict-match "), "{summary}");
+        let caveat: Vec<&str> = summary
+            .lines()
+            .skip_while(|line| !line.starts_with("caveat    2 items hold 1 question"))
+            .take_while(|line| !line.is_empty())
+            .collect();
+        assert!(caveat.len() > 1, "{summary}");
+        assert!(caveat.iter().all(|line| line.len() <= WIDTH), "{caveat:?}");
+        assert!(
+            caveat[1..]
+                .iter()
+                .all(|line| line.starts_with("          "))
+        );
+        assert!(caveat.last().unwrap().ends_with("one filter at a time."));
+        assert!(!text(ConfidenceLevel::NINETY_FIVE, false).contains("caveat"));
+    }
 }
