@@ -110,7 +110,16 @@ pub fn normalize(
         (None, Some(raw)) => likelihood_scores(raw, rolling, true, &mut warnings),
         (None, None) => Map::new(),
     };
-    let correct = correctness(&metrics, run.correctness_metric.as_deref(), &mut warnings);
+    let correct = match unnamed_metric(&metrics, &extra, run.correctness_metric.as_deref()) {
+        Some(name) => {
+            warnings.push(format!(
+                "{name} is at the top level, but no metrics list names it (lm-evaluation-harness \
+                 before 0.4.8 wrote none): it is kept in extra, not read, and correctness is unknown"
+            ));
+            None
+        }
+        None => correctness(&metrics, run.correctness_metric.as_deref(), &mut warnings),
+    };
 
     let mut input = Map::new();
     input.insert("doc".into(), Value::Object(doc));
@@ -271,6 +280,24 @@ fn check_provenance(extra: &Map<String, Value>) -> Result<(), AdapterError> {
         }
     }
     Ok(())
+}
+
+/// The correctness metric a line carries only as an unnamed top-level key, as harness
+/// versions before 0.4.8 wrote them: which top-level keys are metrics is not guessed.
+fn unnamed_metric<'a>(
+    metrics: &Map<String, Value>,
+    extra: &Map<String, Value>,
+    selected: Option<&'a str>,
+) -> Option<&'a str> {
+    if !metrics.is_empty() {
+        return None;
+    }
+    match selected {
+        Some(name) => extra.contains_key(name).then_some(name),
+        None => DEFAULT_CORRECTNESS_METRICS
+            .into_iter()
+            .find(|name| extra.contains_key(*name)),
+    }
 }
 
 /// Sets `correct` from the selected binary metric; a nonbinary value is never coerced.
@@ -653,6 +680,30 @@ mod tests {
         let record = import_text(ll, &by_perplexity, &AdapterOptions::default(), SAMPLES).unwrap();
         assert_eq!(record.correct, None);
         assert!(record.warnings[0].contains("nonbinary"));
+    }
+
+    #[test]
+    fn a_correctness_metric_no_metrics_list_names_is_kept_with_a_warning() {
+        // "By default, a binary acc or exact_match populates correct": only a metric the
+        // line names is read. Harness 0.4.4 wrote `acc` at the top level with no `metrics`.
+        let mut line = mc();
+        line.as_object_mut().unwrap().remove("metrics");
+        let record = import(line.clone()).unwrap();
+        assert_eq!(record.correct, None);
+        assert!(record.metrics.is_empty());
+        assert_eq!(record.extra["acc"], json!(0.0), "kept as given");
+        assert_eq!(record.warnings.len(), 1, "{:?}", record.warnings);
+        assert!(
+            record.warnings[0].contains("acc is at the top level, but no metrics list names it")
+        );
+
+        let mut by_norm = run();
+        by_norm.correctness_metric = Some("acc_norm".into());
+        let text = line.to_string();
+        let record = import_text(&text, &by_norm, &AdapterOptions::default(), SAMPLES).unwrap();
+        assert_eq!(record.correct, None);
+        assert_eq!(record.warnings.len(), 1, "{:?}", record.warnings);
+        assert!(record.warnings[0].starts_with("acc_norm is at the top level"));
     }
 
     #[test]
