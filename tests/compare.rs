@@ -273,6 +273,48 @@ fn run_local_identities_are_excluded_with_counts_for_each_side() {
     assert_eq!(summary["baseline"]["records"], 12);
 }
 
+#[test]
+fn a_record_without_a_stable_id_still_counts_when_each_side_is_summarized_alone() {
+    // "It still contributes to independent summaries when correctness is available."
+    let env = two_benchmarks();
+    let summary = compare_json(&env, &["r1"]);
+    for (side, variant) in [("baseline", "original"), ("variant", "rephrased")] {
+        let records: Vec<Value> = env
+            .records("r1")
+            .into_iter()
+            .filter(|r| r["variant_id"] == variant)
+            .collect();
+        let known: Vec<bool> = records
+            .iter()
+            .filter_map(|r| r["correct"].as_bool())
+            .collect();
+        let correct = known.iter().filter(|&&c| c).count();
+        let alone = &summary[side]["alone"];
+        assert_eq!(alone["scored"], known.len(), "{side}");
+        assert_eq!(alone["correct"], correct, "{side}");
+        assert_eq!(
+            alone["accuracy"].as_f64().unwrap(),
+            correct as f64 / known.len() as f64
+        );
+    }
+    let local_known = env
+        .records("r1")
+        .iter()
+        .filter(|r| r["identity_scope"] == "run-local" && r["correct"].is_boolean())
+        .count();
+    assert_eq!(local_known, 1, "the fixture's run-local record is scored");
+    assert!(
+        summary["baseline"]["alone"]["scored"].as_u64().unwrap()
+            > summary["statistics"]["pairs"].as_u64().unwrap(),
+        "unmatched, unscored-pair and run-local records are in it, not in the pairs"
+    );
+    let text = env.babel(&["compare", "r1"]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("each side alone ("),
+        "the text summary prints it when it says more than the pairs"
+    );
+}
+
 fn two_runs(revision_a: Option<&str>, revision_b: Option<&str>) -> Env {
     let env = Env::with_archive();
     for (run, revision) in [("a", revision_a), ("b", revision_b)] {

@@ -29,9 +29,11 @@ item banks or protocols, or a strict run and a general one (checkpoints may diff
 Items are joined by (benchmark, language, script, question_id, filter, repeat_id); run-local
 identities never pair. Accuracy, delta (95% Newcombe method 10 interval), exact McNemar test
 and consistency use only matched items with known correctness on both sides; they are shown
-overall and per benchmark, language and filter. When one question is several items (several
-filters or repeat_ids), a caveat says the pooled pairs are not independent: read the
-per-filter table.
+overall and per benchmark, language and filter. Each side alone (its accuracy over all of its
+records with known correctness, unmatched and run-local ones too) is printed when it differs
+from the pairs; it describes a side, it does not compare them. When one question is several
+items (several filters or repeat_ids), a caveat says the pooled pairs are not independent:
+read the per-filter table.
 
 --items writes the report to a new file outside the archive (never overwriting one); its
 suffix .html, .csv or .jsonl selects the format unless --format is given.

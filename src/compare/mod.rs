@@ -269,9 +269,9 @@ impl<R: Comparable> Item<R> {
 
 /// Counts that exist once per side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub struct PerSide {
-    pub baseline: u64,
-    pub variant: u64,
+pub struct PerSide<T = u64> {
+    pub baseline: T,
+    pub variant: T,
 }
 
 /// The joined comparison: every stable identity of either side, once, in identity order.
@@ -284,6 +284,26 @@ pub struct Comparison<R = Record> {
     pub items: Vec<Item<R>>,
     /// Records with a run-local identity, left out of the join (they never pair).
     pub run_local_excluded: PerSide,
+    /// Of those run-local records, how many have known correctness and how many are
+    /// correct: they still count when each side is summarized on its own.
+    pub run_local_scored: PerSide<Scored>,
+}
+
+/// Records with known correctness, and how many of them are correct.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Scored {
+    pub known: u64,
+    pub correct: u64,
+}
+
+impl Scored {
+    /// Counts one record's correctness; unknown (null) is counted nowhere.
+    pub fn add(&mut self, correct: Option<bool>) {
+        if let Some(correct) = correct {
+            self.known += 1;
+            self.correct += u64::from(correct);
+        }
+    }
 }
 
 /// Why two sides cannot be joined.
@@ -323,18 +343,25 @@ fn describe_identity(record: &impl Comparable) -> String {
     )
 }
 
-/// Splits off run-local records (counted) and sorts the stable ones by identity,
-/// refusing duplicates. Records are boxed once here, so that sorting and building items
-/// move pointers, not whole records.
+/// Splits off run-local records (counted, with their correctness) and sorts the stable
+/// ones by identity, refusing duplicates. Records are boxed once here, so that sorting and
+/// building items move pointers, not whole records.
 fn prepare<R: Comparable>(
     side: Side,
     input: SideInput<R>,
-) -> Result<(Vec<Box<R>>, u64), CompareError> {
+) -> Result<(Vec<Box<R>>, u64, Scored), CompareError> {
     let before = input.records.len();
+    let mut run_local_scored = Scored::default();
     let mut records: Vec<Box<R>> = input
         .records
         .into_iter()
-        .filter(|record| record.identity_scope() == IdentityScope::Stable)
+        .filter(|record| {
+            let stable = record.identity_scope() == IdentityScope::Stable;
+            if !stable {
+                run_local_scored.add(record.correct());
+            }
+            stable
+        })
         .map(Box::new)
         .collect();
     let run_local = (before - records.len()) as u64;
@@ -354,7 +381,7 @@ fn prepare<R: Comparable>(
             },
         )));
     }
-    Ok((records, run_local))
+    Ok((records, run_local, run_local_scored))
 }
 
 /// Joins two sides by stable item identity.
@@ -369,8 +396,9 @@ pub fn compare<R: Comparable>(
 ) -> Result<Comparison<R>, CompareError> {
     let baseline_label = baseline.label.clone();
     let variant_label = variant.label.clone();
-    let (baseline_records, baseline_local) = prepare(Side::Baseline, baseline)?;
-    let (variant_records, variant_local) = prepare(Side::Variant, variant)?;
+    let (baseline_records, baseline_local, baseline_local_scored) =
+        prepare(Side::Baseline, baseline)?;
+    let (variant_records, variant_local, variant_local_scored) = prepare(Side::Variant, variant)?;
     let mut items = Vec::with_capacity(baseline_records.len().max(variant_records.len()));
     let mut left = baseline_records.into_iter().peekable();
     let mut right = variant_records.into_iter().peekable();
@@ -398,6 +426,10 @@ pub fn compare<R: Comparable>(
         run_local_excluded: PerSide {
             baseline: baseline_local,
             variant: variant_local,
+        },
+        run_local_scored: PerSide {
+            baseline: baseline_local_scored,
+            variant: variant_local_scored,
         },
     })
 }

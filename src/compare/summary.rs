@@ -1,7 +1,9 @@
 //! The comparison summary: outcome counts and paired statistics overall, per benchmark, per
 //! language and per filter. Accuracy and its delta use only matched pairs whose correctness
 //! is known on both sides (the [`PairedTable`]); unscored and one-sided items are counted,
-//! never scored. Pure arithmetic over a [`Comparison`].
+//! never scored. Beside them, each side alone ([`SideAlone`]): the accuracy of all of its
+//! scored records, unmatched and run-local ones too, which describes a side but compares
+//! nothing. Pure arithmetic over a [`Comparison`].
 //!
 //! Every statistic treats its pairs as independent. Items of one question under several
 //! filters or repeat_ids are not, so the summary keeps the spec's item identity and counts
@@ -10,8 +12,8 @@
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::stats::{ConfidenceLevel, PairedStats, PairedTable};
-use super::{Comparable, Comparison, Outcome, PerSide, SideLabel};
+use super::stats::{ConfidenceLevel, PairedStats, PairedTable, wilson_interval};
+use super::{Comparable, Comparison, Outcome, PerSide, Scored, SideLabel};
 
 /// How many items fall in each outcome category.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -101,7 +103,7 @@ impl Group {
 }
 
 /// One side as the summary describes it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SideSummary {
     pub run_id: String,
     pub variant_id: String,
@@ -109,6 +111,38 @@ pub struct SideSummary {
     pub records: u64,
     /// Records of this side left out because their identity is run-local.
     pub run_local_excluded: u64,
+    /// This side on its own, unpaired.
+    pub alone: SideAlone,
+}
+
+/// One side on its own, unpaired: every record of the side whose correctness is known,
+/// matched or not, run-local ones too (a record without a stable ID "still contributes to
+/// independent summaries when correctness is available"). It describes the side; the
+/// paired statistics are what compare the two sides.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SideAlone {
+    /// Records with known correctness.
+    pub scored: u64,
+    /// Of those, correct ones.
+    pub correct: u64,
+    /// correct / scored; null when no record is scored.
+    pub accuracy: Option<f64>,
+    /// Wilson score interval of the accuracy at the summary's confidence level.
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+}
+
+impl SideAlone {
+    fn of(scored: Scored, confidence: ConfidenceLevel) -> Self {
+        let interval = wilson_interval(scored.correct, scored.known, confidence);
+        Self {
+            scored: scored.known,
+            correct: scored.correct,
+            accuracy: (scored.known > 0).then(|| scored.correct as f64 / scored.known as f64),
+            ci_low: interval.map(|i| i.low),
+            ci_high: interval.map(|i| i.high),
+        }
+    }
 }
 
 /// The breakdown of one benchmark.
@@ -221,12 +255,19 @@ pub struct Summary {
     pub pooling_caveat: Option<PoolingCaveat>,
 }
 
-fn side_summary(label: &SideLabel, records: u64, run_local: u64) -> SideSummary {
+fn side_summary(
+    label: &SideLabel,
+    records: u64,
+    run_local: u64,
+    scored: Scored,
+    confidence: ConfidenceLevel,
+) -> SideSummary {
     SideSummary {
         run_id: label.run_id.clone(),
         variant_id: label.variant_id.clone(),
         records,
         run_local_excluded: run_local,
+        alone: SideAlone::of(scored, confidence),
     }
 }
 
@@ -244,6 +285,7 @@ impl Summary {
         let (mut questions, mut question_filters) = (0, 0);
         let mut previous = None;
         let mut records = PerSide::default();
+        let mut scored = comparison.run_local_scored;
         for item in &comparison.items {
             let outcome = item.outcome();
             let key = item.any_record().identity_key();
@@ -261,8 +303,14 @@ impl Summary {
             by_language.entry(language).or_default().add(outcome);
             by_filter.entry(filter).or_default().add(outcome);
             repeat_ids.insert(repeat_id);
-            records.baseline += u64::from(item.baseline().is_some());
-            records.variant += u64::from(item.variant().is_some());
+            if let Some(record) = item.baseline() {
+                records.baseline += 1;
+                scored.baseline.add(record.correct());
+            }
+            if let Some(record) = item.variant() {
+                records.variant += 1;
+                scored.variant.add(record.correct());
+            }
         }
         let excluded = comparison.run_local_excluded;
         let pooling_caveat = PoolingCaveat::new(
@@ -273,8 +321,20 @@ impl Summary {
             repeat_ids.len() as u64,
         );
         Self {
-            baseline: side_summary(&comparison.baseline, records.baseline, excluded.baseline),
-            variant: side_summary(&comparison.variant, records.variant, excluded.variant),
+            baseline: side_summary(
+                &comparison.baseline,
+                records.baseline,
+                excluded.baseline,
+                scored.baseline,
+                confidence,
+            ),
+            variant: side_summary(
+                &comparison.variant,
+                records.variant,
+                excluded.variant,
+                scored.variant,
+                confidence,
+            ),
             confidence_level: confidence,
             overall: Group::of(overall, confidence),
             by_benchmark: by_benchmark

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use super::Load;
-use super::{level, p_value, percent, points};
+use super::{each_side_alone, level, p_value, percent, points};
 use crate::compare::summary::{Group, Summary};
 use crate::compare::{Comparable, Comparison, Outcome, SideLabel};
 use crate::record::Record;
@@ -72,6 +72,8 @@ struct Shell<'a> {
     baseline_records: u64,
     variant_records: u64,
     run_local: String,
+    /// Each side alone, when it says more than the paired accuracies; or empty.
+    alone: String,
     /// The confidence level of every interval, e.g. `95%`.
     level: String,
     /// The pooling caveat, or empty.
@@ -400,6 +402,13 @@ pub fn render<R: Comparable>(
                 excluded.baseline, excluded.variant
             )
         },
+        alone: each_side_alone(summary)
+            .map(|line| {
+                format!(
+                    "Each side alone (all its records with known correctness, unmatched and run-local too; unpaired): {line}."
+                )
+            })
+            .unwrap_or_default(),
         level: level(summary.confidence_level),
         caveat: summary
             .pooling_caveat

@@ -16,6 +16,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use crate::compare::stats::ConfidenceLevel;
+use crate::compare::summary::SideAlone;
 use crate::compare::{Comparable, Comparison, Summary};
 use crate::durable::{self, ContentDigest, PathIoError, io_at};
 use crate::record::Record;
@@ -90,6 +91,32 @@ pub fn write_new<R: Comparable>(
     durable::write_new_atomically(dest, |out| {
         render(format, comparison, summary, load, out).map_err(io_at("writing the report", dest))
     })
+}
+
+/// Each side alone, `baseline 47.1% of 17 [26.2%, 69.0%]  variant ... (95% Wilson)`, when a
+/// side has scored records the known pairs leave out (unmatched, paired with an unknown,
+/// or run-local); `None` when it would only repeat the paired accuracies.
+pub fn each_side_alone(summary: &Summary) -> Option<String> {
+    let pairs = summary.overall.statistics.as_ref().map_or(0, |s| s.pairs);
+    if summary.baseline.alone.scored == pairs && summary.variant.alone.scored == pairs {
+        return None;
+    }
+    let side = |alone: &SideAlone| match (alone.accuracy, alone.ci_low, alone.ci_high) {
+        (Some(accuracy), Some(low), Some(high)) => format!(
+            "{} of {} [{}, {}]",
+            percent(accuracy),
+            alone.scored,
+            percent(low),
+            percent(high)
+        ),
+        _ => "none scored".to_owned(),
+    };
+    Some(format!(
+        "baseline {}  variant {}  ({} Wilson)",
+        side(&summary.baseline.alone),
+        side(&summary.variant.alone),
+        level(summary.confidence_level)
+    ))
 }
 
 /// A share as a percentage with one decimal (`62.5%`).

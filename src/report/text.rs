@@ -1,11 +1,11 @@
 //! The plain-text summary `babel compare` prints: the two sides, the outcome counts, the
 //! paired statistics of the known pairs, the pooling caveat when one question is several
-//! items, and the same table per benchmark, per language and per filter. Plain ASCII
-//! columns, no colour.
+//! items, each side alone when it has scored records the pairs leave out, and the same
+//! table per benchmark, per language and per filter. Plain ASCII columns, no colour.
 
 use std::io::{self, Write};
 
-use super::{level, p_value, percent, points};
+use super::{each_side_alone, level, p_value, percent, points};
 use crate::compare::Outcome;
 use crate::compare::summary::{Group, SideSummary, Summary};
 
@@ -21,6 +21,19 @@ fn side_line(name: &str, side: &SideSummary) -> String {
     } else {
         ")".to_owned()
     }
+}
+
+/// Each side on its own, when it holds scored records the known pairs leave out.
+fn alone(out: &mut dyn Write, summary: &Summary) -> io::Result<()> {
+    let Some(line) = each_side_alone(summary) else {
+        return Ok(());
+    };
+    writeln!(out)?;
+    writeln!(
+        out,
+        "each side alone (all its records with known correctness, unmatched and run-local too; unpaired)"
+    )?;
+    writeln!(out, "  accuracy     {line}")
 }
 
 /// Writes the summary as people read it.
@@ -93,6 +106,7 @@ pub fn render(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
             )?;
         }
     }
+    alone(out, summary)?;
     let benchmarks: Vec<(String, &Group)> = summary
         .by_benchmark
         .iter()
