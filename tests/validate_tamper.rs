@@ -185,6 +185,31 @@ fn record_level_problems_are_found_even_when_hashes_were_updated() {
 }
 
 #[test]
+fn a_record_with_several_findings_is_still_one_record_of_the_count() {
+    // "counts": a line is one record however many findings it has.
+    let env = archive();
+    rewrite_records(&env, |records| {
+        records[0]["run_id"] = "zz".into();
+        records[0]["model"] = "other".into();
+    });
+    let output = env.babel(&["validate"]).output().unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text.contains("runs/r1/records/0001.jsonl:1: [record] run_id \"zz\" is not this run"),
+        "{text}"
+    );
+    assert!(
+        text.contains("runs/r1/records/0001.jsonl:1: [record] model \"other\" differs"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("[count]"),
+        "the file still holds 4 records:\n{text}"
+    );
+}
+
+#[test]
 fn a_breakdown_that_no_longer_matches_the_records_is_found() {
     let env = archive();
     rewrite_records(&env, |records| records[0]["language"] = "fr".into());

@@ -399,11 +399,13 @@ fn check_records(
                         line: number,
                         check: "record",
                         message: "blank line in a records file".into(),
+                        unreadable: false,
                     }),
                     Err(error) => found.push(Checked::Finding {
                         line: number,
                         check: "record",
                         message: error.to_string(),
+                        unreadable: true,
                     }),
                 }
             }
@@ -416,10 +418,9 @@ fn check_records(
                         line,
                         check,
                         message,
+                        unreadable,
                     } => {
-                        if message != "blank line in a records file" {
-                            outcome.lines += 1;
-                        }
+                        outcome.lines += u64::from(unreadable);
                         outcome.findings.push((line, check, message));
                     }
                     Checked::Record {
@@ -470,6 +471,10 @@ enum Checked {
         line: u64,
         check: &'static str,
         message: String,
+        /// The finding stands for a nonblank line that yields no record (it does not
+        /// parse, or breaks the schema): the line still counts as one of the file's
+        /// records. Findings about a record that was read, and blank lines, do not.
+        unreadable: bool,
     },
     Record {
         line: u64,
@@ -491,16 +496,24 @@ fn check_record(
     found: &mut Vec<Checked>,
 ) {
     let number = line.number;
+    let record = match Record::from_stored(line.object) {
+        Ok(record) => record,
+        Err(error) => {
+            return found.push(Checked::Finding {
+                line: number,
+                check: "schema",
+                message: error.to_string(),
+                unreadable: true,
+            });
+        }
+    };
     let mut finding = |check, message: String| {
         found.push(Checked::Finding {
             line: number,
             check,
             message,
+            unreadable: false,
         })
-    };
-    let record = match Record::from_stored(line.object) {
-        Ok(record) => record,
-        Err(error) => return finding("schema", error.to_string()),
     };
     if record.run_id != run.as_str() {
         finding(
