@@ -7,7 +7,7 @@
 //! producer fields belong under `extra`.
 
 use super::{AdapterError, ImportContext, agree, stable_id};
-use crate::jsonl::{FieldPath, Line};
+use crate::jsonl::{FieldPath, Line, PathSegment};
 use crate::record::{
     DEFAULT_FILTER, Fields, IdentityScope, Record, SCHEMA_VERSION, Source, identity_scope,
 };
@@ -138,7 +138,8 @@ pub fn normalize(
     let metrics = f.object("metrics", false)?;
     let response = f.take("response").unwrap_or_default();
     let mut own_warnings = f.strings("warnings", false)?;
-    let extra = f.object("extra", false)?;
+    let mut extra = f.object("extra", false)?;
+    keep_selected_top_level_id(&mut f, options, &mut extra)?;
     f.deny_unknown().map_err(|e| {
         AdapterError::from(e).with_hint("additional producer fields belong under \"extra\"")
     })?;
@@ -171,6 +172,31 @@ pub fn normalize(
         warnings: own_warnings,
         extra,
     });
+    Ok(())
+}
+
+/// A top-level field that `--id-field` selected (`--id-field id`) is the producer's own
+/// data, not a schema field: it is kept under `extra`, as the paired adapter keeps it,
+/// instead of being refused as unknown.
+fn keep_selected_top_level_id(
+    f: &mut Fields,
+    options: &super::AdapterOptions,
+    extra: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<(), AdapterError> {
+    let Some([PathSegment::Key(name)]) = options.id_field.as_ref().map(FieldPath::segments) else {
+        return Ok(());
+    };
+    let Some(value) = f.take(name) else {
+        return Ok(());
+    };
+    if extra.contains_key(name) {
+        return Err(AdapterError::new(
+            f.path(name),
+            format!("--id-field selects {name}, which would be kept as extra.{name}, but extra already has one"),
+        )
+        .with_hint(format!("select extra.{name} instead, or rename one of the two fields")));
+    }
+    extra.insert(name.clone(), value);
     Ok(())
 }
 
@@ -263,6 +289,42 @@ mod tests {
         assert_eq!(
             (record.question_id.as_str(), record.variant_id.as_str()),
             ("12", "rephrased")
+        );
+    }
+
+    #[test]
+    fn a_top_level_field_selected_with_id_field_is_kept_under_extra() {
+        // "`question_id` and `variant_id` are required (unless explicitly selected through
+        // CLI options)": a selected top-level `id` supplies the question_id, and stays.
+        let options = AdapterOptions {
+            id_field: Some(FieldPath::parse_dotted("id").unwrap()),
+            ..Default::default()
+        };
+        let value = json!({"id": 17, "variant_id": "original", "benchmark": "b"});
+        let record = import(value, &run(), &options).unwrap();
+        assert_eq!(record.question_id, "17");
+        assert_eq!(record.extra["id"], json!(17));
+        let without = import(
+            json!({"id": 17, "question_id": "q", "variant_id": "original", "benchmark": "b"}),
+            &run(),
+            &AdapterOptions::default(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            without.path.to_string(),
+            "id",
+            "unselected, it is still unknown"
+        );
+        let clash = import(
+            json!({"id": 17, "variant_id": "original", "benchmark": "b", "extra": {"id": 1}}),
+            &run(),
+            &options,
+        )
+        .unwrap_err();
+        assert!(
+            clash.message.contains("extra already has one"),
+            "{}",
+            clash.message
         );
     }
 
