@@ -106,16 +106,22 @@ fn commit_lines(server: &HubServer) -> Vec<Vec<Value>> {
 }
 
 #[test]
-fn hub_plan_lists_exactly_what_the_archive_registers() {
+fn hub_plan_lists_everything_under_root_but_the_operational_folder() {
     let env = archive();
-    // Things under ROOT that are never published: a derived report, an unregistered file,
-    // the operational folder.
-    std::fs::write(env.archived("report.html"), "<html></html>").unwrap();
+    // Published beside what the archive registers: a dataset card and notes the user
+    // keeps at ROOT. Never published: the operational folder, and the checksums list and
+    // .gitattributes a plain download leaves (the first is generated, the second the Hub's).
+    std::fs::write(env.archived("README.md"), "# capitals study\n").unwrap();
+    std::fs::create_dir_all(env.archived("notes")).unwrap();
+    std::fs::write(env.archived("notes/method.txt"), "zero-shot\n").unwrap();
     std::fs::write(env.archived(".babel/scratch"), "x").unwrap();
+    std::fs::write(env.archived("checksums.sha256"), "stale\n").unwrap();
+    std::fs::write(env.archived(".gitattributes"), "*.bin filter=lfs\n").unwrap();
     let server = HubServer::start();
     let plan = plan_json(&env, &server, "tester/new-repo", &[]);
     assert_eq!(plan["remote"]["state"], "missing");
     let mut expected = registered_files(&env);
+    expected.extend(["README.md".to_owned(), "notes/method.txt".to_owned()]);
     let checksums = expected_checksums(&env, &expected);
     expected.insert("checksums.sha256".to_owned());
     let listed: BTreeMap<String, &Value> = plan["files"]
@@ -392,6 +398,68 @@ fn a_run_selection_publishes_those_runs_and_every_registered_artifact() {
         .output()
         .unwrap();
     assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
+}
+
+#[test]
+fn a_run_selection_brings_the_runs_a_release_pins_and_restores_whole() {
+    // "hub-pull restores and validates that dependency set from one pinned commit": a
+    // release pins run r2, so a push of --runs r1 must carry r2 too.
+    let env = archive();
+    env.babel(&["seal", "r2"]).assert().success();
+    let manifest = std::fs::read(env.archived("runs/r2/manifest.json")).unwrap();
+    let release = json!({
+        "format": "babel-release", "schema_version": 1, "name": "r2 alone",
+        "artifacts": [],
+        "runs": [{"run_id": "r2", "manifest_sha256": sha256_hex(&manifest)}],
+    });
+    let file = env.input("release.json", release.to_string());
+    env.babel(&["artifact", "add", "release", "rel-1", &file])
+        .assert()
+        .success();
+    let server = HubServer::start();
+    let repo = "tester/bench";
+    let plan = plan_json(&env, &server, repo, &["--runs", "r1"]);
+    assert_eq!(plan["runs"], json!(["r1", "r2", "s1"]), "{plan:#}");
+    let commit = push(&env, &server, repo, &["--create", "--runs", "r1"]);
+    let dest = env.path().join("restored");
+    let pulled = hub(
+        &env,
+        &server,
+        &["hub-pull", "--repo", repo, "--revision", &commit, "--dest"],
+    )
+    .arg(&dest)
+    .output()
+    .unwrap();
+    assert!(pulled.status.success(), "{}", text(&pulled));
+    assert!(dest.join("runs/r2/manifest.json").is_file());
+}
+
+#[test]
+fn a_run_selection_is_refused_when_an_artifact_does_not_validate() {
+    // Artifacts are published with any selection, so they are validated with any.
+    let env = archive();
+    let artifact = hub_support::registry_files(&env)
+        .into_iter()
+        .find(|p| p.ends_with("/artifact.json"))
+        .unwrap();
+    let path = env.archived(&artifact);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.push(b' ');
+    std::fs::write(&path, bytes).unwrap();
+    let server = HubServer::start();
+    let output = hub(
+        &env,
+        &server,
+        &["hub-plan", "--repo", "tester/x", "--runs", "r1"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("publishes only an archive that validates") && stderr.contains(&artifact),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -75,6 +75,23 @@ impl Collector {
 
 /// Validates the whole archive (`runs` empty) or the named runs.
 pub fn validate(archive: &Archive, runs: &[RunId]) -> Result<ValidationReport, ArchiveError> {
+    validate_selection(archive, runs, runs.is_empty())
+}
+
+/// Validates the named runs and every registered artifact: what a partial Hub push
+/// publishes.
+pub fn validate_runs_and_registries(
+    archive: &Archive,
+    runs: &[RunId],
+) -> Result<ValidationReport, ArchiveError> {
+    validate_selection(archive, runs, true)
+}
+
+fn validate_selection(
+    archive: &Archive,
+    runs: &[RunId],
+    registries: bool,
+) -> Result<ValidationReport, ArchiveError> {
     let mut out = Collector {
         findings: Vec::new(),
         files: 0,
@@ -83,11 +100,13 @@ pub fn validate(archive: &Archive, runs: &[RunId]) -> Result<ValidationReport, A
     let layout = archive.layout();
     check_marker(archive, &mut out)?;
     check_journal(archive, &mut out);
-    let selected = if runs.is_empty() {
-        check_runs_folder(archive, &mut out)?;
+    if registries {
         let registries = artifacts::checks::check_registries(archive)?;
         out.findings.extend(registries.findings);
         out.files += registries.files;
+    }
+    let selected = if runs.is_empty() {
+        check_runs_folder(archive, &mut out)?;
         archive.run_ids()?
     } else {
         for run in runs {
@@ -163,7 +182,7 @@ fn check_runs_folder(archive: &Archive, out: &mut Collector) -> Result<(), Archi
         } else if let Err(violation) = RunId::parse(&name) {
             out.add(relative, None, "layout", violation.to_string());
         } else if !entry.path().join(layout::MANIFEST).is_file() {
-            out.add(relative, None, "layout", "a run folder without manifest.json (an interrupted `run create`? `babel init` recovers it)");
+            out.add(relative, None, "layout", "a run folder without manifest.json: restore the manifest from a copy of the archive (`babel hub-pull` restores a published one), or remove the folder if it holds nothing you need");
         } else if let Some(first) = folded.insert(name.to_ascii_lowercase(), name.clone()) {
             out.add(
                 relative,

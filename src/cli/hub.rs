@@ -21,9 +21,11 @@ Examples:
   babel hub-plan --repo my-lab/eval-archive
   babel hub-plan --repo my-lab/eval-archive --runs llama-3-mmlu,qwen-mmlu --json
 
-Published: babel-archive.json; per run its manifest.json and every registered raw,
-records and attachment file; every file under item-banks/, protocols/, model-panels/,
-calibrations/ and releases/; and checksums.sha256. Never .babel/ or reports.
+Published: every file under ROOT (a README.md dataset card and notes too) except .babel/,
+plus a generated checksums.sha256; a local checksums.sha256 or .gitattributes is not sent.
+With --runs, runs/ holds only those runs and every run an artifact pins (calibration
+inputs, release members); every artifact is published either way. The archive must
+validate; babel never writes reports inside it.
 Authentication: HF_TOKEN, else $HF_TOKEN_PATH or $HF_HOME/token. Endpoint: HF_ENDPOINT.";
 
 const PUSH_HELP: &str = "\
@@ -55,8 +57,8 @@ pub struct PlanArgs {
     /// The Hub dataset repository, OWNER/NAME.
     #[arg(long, value_name = "OWNER/NAME")]
     repo: String,
-    /// Publish only these runs (plus every registered artifact, and the runs calibrations
-    /// use as inputs).
+    /// Publish only these runs (plus every registered artifact, and every run an artifact
+    /// pins: calibration inputs, release members).
     #[arg(long, value_name = "RUN,...", value_delimiter = ',')]
     runs: Option<Vec<String>>,
     /// Print the plan as JSON.
@@ -71,8 +73,8 @@ pub struct PushArgs {
     /// The Hub dataset repository, OWNER/NAME.
     #[arg(long, value_name = "OWNER/NAME")]
     repo: String,
-    /// Publish only these runs (plus every registered artifact, and the runs calibrations
-    /// use as inputs); the head then holds only them.
+    /// Publish only these runs (plus every registered artifact, and every run an artifact
+    /// pins: calibration inputs, release members); the head then holds only them.
     #[arg(long, value_name = "RUN,...", value_delimiter = ',')]
     runs: Option<Vec<String>>,
     /// Create the repository if it does not exist.
@@ -162,7 +164,7 @@ fn client() -> Result<HubClient, CliError> {
     Ok(HubClient::new(HubConfig::from_env()?)?)
 }
 
-/// The runs to publish (the plan adds every calibration's input runs).
+/// The runs to publish (the plan adds every run an artifact pins).
 fn selection(runs: Option<Vec<String>>) -> Result<Selection, CliError> {
     let runs = runs
         .map(|runs| {

@@ -1,14 +1,14 @@
 //! The published set: exactly the files a push would publish, and how they compare with
 //! a repository's head.
 //!
-//! babel publishes only what the archive registers: the marker; for each selected run its
-//! `manifest.json` and every raw, records and attachment file the manifest names; every
-//! file under the five artifact registries (`item-banks/`, `protocols/`, `model-panels/`,
-//! `calibrations/`, `releases/`); and a generated `checksums.sha256` over all of them.
-//! `.babel/`, derived reports and anything else under ROOT are never published. An
-//! archive that `validate` finds faulty is not planned at all. With a run selection, the
-//! selected runs are published together with every registered artifact and with every
-//! run a registered calibration uses as input, even when not selected.
+//! The published set is everything under ROOT except `.babel/` (operational state), plus a
+//! generated `checksums.sha256` over all of it. With a run selection, `runs/` holds only
+//! the selected runs, together with every run a registered artifact pins (calibration
+//! inputs, release members) even when not selected; every artifact is published either
+//! way. Derived reports are never inside ROOT (babel refuses to write them there). A
+//! local `checksums.sha256` or `.gitattributes` (as a plain download leaves them) is not
+//! published: the first is generated, the second is the Hub's. An archive that `validate`
+//! finds faulty is not planned at all, and a symlink or special file is refused.
 //!
 //! A file is compared with the repository by the Hub's own IDs: the git blob SHA-1 for a
 //! regular file, the SHA-256 (`lfs.oid`) for an LFS file. A push makes the head hold
@@ -28,7 +28,7 @@ use super::client::HubClient;
 use super::digest::{self, FileDigests};
 use super::paths::{check_path_set, check_repo_path};
 use super::{BRANCH, CommitId, HubError, RepoId};
-use crate::archive::layout::{self, MARKER, REGISTRIES, RunId, run_relative};
+use crate::archive::layout::{self, RunId};
 use crate::archive::{Archive, ArchiveError, artifacts, validate};
 use crate::durable::io_at;
 
@@ -38,8 +38,8 @@ pub const GITATTRIBUTES: &str = ".gitattributes";
 /// Which runs to publish.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
-    /// `None`: every run of the archive. `Some`: these runs, plus the input runs of every
-    /// registered calibration (a calibration is published, so its inputs must be).
+    /// `None`: every run of the archive. `Some`: these runs, plus every run a registered
+    /// artifact pins (artifacts are always published, so what they pin must be).
     pub runs: Option<Vec<RunId>>,
 }
 
@@ -114,44 +114,57 @@ impl Comparison {
 pub fn plan_local(archive: &Archive, selection: &Selection) -> Result<LocalPlan, HubError> {
     let all = archive.run_ids()?;
     let chosen = selection.runs.as_ref().unwrap_or(&all);
-    let mut calibration_inputs = Vec::new();
-    if selection.runs.is_some() {
-        for pin in artifacts::all_calibration_input_runs(archive)? {
-            calibration_inputs.push(RunId::parse(&pin.run_id).map_err(ArchiveError::from)?);
-        }
-    }
-    for run in chosen.iter().chain(&calibration_inputs) {
-        if !all.contains(run) {
-            return Err(ArchiveError::UnknownRun {
+    let known = |run: &RunId| -> Result<(), HubError> {
+        if all.contains(run) {
+            Ok(())
+        } else {
+            Err(ArchiveError::UnknownRun {
                 run: run.to_string(),
             }
-            .into());
+            .into())
         }
+    };
+    chosen.iter().try_for_each(known)?;
+    // Validate before reading any artifact's pins, so that damage is listed as findings.
+    let faulty = |report: validate::ValidationReport| match report.ok {
+        true => Ok(()),
+        false => Err(HubError::ArchiveFaulty(Box::new(report))),
+    };
+    let mut runs = chosen.clone();
+    if selection.runs.is_some() {
+        faulty(validate::validate_runs_and_registries(archive, chosen)?)?;
+        let mut extra = Vec::new();
+        for pin in artifacts::all_pinned_runs(archive)? {
+            let run = RunId::parse(&pin.run_id).map_err(ArchiveError::from)?;
+            known(&run)?;
+            if !runs.contains(&run) {
+                runs.push(run.clone());
+                extra.push(run);
+            }
+        }
+        if !extra.is_empty() {
+            faulty(validate::validate(archive, &extra)?)?;
+        }
+    } else {
+        faulty(validate::validate(archive, &[])?)?;
     }
-    let mut runs: Vec<RunId> = chosen.iter().chain(&calibration_inputs).cloned().collect();
     runs.sort();
     runs.dedup();
     let whole = runs == all;
-    let report = validate::validate(archive, if whole { &[] } else { &runs })?;
-    if !report.ok {
-        return Err(HubError::ArchiveFaulty(Box::new(report)));
-    }
     let layout = archive.layout();
-    let mut paths: Vec<String> = vec![MARKER.to_owned()];
-    for run in &runs {
-        let manifest = archive.run_manifest(run)?;
-        paths.push(run_relative(run, layout::MANIFEST));
-        for entry in &manifest.imports {
-            paths.push(run_relative(run, &entry.raw.path));
-            paths.push(run_relative(run, &entry.records.path));
+    let mut paths: Vec<String> = Vec::new();
+    let published = |path: &str| match path.split_once('/') {
+        None => ![layout::OPERATIONAL, CHECKSUMS_FILE, GITATTRIBUTES].contains(&path),
+        // Without a selection, validate has checked the whole runs folder.
+        Some((layout::RUNS, rest)) => {
+            selection.runs.is_none()
+                || runs
+                    .iter()
+                    .any(|run| rest.split('/').next() == Some(run.as_str()))
         }
-        for attachment in &manifest.attachments {
-            paths.push(run_relative(run, &attachment.path));
-        }
-    }
-    for registry in REGISTRIES {
-        registry_files(archive, registry, &mut paths)?;
-    }
+        Some(_) => true,
+    };
+    collect_files(layout.root(), &published, &mut paths)?;
     paths.sort();
     let mut files = Vec::with_capacity(paths.len() + 1);
     for path in paths {
@@ -159,12 +172,6 @@ pub fn plan_local(archive: &Archive, selection: &Selection) -> Result<LocalPlan,
             path: path.clone(),
             reason: violation.to_string(),
         })?;
-        if path == CHECKSUMS_FILE || path == GITATTRIBUTES {
-            return Err(HubError::Unpublishable {
-                reason: "this name is reserved for the published snapshot".into(),
-                path,
-            });
-        }
         let disk = layout.resolve(&path);
         let digests = digest::digest_file(&disk)?;
         files.push(planned(path, digests, FileSource::Disk(disk)));
@@ -199,40 +206,42 @@ fn planned(path: String, digests: FileDigests, source: FileSource) -> PlannedFil
     }
 }
 
-/// Adds every regular file under a registry folder; a symlink or other special file, or
-/// a name that is not UTF-8, is refused.
-fn registry_files(
-    archive: &Archive,
-    registry: &str,
+/// Adds every regular file under `root` whose ROOT-relative path `published` accepts
+/// (a folder it refuses is not entered); a symlink or other special file, or a name that
+/// is not UTF-8, is refused.
+fn collect_files(
+    root: &std::path::Path,
+    published: &dyn Fn(&str) -> bool,
     out: &mut Vec<String>,
 ) -> Result<(), HubError> {
-    let mut stack: Vec<(PathBuf, String)> =
-        vec![(archive.layout().root().join(registry), registry.to_owned())];
+    let mut stack: Vec<(PathBuf, Option<String>)> = vec![(root.to_owned(), None)];
     while let Some((dir, relative)) = stack.pop() {
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(error) => return Err(io_at("listing", &dir)(error).into()),
-        };
+        let entries = fs::read_dir(&dir).map_err(io_at("listing", &dir))?;
         for entry in entries {
             let entry = entry.map_err(io_at("listing", &dir))?;
+            let join = |name: &str| match &relative {
+                Some(parent) => format!("{parent}/{name}"),
+                None => name.to_owned(),
+            };
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
                 return Err(HubError::Unpublishable {
-                    path: format!("{relative}/{}", entry.file_name().to_string_lossy()),
+                    path: join(&entry.file_name().to_string_lossy()),
                     reason: "the file name is not UTF-8".into(),
                 });
             };
-            let path = format!("{relative}/{name}");
+            let path = join(&name);
+            if !published(&path) {
+                continue;
+            }
             let kind = entry.file_type().map_err(io_at("reading", &entry.path()))?;
             if kind.is_dir() {
-                stack.push((entry.path(), path));
+                stack.push((entry.path(), Some(path)));
             } else if kind.is_file() {
                 out.push(path);
             } else {
                 return Err(HubError::Unpublishable {
                     path,
-                    reason: "a symlink or special file in an artifact registry cannot be published"
-                        .into(),
+                    reason: "a symlink or special file cannot be published".into(),
                 });
             }
         }

@@ -78,7 +78,7 @@ pub fn check_registries(archive: &Archive) -> Result<RegistryReport, ArchiveErro
                 report.add(
                     relative,
                     "layout",
-                    "an artifact folder without manifest.json (an interrupted `artifact add`? `babel init` recovers it)",
+                    "an artifact folder without manifest.json: restore the manifest from a copy of the archive, or remove the folder if it holds nothing you need",
                 );
             } else {
                 names.push(name);

@@ -599,6 +599,18 @@ pub fn all_calibration_input_runs(archive: &Archive) -> Result<Vec<RunPin>, Arch
     Ok(runs)
 }
 
+/// Every run a registered artifact pins (calibration inputs and release members), without
+/// repeats, sorted by run ID: publishing the artifacts means publishing these runs too.
+pub fn all_pinned_runs(archive: &Archive) -> Result<Vec<RunPin>, ArchiveError> {
+    let mut runs = all_calibration_input_runs(archive)?;
+    for id in registered_ids(archive, Kind::Release)? {
+        runs.extend(release_members(archive, &id)?.runs);
+    }
+    runs.sort();
+    runs.dedup();
+    Ok(runs)
+}
+
 /// A release's members: its name, pinned artifacts and pinned runs.
 pub fn release_members(archive: &Archive, id: &str) -> Result<Release, ArchiveError> {
     match load(archive, Kind::Release, id)?.payload {
