@@ -69,12 +69,18 @@ pub fn check_metadata(metadata: &Map<String, Value>) -> Result<(), String> {
         "dataset_revision",
         "correctness_metric",
         "producer_version",
+        "checkpoint",
     ];
     for key in string_keys {
-        if let Some(value) = metadata.get(key)
-            && !matches!(value, Value::String(s) if !s.is_empty())
-        {
-            return Err(format!("metadata {key} must be a non-empty string"));
+        match metadata.get(key) {
+            Some(Value::String(s)) if !s.is_empty() => {}
+            Some(Value::Number(n)) => {
+                return Err(format!(
+                    "metadata {key} must be a non-empty string, not the number {n} (--meta reads a value as JSON when it can: write --meta '{key}=\"{n}\"')"
+                ));
+            }
+            Some(_) => return Err(format!("metadata {key} must be a non-empty string")),
+            None => {}
         }
     }
     if !metadata.contains_key("model") {
@@ -355,6 +361,7 @@ mod tests {
             json!({"model": ""}),
             json!({"model": "m", "shared_answer_key": "yes"}),
             json!({"model": "m", "dataset_revision": 5}),
+            json!({"model": "m", "checkpoint": 1000}),
             json!({"benchmark": "b"}),
         ] {
             assert!(check_metadata(bad.as_object().unwrap()).is_err(), "{bad}");

@@ -14,7 +14,9 @@ pub enum RunCommand {
 /// Keys babel reads: model, benchmark, dataset_revision (cross-run comparisons refuse
 /// different revisions), correctness_metric (the binary metric that sets `correct`, e.g.
 /// acc_norm), shared_answer_key (true lets a paired rephrase use the shared answer key),
-/// producer_version, metric_definitions, benchmark_contract (a strict run).
+/// producer_version, checkpoint (the response matrix and model panels read it),
+/// metric_definitions, benchmark_contract (a strict run). The named string keys refuse a
+/// number: quote it (--meta 'checkpoint="1000"').
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
