@@ -363,3 +363,54 @@ fn list_names_a_damaged_run_and_still_lists_the_others() {
         stderr(&output)
     );
 }
+
+/// Runs babel in `env`, reads the first line of its stdout, closes the pipe, and waits.
+fn first_line_then_close(env: &Env, args: &[&str]) -> (String, std::process::Output) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_babel"))
+        .current_dir(env.path())
+        .args(["--root", "archive"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (line, child.wait_with_output().unwrap())
+}
+
+#[test]
+fn text_output_into_a_closed_pipe_ends_quietly_and_keeps_the_verdict() {
+    // `babel show r1 | head -1`: far more output than a pipe buffers, then the reader goes.
+    let env = Env::with_archive();
+    let meta: Vec<String> = (0..4000).map(|i| format!("key{i:04}=value")).collect();
+    let mut args = vec!["run", "create", "r1", "--model", "m"];
+    for m in &meta {
+        args.extend(["--meta", m.as_str()]);
+    }
+    env.babel(&args).assert().success();
+    let (line, output) = first_line_then_close(&env, &["show", "r1"]);
+    assert!(line.starts_with("run r1"), "{line}");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stderr(&output).is_empty(),
+        "no panic message: {}",
+        stderr(&output)
+    );
+
+    // A faulty archive stays faulty for `set -o pipefail`, even when nobody read it all.
+    for i in 0..3000 {
+        std::fs::write(env.archived(&format!("runs/r1/stray-{i:04}.txt")), "x").unwrap();
+    }
+    let (line, output) = first_line_then_close(&env, &["validate"]);
+    assert!(line.contains("[untracked]"), "{line}");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).is_empty(),
+        "no panic message: {}",
+        stderr(&output)
+    );
+}

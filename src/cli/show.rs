@@ -1,6 +1,7 @@
 //! `babel show` and `babel list`.
 
 use serde_json::{Value, json};
+use std::io::{self, Write};
 
 use super::output::print_json;
 use super::{CliError, Exit, Globals, run_id};
@@ -58,10 +59,9 @@ fn summary_json(manifest: &RunManifest) -> Value {
     })
 }
 
-fn print_counts(counts: &[CountEntry]) {
+fn print_counts(out: &mut dyn Write, counts: &[CountEntry]) -> io::Result<()> {
     if counts.is_empty() {
-        println!("  (no records)");
-        return;
+        return writeln!(out, "  (no records)");
     }
     let width = |f: &dyn Fn(&CountEntry) -> usize, title: usize| {
         counts.iter().map(f).max().unwrap_or(0).max(title)
@@ -69,23 +69,30 @@ fn print_counts(counts: &[CountEntry]) {
     let wb = width(&|c| c.benchmark.len(), 9);
     let wl = width(&|c| c.language.as_deref().unwrap_or("-").len(), 8);
     let wv = width(&|c| c.variant_id.len(), 7);
-    println!(
+    writeln!(
+        out,
         "  {:wb$}  {:wl$}  {:wv$}  records",
         "benchmark", "language", "variant"
-    );
+    )?;
     for c in counts {
-        println!(
+        writeln!(
+            out,
             "  {:wb$}  {:wl$}  {:wv$}  {}",
             c.benchmark,
             c.language.as_deref().unwrap_or("-"),
             c.variant_id,
             c.records
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// One line per benchmark: records per variant and the languages present.
-fn print_compact_counts(counts: &[CountEntry], indent: usize) {
+fn print_compact_counts(
+    out: &mut dyn Write,
+    counts: &[CountEntry],
+    indent: usize,
+) -> io::Result<()> {
     let mut benchmarks: Vec<&str> = counts.iter().map(|c| c.benchmark.as_str()).collect();
     benchmarks.dedup();
     for benchmark in benchmarks {
@@ -104,13 +111,15 @@ fn print_compact_counts(counts: &[CountEntry], indent: usize) {
         languages.sort();
         languages.dedup();
         let variants: Vec<String> = variants.iter().map(|(v, n)| format!("{v} {n}")).collect();
-        println!(
+        writeln!(
+            out,
             "{:indent$}  {benchmark}: {} (languages: {})",
             "",
             variants.join(", "),
             languages.join(" ")
-        );
+        )?;
     }
+    Ok(())
 }
 
 pub fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
@@ -128,22 +137,25 @@ pub fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
         print_json(&value)?;
         return Ok(Exit::Ok);
     }
-    println!(
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
         "run {}  ({}, created {})",
         manifest.run_id,
         status(&manifest),
         manifest.created_at
-    );
+    )?;
     if let Some(sealed) = &manifest.sealed_at {
-        println!("sealed {sealed}");
+        writeln!(out, "sealed {sealed}")?;
     }
-    println!("metadata:");
+    writeln!(out, "metadata:")?;
     for (key, value) in &manifest.metadata {
-        println!("  {key}: {value}");
+        writeln!(out, "  {key}: {value}")?;
     }
-    println!("imports: {}", manifest.imports.len());
+    writeln!(out, "imports: {}", manifest.imports.len())?;
     for import in &manifest.imports {
-        println!(
+        writeln!(
+            out,
             "  #{} {} {} -> {} ({} records, sha256 {})",
             import.seq,
             import.format,
@@ -151,16 +163,17 @@ pub fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
             import.raw.path,
             import.records.count,
             import.raw.sha256.get(..12).unwrap_or(&import.raw.sha256)
-        );
+        )?;
     }
     if !manifest.attachments.is_empty() {
-        println!("attachments:");
+        writeln!(out, "attachments:")?;
         for attachment in &manifest.attachments {
-            println!("  {} ({} bytes)", attachment.path, attachment.bytes);
+            writeln!(out, "  {} ({} bytes)", attachment.path, attachment.bytes)?;
         }
     }
-    println!("records: {}", manifest.record_count());
-    print_counts(&manifest.totals());
+    writeln!(out, "records: {}", manifest.record_count())?;
+    print_counts(&mut out, &manifest.totals())?;
+    out.flush()?;
     Ok(Exit::Ok)
 }
 
@@ -195,9 +208,13 @@ pub fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
             "error: run {run} cannot be read: {reason}\n\nhint: `babel validate {run}` lists its problems"
         );
     }
+    let mut out = io::stdout().lock();
     if manifests.is_empty() {
         if damaged.is_empty() {
-            println!("no runs yet (create one with `babel run create RUN --model M`)");
+            writeln!(
+                out,
+                "no runs yet (create one with `babel run create RUN --model M`)"
+            )?;
         }
         return Ok(exit);
     }
@@ -213,17 +230,23 @@ pub fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
         .max()
         .unwrap_or(0)
         .max(5);
-    println!("{:wr$}  status  {:wm$}  imports  records", "run", "model");
+    writeln!(
+        out,
+        "{:wr$}  status  {:wm$}  imports  records",
+        "run", "model"
+    )?;
     for manifest in &manifests {
-        println!(
+        writeln!(
+            out,
             "{:wr$}  {:6}  {:wm$}  {:7}  {}",
             manifest.run_id,
             status(manifest),
             manifest.model(),
             manifest.imports.len(),
             manifest.record_count()
-        );
-        print_compact_counts(&manifest.totals(), wr);
+        )?;
+        print_compact_counts(&mut out, &manifest.totals(), wr)?;
     }
+    out.flush()?;
     Ok(exit)
 }

@@ -3,6 +3,7 @@
 use super::output::{finding_line, print_json};
 use super::{CliError, Exit, Globals, run_id};
 use babel::archive::validate;
+use std::io::{self, Write};
 
 /// Prove the archive is whole: every registered file present with its registered size and
 /// SHA-256, every record valid schema v1 pointing at a real nonblank raw line, no duplicate
@@ -28,23 +29,36 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         .collect::<Result<Vec<_>, _>>()?;
     let archive = globals.archive()?;
     let report = validate::validate(&archive, &runs)?;
-    if args.json {
-        print_json(&report)?;
+    let exit = if report.ok { Exit::Ok } else { Exit::Failure };
+    let printed = if args.json {
+        print_json(&report)
     } else {
-        for finding in &report.findings {
-            println!("{}", finding_line(finding));
-        }
-        if !globals.quiet || !report.ok {
-            let verdict = if report.ok {
-                "ok".to_owned()
-            } else {
-                format!("{} finding(s)", report.findings.len())
-            };
-            println!(
-                "validate: {verdict} ({} run(s), {} file(s), {} record(s) checked)",
-                report.runs, report.files, report.records
-            );
-        }
+        print_text(&report, globals.quiet).map_err(CliError::from)
+    };
+    match printed {
+        // `babel validate | head`: the reader has seen enough, but the verdict stands, so
+        // a pipeline under `set -o pipefail` still fails on a faulty archive.
+        Err(CliError::Io(error)) if error.kind() == io::ErrorKind::BrokenPipe => Ok(exit),
+        other => other.map(|()| exit),
     }
-    Ok(if report.ok { Exit::Ok } else { Exit::Failure })
+}
+
+fn print_text(report: &validate::ValidationReport, quiet: bool) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    for finding in &report.findings {
+        writeln!(out, "{}", finding_line(finding))?;
+    }
+    if !quiet || !report.ok {
+        let verdict = if report.ok {
+            "ok".to_owned()
+        } else {
+            format!("{} finding(s)", report.findings.len())
+        };
+        writeln!(
+            out,
+            "validate: {verdict} ({} run(s), {} file(s), {} record(s) checked)",
+            report.runs, report.files, report.records
+        )?;
+    }
+    out.flush()
 }
