@@ -222,7 +222,7 @@ pub enum ArtifactError {
         existing: String,
     },
     /// Pins that do not resolve to what is registered.
-    #[error("{file}: {} does not resolve:{}", plural(.problems.len()), bulleted(.problems))]
+    #[error("{file}: {}:{}", unresolved(.problems.len()), bulleted(.problems))]
     Unresolved {
         file: String,
         problems: Vec<FieldError>,
@@ -247,11 +247,11 @@ pub enum ArtifactError {
     },
 }
 
-fn plural(n: usize) -> String {
+fn unresolved(n: usize) -> String {
     if n == 1 {
-        "1 pin".into()
+        "1 pin does not resolve".into()
     } else {
-        format!("{n} pins")
+        format!("{n} pins do not resolve")
     }
 }
 
