@@ -134,7 +134,7 @@ fn duplicate_identities_are_rejected_within_a_file_and_against_earlier_imports()
     let output = import(&env, &[&again]);
     assert_eq!(output.status.code(), Some(1));
     assert!(
-        stderr(&output).contains("inputs/again.jsonl:1: duplicate record identity (benchmark=b language=en question_id=q1 variant_id=original filter=none repeat_id=0); the same identity is at raw line 1 of import 1"),
+        stderr(&output).contains("inputs/again.jsonl:1: duplicate record identity (benchmark=b language=en question_id=q1 variant_id=original filter=none repeat_id=0); the same identity is at runs/r1/raw/0001-first.jsonl:1 (import 1)"),
         "{}",
         stderr(&output)
     );
@@ -144,7 +144,22 @@ fn duplicate_identities_are_rejected_within_a_file_and_against_earlier_imports()
         canonical_line("q2", "original", None),
     ];
     let output = import(&env, &[&env.input("within.jsonl", within.join("\n"))]);
-    assert!(stderr(&output).contains("inputs/within.jsonl:2: duplicate record identity"));
+    assert!(
+        stderr(&output).contains("inputs/within.jsonl:2: duplicate record identity")
+            && stderr(&output).contains("the same identity is at line 1 of this file"),
+        "{}",
+        stderr(&output)
+    );
+    // Two files of one batch: the message names the first one, never an unpublished import.
+    let one = env.input("one.jsonl", canonical_line("q3", "original", None) + "\n");
+    let two = env.input("two.jsonl", canonical_line("q3", "original", None) + "\n");
+    let output = import(&env, &[&one, &two]);
+    assert!(
+        stderr(&output)
+            .contains("the same identity is at inputs/one.jsonl:1 (file 1 of this batch)"),
+        "{}",
+        stderr(&output)
+    );
 
     // A different variant, filter or repeat is a different identity.
     let mut distinct =

@@ -164,6 +164,31 @@ struct Seen {
     line: u64,
 }
 
+/// Where the first record with an identity came from.
+enum Origin {
+    /// A published import: its archived raw file.
+    Published(String),
+    /// A file of this batch, as the user named it, and its position in the batch.
+    Batch(String, usize),
+}
+
+impl Origin {
+    /// The place of `line` of this origin, as a duplicate message names it, seen from the
+    /// file whose sequence number is `current`.
+    fn describe(origins: &HashMap<u64, Origin>, first: Seen, current: u64) -> String {
+        match origins.get(&first.seq) {
+            _ if first.seq == current => format!("at line {} of this file", first.line),
+            Some(Origin::Published(raw)) => {
+                format!("at {raw}:{} (import {})", first.line, first.seq)
+            }
+            Some(Origin::Batch(given, position)) => {
+                format!("at {given}:{} (file {position} of this batch)", first.line)
+            }
+            None => format!("at raw line {} of import {}", first.line, first.seq),
+        }
+    }
+}
+
 /// Imports `files` into `run` as one transaction.
 pub fn import(
     session: &WriteSession<'_>,
@@ -215,6 +240,22 @@ pub fn import(
         })
         .collect();
     let mut seen = existing_identities(session, run, &manifest)?;
+    let mut origins: HashMap<u64, Origin> = manifest
+        .imports
+        .iter()
+        .map(|entry| {
+            (
+                entry.seq,
+                Origin::Published(run_relative(run, &entry.raw.path)),
+            )
+        })
+        .collect();
+    for (position, ((path, _, _), (seq, _, _, _))) in sources.iter().zip(&planned).enumerate() {
+        origins.insert(
+            *seq,
+            Origin::Batch(path.display().to_string(), position + 1),
+        );
+    }
     let bank = BankIndex::for_run(session.archive(), &manifest)?;
 
     let mut created: Vec<String> = planned
@@ -244,6 +285,7 @@ pub fn import(
             given_path: path,
             given_name: &given,
             seq,
+            origins: &origins,
             raw_rel: run_relative(run, &raw),
             records_rel: run_relative(run, &records),
         };
@@ -322,6 +364,10 @@ struct FilePlan<'a> {
     given_path: &'a Path,
     given_name: &'a str,
     seq: u64,
+    /// Where the records of every import sequence number came from, for duplicate
+    /// messages: an archived raw path for a published import, a given path for an
+    /// earlier file of this batch.
+    origins: &'a HashMap<u64, Origin>,
     raw_rel: String,
     records_rel: String,
 }
@@ -559,8 +605,8 @@ fn import_file(
                                     None,
                                     None,
                                     format!(
-                                        "duplicate record identity ({key}); the same identity is at raw line {} of import {}",
-                                        first.line, first.seq
+                                        "duplicate record identity ({key}); the same identity is {}",
+                                        Origin::describe(plan.origins, first, plan.seq)
                                     ),
                                     Some(duplicate_hint(context.strict).into()),
                                 );
