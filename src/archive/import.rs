@@ -176,8 +176,10 @@ impl Origin {
     /// The place of `line` of this origin, as a duplicate message names it, seen from the
     /// file whose sequence number is `current`.
     fn describe(origins: &HashMap<u64, Origin>, first: Seen, current: u64) -> String {
+        if first.seq == current {
+            return format!("at line {} of this file", first.line);
+        }
         match origins.get(&first.seq) {
-            _ if first.seq == current => format!("at line {} of this file", first.line),
             Some(Origin::Published(raw)) => {
                 format!("at {raw}:{} (import {})", first.line, first.seq)
             }

@@ -126,17 +126,20 @@ pub fn plan_local(archive: &Archive, selection: &Selection) -> Result<LocalPlan,
     };
     chosen.iter().try_for_each(known)?;
     // Validate before reading any artifact's pins, so that damage is listed as findings.
-    let faulty = |report: validate::ValidationReport| match report.ok {
-        true => Ok(()),
-        false => Err(HubError::ArchiveFaulty(Box::new(report))),
+    let faulty = |report: validate::ValidationReport| {
+        if report.ok {
+            Ok(())
+        } else {
+            Err(HubError::ArchiveFaulty(Box::new(report)))
+        }
     };
     let mut runs = chosen.clone();
     if selection.runs.is_some() {
         faulty(validate::validate_runs_and_registries(archive, chosen)?)?;
+        // The registries validated, so every pinned run is present.
         let mut extra = Vec::new();
         for pin in artifacts::all_pinned_runs(archive)? {
             let run = RunId::parse(&pin.run_id).map_err(ArchiveError::from)?;
-            known(&run)?;
             if !runs.contains(&run) {
                 runs.push(run.clone());
                 extra.push(run);

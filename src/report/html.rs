@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use super::Load;
-use super::{each_side_alone, level, p_value, percent, points};
+use super::{EACH_SIDE_ALONE, each_side_alone, level, p_value, percent, points};
 use crate::compare::summary::{Group, Summary};
 use crate::compare::{Comparable, Comparison, Outcome, SideLabel};
 use crate::record::Record;
@@ -403,11 +403,7 @@ pub fn render<R: Comparable>(
             )
         },
         alone: each_side_alone(summary)
-            .map(|line| {
-                format!(
-                    "Each side alone (all its records with known correctness, unmatched and run-local too; unpaired): {line}."
-                )
-            })
+            .map(|line| format!("{EACH_SIDE_ALONE}: {line}."))
             .unwrap_or_default(),
         level: level(summary.confidence_level),
         caveat: summary

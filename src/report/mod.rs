@@ -93,6 +93,9 @@ pub fn write_new<R: Comparable>(
     })
 }
 
+/// What "each side alone" covers, as the text summary and the HTML report say it.
+pub const EACH_SIDE_ALONE: &str = "Each side alone (all its records with known correctness, unmatched and run-local too; unpaired)";
+
 /// Each side alone, `baseline 47.1% of 17 [26.2%, 69.0%]  variant ... (95% Wilson)`, when a
 /// side has scored records the known pairs leave out (unmatched, paired with an unknown,
 /// or run-local); `None` when it would only repeat the paired accuracies.

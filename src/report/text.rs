@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 
-use super::{each_side_alone, level, p_value, percent, points};
+use super::{EACH_SIDE_ALONE, each_side_alone, level, p_value, percent, points};
 use crate::compare::Outcome;
 use crate::compare::summary::{Group, SideSummary, Summary};
 
@@ -29,10 +29,7 @@ fn alone(out: &mut dyn Write, summary: &Summary) -> io::Result<()> {
         return Ok(());
     };
     writeln!(out)?;
-    writeln!(
-        out,
-        "each side alone (all its records with known correctness, unmatched and run-local too; unpaired)"
-    )?;
+    writeln!(out, "{}", EACH_SIDE_ALONE.to_lowercase())?;
     writeln!(out, "  accuracy     {line}")
 }
 
