@@ -1,14 +1,22 @@
-//! RFC 8785 canonical JSON followed by LF: the one writer of `manifest.json`,
-//! `artifact.json` and the archive marker, so equal content has equal bytes (and SHA-256)
-//! in every implementation.
+//! RFC 8785 canonical JSON: the one writer of `manifest.json`, `artifact.json`, the archive
+//! marker and every nested value of a stored record, so equal content has equal bytes (and
+//! SHA-256) in every implementation.
 //!
-//! RFC 8785 formats numbers as ECMAScript doubles; an integer whose canonical form would
-//! read back as another number (such as 2^53 + 1) is refused here rather than rounded.
+//! The rules (RFC 8785 section 3.2): no whitespace; object keys sorted by their UTF-16 code
+//! units; strings escaped as ECMAScript's `JSON.stringify` does (only `"`, `\` and control
+//! characters, the short forms where they exist, else `\u00xx`); numbers formatted as
+//! ECMAScript doubles (`ryu-js`). An integer whose canonical form would read back as
+//! another number (such as 2^53 + 1) is refused here rather than rounded.
+//!
+//! The writer walks a `serde_json::Value` once into a byte buffer; it is on the import's hot
+//! path (every record's `input`, `target`, `scores`, ... go through it), so it allocates
+//! only to sort the keys of an object.
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Number, Value};
+use std::cmp::Ordering;
 
-use crate::jsonl::FieldPath;
+use crate::jsonl::{FieldPath, PathSegment};
 use crate::record::fields::MAX_SAFE_INTEGER;
 
 /// Why a value has no canonical form.
@@ -27,49 +35,34 @@ pub enum CanonicalError {
 /// The canonical bytes of `value`, with the trailing LF.
 pub fn to_canonical_bytes<T: Serialize>(value: &T) -> Result<Vec<u8>, CanonicalError> {
     let value = serde_json::to_value(value)?;
-    check_integers(&value, &mut FieldPath::root())?;
-    let mut bytes = serde_json_canonicalizer::to_vec(&value)?;
+    let mut bytes = Vec::with_capacity(256);
+    write_value(&value, &mut bytes)?;
     bytes.push(b'\n');
     Ok(bytes)
 }
 
-fn check_integers(value: &Value, path: &mut FieldPath) -> Result<(), CanonicalError> {
-    match value {
-        Value::Number(n) => {
-            // Integers up to 2^53 are always exact. A larger one is kept only when its
-            // canonical (ECMAScript) form reads back as the same decimal text.
-            let large = match (n.as_u64(), n.as_i64()) {
-                (Some(u), _) => u > MAX_SAFE_INTEGER,
-                (None, Some(i)) => i.unsigned_abs() > MAX_SAFE_INTEGER,
-                (None, None) => false,
-            };
-            let unsafe_integer = large
-                && serde_json_canonicalizer::to_string(value).ok().as_deref()
-                    != Some(n.to_string().as_str());
-            if unsafe_integer {
-                return Err(CanonicalError::UnsafeInteger {
-                    path: path.clone(),
-                    value: n.to_string(),
-                });
-            }
-            Ok(())
+/// Appends the canonical form of `value` (no trailing LF) to `out`. On error `out` holds
+/// a partial value; callers discard it.
+pub fn write_value(value: &Value, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+    let mut trail = Vec::new();
+    write(value, out, &mut trail).map_err(|unsafe_integer| {
+        // The path was collected innermost first while the error travelled out.
+        let mut path = FieldPath::root();
+        for segment in trail.into_iter().rev() {
+            path.push(segment);
         }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let mut inner = path.index(i);
-                check_integers(item, &mut inner)?;
-            }
-            Ok(())
+        CanonicalError::UnsafeInteger {
+            path,
+            value: unsafe_integer,
         }
-        Value::Object(map) => {
-            for (key, item) in map {
-                let mut inner = path.key(key);
-                check_integers(item, &mut inner)?;
-            }
-            Ok(())
-        }
-        _ => Ok(()),
-    }
+    })
+}
+
+/// The canonical text of `value` (no trailing LF).
+pub fn to_canonical_string(value: &Value) -> Result<String, CanonicalError> {
+    let mut out = Vec::new();
+    write_value(value, &mut out)?;
+    Ok(String::from_utf8(out).expect("canonical JSON of a Value is UTF-8"))
 }
 
 /// True when `bytes` are exactly the canonical form of the JSON value they hold.
@@ -77,10 +70,146 @@ pub fn is_canonical(bytes: &[u8], value: &Value) -> bool {
     to_canonical_bytes(value).is_ok_and(|canonical| canonical == bytes)
 }
 
+/// Writes one value; on an unsafe integer returns its text, with the path to it pushed
+/// onto `trail` innermost first.
+fn write(value: &Value, out: &mut Vec<u8>, trail: &mut Vec<PathSegment>) -> Result<(), String> {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(number) => write_number(number, out)?,
+        Value::String(text) => write_string(text, out),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                write(item, out, trail).inspect_err(|_| trail.push(PathSegment::Index(index)))?;
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            if !entries.is_sorted_by(|a, b| utf16_order(a.0, b.0) != Ordering::Greater) {
+                entries.sort_unstable_by(|a, b| utf16_order(a.0, b.0));
+            }
+            out.push(b'{');
+            for (index, (key, item)) in entries.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                write_string(key, out);
+                out.push(b':');
+                write(item, out, trail)
+                    .inspect_err(|_| trail.push(PathSegment::Key(key.clone())))?;
+            }
+            out.push(b'}');
+        }
+    }
+    Ok(())
+}
+
+/// RFC 8785 section 3.2.3: keys compare by UTF-16 code units. Byte order of UTF-8 is code
+/// point order, which agrees with UTF-16 order except between a supplementary character
+/// (a surrogate pair, 0xD800..) and U+E000..U+FFFF; ASCII-only keys take the fast path.
+fn utf16_order(a: &str, b: &str) -> Ordering {
+    if a.is_ascii() || b.is_ascii() {
+        return a.as_bytes().cmp(b.as_bytes());
+    }
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+fn write_number(number: &Number, out: &mut Vec<u8>) -> Result<(), String> {
+    let mut buffer = [0u8; 20];
+    if let Some(unsigned) = number.as_u64() {
+        if unsigned <= MAX_SAFE_INTEGER {
+            out.extend_from_slice(format_u64(unsigned, &mut buffer));
+            return Ok(());
+        }
+        return write_large_integer(unsigned as f64, &number.to_string(), out);
+    }
+    if let Some(signed) = number.as_i64() {
+        if signed.unsigned_abs() <= MAX_SAFE_INTEGER {
+            out.push(b'-');
+            out.extend_from_slice(format_u64(signed.unsigned_abs(), &mut buffer));
+            return Ok(());
+        }
+        return write_large_integer(signed as f64, &number.to_string(), out);
+    }
+    let float = number
+        .as_f64()
+        .expect("a serde_json number is an integer or a finite double");
+    let mut ryu = ryu_js::Buffer::new();
+    out.extend_from_slice(ryu.format_finite(float).as_bytes());
+    Ok(())
+}
+
+/// An integer beyond 2^53 is kept only when its ECMAScript form is the same decimal text.
+fn write_large_integer(as_double: f64, decimal: &str, out: &mut Vec<u8>) -> Result<(), String> {
+    let mut ryu = ryu_js::Buffer::new();
+    let formatted = ryu.format_finite(as_double);
+    if formatted != decimal {
+        return Err(decimal.to_owned());
+    }
+    out.extend_from_slice(formatted.as_bytes());
+    Ok(())
+}
+
+fn format_u64(mut value: u64, buffer: &mut [u8; 20]) -> &[u8] {
+    let mut start = buffer.len();
+    loop {
+        start -= 1;
+        buffer[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            return &buffer[start..];
+        }
+    }
+}
+
+/// Writes a JSON string as `JSON.stringify` does: `"` and `\` escaped, the control
+/// characters U+0000..U+001F as `\b \t \n \f \r` or `\u00xx`, everything else as is.
+pub fn write_string(text: &str, out: &mut Vec<u8>) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    for (index, &byte) in bytes.iter().enumerate() {
+        let escape: &[u8] = match byte {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            b'\t' => b"\\t",
+            b'\n' => b"\\n",
+            0x0c => b"\\f",
+            b'\r' => b"\\r",
+            0x00..=0x1f => &[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(byte >> 4) as usize],
+                HEX[(byte & 0xf) as usize],
+            ],
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..index]);
+        out.extend_from_slice(escape);
+        start = index + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn canonical(value: &Value) -> String {
+        to_canonical_string(value).unwrap()
+    }
 
     #[test]
     fn keys_are_sorted_by_utf16_units_and_output_ends_with_lf() {
@@ -95,14 +224,82 @@ mod tests {
     }
 
     #[test]
+    fn the_rfc_8785_sorting_example_sorts_as_the_rfc_shows() {
+        // RFC 8785 section 3.2.3, the example's keys in the order the RFC lists as sorted.
+        let value = json!({
+            "\u{20ac}": "Euro Sign", "\r": "Carriage Return", "\u{fb33}": "Hebrew Letter Dalet With Dagesh",
+            "1": "One", "\u{1f600}": "Emoji: Grinning Face", "\u{0080}": "Control", "\u{00f6}": "Latin Small Letter O With Diaeresis"
+        });
+        let text = canonical(&value);
+        let order: Vec<&str> = [
+            "\\r",
+            "1",
+            "\u{0080}",
+            "\u{00f6}",
+            "\u{20ac}",
+            "\u{1f600}",
+            "\u{fb33}",
+        ]
+        .into_iter()
+        .collect();
+        let positions: Vec<usize> = order
+            .iter()
+            .map(|key| text.find(&format!("\"{key}\":")).unwrap())
+            .collect();
+        assert!(positions.is_sorted(), "{text}");
+    }
+
+    #[test]
+    fn numbers_follow_ecmascript_as_in_rfc_8785_appendix_b() {
+        // A selection of RFC 8785 Appendix B (IEEE 754 bits -> canonical text).
+        let cases: [(u64, &str); 14] = [
+            (0x0000000000000000, "0"),
+            (0x8000000000000000, "0"),
+            (0x0000000000000001, "5e-324"),
+            (0x8000000000000001, "-5e-324"),
+            (0x7fefffffffffffff, "1.7976931348623157e+308"),
+            (0x4340000000000000, "9007199254740992"),
+            (0x4430000000000000, "295147905179352830000"),
+            (0x444b1ae4d6e2ef50, "1e+21"),
+            (0x3eb0c6f7a0b5ed8d, "0.000001"),
+            (0x3eb0c6f7a0b5ed8c, "9.999999999999997e-7"),
+            (0x44b52d02c7e14af6, "1e+23"),
+            (0x41b3de4355555553, "333333333.3333332"),
+            (0xbecbf647612f3696, "-0.0000033333333333333333"),
+            (0x43143ff3c1cb0959, "1424953923781206.2"),
+        ];
+        for (bits, expected) in cases {
+            let value = Value::from(f64::from_bits(bits));
+            assert_eq!(canonical(&value), expected, "{bits:#x}");
+        }
+        assert_eq!(
+            canonical(&json!([10, -3, 0.5, -0.0, 1e-7])),
+            "[10,-3,0.5,0,1e-7]"
+        );
+    }
+
+    #[test]
+    fn strings_escape_only_what_json_stringify_escapes() {
+        let value = json!("\u{0}\u{8}\t\n\u{b}\u{c}\r\u{1f}\"\\/\u{7f}\u{2028}é");
+        assert_eq!(
+            canonical(&value),
+            "\"\\u0000\\b\\t\\n\\u000b\\f\\r\\u001f\\\"\\\\/\u{7f}\u{2028}é\""
+        );
+    }
+
+    #[test]
     fn integers_no_double_holds_are_refused() {
         let error = to_canonical_bytes(&json!({"meta": {"n": 9007199254740993u64}})).unwrap_err();
         assert_eq!(
             error.to_string(),
             "field meta.n: the integer 9007199254740993 has no exact canonical form (RFC 8785 numbers are doubles)"
         );
+        let nested = to_canonical_bytes(&json!({"a": [1, {"b": -9007199254740993i64}]}));
+        assert_eq!(
+            nested.unwrap_err().to_string(),
+            "field a[1].b: the integer -9007199254740993 has no exact canonical form (RFC 8785 numbers are doubles)"
+        );
         assert!(to_canonical_bytes(&json!({"n": 9007199254740991u64})).is_ok());
-        assert!(to_canonical_bytes(&json!({"n": -9007199254740993i64})).is_err());
         // A large integer that a double holds exactly keeps its value.
         let exact = to_canonical_bytes(&json!({"n": 8273956653281337000u64})).unwrap();
         assert_eq!(exact, b"{\"n\":8273956653281337000}\n");

@@ -80,3 +80,15 @@ proptest! {
         prop_assert_eq!(to_canonical_bytes(&reversed).unwrap(), bytes);
     }
 }
+
+proptest! {
+    #[test]
+    fn canonical_bytes_agree_with_an_independent_rfc_8785_implementation(object in json_object()) {
+        // serde_json_canonicalizer is a separate RFC 8785 implementation (a test-only
+        // dependency): both must give the same bytes for every value without unsafe integers.
+        let value = Value::Object(object);
+        let mut expected = serde_json_canonicalizer::to_vec(&value).unwrap();
+        expected.push(b'\n');
+        prop_assert_eq!(to_canonical_bytes(&value).unwrap(), expected);
+    }
+}
