@@ -16,5 +16,6 @@ pub mod hub;
 pub mod jsonl;
 pub mod matrix;
 pub mod parallel;
+pub mod pipeline;
 pub mod record;
 pub mod report;

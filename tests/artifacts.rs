@@ -933,7 +933,7 @@ fn finding_places(report: &Value) -> Vec<(String, Option<u64>, String)> {
         .map(|f| {
             (
                 f["path"].as_str().unwrap().to_owned(),
-                f["line"].as_u64(),
+                f["line"].as_u64().or(f["row"].as_u64()),
                 f["check"].as_str().unwrap().to_owned(),
             )
         })
@@ -1122,25 +1122,17 @@ fn validate_catches_strict_records_changed_and_rehashed_after_import() {
     // see that the records left the contract.
     let env = registered();
     strict_run(&env, "demo-1b", "demo-1b", false);
-    let records_rel = "runs/demo-1b/records/0001.jsonl";
+    let records_rel = "runs/demo-1b/records/0001.parquet";
     let records_path = env.archived(records_rel);
-    let text = fs::read_to_string(&records_path).unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    let replace = |line: &mut String, from: &str, to: &str| {
-        assert!(line.contains(from), "{line}");
-        *line = line.replacen(from, to, 1);
-    };
-    replace(
-        &mut lines[0],
-        r#""question_id":"cap-fr""#,
-        r#""question_id":"cap-xx""#,
-    );
-    replace(&mut lines[2], r#""filter":"none""#, r#""filter":"made-up""#);
-    let tampered = format!("{}\n", lines.join("\n"));
-    fs::write(&records_path, &tampered).unwrap();
+    let mut rows = common::records_file_rows(&records_path);
+    assert_eq!(rows[0]["question_id"], "cap-fr");
+    rows[0]["question_id"] = json!("cap-xx");
+    assert_eq!(rows[2]["filter"], "none");
+    rows[2]["filter"] = json!("made-up");
+    let tampered = common::write_records_file(&records_path, &rows);
     let manifest_path = env.archived("runs/demo-1b/manifest.json");
     let mut manifest: Value = serde_json::from_slice(&fs::read(&manifest_path).unwrap()).unwrap();
-    manifest["imports"][0]["records"]["sha256"] = json!(sha256_hex(tampered.as_bytes()));
+    manifest["imports"][0]["records"]["sha256"] = json!(sha256_hex(&tampered));
     manifest["imports"][0]["records"]["bytes"] = json!(tampered.len());
     fs::write(&manifest_path, format!("{}\n", sorted_compact(&manifest))).unwrap();
 

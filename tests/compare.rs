@@ -382,12 +382,12 @@ fn a_side_without_records_of_its_variant_is_a_usage_error_listing_the_variants()
 fn duplicate_stable_identities_within_a_side_are_an_error_naming_both_sources() {
     // "Duplicate stable identities are an error, not an arbitrary choice of one record."
     let env = two_benchmarks();
-    let records = env.archived("runs/r1/records/0001.jsonl");
-    let text = std::fs::read_to_string(&records).unwrap();
-    let first = text.lines().next().unwrap();
-    let copy = first.replace("\"line\":1}", "\"line\":3}");
-    assert_ne!(copy, first);
-    std::fs::write(&records, format!("{text}{copy}\n")).unwrap();
+    let records = env.archived("runs/r1/records/0001.parquet");
+    let mut rows = common::records_file_rows(&records);
+    let mut copy = rows[0].clone();
+    copy["source"]["line"] = 3.into();
+    rows.push(copy);
+    common::write_records_file(&records, &rows);
     let stderr = stderr_of(&env, &["compare", "r1"], 1);
     assert!(stderr.contains("share the item identity"), "{stderr}");
     assert!(

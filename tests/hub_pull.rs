@@ -21,7 +21,7 @@ use hub_support::{archive, entries, hub, push, text, tree};
 
 const REPO: &str = "tester/bench";
 /// A regular file and the LFS file of the archive the tests push.
-const REGULAR: &str = "runs/r1/records/0001.jsonl";
+const REGULAR: &str = "runs/r1/raw/0001-original.jsonl";
 const LFS: &str = "runs/r1/attachments/weights.bin";
 
 fn pushed() -> (Env, HubServer, String) {
@@ -84,7 +84,7 @@ fn a_round_trip_restores_the_archive_byte_for_byte_and_it_validates() {
     let gitattributes = server.file(REPO, &commit, ".gitattributes").unwrap();
     let gitattributes = String::from_utf8_lossy(gitattributes.bytes()).into_owned();
     assert!(
-        gitattributes.contains("runs/r1/records/0001.jsonl filter=lfs"),
+        gitattributes.contains("runs/r1/manifest.json filter=lfs"),
         "{gitattributes}"
     );
     server.clear_requests();
@@ -272,7 +272,7 @@ fn an_endless_redirect_loop_is_refused() {
     let hops = server
         .requests()
         .iter()
-        .filter(|r| r.path().ends_with("/records/0001.jsonl"))
+        .filter(|r| r.path().ends_with("/raw/0001-original.jsonl"))
         .count();
     assert_eq!(hops, 6, "the first request and five redirects");
 }
@@ -314,26 +314,37 @@ fn a_cut_download_resumes_with_a_range_request() {
     );
     let output = pull(&env, &server, &commit, &[]);
     assert!(output.status.success(), "{}", text(&output));
-    let cdn: Vec<(u16, Option<String>)> = server
+    let cdn: Vec<(String, u16, Option<String>)> = server
         .requests()
         .iter()
         .filter(|r| r.origin == Origin::Cdn)
-        .map(|r| (r.status, r.header("range").map(str::to_owned)))
+        .map(|r| {
+            (
+                r.path().to_owned(),
+                r.status,
+                r.header("range").map(str::to_owned),
+            )
+        })
         .collect();
-    assert_eq!(cdn.len(), 2, "{cdn:?}");
-    assert_eq!(cdn[1], (206, Some("bytes=1000-".to_owned())));
+    // Every LFS file once, and the cut one a second time from where it broke off.
+    let resumed: Vec<_> = cdn.iter().filter(|c| c.1 == 206).collect();
+    assert_eq!(resumed.len(), 1, "{cdn:?}");
+    assert_eq!(resumed[0].2.as_deref(), Some("bytes=1000-"));
+    let files: std::collections::BTreeSet<&str> = cdn.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(cdn.len(), files.len() + 1, "{cdn:?}");
     assert_eq!(tree(&env.path().join("restored")), tree(&env.root()));
 }
 
 #[test]
 fn a_second_pull_reuses_the_files_a_failed_one_verified() {
     let (env, server, commit) = pushed();
-    // Files download in path order; the last run's records fail the first time.
-    let late = "runs/s1/records/0001.jsonl";
+    // Files download in path order; the last run's records (an LFS file) fail the first
+    // time.
+    let late = "runs/s1/records/0001.parquet";
     let size = server.file(REPO, &commit, late).unwrap().bytes().len();
     server.set_file_fault(REPO, late, FileFault::WrongBytes(vec![b'x'; size]));
     let first = pull(&env, &server, &commit, &[]);
-    assert_refused(&env, &first, 1, "git blob ID");
+    assert_refused(&env, &first, 1, "its bytes have the SHA-256");
     let fetched_first: Vec<String> = server
         .requests()
         .iter()

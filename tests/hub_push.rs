@@ -219,13 +219,20 @@ fn hub_push_publishes_one_commit_that_holds_exactly_the_plan() {
         stored["runs/r1/attachments/weights.bin"].is_lfs(),
         "binary goes to LFS, as the Hub decided"
     );
+    assert!(
+        stored["runs/r1/records/0001.parquet"].is_lfs(),
+        "Parquet records go to LFS (the Hub's default patterns)"
+    );
     assert!(!stored["runs/r1/manifest.json"].is_lfs());
 
-    // The presigned PUT carried no token; verify and the API calls did, on the Hub only.
+    // Each presigned PUT carried no token; verify and the API calls did, on the Hub only.
     let log = server.requests();
     let puts: Vec<_> = log.iter().filter(|r| r.method == "PUT").collect();
-    assert_eq!(puts.len(), 1);
-    assert!(puts[0].origin == Origin::Cdn && !puts[0].has_authorization());
+    assert_eq!(puts.len(), stored.values().filter(|f| f.is_lfs()).count());
+    assert!(
+        puts.iter()
+            .all(|put| put.origin == Origin::Cdn && !put.has_authorization())
+    );
     assert!(
         log.iter()
             .filter(|r| r.origin != Origin::Hub)
@@ -288,7 +295,7 @@ fn an_unchanged_archive_makes_no_commit_and_a_change_sends_only_the_difference()
             "changed checksums.sha256".to_owned(),
             "changed runs/r2/manifest.json".to_owned(),
             "new runs/r2/raw/0002-more.jsonl".to_owned(),
-            "new runs/r2/records/0002.jsonl".to_owned(),
+            "new runs/r2/records/0002.parquet".to_owned(),
         ])
     );
     server.clear_requests();
@@ -305,13 +312,20 @@ fn an_unchanged_archive_makes_no_commit_and_a_change_sends_only_the_difference()
             "checksums.sha256",
             "runs/r2/manifest.json",
             "runs/r2/raw/0002-more.jsonl",
-            "runs/r2/records/0002.jsonl"
+            "runs/r2/records/0002.parquet"
         ])
     );
     assert_eq!(commits[0][0]["value"]["parentCommit"], json!(first));
-    assert!(
-        server.requests().iter().all(|r| r.method != "PUT"),
-        "no LFS object is sent again"
+    let puts: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.method == "PUT")
+        .map(|r| r.path().to_owned())
+        .collect();
+    assert_eq!(
+        puts.len(),
+        1,
+        "only the new records file's LFS object is sent: {puts:?}"
     );
 }
 
@@ -366,7 +380,7 @@ fn a_run_selection_publishes_those_runs_and_every_registered_artifact() {
         );
     }
     assert!(
-        paths.contains("runs/s1/manifest.json") && paths.contains("runs/s1/records/0001.jsonl"),
+        paths.contains("runs/s1/manifest.json") && paths.contains("runs/s1/records/0001.parquet"),
         "the calibration's input run s1 is published although only r1 was selected: {paths:?}"
     );
     let listed = String::from_utf8(
@@ -636,7 +650,17 @@ fn transient_failures_are_retried_but_the_commit_is_sent_exactly_once() {
     };
     assert_eq!(statuses("/preupload/"), vec![503, 200]);
     assert_eq!(statuses("/objects/batch"), vec![503, 200]);
-    assert_eq!(statuses("PUT"), vec![500, 200]);
+    let puts = statuses("PUT");
+    assert_eq!(puts[0], 500, "{puts:?}");
+    assert!(puts[1..].iter().all(|&status| status == 200), "{puts:?}");
+    assert_eq!(
+        puts.len(),
+        1 + registered_files(&env)
+            .iter()
+            .filter(|path| path.ends_with(".parquet") || path.ends_with(".bin"))
+            .count(),
+        "each LFS object once, the failed one twice"
+    );
     assert_eq!(statuses("/commit/"), vec![503]);
     assert_eq!(server.commits(repo).len(), 1);
     // Running it again publishes (the LFS object is already stored, so no PUT).

@@ -270,7 +270,7 @@ fn the_manifest_records_every_import_field() {
     let import = &value["imports"][0];
     let raw = std::fs::read(env.archived("runs/r1/raw/0001-one.jsonl")).unwrap();
     let (raw_sha, raw_bytes) = (sha256_hex(&raw), raw.len());
-    let records_bytes = std::fs::read(env.archived("runs/r1/records/0001.jsonl")).unwrap();
+    let records_bytes = std::fs::read(env.archived("runs/r1/records/0001.parquet")).unwrap();
     assert_eq!(
         import,
         &json!({
@@ -282,7 +282,7 @@ fn the_manifest_records_every_import_field() {
             "normalizer_version": "canonical/1",
             "options": {"benchmark": null, "language": "tr", "non_finite": "reject"},
             "raw": {"bytes": raw_bytes, "path": "raw/0001-one.jsonl", "sha256": raw_sha},
-            "records": {"bytes": records_bytes.len(), "count": 1, "path": "records/0001.jsonl", "sha256": sha256_hex(&records_bytes)},
+            "records": {"bytes": records_bytes.len(), "count": 1, "path": "records/0001.parquet", "sha256": sha256_hex(&records_bytes)},
             "seq": 1,
             "source_basename": "one.jsonl",
             "variant_override": "rephrased",

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use babel::compare::stats::ConfidenceLevel;
-use babel::compare::{SideInput, SideLabel, Summary, compare};
+use babel::compare::{Side, SideInput, SideLabel, Summary, compare};
 use babel::record::{IdentityScope, Record, Source};
 use babel::report::{self, ReportFormat};
 
@@ -280,10 +280,7 @@ fn big_record(i: usize, variant: &str) -> Record {
         scores: Map::new(),
         metrics: Map::new(),
         response: Value::String(format!("The answer is {predicted}.")),
-        source: Source {
-            path: format!("runs/big/raw/0001-{variant}.jsonl"),
-            line: i as u64 + 1,
-        },
+        source: Source::line(format!("runs/big/raw/0001-{variant}.jsonl"), i as u64 + 1),
         warnings: vec![],
         extra: Map::new(),
     }
@@ -304,23 +301,37 @@ fn big_has_variant(i: usize) -> bool {
 }
 
 fn big_report(dir: &Path) -> PathBuf {
-    let side = |variant: &str, records: Vec<Record>| SideInput {
-        label: SideLabel {
-            run_id: "big".into(),
-            variant_id: variant.into(),
-        },
-        records,
+    let label = |variant: &str| SideLabel {
+        run_id: "big".into(),
+        variant_id: variant.into(),
     };
-    let baseline = (0..BIG_ITEMS).map(|i| big_record(i, "original")).collect();
-    let variant = (0..BIG_ITEMS)
+    let (b_label, v_label) = (label("original"), label("rephrased"));
+    let baseline: Vec<Record> = (0..BIG_ITEMS).map(|i| big_record(i, "original")).collect();
+    let variant: Vec<Record> = (0..BIG_ITEMS)
         .filter(|&i| big_has_variant(i))
         .map(|i| big_record(i, "rephrased"))
         .collect();
-    let comparison = compare(side("original", baseline), side("rephrased", variant)).unwrap();
+    let mut comparison = compare(
+        SideInput {
+            label: &b_label,
+            rows: &baseline[..],
+        },
+        SideInput {
+            label: &v_label,
+            rows: &variant[..],
+        },
+    )
+    .unwrap();
     let summary = Summary::of(&comparison, ConfidenceLevel::NINETY_FIVE);
+    comparison.sort_by_identity(&baseline[..], &variant[..]);
     let dest = dir.join("big.html");
     let _ = std::fs::remove_file(&dest);
-    let mut load = |record: &Record| Ok(record.clone());
+    let mut load = |side: Side, row: u32| {
+        Ok(match side {
+            Side::Baseline => baseline[row as usize].clone(),
+            Side::Variant => variant[row as usize].clone(),
+        })
+    };
     report::write_new(&dest, ReportFormat::Html, &comparison, &summary, &mut load).unwrap();
     dest
 }

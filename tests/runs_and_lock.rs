@@ -226,7 +226,7 @@ fn init_recreates_what_a_download_cannot_carry_and_fabricates_nothing() {
         .success();
     std::fs::remove_dir_all(env.archived(".babel")).unwrap();
     std::fs::remove_dir(env.archived("item-banks")).unwrap();
-    std::fs::remove_file(env.archived("runs/r1/records/0001.jsonl")).unwrap();
+    std::fs::remove_file(env.archived("runs/r1/records/0001.parquet")).unwrap();
     let before = env.files();
 
     let output = env.babel(&["init"]).output().unwrap();

@@ -62,13 +62,19 @@ fn a_single_changed_byte_in_any_registered_file_is_found() {
     for relative in [
         "runs/r1/raw/0001-a.jsonl",
         "runs/r1/raw/0002-b.jsonl",
-        "runs/r1/records/0001.jsonl",
+        "runs/r1/records/0001.parquet",
         "runs/r1/attachments/results.json",
     ] {
         let env = archive();
-        // A byte inside a string value, so the file stays well-formed JSON.
-        let text = std::fs::read_to_string(env.archived(relative)).unwrap();
-        let at = text.find("question").or_else(|| text.find("acc")).unwrap();
+        // A byte inside a string value, so a JSON file stays well-formed; the middle of
+        // the Parquet file.
+        let bytes = std::fs::read(env.archived(relative)).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        let at = text
+            .find("question")
+            .or_else(|| text.find("acc"))
+            .filter(|_| !relative.ends_with(".parquet"))
+            .unwrap_or(bytes.len() / 2);
         flip_byte(&env, relative, at);
         let found = findings(&env);
         assert!(
@@ -107,14 +113,14 @@ fn stray_and_missing_files_are_each_reported() {
     std::fs::write(env.archived("runs/r1/notes.txt"), "hi").unwrap();
     std::fs::create_dir(env.archived("runs/r1/scratch")).unwrap();
     std::fs::write(env.archived("runs/stray.txt"), "x").unwrap();
-    std::fs::remove_file(env.archived("runs/r1/records/0002.jsonl")).unwrap();
+    std::fs::remove_file(env.archived("runs/r1/records/0002.parquet")).unwrap();
     let found = findings(&env);
     for expected in [
         ("runs/r1/raw/extra.jsonl", "untracked"),
         ("runs/r1/notes.txt", "untracked"),
         ("runs/r1/scratch", "untracked"),
         ("runs/stray.txt", "untracked"),
-        ("runs/r1/records/0002.jsonl", "missing"),
+        ("runs/r1/records/0002.parquet", "missing"),
     ] {
         assert!(
             found.contains(&(expected.0.to_owned(), expected.1.to_owned())),
@@ -138,27 +144,24 @@ fn a_symlink_in_place_of_a_registered_file_is_refused() {
 /// Rewrites a records file and its manifest entry consistently, as a careless tool would,
 /// so that only the record-level checks can notice.
 fn rewrite_records(env: &Env, edit: impl Fn(&mut Vec<Value>)) {
-    let relative = "runs/r1/records/0001.jsonl";
-    let text = std::fs::read_to_string(env.archived(relative)).unwrap();
-    let mut records: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let path = env.archived("runs/r1/records/0001.parquet");
+    let mut records = common::records_file_rows(&path);
     edit(&mut records);
-    let mut bytes = String::new();
-    for record in &records {
-        bytes.push_str(&record.to_string());
-        bytes.push('\n');
-    }
-    std::fs::write(env.archived(relative), &bytes).unwrap();
+    let bytes = common::write_records_file(&path, &records);
     let manifest_path = env.archived("runs/r1/manifest.json");
     let mut manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
     let entry = &mut manifest["imports"][0]["records"];
-    entry["sha256"] = Value::String(babel::durable::digest_of(bytes.as_bytes()).sha256);
+    entry["sha256"] = Value::String(babel::durable::digest_of(&bytes).sha256);
     entry["bytes"] = bytes.len().into();
     let canonical = babel::canonical_json::to_canonical_bytes(&manifest).unwrap();
     std::fs::write(manifest_path, canonical).unwrap();
+}
+
+fn validate_text(env: &Env) -> String {
+    let output = env.babel(&["validate"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    String::from_utf8(output.stdout).unwrap()
 }
 
 #[test]
@@ -166,41 +169,71 @@ fn record_level_problems_are_found_even_when_hashes_were_updated() {
     let env = archive();
     rewrite_records(&env, |records| {
         records[0]["source"]["line"] = 99.into(); // past the end of the raw file
-        records[1]["correct"] = 1.into(); // not a boolean
+        records[1]["scores"] = serde_json::json!([1]); // not an object
         records[2]["question_id"] = "q3".into(); // now a duplicate of records[3]
         records.push(records[0].clone()); // one more than the manifest counts
     });
-    let output = env.babel(&["validate"]).output().unwrap();
-    let text = String::from_utf8(output.stdout).unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    let text = validate_text(&env);
     for expected in [
-        "runs/r1/records/0001.jsonl:1: [source] source line 99 is not a nonblank line of runs/r1/raw/0001-a.jsonl",
-        "runs/r1/records/0001.jsonl:2: [schema] field correct: expected true, false or null, found the number 1",
-        "runs/r1/records/0001.jsonl:4: [duplicate] duplicate record identity",
-        "runs/r1/records/0001.jsonl:5: [duplicate] duplicate record identity",
-        "runs/r1/records/0001.jsonl: [count] 5 records, but the manifest registers 4",
+        "runs/r1/records/0001.parquet row 1: [source] source line 99 is not a nonblank line of runs/r1/raw/0001-a.jsonl",
+        "runs/r1/records/0001.parquet row 2: [schema] field scores: expected a JSON object, found an array",
+        "runs/r1/records/0001.parquet row 4: [duplicate] duplicate record identity",
+        "runs/r1/records/0001.parquet row 5: [duplicate] duplicate record identity",
+        "runs/r1/records/0001.parquet: [count] 5 records, but the manifest registers 4",
     ] {
         assert!(text.contains(expected), "{expected:?} not in:\n{text}");
     }
 }
 
 #[test]
+fn every_json_column_is_read_strictly_and_must_be_canonical() {
+    // Nested values are stored as RFC 8785 canonical JSON text: another spelling of the
+    // same value, a repeated key or text that is not JSON is a finding.
+    let env = archive();
+    rewrite_records(&env, |records| {
+        records[0]["input"] = serde_json::json!({"$raw": "{\"question\": \"q0\"}"});
+        records[1]["target"] = serde_json::json!({"$raw": "{\"a\":1,\"a\":2}"});
+        records[2]["response"] = serde_json::json!({"$raw": "not json"});
+        records[3]["identity_scope"] = "global".into();
+    });
+    let text = validate_text(&env);
+    for expected in [
+        "row 1: [schema] field input: not RFC 8785 canonical JSON",
+        "row 2: [schema] field target: field a: duplicate key \"a\"",
+        "row 3: [schema] field response: invalid JSON",
+        "row 4: [schema] field identity_scope: expected \"stable\" or \"run-local\", found \"global\"",
+    ] {
+        assert!(text.contains(expected), "{expected:?} not in:\n{text}");
+    }
+}
+
+#[test]
+fn a_records_file_that_is_not_babel_parquet_is_a_finding() {
+    let env = archive();
+    let path = env.archived("runs/r1/records/0002.parquet");
+    std::fs::write(&path, b"PAR1 not really").unwrap();
+    let text = validate_text(&env);
+    assert!(
+        text.contains("runs/r1/records/0002.parquet: [records] not a readable Parquet file"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_record_with_several_findings_is_still_one_record_of_the_count() {
-    // "counts": a line is one record however many findings it has.
+    // "counts": a row is one record however many findings it has.
     let env = archive();
     rewrite_records(&env, |records| {
         records[0]["run_id"] = "zz".into();
         records[0]["model"] = "other".into();
     });
-    let output = env.babel(&["validate"]).output().unwrap();
-    let text = String::from_utf8(output.stdout).unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    let text = validate_text(&env);
     assert!(
-        text.contains("runs/r1/records/0001.jsonl:1: [record] run_id \"zz\" is not this run"),
+        text.contains("runs/r1/records/0001.parquet row 1: [record] run_id \"zz\" is not this run"),
         "{text}"
     );
     assert!(
-        text.contains("runs/r1/records/0001.jsonl:1: [record] model \"other\" differs"),
+        text.contains("runs/r1/records/0001.parquet row 1: [record] model \"other\" differs"),
         "{text}"
     );
     assert!(
@@ -216,7 +249,10 @@ fn a_breakdown_that_no_longer_matches_the_records_is_found() {
     let found = findings(&env);
     assert_eq!(
         found,
-        [("runs/r1/records/0001.jsonl".to_owned(), "count".to_owned())]
+        [(
+            "runs/r1/records/0001.parquet".to_owned(),
+            "count".to_owned()
+        )]
     );
 }
 

@@ -165,10 +165,7 @@ pub fn normalize(
         scores,
         metrics,
         response,
-        source: Source {
-            path: context.source.raw_path.to_owned(),
-            line: line.number,
-        },
+        source: Source::line(context.source.raw_path, line.number),
         warnings: own_warnings,
         extra,
     });
@@ -262,13 +259,7 @@ mod tests {
         let mut value = minimal();
         value["source"] = json!({"path": "elsewhere.jsonl", "line": 99});
         let record = import(value, &run(), &AdapterOptions::default()).unwrap();
-        assert_eq!(
-            record.source,
-            Source {
-                path: "runs/r1/raw/0001-a.jsonl".into(),
-                line: 7
-            }
-        );
+        assert_eq!(record.source, Source::line("runs/r1/raw/0001-a.jsonl", 7));
     }
 
     #[test]

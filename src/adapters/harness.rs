@@ -158,10 +158,7 @@ pub fn normalize(
         scores,
         metrics,
         response: Value::Object(response),
-        source: Source {
-            path: context.source.raw_path.to_owned(),
-            line: line.number,
-        },
+        source: Source::line(context.source.raw_path, line.number),
         warnings,
         extra,
     });

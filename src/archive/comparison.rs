@@ -1,20 +1,34 @@
 //! The archive's part of `babel compare`: selecting the two sides (a run and a variant
 //! each, with the run's manifest), the rule saying whether they may be compared, reading
-//! their records, and keeping derived reports out of the archive.
+//! their rows (the join columns only, both runs at once), reading the full records of a
+//! report's items back, and keeping derived reports out of the archive.
 //!
 //! Reads only, and takes no lock: a comparison never changes or reseals a run. The join
-//! itself is `crate::compare`'s (pure); this module only hands it records.
+//! itself is `crate::compare`'s (pure); this module only hands it rows.
+//!
+//! Full records are read for a report in one sequential pass over each run: every row of
+//! a side is written, as its JSON line, to an unnamed temporary file (the spill), and a
+//! report item reads its two lines back by offset. Items are written in identity order,
+//! records files hold rows in input order; the spill keeps memory flat whatever the two
+//! orders are, at the cost of one temporary copy on disk.
 
 use serde_json::Value;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::artifacts::contract::NotComparable;
 use super::layout::RunId;
 use super::manifest::RunManifest;
-use super::read::RecordStore;
+use super::read;
+use super::records::{Batch, Column, Columns};
 use super::{Archive, ArchiveError};
+use crate::compare::Rows;
 use crate::durable::io_at;
-use crate::record::Entry;
+use crate::jsonl::{self, NonFinitePolicy};
+use crate::record::{Identity, IdentityScope, Record};
 
 /// The variant the baseline side selects unless `--baseline` says otherwise.
 pub const DEFAULT_BASELINE_VARIANT: &str = "original";
@@ -44,12 +58,162 @@ pub struct ComparisonSides {
     pub variant: ComparisonSide,
 }
 
-/// The entries of both sides, each filtered to its side's variant, in import order, and
-/// the store that reads their full records again.
-pub struct SideEntries {
-    pub baseline: Vec<Entry>,
-    pub variant: Vec<Entry>,
-    pub store: RecordStore,
+/// The rows of one side: the batches of its run (join columns only) and which of their
+/// rows hold the side's variant, in file order.
+pub struct SideRows {
+    batches: Arc<Vec<Batch>>,
+    rows: Vec<(u32, u32)>,
+}
+
+impl SideRows {
+    fn at(&self, row: usize) -> (&Batch, usize) {
+        let (batch, offset) = self.rows[row];
+        (&self.batches[batch as usize], offset as usize)
+    }
+}
+
+impl Rows for SideRows {
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn identity(&self, row: usize) -> Identity<'_> {
+        let (batch, offset) = self.at(row);
+        batch.identity(offset)
+    }
+
+    fn scope(&self, row: usize) -> IdentityScope {
+        let (batch, offset) = self.at(row);
+        // Every scope was checked when the side was read.
+        batch
+            .identity_scope(offset)
+            .unwrap_or(IdentityScope::RunLocal)
+    }
+
+    fn correct(&self, row: usize) -> Option<bool> {
+        let (batch, offset) = self.at(row);
+        batch.correct(offset)
+    }
+
+    fn source(&self, row: usize) -> String {
+        let (batch, offset) = self.at(row);
+        format!(
+            "{}:{}",
+            batch.text(Column::SourcePath, offset).unwrap_or_default(),
+            batch
+                .integer(Column::SourceLine, offset)
+                .unwrap_or_default()
+        )
+    }
+}
+
+/// The rows of both sides.
+pub struct SidesRows {
+    pub baseline: SideRows,
+    pub variant: SideRows,
+}
+
+/// What a join reads of each record: its identity, scope, correctness and source.
+const JOIN_COLUMNS: Columns =
+    Columns::JOIN.with(Columns::of(&[Column::SourcePath, Column::SourceLine]));
+
+/// Reads every records file of `side`'s run, the join columns only; a row whose
+/// `identity_scope` is neither value makes the run damaged.
+fn read_run(archive: &Archive, side: &ComparisonSide) -> Result<Vec<Batch>, ArchiveError> {
+    let mut batches = Vec::new();
+    for entry in &side.manifest.imports {
+        for batch in read::batches(archive, &side.run, entry, JOIN_COLUMNS)? {
+            let batch = batch?;
+            for row in 0..batch.len() {
+                if let Err(error) = batch.identity_scope(row) {
+                    return Err(ArchiveError::Damaged {
+                        path: archive
+                            .layout()
+                            .resolve(&super::layout::run_relative(&side.run, &entry.records.path)),
+                        reason: format!("row {}: {error}", row + 1),
+                    });
+                }
+            }
+            batches.push(batch);
+        }
+    }
+    Ok(batches)
+}
+
+fn side_rows(batches: &Arc<Vec<Batch>>, variant_id: &str) -> SideRows {
+    let mut rows = Vec::new();
+    for (index, batch) in batches.iter().enumerate() {
+        for row in 0..batch.len() {
+            if batch.identity(row).variant_id == variant_id {
+                rows.push((index as u32, row as u32));
+            }
+        }
+    }
+    SideRows {
+        batches: Arc::clone(batches),
+        rows,
+    }
+}
+
+/// The full records of one side, spilled in row order, read back one by one.
+pub struct FullRecords {
+    spill: File,
+    /// Where each row's JSON line starts; one more entry marks the end.
+    offsets: Vec<u64>,
+    line: Vec<u8>,
+    /// The records files, for messages.
+    origin: String,
+}
+
+impl FullRecords {
+    /// The full record of a side's row, read strictly.
+    pub fn load(&mut self, row: u32) -> io::Result<Record> {
+        let row = row as usize;
+        let (start, end) = (self.offsets[row], self.offsets[row + 1]);
+        self.line.resize((end - start) as usize, 0);
+        self.spill.read_exact_at(&mut self.line, start)?;
+        let damaged = |message: String| {
+            io::Error::other(format!(
+                "a record of {} cannot be read back: {message}",
+                self.origin
+            ))
+        };
+        let line = jsonl::parse_bytes(
+            jsonl::strip_line_ending(&self.line),
+            1,
+            NonFinitePolicy::Reject,
+        )
+        .map_err(|e| damaged(e.message()))?;
+        Record::from_json(line.object).map_err(|e| damaged(e.to_string()))
+    }
+}
+
+struct Spill {
+    file: io::BufWriter<File>,
+    written: u64,
+    offsets: Vec<u64>,
+    variant_id: String,
+}
+
+impl Spill {
+    fn new(variant_id: &str) -> io::Result<Self> {
+        Ok(Self {
+            file: io::BufWriter::with_capacity(1 << 20, tempfile::tempfile()?),
+            written: 0,
+            offsets: vec![0],
+            variant_id: variant_id.to_owned(),
+        })
+    }
+
+    fn finish(self, origin: String) -> io::Result<FullRecords> {
+        let spill = self.file.into_inner().map_err(|e| e.into_error())?;
+        Ok(FullRecords {
+            spill,
+            offsets: self.offsets,
+            line: Vec::new(),
+            origin,
+        })
+    }
 }
 
 fn usage(message: String, hint: impl Into<String>) -> ArchiveError {
@@ -88,35 +252,77 @@ impl ComparisonSides {
         self.baseline.run == self.variant.run
     }
 
-    /// Reads the entries of both sides (one pass over a run that holds both).
-    pub fn read(&self, archive: &Archive) -> Result<SideEntries, ArchiveError> {
-        let mut entries = SideEntries {
-            baseline: Vec::new(),
-            variant: Vec::new(),
-            store: RecordStore::new(),
-        };
-        let runs: &[&ComparisonSide] = if self.same_run() {
-            &[&self.baseline]
+    /// Reads the rows of both sides: each run once (one pass when both sides are variants
+    /// of one run), the two runs on two threads.
+    pub fn read(&self, archive: &Archive) -> Result<SidesRows, ArchiveError> {
+        let (baseline, variant) = if self.same_run() {
+            let batches = Arc::new(read_run(archive, &self.baseline)?);
+            (batches.clone(), batches)
         } else {
-            &[&self.baseline, &self.variant]
+            let (baseline, variant) = std::thread::scope(|scope| {
+                let baseline = scope.spawn(|| read_run(archive, &self.baseline));
+                let variant = read_run(archive, &self.variant);
+                (
+                    baseline.join().expect("reading a run does not panic"),
+                    variant,
+                )
+            });
+            (Arc::new(baseline?), Arc::new(variant?))
         };
-        for side in runs {
-            let (baseline, variant) = (&mut entries.baseline, &mut entries.variant);
-            entries.store.read_entries(
-                archive,
-                &side.run,
-                &side.manifest,
-                &mut |variant_id, entry| {
-                    if side.run == self.baseline.run && variant_id == self.baseline.variant_id {
-                        baseline.push(entry);
-                    } else if side.run == self.variant.run && variant_id == self.variant.variant_id
-                    {
-                        variant.push(entry);
+        Ok(SidesRows {
+            baseline: side_rows(&baseline, &self.baseline.variant_id),
+            variant: side_rows(&variant, &self.variant.variant_id),
+        })
+    }
+
+    /// The full records of both sides, spilled for a report: one sequential pass over
+    /// each run, every record of a side's variant written as its JSON line, in the order
+    /// of the side's rows.
+    pub fn full_records(
+        &self,
+        archive: &Archive,
+    ) -> Result<(FullRecords, FullRecords), ArchiveError> {
+        let spill_error = |error: io::Error| {
+            ArchiveError::Io(io_at(
+                "writing a temporary file",
+                Path::new("the report's spill"),
+            )(error))
+        };
+        let mut baseline = Spill::new(&self.baseline.variant_id).map_err(spill_error)?;
+        let mut variant = Spill::new(&self.variant.variant_id).map_err(spill_error)?;
+        let runs: Vec<(&ComparisonSide, Vec<&mut Spill>)> = if self.same_run() {
+            vec![(&self.baseline, vec![&mut baseline, &mut variant])]
+        } else {
+            vec![
+                (&self.baseline, vec![&mut baseline]),
+                (&self.variant, vec![&mut variant]),
+            ]
+        };
+        let mut line = Vec::with_capacity(1 << 16);
+        for (side, mut spills) in runs {
+            for entry in &side.manifest.imports {
+                for batch in read::batches(archive, &side.run, entry, Columns::ALL)? {
+                    let batch = batch?;
+                    for row in 0..batch.len() {
+                        let variant_id = batch.identity(row).variant_id;
+                        for spill in spills.iter_mut().filter(|s| s.variant_id == variant_id) {
+                            line.clear();
+                            batch.write_json_line(row, &mut line);
+                            spill.file.write_all(&line).map_err(spill_error)?;
+                            spill.written += line.len() as u64;
+                            spill.offsets.push(spill.written);
+                        }
                     }
-                },
-            )?;
+                }
+            }
         }
-        Ok(entries)
+        let origin = |side: &ComparisonSide| format!("run {}", side.run);
+        Ok((
+            baseline
+                .finish(origin(&self.baseline))
+                .map_err(spill_error)?,
+            variant.finish(origin(&self.variant)).map_err(spill_error)?,
+        ))
     }
 }
 

@@ -15,15 +15,18 @@ use serde_json::{Map, Value};
 use super::artifacts::contract::BankIndex;
 use super::layout::{self, RunId, run_relative};
 use super::manifest::{CountEntry, FileEntry, ImportEntry, RecordsEntry, RunManifest};
+use super::read;
+use super::records::{Column, Columns, EncodedRecord, RecordsWriter};
 use super::runs::{open_for_write, plan_attachments, run_context};
 use super::transaction::{Transaction, abort_after};
 use super::{ArchiveError, WriteSession, faults};
 use crate::adapters::{self, AdapterOptions, Format, ImportContext, SourceFile};
+use crate::canonical_json::CanonicalError;
 use crate::clock::now_rfc3339;
 use crate::durable::{NewFile, io_at};
 use crate::jsonl::{self, NonFinitePolicy};
 use crate::parallel;
-use crate::record::{KeyDigest, StoredKey};
+use crate::record::KeyDigest;
 
 /// How many problems an import reports in detail (all are counted).
 pub const MAX_REPORTED: usize = 20;
@@ -423,35 +426,24 @@ enum Normalized {
         message: String,
         hint: Option<String>,
     },
-    /// A record, serialized into the batch's buffer at `bytes`.
+    /// A record, encoded for the records file, with the digest of its key.
     Record {
         line: u64,
         digest: KeyDigest,
-        key: String,
-        counted: (String, Option<String>, String),
-        bytes: std::ops::Range<usize>,
+        record: Box<EncodedRecord>,
     },
 }
 
-/// One batch's records, serialized, and what each line became.
-struct NormalizedBatch {
-    serialized: Vec<u8>,
-    items: Vec<Normalized>,
-}
-
 /// Parses and normalizes one batch of lines (on a worker thread): everything that needs
-/// no knowledge of the other lines.
+/// no knowledge of the other lines, down to the canonical JSON of every nested value.
 fn normalize_batch(
     batch: jsonl::LineBatch,
     options: &ImportOptions,
     context: &ImportContext<'_>,
     bank: Option<&BankIndex>,
     skip_normalizing: bool,
-) -> NormalizedBatch {
-    let mut out = NormalizedBatch {
-        serialized: Vec::with_capacity(batch.len() * 512),
-        items: Vec::with_capacity(batch.len()),
-    };
+) -> Vec<Normalized> {
+    let mut out = Vec::with_capacity(batch.len());
     let mut records = Vec::new();
     if skip_normalizing {
         return out;
@@ -461,7 +453,7 @@ fn normalize_batch(
             Ok(Some(line)) => line,
             Ok(None) => continue,
             Err(error) => {
-                out.items.push(Normalized::Refused {
+                out.push(Normalized::Refused {
                     line: number,
                     column: error.column,
                     field: (!error.path.is_root()).then(|| error.path.to_string()),
@@ -474,7 +466,7 @@ fn normalize_batch(
         let replaced = std::mem::take(&mut line.replaced);
         records.clear();
         if let Err(error) = adapters::normalize(options.format, line, context, &mut records) {
-            out.items.push(Normalized::Refused {
+            out.push(Normalized::Refused {
                 line: number,
                 column: None,
                 field: (!error.path.is_root()).then(|| error.path.to_string()),
@@ -494,7 +486,7 @@ fn normalize_batch(
             if let Some(bank) = bank
                 && let Err(refused) = bank.check(&record)
             {
-                out.items.push(Normalized::Refused {
+                out.push(Normalized::Refused {
                     line: number,
                     column: None,
                     field: (!refused.path.is_root()).then(|| refused.path.to_string()),
@@ -503,19 +495,35 @@ fn normalize_batch(
                 });
                 continue;
             }
-            let key = record.key(context.run.strict);
-            let (digest, key) = (key.digest(), key.to_string());
-            let start = out.serialized.len();
-            serde_json::to_writer(&mut out.serialized, &record)
-                .expect("a record serializes into memory");
-            out.serialized.push(b'\n');
-            out.items.push(Normalized::Record {
-                line: number,
-                digest,
-                key,
-                counted: (record.benchmark, record.language, record.variant_id),
-                bytes: start..out.serialized.len(),
-            });
+            let digest = record.identity().record_digest(context.run.strict);
+            match EncodedRecord::encode(record) {
+                Ok(record) => out.push(Normalized::Record {
+                    line: number,
+                    digest,
+                    record: Box::new(record),
+                }),
+                Err(CanonicalError::UnsafeInteger { path, value }) => {
+                    out.push(Normalized::Refused {
+                        line: number,
+                        column: None,
+                        field: Some(path.to_string()),
+                        message: format!(
+                            "the integer {value} has no exact JSON double (RFC 8785 stores numbers as doubles)"
+                        ),
+                        hint: Some(
+                            "write integers beyond 2^53 as strings; as numbers every JSON reader may round them"
+                                .into(),
+                        ),
+                    })
+                }
+                Err(other) => out.push(Normalized::Refused {
+                    line: number,
+                    column: None,
+                    field: None,
+                    message: other.to_string(),
+                    hint: None,
+                }),
+            }
         }
     }
     out
@@ -543,6 +551,8 @@ fn import_file(
         since_report: 0,
     };
     let mut records = NewFile::create(&records_path)?;
+    let mut writer =
+        RecordsWriter::new(records.writer()).map_err(io_at("writing", &records_path))?;
     let mut batcher = jsonl::Batcher::new(BufReader::with_capacity(256 * 1024, tee));
     let import_context = ImportContext {
         run: context,
@@ -568,7 +578,6 @@ fn import_file(
             hint,
         });
     };
-    let mut count = 0u64;
     let mut breakdown: HashMap<(String, Option<String>, String), u64> = HashMap::new();
     let mut partly_written = false;
     // A problem of the whole file is reported once, alone: its lines are then only read
@@ -591,13 +600,23 @@ fn import_file(
             }
         },
         |batch| normalize_batch(batch, options, &import_context, bank, source_refused),
-        |batch: NormalizedBatch| {
-            for item in batch.items {
+        |batch: Vec<Normalized>| {
+            for item in batch {
                 match item {
-                    Normalized::Refused { line, column, field, message, hint } => {
+                    Normalized::Refused {
+                        line,
+                        column,
+                        field,
+                        message,
+                        hint,
+                    } => {
                         reject(report, Some(line), column, field, message, hint);
                     }
-                    Normalized::Record { line, digest, key, counted, bytes } => {
+                    Normalized::Record {
+                        line,
+                        digest,
+                        record,
+                    } => {
                         match seen.entry(digest) {
                             Entry::Occupied(first) => {
                                 let first = *first.get();
@@ -607,7 +626,8 @@ fn import_file(
                                     None,
                                     None,
                                     format!(
-                                        "duplicate record identity ({key}); the same identity is {}",
+                                        "duplicate record identity ({}); the same identity is {}",
+                                        record.identity().record_key(context.strict),
                                         Origin::describe(plan.origins, first, plan.seq)
                                     ),
                                     Some(duplicate_hint(context.strict).into()),
@@ -615,15 +635,28 @@ fn import_file(
                                 continue;
                             }
                             Entry::Vacant(slot) => {
-                                slot.insert(Seen { seq: plan.seq, line });
+                                slot.insert(Seen {
+                                    seq: plan.seq,
+                                    line,
+                                });
                             }
                         }
-                        *breakdown.entry(counted).or_default() += 1;
-                        records
-                            .writer()
-                            .write_all(&batch.serialized[bytes])
-                            .map_err(|e| Some(ArchiveError::from(io_at("writing", &records_path)(e))))?;
-                        count += 1;
+                        // A rejected batch publishes nothing, so the file need not be
+                        // written once a problem is known.
+                        if report.rejected_total > 0 {
+                            continue;
+                        }
+                        let identity = record.identity();
+                        *breakdown
+                            .entry((
+                                identity.benchmark.to_owned(),
+                                identity.language.map(str::to_owned),
+                                identity.variant_id.to_owned(),
+                            ))
+                            .or_default() += 1;
+                        writer.push(&record).map_err(|e| {
+                            Some(ArchiveError::from(io_at("writing", &records_path)(e)))
+                        })?;
                         if !partly_written {
                             partly_written = true;
                             faults::point("data-partly-written");
@@ -653,6 +686,7 @@ fn import_file(
     // draining keeps that true even for an input without a final newline.
     let _ = buffered.fill_buf();
     let raw_digest = buffered.into_inner().copy.finish()?;
+    let (_, count) = writer.finish().map_err(io_at("writing", &records_path))?;
     if count == 0 && report.rejected_total == 0 {
         reject(
             report,
@@ -695,29 +729,18 @@ fn existing_identities(
     let mut seen = HashMap::with_capacity(manifest.record_count() as usize);
     let strict = manifest.is_strict();
     for entry in &manifest.imports {
-        let path = session
-            .layout()
-            .resolve(&run_relative(run, &entry.records.path));
-        let reader = BufReader::new(File::open(&path).map_err(io_at("opening", &path))?);
-        for (index, line) in reader.split(b'\n').enumerate() {
-            let line = line.map_err(io_at("reading", &path))?;
-            let stored: StoredKey<'_> =
-                serde_json::from_slice(&line).map_err(|e| damaged_records(&path, index, e))?;
-            seen.insert(
-                stored.key(strict).digest(),
-                Seen {
-                    seq: entry.seq,
-                    line: stored.source.line,
-                },
-            );
+        for batch in read::batches(session.archive(), run, entry, Columns::KEY)? {
+            let batch = batch?;
+            for row in 0..batch.len() {
+                seen.insert(
+                    batch.identity(row).record_digest(strict),
+                    Seen {
+                        seq: entry.seq,
+                        line: batch.integer(Column::SourceLine, row).unwrap_or_default(),
+                    },
+                );
+            }
         }
     }
     Ok(seen)
-}
-
-fn damaged_records(path: &Path, index: usize, error: serde_json::Error) -> ArchiveError {
-    ArchiveError::Damaged {
-        path: path.to_owned(),
-        reason: format!("line {}: {error}", index + 1),
-    }
 }

@@ -102,7 +102,7 @@ pub fn raw_path(seq: u64, stored_basename: &str) -> String {
 
 /// Run-relative path of import `seq`'s normalized records.
 pub fn records_path(seq: u64) -> String {
-    format!("{RECORDS}/{seq:04}.jsonl")
+    format!("{RECORDS}/{seq:04}.parquet")
 }
 
 /// Run-relative path of an attachment.
@@ -294,7 +294,7 @@ mod tests {
     #[test]
     fn raw_and_records_paths() {
         assert_eq!(raw_path(3, "a.jsonl"), "raw/0003-a.jsonl");
-        assert_eq!(records_path(12), "records/0012.jsonl");
+        assert_eq!(records_path(12), "records/0012.parquet");
         let run = RunId::parse("r1").unwrap();
         assert_eq!(run_relative(&run, "raw/x"), "runs/r1/raw/x");
     }

@@ -34,12 +34,12 @@ pub struct FileEntry {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RecordsEntry {
-    /// Path relative to the run folder (`records/0001.jsonl`).
+    /// Path relative to the run folder (`records/0001.parquet`).
     pub path: String,
-    /// SHA-256 of the normalized bytes.
+    /// SHA-256 of the records file.
     pub sha256: String,
     pub bytes: u64,
-    /// Number of records (lines).
+    /// Number of records (rows).
     pub count: u64,
 }
 

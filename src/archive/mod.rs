@@ -15,6 +15,7 @@ pub mod layout;
 pub mod lock;
 pub mod manifest;
 pub mod read;
+pub mod records;
 pub mod runs;
 pub mod transaction;
 pub mod validate;

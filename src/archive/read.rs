@@ -1,164 +1,57 @@
-//! Reading a run's stored records back for a comparison: first a light [`Entry`] per
-//! record (identity, correctness, source, and a handle to its line), then, while a report
-//! is written, each full record again by its handle, read strictly with
-//! [`Record::from_stored`]. So comparing 200,000 items holds entries, not records.
+//! Reading a run's stored records: the archive's side of the records store. It resolves an
+//! import's records file under ROOT, opens it through [`records::RecordsFile`] (a file whose
+//! schema is not the records schema is a damaged archive) and hands out batches of the
+//! projected columns, each error naming the file.
 //!
-//! Also the byte-for-byte copy of a run's stored records behind `babel records`.
+//! Also `babel records`: every stored record of a run as JSON Lines, in import order.
 //!
 //! Reads only: no lock, no hashing (that is `validate`'s job), no writes under ROOT.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use super::layout::{RunId, run_relative};
-use super::manifest::RunManifest;
+use super::manifest::{ImportEntry, RunManifest};
+use super::records::{Batch, Columns, RecordsFile};
 use super::{Archive, ArchiveError};
-use crate::durable::io_at;
-use crate::jsonl::{self, NonFinitePolicy};
-use crate::record::{Entry, IdentityScope, Record, Source, StoredKey};
+use crate::durable::{PathIoError, io_at};
 
-/// The fields of a stored record line that a comparison keeps (the rest is skipped here
-/// and read again, strictly, when a report needs the full record).
-#[derive(serde::Deserialize)]
-struct StoredEntry<'a> {
-    #[serde(borrow)]
-    benchmark: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    language: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow)]
-    script: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow)]
-    question_id: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    variant_id: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    filter: std::borrow::Cow<'a, str>,
-    repeat_id: u64,
-    identity_scope: IdentityScope,
-    correct: Option<bool>,
-    source: StoredSource,
+/// Opens import `entry`'s records file of `run`.
+pub fn open(
+    archive: &Archive,
+    run: &RunId,
+    entry: &ImportEntry,
+) -> Result<(PathBuf, RecordsFile), ArchiveError> {
+    let path = archive
+        .layout()
+        .resolve(&run_relative(run, &entry.records.path));
+    let file = File::open(&path).map_err(io_at("opening", &path))?;
+    let records = RecordsFile::open(file).map_err(|reason| ArchiveError::Damaged {
+        path: path.clone(),
+        reason,
+    })?;
+    Ok((path, records))
 }
 
-#[derive(serde::Deserialize)]
-struct StoredSource {
-    path: String,
-    line: u64,
-}
-
-/// Bits of an entry handle that hold the byte offset; the rest numbers the file.
-const OFFSET_BITS: u32 = 40;
-
-/// The records files of a comparison, open for reading single records again by the handle
-/// of their [`Entry`].
-pub struct RecordStore {
-    files: Vec<(PathBuf, BufReader<File>)>,
-    line: Vec<u8>,
-}
-
-impl RecordStore {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self {
-            files: Vec::new(),
-            line: Vec::new(),
-        }
-    }
-
-    /// Reads the entries of every record of `run`, handing each with its variant to
-    /// `keep`. Each entry's handle finds its line in this store again.
-    pub fn read_entries(
-        &mut self,
-        archive: &Archive,
-        run: &RunId,
-        manifest: &RunManifest,
-        keep: &mut dyn FnMut(&str, Entry),
-    ) -> Result<(), ArchiveError> {
-        for import in &manifest.imports {
-            let path = archive
-                .layout()
-                .resolve(&run_relative(run, &import.records.path));
-            let file = File::open(&path).map_err(io_at("opening", &path))?;
-            let index = self.files.len() as u64;
-            let mut reader = BufReader::with_capacity(256 * 1024, file);
-            let mut offset = 0u64;
-            let mut number = 0u64;
-            loop {
-                self.line.clear();
-                let read = reader
-                    .read_until(b'\n', &mut self.line)
-                    .map_err(io_at("reading", &path))?;
-                if read == 0 {
-                    break;
-                }
-                number += 1;
-                let stored: StoredEntry<'_> =
-                    serde_json::from_slice(&self.line).map_err(|e| ArchiveError::Damaged {
-                        path: path.clone(),
-                        reason: format!("line {number}: {e}"),
-                    })?;
-                keep(
-                    &stored.variant_id,
-                    Entry {
-                        benchmark: stored.benchmark.into_owned(),
-                        language: stored.language.map(|l| l.into_owned()),
-                        script: stored.script.map(|s| s.into_owned()),
-                        question_id: stored.question_id.into_owned(),
-                        filter: stored.filter.into_owned(),
-                        repeat_id: stored.repeat_id,
-                        identity_scope: stored.identity_scope,
-                        correct: stored.correct,
-                        source: Source {
-                            path: stored.source.path,
-                            line: stored.source.line,
-                        },
-                        handle: index << OFFSET_BITS | offset,
-                    },
-                );
-                offset += read as u64;
-            }
-            self.files.push((path, BufReader::new(reader.into_inner())));
-        }
-        Ok(())
-    }
-
-    /// Reads the full record an entry stands for, strictly (as `validate` would).
-    pub fn load(&mut self, entry: &Entry) -> Result<Record, ArchiveError> {
-        let index = (entry.handle >> OFFSET_BITS) as usize;
-        let offset = entry.handle & ((1 << OFFSET_BITS) - 1);
-        let (path, reader) = self
-            .files
-            .get_mut(index)
-            .ok_or_else(|| ArchiveError::Usage {
-                message: "a comparison entry from another record store".into(),
-                hint: None,
-            })?;
-        reader
-            .seek(SeekFrom::Start(offset))
-            .and_then(|_| {
-                self.line.clear();
-                reader.read_until(b'\n', &mut self.line)
+/// The batches of import `entry`'s records, with the `columns` only.
+pub fn batches(
+    archive: &Archive,
+    run: &RunId,
+    entry: &ImportEntry,
+    columns: Columns,
+) -> Result<impl Iterator<Item = Result<Batch, ArchiveError>>, ArchiveError> {
+    let (path, file) = open(archive, run, entry)?;
+    let batches = file.batches(columns).map_err(io_at("reading", &path))?;
+    Ok(batches.map(move |batch| {
+        batch.map_err(|source| {
+            ArchiveError::Io(PathIoError {
+                action: "reading",
+                path: path.clone(),
+                source,
             })
-            .map_err(io_at("reading", path))?;
-        let damaged = |reason: String| ArchiveError::Damaged {
-            path: path.clone(),
-            reason,
-        };
-        let line = jsonl::parse_bytes(
-            jsonl::strip_line_ending(&self.line),
-            1,
-            NonFinitePolicy::Reject,
-        )
-        .map_err(|e| damaged(format!("the record at byte {offset}: {}", e.message())))?;
-        Record::from_stored(line.object)
-            .map_err(|e| damaged(format!("the record at byte {offset}: {e}")))
-    }
-}
-
-impl Default for RecordStore {
-    fn default() -> Self {
-        Self::new()
-    }
+        })
+    }))
 }
 
 /// Which stored records [`copy_records`] passes on (`None` keeps every value).
@@ -170,23 +63,25 @@ pub struct RecordFilter {
 }
 
 impl RecordFilter {
-    fn is_empty(&self) -> bool {
-        self.variant.is_none() && self.benchmark.is_none() && self.language.is_none()
-    }
-
-    fn keeps(&self, key: &StoredKey<'_>) -> bool {
-        self.variant.as_deref().is_none_or(|v| v == key.variant_id)
-            && self.benchmark.as_deref().is_none_or(|b| b == key.benchmark)
+    fn keeps(&self, batch: &Batch, row: usize) -> bool {
+        let identity = batch.identity(row);
+        self.variant
+            .as_deref()
+            .is_none_or(|v| v == identity.variant_id)
+            && self
+                .benchmark
+                .as_deref()
+                .is_none_or(|b| b == identity.benchmark)
             && self
                 .language
                 .as_deref()
-                .is_none_or(|l| key.language.as_deref() == Some(l))
+                .is_none_or(|l| identity.language == Some(l))
     }
 }
 
-/// Copies the run's stored record lines, byte for byte and in import order, to `out`,
-/// keeping those `filter` selects; returns how many were copied. A failed write to `out`
-/// is an I/O error on "standard output" (a closed pipe shows as `BrokenPipe`).
+/// Writes the run's stored records as JSON Lines, in import order, to `out`, keeping those
+/// `filter` selects; returns how many were written. A failed write to `out` is an I/O
+/// error on "standard output" (a closed pipe shows as `BrokenPipe`).
 pub fn copy_records(
     archive: &Archive,
     run: &RunId,
@@ -196,36 +91,18 @@ pub fn copy_records(
 ) -> Result<u64, ArchiveError> {
     let stdout = std::path::Path::new("standard output");
     let mut copied = 0;
-    let mut line = Vec::new();
-    for import in &manifest.imports {
-        let path = archive
-            .layout()
-            .resolve(&run_relative(run, &import.records.path));
-        let file = File::open(&path).map_err(io_at("opening", &path))?;
-        let mut reader = BufReader::with_capacity(256 * 1024, file);
-        let mut number = 0u64;
-        loop {
-            line.clear();
-            if reader
-                .read_until(b'\n', &mut line)
-                .map_err(io_at("reading", &path))?
-                == 0
-            {
-                break;
-            }
-            number += 1;
-            if !filter.is_empty() {
-                let key: StoredKey<'_> =
-                    serde_json::from_slice(&line).map_err(|e| ArchiveError::Damaged {
-                        path: path.clone(),
-                        reason: format!("line {number}: {e}"),
-                    })?;
-                if !filter.keeps(&key) {
-                    continue;
+    let mut buffer = Vec::with_capacity(1 << 20);
+    for entry in &manifest.imports {
+        for batch in batches(archive, run, entry, Columns::ALL)? {
+            let batch = batch?;
+            for row in 0..batch.len() {
+                if filter.keeps(&batch, row) {
+                    batch.write_json_line(row, &mut buffer);
+                    copied += 1;
                 }
             }
-            out.write_all(&line).map_err(io_at("writing", stdout))?;
-            copied += 1;
+            out.write_all(&buffer).map_err(io_at("writing", stdout))?;
+            buffer.clear();
         }
     }
     out.flush().map_err(io_at("writing", stdout))?;

@@ -19,22 +19,26 @@ use std::path::Path;
 
 use super::layout::{self, RunId, run_relative};
 use super::manifest::{CountEntry, RUN_MANIFEST_FORMAT, RunManifest, RunStatus};
+use super::records::{Batch, Columns, RecordsFile};
 use super::runs::check_metadata;
 use super::{Archive, ArchiveError, artifacts, journal, read_json_object};
 use crate::canonical_json::is_canonical;
 use crate::durable::{ContentDigest, HashingReader, io_at};
-use crate::jsonl::{self, BOM, Batcher, Line, NonFinitePolicy};
+use crate::jsonl::{self, BOM};
 use crate::parallel;
-use crate::record::{KeyDigest, Record};
+use crate::record::KeyDigest;
 
 /// One problem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
     /// ROOT-relative path of the file (or folder) at fault.
     pub path: String,
-    /// One-based line inside it, when the problem is a line.
+    /// One-based line inside it, when the problem is a line (of a raw file).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
+    /// One-based row inside it, when the problem is a row of a records file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub row: Option<u64>,
     /// A stable name for the kind of check (`sha256`, `untracked`, ...).
     pub check: &'static str,
     pub message: String,
@@ -67,8 +71,19 @@ impl Collector {
         self.findings.push(Finding {
             path: path.into(),
             line,
+            row: None,
             check,
             message: message.into(),
+        });
+    }
+
+    fn add_row(&mut self, path: &str, row: u64, check: &'static str, message: String) {
+        self.findings.push(Finding {
+            path: path.to_owned(),
+            line: None,
+            row: Some(row),
+            check,
+            message,
         });
     }
 }
@@ -364,104 +379,130 @@ fn scan_raw(file: File, relative: &str) -> Result<(LineMap, ContentDigest), Arch
 /// What checking one records file found.
 struct RecordsOutcome {
     digest: ContentDigest,
-    /// Nonblank lines (records, valid or not).
-    lines: u64,
+    /// Rows in the file (valid records or not); `None` when the file is not a records file.
+    rows: Option<u64>,
     /// Records that passed the schema.
     records: u64,
+    /// Findings about the file as a whole.
+    file_findings: Vec<(&'static str, String)>,
+    /// Findings about single rows: (row, check, message).
     findings: Vec<(u64, &'static str, String)>,
-    /// (records line, source line) pairs to check against the raw file.
+    /// (row, source line) pairs to check against the raw file.
     source_lines: Vec<(u64, u64)>,
     breakdown: Vec<CountEntry>,
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What one import's records must agree with.
+struct RecordsContext<'a> {
+    run: &'a RunId,
+    model: &'a str,
+    strict: bool,
+    raw_rel: &'a str,
+    seq: u64,
+}
+
+/// Checks one records file: hashed whole (on its own thread), its schema, and every row
+/// read strictly, on all cores, in order.
 fn check_records(
     file: File,
-    run: &RunId,
-    model: &str,
-    strict: bool,
-    raw_rel: &str,
+    archive: &Archive,
     records_rel: &str,
-    seq: u64,
+    context: &RecordsContext<'_>,
     identities: &mut HashMap<KeyDigest, (u64, u64)>,
 ) -> Result<RecordsOutcome, ArchiveError> {
-    let mut batcher = Batcher::new(BufReader::with_capacity(
-        256 * 1024,
-        HashingReader::new(file),
-    ));
+    let path = Path::new(records_rel);
+    // Its own open file: a cloned descriptor would share the read offset with the
+    // Parquet reader's.
+    let hashed = std::thread::spawn(move || -> std::io::Result<ContentDigest> {
+        let mut reader = HashingReader::new(file);
+        std::io::copy(&mut reader, &mut std::io::sink())?;
+        Ok(reader.finish())
+    });
     let mut outcome = RecordsOutcome {
         digest: ContentDigest {
             sha256: String::new(),
             bytes: 0,
         },
-        lines: 0,
+        rows: None,
         records: 0,
+        file_findings: Vec::new(),
         findings: Vec::new(),
         source_lines: Vec::new(),
         breakdown: Vec::new(),
     };
+    let second = archive.layout().resolve(records_rel);
+    let second = File::open(&second).map_err(io_at("opening", &second))?;
+    match RecordsFile::open(second) {
+        Err(reason) => outcome.file_findings.push(("records", reason)),
+        Ok(records) => check_rows(records, path, context, identities, &mut outcome)?,
+    }
+    outcome.digest = hashed
+        .join()
+        .expect("hashing does not panic")
+        .map_err(io_at("reading", path))?;
+    Ok(outcome)
+}
+
+fn check_rows(
+    records: RecordsFile,
+    path: &Path,
+    context: &RecordsContext<'_>,
+    identities: &mut HashMap<KeyDigest, (u64, u64)>,
+    outcome: &mut RecordsOutcome,
+) -> Result<(), ArchiveError> {
+    let footer_rows = records.rows();
+    let mut batches = records
+        .batches(Columns::ALL)
+        .map_err(io_at("reading", path))?;
     let mut breakdown: HashMap<(String, Option<String>, String), u64> = HashMap::new();
-    let path = Path::new(records_rel);
+    let mut first_row = 0u64;
+    let mut read_rows = 0u64;
     parallel::map_ordered(
         parallel::workers(),
-        || {
-            batcher
-                .next_batch()
-                .map_err(|e| ArchiveError::from(io_at("reading", path)(e)))
-        },
-        |batch| {
-            let mut found = Vec::with_capacity(batch.len());
-            for (number, parsed) in batch.parse(NonFinitePolicy::Reject) {
-                match parsed {
-                    Ok(Some(line)) => check_record(line, run, model, strict, raw_rel, &mut found),
-                    Ok(None) => found.push(Checked::Finding {
-                        line: number,
-                        check: "record",
-                        message: "blank line in a records file".into(),
-                        unreadable: false,
-                    }),
-                    Err(error) => found.push(Checked::Finding {
-                        line: number,
-                        check: "record",
-                        message: error.to_string(),
-                        unreadable: true,
-                    }),
-                }
+        || match batches.next() {
+            None => Ok(None),
+            Some(Ok(batch)) => {
+                let first = first_row;
+                first_row += batch.len() as u64;
+                Ok(Some((first, batch)))
             }
-            found
+            Some(Err(error)) => Err(ArchiveError::from(io_at("reading", path)(error))),
         },
-        |found| {
-            for checked in found {
+        |(first, batch): (u64, Batch)| {
+            (0..batch.len())
+                .map(|row| check_record(&batch, row, first + row as u64 + 1, context))
+                .collect::<Vec<_>>()
+        },
+        |checked| {
+            for checked in checked {
+                read_rows += 1;
                 match checked {
-                    Checked::Finding {
-                        line,
-                        check,
-                        message,
-                        unreadable,
-                    } => {
-                        outcome.lines += u64::from(unreadable);
-                        outcome.findings.push((line, check, message));
+                    Checked::Unreadable { row, message } => {
+                        outcome.findings.push((row, "schema", message));
                     }
                     Checked::Record {
-                        line,
+                        row,
                         digest,
                         key,
                         source_line,
                         counted,
+                        findings,
                     } => {
-                        outcome.lines += 1;
                         outcome.records += 1;
-                        if let Some((first_seq, first_line)) =
-                            identities.insert(digest, (seq, line))
+                        outcome
+                            .findings
+                            .extend(findings.into_iter().map(|(check, m)| (row, check, m)));
+                        if let Some((first_seq, first_row)) =
+                            identities.insert(digest, (context.seq, row))
                         {
                             outcome.findings.push((
-                                line,
+                                row,
                                 "duplicate",
-                                format!("duplicate record identity ({key}); first at line {first_line} of import {first_seq}'s records"),
+                                format!("duplicate record identity ({key}); first at row {first_row} of import {first_seq}'s records"),
                             ));
                         }
-                        if source_line > 0 {
-                            outcome.source_lines.push((line, source_line));
+                        if let Some(line) = source_line {
+                            outcome.source_lines.push((row, line));
                         }
                         *breakdown.entry(counted).or_default() += 1;
                     }
@@ -470,7 +511,13 @@ fn check_records(
             Ok(())
         },
     )?;
-    outcome.digest = batcher.into_inner().into_inner().finish();
+    if read_rows != footer_rows {
+        outcome.file_findings.push((
+            "records",
+            format!("its footer says {footer_rows} rows, but {read_rows} were read"),
+        ));
+    }
+    outcome.rows = Some(read_rows);
     outcome.breakdown = breakdown
         .into_iter()
         .map(|((benchmark, language, variant_id), records)| CountEntry {
@@ -481,101 +528,79 @@ fn check_records(
         })
         .collect();
     outcome.breakdown.sort();
-    Ok(outcome)
+    Ok(())
 }
 
-/// What a worker found on one line of a records file.
+/// What a worker found on one row of a records file.
 enum Checked {
-    Finding {
-        line: u64,
-        check: &'static str,
-        message: String,
-        /// The finding stands for a nonblank line that yields no record (it does not
-        /// parse, or breaks the schema): the line still counts as one of the file's
-        /// records. Findings about a record that was read, and blank lines, do not.
-        unreadable: bool,
-    },
+    /// The row breaks the schema: it yields no record.
+    Unreadable { row: u64, message: String },
+    /// A record, with what is wrong with it besides duplicates and source lines (which
+    /// need the whole run and the raw file).
     Record {
-        line: u64,
+        row: u64,
         digest: KeyDigest,
         key: String,
-        source_line: u64,
+        source_line: Option<u64>,
         counted: (String, Option<String>, String),
+        findings: Vec<(&'static str, String)>,
     },
 }
 
-/// The line-local checks of one stored record (everything but duplicates and source lines,
-/// which need the whole run and the raw file).
-fn check_record(
-    line: Line,
-    run: &RunId,
-    model: &str,
-    strict: bool,
-    raw_rel: &str,
-    found: &mut Vec<Checked>,
-) {
-    let number = line.number;
-    let record = match Record::from_stored(line.object) {
+/// The row-local checks of one stored record.
+fn check_record(batch: &Batch, row: usize, number: u64, context: &RecordsContext<'_>) -> Checked {
+    let record = match batch.record(row, true) {
         Ok(record) => record,
         Err(error) => {
-            return found.push(Checked::Finding {
-                line: number,
-                check: "schema",
+            return Checked::Unreadable {
+                row: number,
                 message: error.to_string(),
-                unreadable: true,
-            });
+            };
         }
     };
-    let mut finding = |check, message: String| {
-        found.push(Checked::Finding {
-            line: number,
-            check,
-            message,
-            unreadable: false,
-        })
-    };
-    if record.run_id != run.as_str() {
-        finding(
+    let mut findings = Vec::new();
+    if record.run_id != context.run.as_str() {
+        findings.push((
             "record",
             format!("run_id {:?} is not this run", record.run_id),
-        );
+        ));
     }
-    if record.model != model {
-        finding(
+    if record.model != context.model {
+        findings.push((
             "record",
             format!(
-                "model {:?} differs from the run's model {model:?}",
-                record.model
+                "model {:?} differs from the run's model {:?}",
+                record.model, context.model
             ),
-        );
+        ));
     }
-    if strict && record.script.is_none() {
-        finding(
+    if context.strict && record.script.is_none() {
+        findings.push((
             "record",
             "a strict benchmark run's record has no script".into(),
-        );
+        ));
     }
-    let source_line = if record.source.path == raw_rel {
-        record.source.line
+    let source_line = if record.source.path == context.raw_rel {
+        record.source.line_number()
     } else {
-        finding(
+        findings.push((
             "source",
             format!(
-                "source {:?} is not this import's raw file {raw_rel}",
-                record.source.path
+                "source {:?} is not this import's raw file {}",
+                record.source.path, context.raw_rel
             ),
-        );
-        0
+        ));
+        None
     };
-    let key = record.key(strict);
-    let (digest, key) = (key.digest(), key.to_string());
-    found.push(Checked::Record {
-        line: number,
-        digest,
-        key,
+    let identity = record.identity();
+    Checked::Record {
+        row: number,
+        digest: identity.record_digest(context.strict),
+        key: identity.record_key(context.strict),
         source_line,
         counted: (record.benchmark, record.language, record.variant_id),
-    });
+        findings,
+    }
 }
 
 fn validate_run(archive: &Archive, run: &RunId, out: &mut Collector) -> Result<(), ArchiveError> {
@@ -594,22 +619,18 @@ fn validate_run(archive: &Archive, run: &RunId, out: &mut Collector) -> Result<(
         let records_rel = run_relative(run, &entry.records.path);
         let raw_file = open_registered(archive, &raw_rel, out);
         let records_file = open_registered(archive, &records_rel, out);
-        // The raw file is hashed on its own thread while the records are checked.
+        let context = RecordsContext {
+            run,
+            model: &model,
+            strict,
+            raw_rel: &raw_rel,
+            seq: entry.seq,
+        };
+        // The raw file is scanned on its own thread while the records are checked.
         let (raw_outcome, records_outcome) = std::thread::scope(|scope| {
             let raw = scope.spawn(|| raw_file.map(|file| scan_raw(file, &raw_rel)).transpose());
             let records = records_file
-                .map(|file| {
-                    check_records(
-                        file,
-                        run,
-                        &model,
-                        strict,
-                        &raw_rel,
-                        &records_rel,
-                        entry.seq,
-                        &mut identities,
-                    )
-                })
+                .map(|file| check_records(file, archive, &records_rel, &context, &mut identities))
                 .transpose();
             (raw.join().expect("the raw scan does not panic"), records)
         });
@@ -624,15 +645,18 @@ fn validate_run(archive: &Archive, run: &RunId, out: &mut Collector) -> Result<(
             continue;
         };
         out.records += outcome.records;
-        for (line, check, message) in outcome.findings {
-            out.add(&records_rel, Some(line), check, message);
+        for (check, message) in outcome.file_findings {
+            out.add(&records_rel, None, check, message);
+        }
+        for (row, check, message) in outcome.findings {
+            out.add_row(&records_rel, row, check, message);
         }
         if let Some(lines) = &lines {
-            for (line, source_line) in outcome.source_lines {
+            for (row, source_line) in outcome.source_lines {
                 if !lines.has(source_line) {
-                    out.add(
+                    out.add_row(
                         &records_rel,
-                        Some(line),
+                        row,
                         "source",
                         format!("source line {source_line} is not a nonblank line of {raw_rel}"),
                     );
@@ -646,19 +670,21 @@ fn validate_run(archive: &Archive, run: &RunId, out: &mut Collector) -> Result<(
             &outcome.digest,
             out,
         );
-        if outcome.lines != entry.records.count {
-            out.add(
-                &records_rel,
-                None,
-                "count",
-                format!(
-                    "{} records, but the manifest registers {}",
-                    outcome.lines, entry.records.count
-                ),
-            );
-        }
-        if outcome.breakdown != entry.breakdown {
-            out.add(&records_rel, None, "count", "record counts per benchmark, language and variant differ from the manifest's breakdown");
+        if let Some(rows) = outcome.rows {
+            if rows != entry.records.count {
+                out.add(
+                    &records_rel,
+                    None,
+                    "count",
+                    format!(
+                        "{rows} records, but the manifest registers {}",
+                        entry.records.count
+                    ),
+                );
+            }
+            if outcome.breakdown != entry.breakdown {
+                out.add(&records_rel, None, "count", "record counts per benchmark, language and variant differ from the manifest's breakdown");
+            }
         }
     }
     for attachment in &manifest.attachments {

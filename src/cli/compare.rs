@@ -6,16 +6,9 @@ use std::path::{Path, PathBuf};
 
 use super::output::print_json;
 use super::{CliError, Exit, Globals, run_id};
-use babel::archive::comparison::{
-    ComparisonSides, DEFAULT_BASELINE_VARIANT, DEFAULT_VARIANT_VARIANT, SideRequest,
-    report_destination,
-};
-use babel::archive::layout::run_relative;
-use babel::archive::read::RecordStore;
-use babel::archive::{Archive, ArchiveError};
+use babel::archive::comparison::{DEFAULT_BASELINE_VARIANT, DEFAULT_VARIANT_VARIANT, SideRequest};
 use babel::compare::stats::ConfidenceLevel;
-use babel::compare::{self, CompareError, Comparison, SideInput, SideLabel, Summary};
-use babel::record::Entry;
+use babel::pipeline::{self, CompareRequest, ReportRequest};
 use babel::report::{self, ReportFormat};
 
 const AFTER_HELP: &str = "\
@@ -76,89 +69,6 @@ pub struct Args {
     format: Option<String>,
 }
 
-/// A report that was written.
-#[derive(Debug, serde::Serialize)]
-pub struct ReportWritten {
-    pub path: PathBuf,
-    pub format: &'static str,
-    pub items: usize,
-    pub bytes: u64,
-    pub sha256: String,
-}
-
-/// Selects both sides, reads their records and joins them: the comparison and its
-/// summary at 95% confidence.
-fn compare_sides(
-    archive: &Archive,
-    baseline: SideRequest,
-    variant: SideRequest,
-) -> Result<(Comparison<Entry>, Summary, RecordStore), CliError> {
-    let sides = ComparisonSides::select(archive, baseline, variant)?;
-    let entries = sides.read(archive)?;
-    let label = |run: &str, variant_id: &str| SideLabel {
-        run_id: run.to_owned(),
-        variant_id: variant_id.to_owned(),
-    };
-    let comparison = compare::compare(
-        SideInput {
-            label: label(sides.baseline.run.as_str(), &sides.baseline.variant_id),
-            records: entries.baseline,
-        },
-        SideInput {
-            label: label(sides.variant.run.as_str(), &sides.variant.variant_id),
-            records: entries.variant,
-        },
-    )
-    .map_err(|error| damaged(archive, error))?;
-    let summary = Summary::of(&comparison, ConfidenceLevel::NINETY_FIVE);
-    Ok((comparison, summary, entries.store))
-}
-
-/// Duplicate identities within a side mean the run breaks its own key rule.
-fn damaged(archive: &Archive, error: CompareError) -> CliError {
-    let CompareError::DuplicateIdentity(duplicate) = &error;
-    let run_id = &duplicate.run_id;
-    let path = match babel::archive::layout::RunId::parse(run_id) {
-        Ok(run) => archive.layout().resolve(&run_relative(&run, "")),
-        Err(_) => archive.layout().root().to_owned(),
-    };
-    CliError::Archive(ArchiveError::Damaged {
-        path,
-        reason: error.to_string(),
-    })
-}
-
-/// The whole comparison: selects and reads both sides, joins them, and writes the report
-/// when `items` names a destination (checked before anything is read). `babel compare`
-/// is this plus printing; the demo calls it for its HTML report.
-pub fn compare_and_report(
-    archive: &Archive,
-    baseline: SideRequest,
-    variant: SideRequest,
-    items: Option<(&Path, ReportFormat)>,
-) -> Result<(Summary, Option<ReportWritten>), CliError> {
-    let destination = items
-        .map(|(dest, format)| report_destination(archive, dest).map(|path| (path, format)))
-        .transpose()?;
-    let (comparison, summary, mut store) = compare_sides(archive, baseline, variant)?;
-    let written = match destination {
-        None => None,
-        Some((path, format)) => {
-            let mut load = |entry: &Entry| store.load(entry).map_err(std::io::Error::other);
-            let digest = report::write_new(&path, format, &comparison, &summary, &mut load)
-                .map_err(ArchiveError::Io)?;
-            Some(ReportWritten {
-                path,
-                format: format.name(),
-                items: comparison.items.len(),
-                bytes: digest.bytes,
-                sha256: digest.sha256,
-            })
-        }
-    };
-    Ok((summary, written))
-}
-
 fn report_format(items: &Path, format: Option<&str>) -> Result<ReportFormat, CliError> {
     if let Some(name) = format {
         return ReportFormat::parse(name)
@@ -199,8 +109,20 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         run: other.unwrap_or(run),
         variant_id: variant_variant,
     };
-    let items = args.items.as_deref().zip(format);
-    let (summary, written) = compare_and_report(&archive, baseline, variant, items)?;
+    let report = args
+        .items
+        .zip(format)
+        .map(|(path, format)| ReportRequest { path, format });
+    let outcome = pipeline::compare(
+        &archive,
+        &CompareRequest {
+            baseline,
+            variant,
+            confidence: ConfidenceLevel::NINETY_FIVE,
+            report,
+        },
+    )?;
+    let (summary, written) = (outcome.summary, outcome.report);
     if args.json {
         let mut value = serde_json::to_value(&summary).map_err(io::Error::from)?;
         value["report"] = serde_json::to_value(&written).map_err(io::Error::from)?;

@@ -13,7 +13,8 @@ use babel::archive::runs::{self, NewRun};
 use babel::archive::{Archive, ArchiveError, validate};
 use babel::report::{self, ReportFormat};
 
-use super::compare::compare_and_report;
+use babel::compare::stats::ConfidenceLevel;
+use babel::pipeline::{self, CompareRequest, ReportRequest};
 
 /// The bundled example inputs, compiled into the binary so the demo runs anywhere.
 const EXAMPLES: [(&str, &str); 9] = [
@@ -276,24 +277,34 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         variant_id: variant.into(),
     };
     let report_path = workspace.join("capitals-report.html");
-    let (summary, written) = compare_and_report(
+    let outcome = pipeline::compare(
         &archive,
-        side(&run, "original"),
-        side(&run, "rephrased"),
-        Some((&report_path, ReportFormat::Html)),
+        &CompareRequest {
+            baseline: side(&run, "original"),
+            variant: side(&run, "rephrased"),
+            confidence: ConfidenceLevel::NINETY_FIVE,
+            report: Some(ReportRequest {
+                path: report_path.clone(),
+                format: ReportFormat::Html,
+            }),
+        },
     )?;
-    report::text::render(&summary, &mut std::io::stdout().lock())?;
+    let written = outcome.report;
+    report::text::render(&outcome.summary, &mut std::io::stdout().lock())?;
 
     step(
         "babel compare demo-7b-step1000 --other-run demo-7b-step2000   (two checkpoints, same bank and protocol)",
     );
-    let (summary, _) = compare_and_report(
+    let outcome = pipeline::compare(
         &archive,
-        side(&strict_runs[0], "original"),
-        side(&strict_runs[1], "original"),
-        None,
+        &CompareRequest {
+            baseline: side(&strict_runs[0], "original"),
+            variant: side(&strict_runs[1], "original"),
+            confidence: ConfidenceLevel::NINETY_FIVE,
+            report: None,
+        },
     )?;
-    report::text::render(&summary, &mut std::io::stdout().lock())?;
+    report::text::render(&outcome.summary, &mut std::io::stdout().lock())?;
 
     step("babel validate");
     let report = validate::validate(&archive, &[])?;

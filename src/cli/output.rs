@@ -84,12 +84,16 @@ impl From<HubError> for CliError {
 
 /// One validation finding as `validate` prints it.
 pub fn finding_line(finding: &Finding) -> String {
-    match finding.line {
-        Some(line) => format!(
+    match (finding.line, finding.row) {
+        (Some(line), _) => format!(
             "{}:{line}: [{}] {}",
             finding.path, finding.check, finding.message
         ),
-        None => format!("{}: [{}] {}", finding.path, finding.check, finding.message),
+        (None, Some(row)) => format!(
+            "{} row {row}: [{}] {}",
+            finding.path, finding.check, finding.message
+        ),
+        (None, None) => format!("{}: [{}] {}", finding.path, finding.check, finding.message),
     }
 }
 

@@ -1,21 +1,32 @@
 //! Item-by-item comparison of two sides of an evaluation (e.g. original vs rephrased
 //! questions, or one selection in two runs).
 //!
-//! Owns the join by stable item identity, the outcome categories and the summary
-//! statistics. Pure: records in, [`Comparison`] and [`summary::Summary`] out. It must not
-//! touch the filesystem or know where records come from (`archive::comparison` reads them,
-//! `report` renders the result).
+//! Owns the join by stable item identity, the outcome categories and the counts behind the
+//! summary statistics. Pure: it reads rows through [`Rows`] (the archive's columnar
+//! records, or plain [`Record`]s) and returns [`Comparison`] items that point at rows; it
+//! never touches the filesystem or knows where rows come from.
+//!
+//! The join is a sort-merge on each row's identity: a 64-bit hash of the question
+//! `(benchmark, language, script, question_id)`, then of the filter, then `repeat_id`, with
+//! the identity strings themselves compared only where hashes tie, so the order is total
+//! and exact (a hash collision costs a string comparison, never a wrong pair). The two
+//! sides are keyed and sorted on two threads. Items come out grouped by question, which
+//! is how the pooling caveat counts questions; reports sort them by identity
+//! ([`Comparison::sort_by_identity`]).
 
 pub mod stats;
 pub mod summary;
 
 use serde::Serialize;
 use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::collections::HashSet;
 use std::fmt;
+use std::hash::{DefaultHasher, Hash, Hasher};
 
-use crate::record::{Entry, IdentityScope, ItemIdentity, Record, Source};
+use crate::record::{Identity, IdentityScope, Record};
 
-pub use summary::Summary;
+pub use summary::{Summary, Tally};
 
 /// Which side of a comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -41,86 +52,59 @@ pub struct SideLabel {
     pub variant_id: String,
 }
 
-/// One side's records, as handed to [`compare`]: full [`Record`]s, or lighter
-/// [`Entry`]s that say where the full record can be read again.
-#[derive(Debug, Clone)]
-pub struct SideInput<R = Record> {
-    pub label: SideLabel,
-    pub records: Vec<R>,
-}
-
-/// The identity fields of a record, borrowed, in the order items are sorted by:
-/// `(benchmark, language, script, question_id, filter, repeat_id)`.
-pub type IdentityKey<'r> = (
-    &'r str,
-    Option<&'r str>,
-    Option<&'r str>,
-    &'r str,
-    &'r str,
-    u64,
-);
-
-/// What the join and the summary need of a record.
-pub trait Comparable {
-    /// The item identity.
-    fn identity_key(&self) -> IdentityKey<'_>;
+/// What the join needs of one side's rows, by row number.
+pub trait Rows: Sync {
+    /// Rows on the side.
+    fn len(&self) -> usize;
+    /// True for a side without rows.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The row's identity fields.
+    fn identity(&self, row: usize) -> Identity<'_>;
     /// Run-local identities never pair.
-    fn identity_scope(&self) -> IdentityScope;
-    /// The record's own correctness (null is unknown).
-    fn correct(&self) -> Option<bool>;
-    /// Where the record came from.
-    fn source(&self) -> &Source;
+    fn scope(&self, row: usize) -> IdentityScope;
+    /// The row's own correctness (null is unknown).
+    fn correct(&self, row: usize) -> Option<bool>;
+    /// Where the row came from, as messages show it (`path:line`).
+    fn source(&self, row: usize) -> String;
 }
 
-impl Comparable for Record {
-    fn identity_key(&self) -> IdentityKey<'_> {
-        (
-            &self.benchmark,
-            self.language.as_deref(),
-            self.script.as_deref(),
-            &self.question_id,
-            &self.filter,
-            self.repeat_id,
-        )
+impl Rows for [Record] {
+    fn len(&self) -> usize {
+        <[Record]>::len(self)
     }
 
-    fn identity_scope(&self) -> IdentityScope {
-        self.identity_scope
+    fn identity(&self, row: usize) -> Identity<'_> {
+        self[row].identity()
     }
 
-    fn correct(&self) -> Option<bool> {
-        self.correct
+    fn scope(&self, row: usize) -> IdentityScope {
+        self[row].identity_scope
     }
 
-    fn source(&self) -> &Source {
-        &self.source
+    fn correct(&self, row: usize) -> Option<bool> {
+        self[row].correct
+    }
+
+    fn source(&self, row: usize) -> String {
+        self[row].source.to_string()
     }
 }
 
-impl Comparable for Entry {
-    fn identity_key(&self) -> IdentityKey<'_> {
-        (
-            &self.benchmark,
-            self.language.as_deref(),
-            self.script.as_deref(),
-            &self.question_id,
-            &self.filter,
-            self.repeat_id,
-        )
-    }
+/// One side as handed to [`compare`]: its label and its rows.
+pub struct SideInput<'r, R: ?Sized> {
+    pub label: &'r SideLabel,
+    pub rows: &'r R,
+}
 
-    fn identity_scope(&self) -> IdentityScope {
-        self.identity_scope
-    }
-
-    fn correct(&self) -> Option<bool> {
-        self.correct
-    }
-
-    fn source(&self) -> &Source {
-        &self.source
+impl<R: ?Sized> Clone for SideInput<'_, R> {
+    fn clone(&self) -> Self {
+        *self
     }
 }
+
+impl<R: ?Sized> Copy for SideInput<'_, R> {}
 
 /// How an item fares on the two sides. Unknown correctness never becomes wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -192,78 +176,37 @@ impl Outcome {
     }
 }
 
-/// One report item: a stable identity and the records the two sides hold for it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Item<R = Record> {
-    /// Both sides hold a record of this identity.
-    Matched { baseline: Box<R>, variant: Box<R> },
-    /// Only the baseline side does.
-    OnlyBaseline(Box<R>),
-    /// Only the variant side does.
-    OnlyVariant(Box<R>),
+/// One report item: a stable identity and the rows the two sides hold for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Item {
+    /// The baseline's row of this identity, if it has one.
+    pub baseline: Option<u32>,
+    /// The variant's row of this identity, if it has one.
+    pub variant: Option<u32>,
+    pub outcome: Outcome,
 }
 
-impl<R: Comparable> Item<R> {
-    /// The item's outcome category.
-    pub fn outcome(&self) -> Outcome {
-        match self {
-            Item::Matched { baseline, variant } => {
-                Outcome::of_pair(baseline.correct(), variant.correct())
-            }
-            Item::OnlyBaseline(_) => Outcome::OnlyBaseline,
-            Item::OnlyVariant(_) => Outcome::OnlyVariant,
+impl Item {
+    /// The row of `side`, if that side has one.
+    pub fn row(&self, side: Side) -> Option<u32> {
+        match side {
+            Side::Baseline => self.baseline,
+            Side::Variant => self.variant,
         }
     }
 
-    /// The baseline record, when the baseline side has one.
-    pub fn baseline(&self) -> Option<&R> {
-        match self {
-            Item::Matched { baseline, .. } | Item::OnlyBaseline(baseline) => Some(baseline),
-            Item::OnlyVariant(_) => None,
+    /// The item's identity, read from the baseline's row when there is one (`variant_id`
+    /// is that row's own).
+    pub fn identity<'r, B, V>(&self, baseline: &'r B, variant: &'r V) -> Identity<'r>
+    where
+        B: Rows + ?Sized,
+        V: Rows + ?Sized,
+    {
+        match (self.baseline, self.variant) {
+            (Some(row), _) => baseline.identity(row as usize),
+            (None, Some(row)) => variant.identity(row as usize),
+            (None, None) => unreachable!("an item has a row on at least one side"),
         }
-    }
-
-    /// The variant record, when the variant side has one.
-    pub fn variant(&self) -> Option<&R> {
-        match self {
-            Item::Matched { variant, .. } | Item::OnlyVariant(variant) => Some(variant),
-            Item::OnlyBaseline(_) => None,
-        }
-    }
-
-    /// A record that carries the item's identity (the baseline one when there are two).
-    pub fn any_record(&self) -> &R {
-        match self {
-            Item::Matched { baseline, .. } | Item::OnlyBaseline(baseline) => baseline,
-            Item::OnlyVariant(variant) => variant,
-        }
-    }
-
-    /// The item's identity: `(benchmark, language, script, question_id, filter, repeat_id)`.
-    pub fn identity(&self) -> ItemIdentity {
-        let (benchmark, language, script, question_id, filter, repeat_id) =
-            self.any_record().identity_key();
-        ItemIdentity {
-            benchmark: benchmark.to_owned(),
-            language: language.map(str::to_owned),
-            script: script.map(str::to_owned),
-            question_id: question_id.to_owned(),
-            filter: filter.to_owned(),
-            repeat_id,
-        }
-    }
-
-    /// The same item with each side's record replaced by `load(record)` (how a report
-    /// turns an [`Entry`] item into one with full records, one item at a time).
-    pub fn load<S, E>(&self, mut load: impl FnMut(&R) -> Result<S, E>) -> Result<Item<S>, E> {
-        Ok(match self {
-            Item::Matched { baseline, variant } => Item::Matched {
-                baseline: Box::new(load(baseline)?),
-                variant: Box::new(load(variant)?),
-            },
-            Item::OnlyBaseline(record) => Item::OnlyBaseline(Box::new(load(record)?)),
-            Item::OnlyVariant(record) => Item::OnlyVariant(Box::new(load(record)?)),
-        })
     }
 }
 
@@ -274,19 +217,33 @@ pub struct PerSide<T = u64> {
     pub variant: T,
 }
 
-/// The joined comparison: every stable identity of either side, once, in identity order.
+/// The joined comparison: every stable identity of either side, once.
 #[derive(Debug, Clone)]
-pub struct Comparison<R = Record> {
+pub struct Comparison {
     pub baseline: SideLabel,
     pub variant: SideLabel,
-    /// Items sorted by identity (benchmark, language, script, question_id, filter,
-    /// repeat_id; null language and script first).
-    pub items: Vec<Item<R>>,
+    /// Items grouped by question as the join leaves them, or sorted by identity after
+    /// [`Comparison::sort_by_identity`].
+    pub items: Vec<Item>,
     /// Records with a run-local identity, left out of the join (they never pair).
     pub run_local_excluded: PerSide,
-    /// Of those run-local records, how many have known correctness and how many are
-    /// correct: they still count when each side is summarized on its own.
-    pub run_local_scored: PerSide<Scored>,
+    /// The counts the summary is computed from.
+    pub tally: Tally,
+}
+
+impl Comparison {
+    /// Sorts the items by identity: `(benchmark, language, script, question_id, filter,
+    /// repeat_id)`, null language and script first; the order every report writes.
+    pub fn sort_by_identity<B, V>(&mut self, baseline: &B, variant: &V)
+    where
+        B: Rows + ?Sized,
+        V: Rows + ?Sized,
+    {
+        self.items.sort_unstable_by(|a, b| {
+            a.identity(baseline, variant)
+                .item_cmp(&b.identity(baseline, variant))
+        });
+    }
 }
 
 /// Records with known correctness, and how many of them are correct.
@@ -317,127 +274,319 @@ pub enum CompareError {
 /// Two records of one side with the same stable item identity, and where each came from.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "two {side} records ({run_id}, variant {variant_id}) share the item identity {identity}: {} and {}",
-    source_text(first),
-    source_text(second)
+    "two {side} records ({run_id}, variant {variant_id}) share the item identity {identity}: {first} and {second}"
 )]
 pub struct DuplicateIdentity {
     pub side: Side,
     pub run_id: String,
     pub variant_id: String,
     pub identity: String,
-    pub first: Source,
-    pub second: Source,
+    pub first: String,
+    pub second: String,
 }
 
-fn source_text(source: &Source) -> String {
-    format!("{}:{}", source.path, source.line)
+/// A stable row's place in the join order: hashes first, the row to break ties with.
+#[derive(Debug, Clone, Copy)]
+struct Keyed {
+    question: u64,
+    filter: u64,
+    repeat_id: u64,
+    row: u32,
 }
 
-fn describe_identity(record: &impl Comparable) -> String {
-    let (benchmark, language, script, question_id, filter, repeat_id) = record.identity_key();
-    format!(
-        "(benchmark={benchmark} language={} script={} question_id={question_id} filter={filter} repeat_id={repeat_id})",
-        language.unwrap_or("null"),
-        script.unwrap_or("null"),
+fn question_hash(identity: &Identity<'_>) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    (
+        identity.benchmark,
+        identity.language,
+        identity.script,
+        identity.question_id,
     )
+        .hash(&mut hasher);
+    hasher.finish()
 }
 
-/// Splits off run-local records (counted, with their correctness) and sorts the stable
-/// ones by identity, refusing duplicates. Records are boxed once here, so that sorting and
-/// building items move pointers, not whole records.
-fn prepare<R: Comparable>(
-    side: Side,
-    input: SideInput<R>,
-) -> Result<(Vec<Box<R>>, u64, Scored), CompareError> {
-    let before = input.records.len();
-    let mut run_local_scored = Scored::default();
-    let mut records: Vec<Box<R>> = input
-        .records
-        .into_iter()
-        .filter(|record| {
-            let stable = record.identity_scope() == IdentityScope::Stable;
-            if !stable {
-                run_local_scored.add(record.correct());
-            }
-            stable
+fn filter_hash(filter: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    filter.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The join order of two keyed rows (of one side or of two): question hash, question,
+/// filter hash, filter, repeat_id. Exact: strings decide wherever hashes tie.
+fn join_order(a: &Keyed, a_id: Identity<'_>, b: &Keyed, b_id: Identity<'_>) -> Ordering {
+    a.question
+        .cmp(&b.question)
+        .then_with(|| {
+            (a_id.benchmark, a_id.language, a_id.script, a_id.question_id).cmp(&(
+                b_id.benchmark,
+                b_id.language,
+                b_id.script,
+                b_id.question_id,
+            ))
         })
-        .map(Box::new)
-        .collect();
-    let run_local = (before - records.len()) as u64;
-    records.sort_unstable_by(|a, b| a.identity_key().cmp(&b.identity_key()));
-    if let Some(pair) = records
+        .then(a.filter.cmp(&b.filter))
+        .then_with(|| a_id.filter.cmp(b_id.filter))
+        .then(a.repeat_id.cmp(&b.repeat_id))
+}
+
+/// One side keyed and sorted, with its run-local rows counted apart.
+struct Prepared {
+    keyed: Vec<Keyed>,
+    run_local: u64,
+    run_local_scored: Scored,
+}
+
+fn prepare<R: Rows + ?Sized>(
+    side: Side,
+    input: SideInput<'_, R>,
+) -> Result<Prepared, CompareError> {
+    let rows = input.rows;
+    let mut prepared = Prepared {
+        keyed: Vec::with_capacity(rows.len()),
+        run_local: 0,
+        run_local_scored: Scored::default(),
+    };
+    for row in 0..rows.len() {
+        if rows.scope(row) != IdentityScope::Stable {
+            prepared.run_local += 1;
+            prepared.run_local_scored.add(rows.correct(row));
+            continue;
+        }
+        let identity = rows.identity(row);
+        prepared.keyed.push(Keyed {
+            question: question_hash(&identity),
+            filter: filter_hash(identity.filter),
+            repeat_id: identity.repeat_id,
+            row: row as u32,
+        });
+    }
+    let id = |k: &Keyed| rows.identity(k.row as usize);
+    prepared
+        .keyed
+        .sort_unstable_by(|a, b| join_order(a, id(a), b, id(b)));
+    if let Some(pair) = prepared
+        .keyed
         .windows(2)
-        .find(|pair| pair[0].identity_key() == pair[1].identity_key())
+        .find(|pair| join_order(&pair[0], id(&pair[0]), &pair[1], id(&pair[1])).is_eq())
     {
         return Err(CompareError::DuplicateIdentity(Box::new(
             DuplicateIdentity {
                 side,
-                run_id: input.label.run_id,
-                variant_id: input.label.variant_id,
-                identity: describe_identity(pair[0].as_ref()),
-                first: pair[0].source().clone(),
-                second: pair[1].source().clone(),
+                run_id: input.label.run_id.clone(),
+                variant_id: input.label.variant_id.clone(),
+                identity: id(&pair[0]).item_key(),
+                first: rows.source(pair[0].row as usize),
+                second: rows.source(pair[1].row as usize),
             },
         )));
     }
-    Ok((records, run_local, run_local_scored))
+    Ok(prepared)
 }
 
 /// Joins two sides by stable item identity.
 ///
-/// One item per identity in the union of both sides: matched identities hold both
-/// records, the others the side they have. Run-local identities are excluded and counted
-/// per side. Two records of one side with the same identity are an error naming both
-/// sources. Memory: the records themselves, moved into the items (nothing is copied).
-pub fn compare<R: Comparable>(
-    baseline: SideInput<R>,
-    variant: SideInput<R>,
-) -> Result<Comparison<R>, CompareError> {
-    let baseline_label = baseline.label.clone();
-    let variant_label = variant.label.clone();
-    let (baseline_records, baseline_local, baseline_local_scored) =
-        prepare(Side::Baseline, baseline)?;
-    let (variant_records, variant_local, variant_local_scored) = prepare(Side::Variant, variant)?;
-    let mut items = Vec::with_capacity(baseline_records.len().max(variant_records.len()));
-    let mut left = baseline_records.into_iter().peekable();
-    let mut right = variant_records.into_iter().peekable();
-    loop {
-        let order = match (left.peek(), right.peek()) {
-            (None, None) => break,
+/// One item per identity in the union of both sides: matched identities point at both
+/// rows, the others at the side they have. Run-local identities are excluded and counted
+/// per side. Two rows of one side with the same identity are an error naming both
+/// sources. Memory: a 32-byte key per stable row while joining, then a small item each.
+pub fn compare<B, V>(
+    baseline: SideInput<'_, B>,
+    variant: SideInput<'_, V>,
+) -> Result<Comparison, CompareError>
+where
+    B: Rows + ?Sized,
+    V: Rows + ?Sized,
+{
+    let (left, right) = std::thread::scope(|scope| {
+        let left = scope.spawn(|| prepare(Side::Baseline, baseline));
+        let right = prepare(Side::Variant, variant);
+        (left.join().expect("keying a side does not panic"), right)
+    });
+    let (left, right) = (left?, right?);
+    let (b_rows, v_rows) = (baseline.rows, variant.rows);
+    let mut items = Vec::with_capacity(left.keyed.len().max(right.keyed.len()));
+    let mut tally = Counting::default();
+    tally.scored.baseline = left.run_local_scored;
+    tally.scored.variant = right.run_local_scored;
+    let (mut i, mut j) = (0, 0);
+    while i < left.keyed.len() || j < right.keyed.len() {
+        let order = match (left.keyed.get(i), right.keyed.get(j)) {
+            (Some(a), Some(b)) => join_order(
+                a,
+                b_rows.identity(a.row as usize),
+                b,
+                v_rows.identity(b.row as usize),
+            ),
             (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (Some(a), Some(b)) => a.identity_key().cmp(&b.identity_key()),
+            (None, _) => Ordering::Greater,
         };
-        let item = match order {
-            Ordering::Less => left.next().map(Item::OnlyBaseline),
-            Ordering::Greater => right.next().map(Item::OnlyVariant),
-            Ordering::Equal => left
-                .next()
-                .zip(right.next())
-                .map(|(baseline, variant)| Item::Matched { baseline, variant }),
+        let (b_row, v_row) = match order {
+            Ordering::Less => {
+                i += 1;
+                (Some(left.keyed[i - 1].row), None)
+            }
+            Ordering::Greater => {
+                j += 1;
+                (None, Some(right.keyed[j - 1].row))
+            }
+            Ordering::Equal => {
+                i += 1;
+                j += 1;
+                (Some(left.keyed[i - 1].row), Some(right.keyed[j - 1].row))
+            }
         };
-        items.extend(item);
+        let b_correct = b_row.map(|row| b_rows.correct(row as usize));
+        let v_correct = v_row.map(|row| v_rows.correct(row as usize));
+        let outcome = match (b_correct, v_correct) {
+            (Some(b), Some(v)) => Outcome::of_pair(b, v),
+            (Some(_), None) => Outcome::OnlyBaseline,
+            _ => Outcome::OnlyVariant,
+        };
+        let identity = match b_row {
+            Some(row) => b_rows.identity(row as usize),
+            None => v_rows.identity(v_row.expect("one side has the item") as usize),
+        };
+        tally.count(&identity, outcome, b_correct, v_correct);
+        items.push(Item {
+            baseline: b_row,
+            variant: v_row,
+            outcome,
+        });
     }
     Ok(Comparison {
-        baseline: baseline_label,
-        variant: variant_label,
+        baseline: baseline.label.clone(),
+        variant: variant.label.clone(),
         items,
         run_local_excluded: PerSide {
-            baseline: baseline_local,
-            variant: variant_local,
+            baseline: left.run_local,
+            variant: right.run_local,
         },
-        run_local_scored: PerSide {
-            baseline: baseline_local_scored,
-            variant: variant_local_scored,
-        },
+        tally: tally.finish(),
     })
+}
+
+/// Outcome counts per name (benchmark, language or filter), remembering the last name:
+/// consecutive items usually share it, so most items cost one string comparison.
+struct GroupCounts<'r> {
+    names: Vec<Option<&'r str>>,
+    counts: Vec<summary::OutcomeCounts>,
+    index: HashMap<Option<&'r str>, usize>,
+    last: usize,
+}
+
+impl Default for GroupCounts<'_> {
+    fn default() -> Self {
+        Self {
+            names: Vec::new(),
+            counts: Vec::new(),
+            index: HashMap::new(),
+            last: usize::MAX,
+        }
+    }
+}
+
+impl<'r> GroupCounts<'r> {
+    fn add(&mut self, name: Option<&'r str>, outcome: Outcome) {
+        if self.names.get(self.last) != Some(&name) {
+            self.last = *self.index.entry(name).or_insert_with(|| {
+                self.names.push(name);
+                self.counts.push(summary::OutcomeCounts::default());
+                self.names.len() - 1
+            });
+        }
+        self.counts[self.last].add(outcome);
+    }
+
+    /// The groups, sorted by name (null first).
+    fn finish(self) -> Vec<(Option<String>, summary::OutcomeCounts)> {
+        let mut groups: Vec<_> = self
+            .names
+            .into_iter()
+            .map(|name| name.map(str::to_owned))
+            .zip(self.counts)
+            .collect();
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        groups
+    }
+}
+
+/// The counts gathered while the items are joined (items come grouped by question).
+#[derive(Default)]
+struct Counting<'r> {
+    overall: summary::OutcomeCounts,
+    benchmarks: GroupCounts<'r>,
+    languages: GroupCounts<'r>,
+    filters: GroupCounts<'r>,
+    questions: u64,
+    question_filters: u64,
+    repeat_ids: HashSet<u64>,
+    previous: Option<Identity<'r>>,
+    records: PerSide,
+    scored: PerSide<Scored>,
+}
+
+impl<'r> Counting<'r> {
+    fn count(
+        &mut self,
+        identity: &Identity<'r>,
+        outcome: Outcome,
+        baseline: Option<Option<bool>>,
+        variant: Option<Option<bool>>,
+    ) {
+        match &self.previous {
+            Some(previous) if previous.same_question(identity) => {
+                if previous.filter != identity.filter {
+                    self.question_filters += 1;
+                }
+            }
+            _ => {
+                self.questions += 1;
+                self.question_filters += 1;
+            }
+        }
+        self.previous = Some(*identity);
+        self.overall.add(outcome);
+        self.benchmarks.add(Some(identity.benchmark), outcome);
+        self.languages.add(identity.language, outcome);
+        self.filters.add(Some(identity.filter), outcome);
+        self.repeat_ids.insert(identity.repeat_id);
+        if let Some(correct) = baseline {
+            self.records.baseline += 1;
+            self.scored.baseline.add(correct);
+        }
+        if let Some(correct) = variant {
+            self.records.variant += 1;
+            self.scored.variant.add(correct);
+        }
+    }
+
+    fn finish(self) -> Tally {
+        let named = |groups: GroupCounts<'_>| {
+            groups
+                .finish()
+                .into_iter()
+                .map(|(name, counts)| (name.unwrap_or_default(), counts))
+                .collect()
+        };
+        Tally {
+            overall: self.overall,
+            by_benchmark: named(self.benchmarks),
+            by_language: self.languages.finish(),
+            by_filter: named(self.filters),
+            questions: self.questions,
+            question_filters: self.question_filters,
+            repeat_ids: self.repeat_ids.len() as u64,
+            records: self.records,
+            scored: self.scored,
+        }
+    }
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::record::DEFAULT_FILTER;
+    use crate::record::{DEFAULT_FILTER, Source};
     use serde_json::{Map, Value, json};
 
     /// A stored-looking record of `question_id` on a side, with its correctness.
@@ -467,22 +616,59 @@ pub(crate) mod tests {
             scores: Map::new(),
             metrics: Map::new(),
             response: Value::Null,
-            source: Source {
-                path: "runs/r1/raw/0001-x.jsonl".into(),
-                line: 1,
-            },
+            source: Source::line("runs/r1/raw/0001-x.jsonl", 1),
             warnings: vec![],
             extra: Map::new(),
         }
     }
 
-    pub(crate) fn side(variant_id: &str, records: Vec<Record>) -> SideInput {
-        SideInput {
-            label: SideLabel {
-                run_id: "r1".into(),
-                variant_id: variant_id.into(),
+    /// A comparison of two record lists (baseline `original`, variant `rephrased` of run
+    /// r1) with the records its items point at.
+    pub(crate) struct Joined {
+        pub comparison: Comparison,
+        pub baseline: Vec<Record>,
+        pub variant: Vec<Record>,
+    }
+
+    pub(crate) fn join(
+        baseline: Vec<Record>,
+        variant: Vec<Record>,
+    ) -> Result<Joined, CompareError> {
+        let label = |variant_id: &str| SideLabel {
+            run_id: "r1".into(),
+            variant_id: variant_id.into(),
+        };
+        let (b_label, v_label) = (label("original"), label("rephrased"));
+        let comparison = compare(
+            SideInput {
+                label: &b_label,
+                rows: &baseline[..],
             },
-            records,
+            SideInput {
+                label: &v_label,
+                rows: &variant[..],
+            },
+        )?;
+        Ok(Joined {
+            comparison,
+            baseline,
+            variant,
+        })
+    }
+
+    impl Joined {
+        /// (question_id, outcome) of each item, in identity order.
+        fn outcomes(&mut self) -> Vec<(String, Outcome)> {
+            self.comparison
+                .sort_by_identity(&self.baseline[..], &self.variant[..]);
+            self.comparison
+                .items
+                .iter()
+                .map(|item| {
+                    let identity = item.identity(&self.baseline[..], &self.variant[..]);
+                    (identity.question_id.to_owned(), item.outcome)
+                })
+                .collect()
         }
     }
 
@@ -507,41 +693,27 @@ pub(crate) mod tests {
     #[test]
     fn one_item_represents_the_union_of_stable_identities_on_the_two_sides() {
         // "Matched items contain both records; unmatched items retain the available side."
-        let baseline = side(
-            "original",
+        let mut joined = join(
             vec![
                 record("original", "q2", "en", Some(true)),
                 record("original", "q1", "en", Some(false)),
             ],
-        );
-        let variant = side(
-            "rephrased",
             vec![
                 record("rephrased", "q3", "en", None),
                 record("rephrased", "q1", "en", Some(true)),
             ],
-        );
-        let comparison = compare(baseline, variant).unwrap();
-        let summary: Vec<(String, Outcome)> = comparison
-            .items
-            .iter()
-            .map(|item| (item.identity().question_id, item.outcome()))
-            .collect();
+        )
+        .unwrap();
         assert_eq!(
-            summary,
+            joined.outcomes(),
             [
                 ("q1".into(), Outcome::WrongToCorrect),
                 ("q2".into(), Outcome::OnlyBaseline),
                 ("q3".into(), Outcome::OnlyVariant),
             ]
         );
-        let Item::Matched { baseline, variant } = &comparison.items[0] else {
-            panic!("q1 is on both sides");
-        };
-        assert_eq!(
-            (baseline.variant_id.as_str(), variant.variant_id.as_str()),
-            ("original", "rephrased")
-        );
+        let first = joined.comparison.items[0];
+        assert_eq!((first.baseline, first.variant), (Some(1), Some(1)));
     }
 
     #[test]
@@ -558,22 +730,87 @@ pub(crate) mod tests {
         for change in changes {
             let mut changed = record("rephrased", "q1", "en", Some(true));
             change(&mut changed);
-            let comparison = compare(
-                side("original", vec![record("original", "q1", "en", Some(true))]),
-                side("rephrased", vec![changed]),
+            let joined = join(
+                vec![record("original", "q1", "en", Some(true))],
+                vec![changed],
             )
             .unwrap();
-            assert_eq!(comparison.items.len(), 2, "{:?}", comparison.items);
+            assert_eq!(
+                joined.comparison.items.len(),
+                2,
+                "{:?}",
+                joined.comparison.items
+            );
         }
-        let comparison = compare(
-            side("original", vec![record("original", "q1", "en", Some(true))]),
-            side(
-                "rephrased",
-                vec![record("rephrased", "q1", "en", Some(true))],
-            ),
+        let joined = join(
+            vec![record("original", "q1", "en", Some(true))],
+            vec![record("rephrased", "q1", "en", Some(true))],
         )
         .unwrap();
-        assert_eq!(comparison.items.len(), 1);
+        assert_eq!(joined.comparison.items.len(), 1);
+    }
+
+    #[test]
+    fn many_items_join_like_a_map_keyed_by_identity() {
+        // An independent join: a BTreeMap from identity to the two sides' correctness.
+        use std::collections::BTreeMap;
+        type Key = (String, String, u64);
+        type Sides = (Option<Option<bool>>, Option<Option<bool>>);
+        let mut baseline = Vec::new();
+        let mut variant = Vec::new();
+        for i in 0..3000u64 {
+            let mut r = record("original", &format!("q{}", i % 997), "en", Some(i % 3 == 0));
+            r.filter = ["none", "strict", "flex"][(i / 997) as usize % 3].into();
+            r.repeat_id = i / 2991;
+            if i % 5 != 0 {
+                baseline.push(r.clone());
+            }
+            if i % 7 != 0 {
+                r.variant_id = "rephrased".into();
+                r.correct = (i % 4 != 0).then_some(i % 2 == 0);
+                variant.push(r);
+            }
+        }
+        let mut expected: BTreeMap<Key, Sides> = BTreeMap::new();
+        for r in &baseline {
+            expected
+                .entry((r.question_id.clone(), r.filter.clone(), r.repeat_id))
+                .or_default()
+                .0 = Some(r.correct);
+        }
+        for r in &variant {
+            expected
+                .entry((r.question_id.clone(), r.filter.clone(), r.repeat_id))
+                .or_default()
+                .1 = Some(r.correct);
+        }
+        let mut joined = join(baseline, variant).unwrap();
+        joined
+            .comparison
+            .sort_by_identity(&joined.baseline[..], &joined.variant[..]);
+        let found: Vec<(Key, Sides)> = joined
+            .comparison
+            .items
+            .iter()
+            .map(|item| {
+                let id = item.identity(&joined.baseline[..], &joined.variant[..]);
+                (
+                    (
+                        id.question_id.to_owned(),
+                        id.filter.to_owned(),
+                        id.repeat_id,
+                    ),
+                    (
+                        item.baseline
+                            .map(|row| joined.baseline[row as usize].correct),
+                        item.variant.map(|row| joined.variant[row as usize].correct),
+                    ),
+                )
+            })
+            .collect();
+        let mut expected: Vec<_> = expected.into_iter().collect();
+        expected.sort_by(|a, b| (&a.0.0, &a.0.1, a.0.2).cmp(&(&b.0.0, &b.0.1, b.0.2)));
+        assert_eq!(found, expected);
     }
 
     #[test]
@@ -583,42 +820,44 @@ pub(crate) mod tests {
         local.identity_scope = IdentityScope::RunLocal;
         let mut local_variant = record("rephrased", "q1", "en", Some(true));
         local_variant.identity_scope = IdentityScope::RunLocal;
-        let comparison = compare(
-            side(
-                "original",
-                vec![local, record("original", "q1", "en", Some(true))],
-            ),
-            side("rephrased", vec![local_variant]),
+        let mut joined = join(
+            vec![local, record("original", "q1", "en", Some(true))],
+            vec![local_variant],
         )
         .unwrap();
         assert_eq!(
-            comparison.run_local_excluded,
+            joined.comparison.run_local_excluded,
             PerSide {
                 baseline: 1,
                 variant: 1
             }
         );
-        assert_eq!(comparison.items.len(), 1);
-        assert_eq!(comparison.items[0].outcome(), Outcome::OnlyBaseline);
+        assert_eq!(joined.outcomes(), [("q1".into(), Outcome::OnlyBaseline)]);
     }
 
     #[test]
     fn duplicate_stable_identities_are_an_error_naming_both_sources() {
         // "Duplicate stable identities are an error, not an arbitrary choice of one record."
         let mut first = record("rephrased", "q1", "en", Some(true));
-        first.source.line = 3;
+        first.source = Source::line("runs/r1/raw/0001-x.jsonl", 3);
         let mut second = record("rephrased", "q1", "en", Some(false));
-        second.source.line = 9;
-        let error = compare(
-            side("original", vec![record("original", "q1", "en", Some(true))]),
-            side("rephrased", vec![first, second]),
+        second.source = Source::line("runs/r1/raw/0001-x.jsonl", 9);
+        let error = join(
+            vec![record("original", "q1", "en", Some(true))],
+            vec![first, second],
         )
-        .unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "two variant records (r1, variant rephrased) share the item identity \
+        .err()
+        .unwrap();
+        let text = error.to_string();
+        assert!(
+            text == "two variant records (r1, variant rephrased) share the item identity \
              (benchmark=bench language=en script=null question_id=q1 filter=none repeat_id=0): \
              runs/r1/raw/0001-x.jsonl:3 and runs/r1/raw/0001-x.jsonl:9"
+                || text
+                    == "two variant records (r1, variant rephrased) share the item identity \
+             (benchmark=bench language=en script=null question_id=q1 filter=none repeat_id=0): \
+             runs/r1/raw/0001-x.jsonl:9 and runs/r1/raw/0001-x.jsonl:3",
+            "{text}"
         );
     }
 }

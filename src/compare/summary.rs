@@ -10,10 +10,9 @@
 //! but says so in a [`PoolingCaveat`] and breaks the table down per filter.
 
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
 
 use super::stats::{ConfidenceLevel, PairedStats, PairedTable, wilson_interval};
-use super::{Comparable, Comparison, Outcome, PerSide, Scored, SideLabel};
+use super::{Comparison, Outcome, PerSide, Scored, SideLabel};
 
 /// How many items fall in each outcome category.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -271,91 +270,79 @@ fn side_summary(
     }
 }
 
+/// What the join counted, item by item: the material of a [`Summary`].
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Tally {
+    pub overall: OutcomeCounts,
+    /// Per benchmark, sorted by name.
+    pub by_benchmark: Vec<(String, OutcomeCounts)>,
+    /// Per language, sorted (null first).
+    pub by_language: Vec<(Option<String>, OutcomeCounts)>,
+    /// Per filter, sorted by name.
+    pub by_filter: Vec<(String, OutcomeCounts)>,
+    /// Distinct questions `(benchmark, language, script, question_id)` among the items.
+    pub questions: u64,
+    /// Distinct (question, filter) pairs among the items.
+    pub question_filters: u64,
+    /// Distinct repeat_ids among the items.
+    pub repeat_ids: u64,
+    /// Records of each side that are items (stable identities).
+    pub records: PerSide,
+    /// Records of each side with known correctness, run-local ones included.
+    pub scored: PerSide<Scored>,
+}
+
 impl Summary {
-    /// Counts every item of `comparison` and computes the statistics at `confidence`.
-    ///
-    /// Questions are counted from the item order [`compare`](super::compare) guarantees
-    /// (sorted by identity, so one question's items are adjacent).
-    pub fn of<R: Comparable>(comparison: &Comparison<R>, confidence: ConfidenceLevel) -> Self {
-        let mut overall = OutcomeCounts::default();
-        let mut by_benchmark: BTreeMap<&str, OutcomeCounts> = BTreeMap::new();
-        let mut by_language: BTreeMap<Option<&str>, OutcomeCounts> = BTreeMap::new();
-        let mut by_filter: BTreeMap<&str, OutcomeCounts> = BTreeMap::new();
-        let mut repeat_ids = BTreeSet::new();
-        let (mut questions, mut question_filters) = (0, 0);
-        let mut previous = None;
-        let mut records = PerSide::default();
-        let mut scored = comparison.run_local_scored;
-        for item in &comparison.items {
-            let outcome = item.outcome();
-            let key = item.any_record().identity_key();
-            let (benchmark, language, script, question_id, filter, repeat_id) = key;
-            let question = (benchmark, language, script, question_id);
-            if previous.is_none_or(|(q, _)| q != question) {
-                questions += 1;
-                question_filters += 1;
-            } else if previous.is_some_and(|(_, f)| f != filter) {
-                question_filters += 1;
-            }
-            previous = Some((question, filter));
-            overall.add(outcome);
-            by_benchmark.entry(benchmark).or_default().add(outcome);
-            by_language.entry(language).or_default().add(outcome);
-            by_filter.entry(filter).or_default().add(outcome);
-            repeat_ids.insert(repeat_id);
-            if let Some(record) = item.baseline() {
-                records.baseline += 1;
-                scored.baseline.add(record.correct());
-            }
-            if let Some(record) = item.variant() {
-                records.variant += 1;
-                scored.variant.add(record.correct());
-            }
-        }
+    /// The statistics of `comparison`'s counts at `confidence`.
+    pub fn of(comparison: &Comparison, confidence: ConfidenceLevel) -> Self {
+        let tally = &comparison.tally;
         let excluded = comparison.run_local_excluded;
         let pooling_caveat = PoolingCaveat::new(
-            overall.items(),
-            questions,
-            question_filters,
-            by_filter.len() as u64,
-            repeat_ids.len() as u64,
+            tally.overall.items(),
+            tally.questions,
+            tally.question_filters,
+            tally.by_filter.len() as u64,
+            tally.repeat_ids,
         );
         Self {
             baseline: side_summary(
                 &comparison.baseline,
-                records.baseline,
+                tally.records.baseline,
                 excluded.baseline,
-                scored.baseline,
+                tally.scored.baseline,
                 confidence,
             ),
             variant: side_summary(
                 &comparison.variant,
-                records.variant,
+                tally.records.variant,
                 excluded.variant,
-                scored.variant,
+                tally.scored.variant,
                 confidence,
             ),
             confidence_level: confidence,
-            overall: Group::of(overall, confidence),
-            by_benchmark: by_benchmark
-                .into_iter()
+            overall: Group::of(tally.overall, confidence),
+            by_benchmark: tally
+                .by_benchmark
+                .iter()
                 .map(|(benchmark, counts)| BenchmarkGroup {
-                    benchmark: benchmark.to_owned(),
-                    group: Group::of(counts, confidence),
+                    benchmark: benchmark.clone(),
+                    group: Group::of(*counts, confidence),
                 })
                 .collect(),
-            by_language: by_language
-                .into_iter()
+            by_language: tally
+                .by_language
+                .iter()
                 .map(|(language, counts)| LanguageGroup {
-                    language: language.map(str::to_owned),
-                    group: Group::of(counts, confidence),
+                    language: language.clone(),
+                    group: Group::of(*counts, confidence),
                 })
                 .collect(),
-            by_filter: by_filter
-                .into_iter()
+            by_filter: tally
+                .by_filter
+                .iter()
                 .map(|(filter, counts)| FilterGroup {
-                    filter: filter.to_owned(),
-                    group: Group::of(counts, confidence),
+                    filter: filter.clone(),
+                    group: Group::of(*counts, confidence),
                 })
                 .collect(),
             pooling_caveat,
@@ -366,34 +353,28 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::compare;
-    use crate::compare::tests::{record, side};
+    use crate::compare::tests::{join, record};
 
     #[test]
     fn accuracy_and_its_delta_use_only_matched_pairs_known_on_both_sides() {
         // "Aggregate accuracy and its delta use only matched pairs with known correctness on
         // both sides." Unscored (null) and one-sided items are counted but not scored.
-        let comparison = compare(
-            side(
-                "original",
-                vec![
-                    record("original", "a", "en", Some(true)),
-                    record("original", "b", "en", Some(true)),
-                    record("original", "c", "en", None),
-                    record("original", "d", "en", Some(true)),
-                ],
-            ),
-            side(
-                "rephrased",
-                vec![
-                    record("rephrased", "a", "en", Some(true)),
-                    record("rephrased", "b", "en", Some(false)),
-                    record("rephrased", "c", "en", Some(false)),
-                    record("rephrased", "e", "en", Some(false)),
-                ],
-            ),
+        let comparison = join(
+            vec![
+                record("original", "a", "en", Some(true)),
+                record("original", "b", "en", Some(true)),
+                record("original", "c", "en", None),
+                record("original", "d", "en", Some(true)),
+            ],
+            vec![
+                record("rephrased", "a", "en", Some(true)),
+                record("rephrased", "b", "en", Some(false)),
+                record("rephrased", "c", "en", Some(false)),
+                record("rephrased", "e", "en", Some(false)),
+            ],
         )
-        .unwrap();
+        .unwrap()
+        .comparison;
         let summary = Summary::of(&comparison, ConfidenceLevel::NINETY_FIVE);
         assert_eq!(summary.overall.items, 5);
         assert_eq!(summary.overall.matched, 3);
@@ -434,11 +415,9 @@ mod tests {
             }
             records
         };
-        compare(
-            side("original", records("original", true)),
-            side("rephrased", records("rephrased", false)),
-        )
-        .unwrap()
+        join(records("original", true), records("rephrased", false))
+            .unwrap()
+            .comparison
     }
 
     #[test]
@@ -544,17 +523,12 @@ mod tests {
         strict.filter = "strict-match".into();
         let mut strict_variant = record("rephrased", "b", "en", Some(true));
         strict_variant.filter = "strict-match".into();
-        let comparison = compare(
-            side(
-                "original",
-                vec![record("original", "a", "en", Some(true)), strict],
-            ),
-            side(
-                "rephrased",
-                vec![record("rephrased", "a", "en", Some(false)), strict_variant],
-            ),
+        let comparison = join(
+            vec![record("original", "a", "en", Some(true)), strict],
+            vec![record("rephrased", "a", "en", Some(false)), strict_variant],
         )
-        .unwrap();
+        .unwrap()
+        .comparison;
         let summary = Summary::of(&comparison, ConfidenceLevel::NINETY_FIVE);
         assert_eq!(summary.by_filter.len(), 2);
         assert_eq!(summary.pooling_caveat, None);
@@ -574,14 +548,12 @@ mod tests {
 
     #[test]
     fn a_group_without_known_pairs_has_no_statistics() {
-        let comparison = compare(
-            side("original", vec![record("original", "a", "en", None)]),
-            side(
-                "rephrased",
-                vec![record("rephrased", "a", "en", Some(true))],
-            ),
+        let comparison = join(
+            vec![record("original", "a", "en", None)],
+            vec![record("rephrased", "a", "en", Some(true))],
         )
-        .unwrap();
+        .unwrap()
+        .comparison;
         let summary = Summary::of(&comparison, ConfidenceLevel::NINETY_FIVE);
         assert_eq!(summary.overall.outcomes.unscored, 1);
         assert_eq!(summary.overall.statistics, None);
@@ -593,17 +565,12 @@ mod tests {
         other.benchmark = "zeta".into();
         let mut other_variant = record("rephrased", "a", "fr", Some(false));
         other_variant.benchmark = "zeta".into();
-        let comparison = compare(
-            side(
-                "original",
-                vec![record("original", "a", "en", Some(true)), other],
-            ),
-            side(
-                "rephrased",
-                vec![record("rephrased", "a", "en", Some(true)), other_variant],
-            ),
+        let comparison = join(
+            vec![record("original", "a", "en", Some(true)), other],
+            vec![record("rephrased", "a", "en", Some(true)), other_variant],
         )
-        .unwrap();
+        .unwrap()
+        .comparison;
         let summary = Summary::of(&comparison, ConfidenceLevel::NINETY_FIVE);
         let benchmarks: Vec<(&str, u64, u64)> = summary
             .by_benchmark

@@ -192,6 +192,24 @@ impl<R: BufRead> Reader<R> {
     }
 }
 
+/// Parses one JSON value of any kind (not only an object), strictly: duplicate keys and
+/// non-finite numbers refused. The error says where, as `field a.b: duplicate key "c"`.
+pub fn parse_value(text: &str) -> Result<Value, String> {
+    strict::parse_value(text).map_err(|failure| {
+        let what = match failure.kind {
+            FailureKind::DuplicateKey(key) => format!("duplicate key {key:?}"),
+            FailureKind::NonFinite { token, .. } => format!("non-finite number {token}"),
+            FailureKind::NotAnObject(found) => format!("unexpected {found}"),
+            FailureKind::Syntax(message) => format!("invalid JSON: {message}"),
+        };
+        if failure.path.is_root() {
+            what
+        } else {
+            format!("field {}: {what}", failure.path)
+        }
+    })
+}
+
 /// Parses one line's text (no line ending) under a policy.
 pub fn parse_line(text: &str, number: u64, policy: NonFinitePolicy) -> Result<Line, LineError> {
     parse_bytes(text.as_bytes(), number, policy)

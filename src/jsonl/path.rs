@@ -61,6 +61,14 @@ impl FieldPath {
         next
     }
 
+    /// This path placed under `key` (`doc.id` under `input` is `input.doc.id`).
+    pub fn under(&self, key: &str) -> Self {
+        let mut segments = Vec::with_capacity(self.0.len() + 1);
+        segments.push(PathSegment::Key(key.to_owned()));
+        segments.extend(self.0.iter().cloned());
+        Self(segments)
+    }
+
     /// The steps of this path, outermost first.
     pub fn segments(&self) -> &[PathSegment] {
         &self.0

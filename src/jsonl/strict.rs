@@ -61,6 +61,20 @@ pub(crate) fn parse_object(text: &str) -> Result<Map<String, Value>, ParseFailur
     }
 }
 
+/// Parses `text` as one JSON value of any kind, strictly (duplicate keys refused at any
+/// depth, no non-finite numbers): how a stored JSON column is read back.
+pub(crate) fn parse_value(text: &str) -> Result<Value, ParseFailure> {
+    let mut state = State {
+        path: FieldPath::root(),
+        duplicate: None,
+    };
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    ValueSeed { state: &mut state }
+        .deserialize(&mut deserializer)
+        .and_then(|value| deserializer.end().map(|()| value))
+        .map_err(|error| classify(text, error, state))
+}
+
 fn classify(text: &str, error: serde_json::Error, state: State) -> ParseFailure {
     let mut column = (error.column() > 0).then_some(error.column());
     let kind = if let Some(key) = state.duplicate {

@@ -6,7 +6,6 @@ pub mod fields;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-use std::borrow::Cow;
 use std::fmt;
 
 use crate::jsonl::FieldPath;
@@ -48,19 +47,65 @@ impl IdentityScope {
     }
 }
 
-/// Where a record came from: an archived raw file (path relative to ROOT) and its line.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// Where a record came from: an archived raw file (path relative to ROOT) and the place of
+/// the record's item inside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
     /// `runs/<run>/raw/<seq>-<basename>`, relative to the archive root.
     pub path: String,
-    /// One-based line number in that file.
-    pub line: u64,
+    pub locator: Locator,
+}
+
+/// The place of an item inside its raw file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Locator {
+    /// A one-based line of a JSON Lines file.
+    Line(u64),
+}
+
+impl Source {
+    /// A line of a JSON Lines file.
+    pub fn line(path: impl Into<String>, line: u64) -> Self {
+        Self {
+            path: path.into(),
+            locator: Locator::Line(line),
+        }
+    }
+
+    /// The line, when the locator is one.
+    pub fn line_number(&self) -> Option<u64> {
+        match self.locator {
+            Locator::Line(line) => Some(line),
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    /// `path:line`, as messages and reports show a source.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.locator {
+            Locator::Line(line) => write!(f, "{}:{line}", self.path),
+        }
+    }
+}
+
+impl Serialize for Source {
+    /// `{"path": ..., "line": N}`: the form `babel records` and the JSONL report write.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("path", &self.path)?;
+        match &self.locator {
+            Locator::Line(line) => map.serialize_entry("line", line)?,
+        }
+        map.end()
+    }
 }
 
 /// One model result for one question, variant, filter and repeat within a run.
 ///
-/// Field order here is the order written to `records/<seq>.jsonl`. `correct` is
-/// `Option<bool>` because null means unknown, never wrong.
+/// Field order here is the order `babel records` writes. `correct` is `Option<bool>`
+/// because null means unknown, never wrong.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Record {
     pub schema_version: u64,
@@ -88,27 +133,30 @@ pub struct Record {
     pub extra: Map<String, Value>,
 }
 
-/// The unique key of a record within a run: `(benchmark, language, question_id, variant_id,
-/// filter, repeat_id)`, plus `script` for strict benchmark runs.
+/// The identity fields of a record, borrowed: the one identity type of the crate.
+///
+/// Within a run the record key is all of it (`script` only in strict runs, where it is
+/// part of the key: [`Identity::record_digest`]); a comparison item and a response-matrix
+/// cell are the same without `variant_id` ([`Identity::item_cmp`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct RecordKey<'r> {
+pub struct Identity<'r> {
     pub benchmark: &'r str,
     pub language: Option<&'r str>,
-    /// Present only when the run's identity includes the script.
-    pub script: Option<Option<&'r str>>,
+    pub script: Option<&'r str>,
     pub question_id: &'r str,
     pub variant_id: &'r str,
     pub filter: &'r str,
     pub repeat_id: u64,
 }
 
-/// A fixed-size digest of a [`RecordKey`], so a run's identity set stays small in memory.
+/// A fixed-size digest of a record key, so a run's identity set stays small in memory.
 pub type KeyDigest = [u8; 16];
 
-impl RecordKey<'_> {
-    /// A collision-resistant digest of the key (truncated SHA-256 of a length-prefixed
-    /// encoding, so `("a", "bc")` and `("ab", "c")` differ, and null differs from "").
-    pub fn digest(&self) -> KeyDigest {
+impl Identity<'_> {
+    /// A collision-resistant digest of the record key within a run (truncated SHA-256 of
+    /// a length-prefixed encoding, so `("a", "bc")` and `("ab", "c")` differ, and null
+    /// differs from ""). `with_script` for strict runs, whose key includes the script.
+    pub fn record_digest(&self, with_script: bool) -> KeyDigest {
         let mut hasher = Sha256::new();
         let mut field = |value: Option<&str>| match value {
             None => hasher.update([0u8]),
@@ -120,12 +168,11 @@ impl RecordKey<'_> {
         };
         field(Some(self.benchmark));
         field(self.language);
-        match self.script {
-            None => field(None),
-            Some(script) => {
-                field(Some("script"));
-                field(script);
-            }
+        if with_script {
+            field(Some("script"));
+            field(self.script);
+        } else {
+            field(None);
         }
         field(Some(self.question_id));
         field(Some(self.variant_id));
@@ -136,127 +183,111 @@ impl RecordKey<'_> {
         digest.copy_from_slice(&full[..16]);
         digest
     }
-}
 
-impl fmt::Display for RecordKey<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
+    /// The record key as messages show it; `with_script` for strict runs.
+    pub fn record_key(&self, with_script: bool) -> String {
+        let mut text = format!(
             "benchmark={} language={} ",
             self.benchmark,
             self.language.unwrap_or("null")
-        )?;
-        if let Some(script) = self.script {
-            write!(f, "script={} ", script.unwrap_or("null"))?;
+        );
+        if with_script {
+            text.push_str(&format!("script={} ", self.script.unwrap_or("null")));
         }
-        write!(
-            f,
+        text.push_str(&format!(
             "question_id={} variant_id={} filter={} repeat_id={}",
             self.question_id, self.variant_id, self.filter, self.repeat_id
+        ));
+        text
+    }
+
+    /// The item identity as messages show it:
+    /// `(benchmark=… language=… script=… question_id=… filter=… repeat_id=…)`.
+    pub fn item_key(&self) -> String {
+        format!(
+            "(benchmark={} language={} script={} question_id={} filter={} repeat_id={})",
+            self.benchmark,
+            self.language.unwrap_or("null"),
+            self.script.unwrap_or("null"),
+            self.question_id,
+            self.filter,
+            self.repeat_id
         )
     }
-}
 
-/// A record reduced to what the join needs, plus a `handle` by which whoever read it can
-/// read the full record again. Comparing 200,000 items keeps only these in memory; the
-/// reports load each full record when they write its item. (Defined here, beside
-/// [`Record`], so that the archive can produce entries without depending on `compare`.)
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    pub benchmark: String,
-    pub language: Option<String>,
-    pub script: Option<String>,
-    pub question_id: String,
-    pub filter: String,
-    pub repeat_id: u64,
-    pub identity_scope: IdentityScope,
-    pub correct: Option<bool>,
-    pub source: Source,
-    /// Opaque to this module: chosen by the reader of the records.
-    pub handle: u64,
-}
+    /// The order of comparison items: by `(benchmark, language, script, question_id,
+    /// filter, repeat_id)`, null language and script first; `variant_id` is not part of it.
+    pub fn item_cmp(&self, other: &Identity<'_>) -> std::cmp::Ordering {
+        (
+            self.benchmark,
+            self.language,
+            self.script,
+            self.question_id,
+            self.filter,
+            self.repeat_id,
+        )
+            .cmp(&(
+                other.benchmark,
+                other.language,
+                other.script,
+                other.question_id,
+                other.filter,
+                other.repeat_id,
+            ))
+    }
 
-/// Just the key fields of a stored record line, borrowed where possible: how a run's
-/// identity set is rebuilt quickly (everything else on the line is skipped, not checked).
-#[derive(Debug, Deserialize)]
-pub struct StoredKey<'a> {
-    #[serde(borrow)]
-    pub benchmark: Cow<'a, str>,
-    #[serde(borrow)]
-    pub language: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub script: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub question_id: Cow<'a, str>,
-    #[serde(borrow)]
-    pub variant_id: Cow<'a, str>,
-    #[serde(borrow)]
-    pub filter: Cow<'a, str>,
-    pub repeat_id: u64,
-    pub source: StoredLine,
-}
+    /// The same comparison item (every identity field but `variant_id` equal).
+    pub fn same_item(&self, other: &Identity<'_>) -> bool {
+        self.item_cmp(other).is_eq()
+    }
 
-/// The source line of a stored record.
-#[derive(Debug, Deserialize)]
-pub struct StoredLine {
-    pub line: u64,
-}
-
-impl StoredKey<'_> {
-    /// The record key these fields make.
-    pub fn key(&self, with_script: bool) -> RecordKey<'_> {
-        RecordKey {
-            benchmark: &self.benchmark,
-            language: self.language.as_deref(),
-            script: with_script.then_some(self.script.as_deref()),
-            question_id: &self.question_id,
-            variant_id: &self.variant_id,
-            filter: &self.filter,
-            repeat_id: self.repeat_id,
-        }
+    /// The question an item asks, whatever its filter and repeat: `(benchmark, language,
+    /// script, question_id)`.
+    pub fn same_question(&self, other: &Identity<'_>) -> bool {
+        (self.benchmark, self.language, self.script, self.question_id)
+            == (
+                other.benchmark,
+                other.language,
+                other.script,
+                other.question_id,
+            )
     }
 }
 
-/// The identity of one comparison item: the record key without `variant_id`, with `script`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub struct ItemIdentity {
-    pub benchmark: String,
-    pub language: Option<String>,
-    pub script: Option<String>,
-    pub question_id: String,
-    pub filter: String,
-    pub repeat_id: u64,
+impl Serialize for Identity<'_> {
+    /// The item identity as reports write it: every field but `variant_id`.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut item = serializer.serialize_struct("ItemIdentity", 6)?;
+        item.serialize_field("benchmark", self.benchmark)?;
+        item.serialize_field("language", &self.language)?;
+        item.serialize_field("script", &self.script)?;
+        item.serialize_field("question_id", self.question_id)?;
+        item.serialize_field("filter", self.filter)?;
+        item.serialize_field("repeat_id", &self.repeat_id)?;
+        item.end()
+    }
 }
 
 impl Record {
-    /// The record's key within its run; `with_script` for strict benchmark runs.
-    pub fn key(&self, with_script: bool) -> RecordKey<'_> {
-        RecordKey {
+    /// The record's identity fields.
+    pub fn identity(&self) -> Identity<'_> {
+        Identity {
             benchmark: &self.benchmark,
             language: self.language.as_deref(),
-            script: with_script.then_some(self.script.as_deref()),
+            script: self.script.as_deref(),
             question_id: &self.question_id,
             variant_id: &self.variant_id,
             filter: &self.filter,
             repeat_id: self.repeat_id,
         }
     }
+}
 
-    /// The comparison identity of this record.
-    pub fn item_identity(&self) -> ItemIdentity {
-        ItemIdentity {
-            benchmark: self.benchmark.clone(),
-            language: self.language.clone(),
-            script: self.script.clone(),
-            question_id: self.question_id.clone(),
-            filter: self.filter.clone(),
-            repeat_id: self.repeat_id,
-        }
-    }
-
-    /// Reads a record as stored in `records/<seq>.jsonl`: every field present with its
-    /// schema type, nothing unknown.
-    pub fn from_stored(object: Map<String, Value>) -> Result<Self, FieldError> {
+impl Record {
+    /// Reads a record in its JSON form (what `babel records` prints): every field present
+    /// with its schema type, nothing unknown.
+    pub fn from_json(object: Map<String, Value>) -> Result<Self, FieldError> {
         let mut f = Fields::new(object, FieldPath::root());
         let schema_version = f.optional_index("schema_version")?;
         if schema_version != Some(SCHEMA_VERSION) {
@@ -285,7 +316,7 @@ impl Record {
             scores: f.object("scores", true)?,
             metrics: f.object("metrics", true)?,
             response: f.required("response")?,
-            source: stored_source(&mut f)?,
+            source: json_source(&mut f)?,
             warnings: f.strings("warnings", true)?,
             extra: f.object("extra", true)?,
         };
@@ -300,6 +331,21 @@ fn required_index(f: &mut Fields, name: &str) -> Result<u64, FieldError> {
     }
     f.optional_index(name)?
         .ok_or_else(|| FieldError::new(f.path(name), "expected a non-negative integer, found null"))
+}
+
+fn json_source(f: &mut Fields) -> Result<Source, FieldError> {
+    let base = f.path("source");
+    let mut inner = Fields::new(f.object("source", true)?, base.clone());
+    let path = inner.required_string("path")?;
+    let line = required_index(&mut inner, "line")?;
+    if line == 0 {
+        return Err(FieldError::new(
+            base.key("line"),
+            "line numbers are one-based",
+        ));
+    }
+    inner.deny_unknown()?;
+    Ok(Source::line(path, line))
 }
 
 /// Reads `identity_scope` (`stable` or `run-local`); `None` when absent and not required.
@@ -324,23 +370,8 @@ pub fn identity_scope(f: &mut Fields, required: bool) -> Result<Option<IdentityS
     }
 }
 
-fn stored_source(f: &mut Fields) -> Result<Source, FieldError> {
-    let base = f.path("source");
-    let mut inner = Fields::new(f.object("source", true)?, base.clone());
-    let path = inner.required_string("path")?;
-    let line = required_index(&mut inner, "line")?;
-    if line == 0 {
-        return Err(FieldError::new(
-            base.key("line"),
-            "line numbers are one-based",
-        ));
-    }
-    inner.deny_unknown()?;
-    Ok(Source { path, line })
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
@@ -365,51 +396,39 @@ mod tests {
             scores: Map::new(),
             metrics: Map::new(),
             response: Value::Null,
-            source: Source {
-                path: "runs/r1/raw/0001-a.jsonl".into(),
-                line: 1,
-            },
+            source: Source::line("runs/r1/raw/0001-a.jsonl", 1),
             warnings: vec![],
             extra: Map::new(),
         }
     }
 
-    fn as_object(record: &Record) -> Map<String, Value> {
-        let Value::Object(map) = serde_json::to_value(record).unwrap() else {
-            panic!()
-        };
-        map
-    }
-
     #[test]
-    fn a_stored_record_round_trips_and_null_correctness_stays_null() {
-        let record = sample();
-        let line = serde_json::to_string(&record).unwrap();
+    fn null_correctness_serializes_as_null_and_the_source_as_path_and_line() {
+        let line = serde_json::to_string(&sample()).unwrap();
         assert!(line.contains("\"correct\":null"), "{line}");
-        assert_eq!(Record::from_stored(as_object(&record)), Ok(record));
-    }
-
-    #[test]
-    fn stored_records_refuse_unknown_and_missing_fields() {
-        let mut object = as_object(&sample());
-        object.insert("surprise".into(), json!(1));
-        let error = Record::from_stored(object).unwrap_err();
-        assert_eq!(error.path.to_string(), "surprise");
-
-        let mut object = as_object(&sample());
-        object.shift_remove("correct");
-        assert_eq!(
-            Record::from_stored(object).unwrap_err().to_string(),
-            "field correct: required field is missing"
+        assert!(
+            line.contains("\"source\":{\"path\":\"runs/r1/raw/0001-a.jsonl\",\"line\":1}"),
+            "{line}"
         );
     }
 
     #[test]
-    fn stored_source_lines_are_one_based() {
-        let mut object = as_object(&sample());
-        object["source"] = json!({"path": "runs/r1/raw/0001-a.jsonl", "line": 0});
+    fn the_json_form_reads_back_strictly() {
+        let record = sample();
+        let Value::Object(object) = serde_json::to_value(&record).unwrap() else {
+            panic!()
+        };
+        assert_eq!(Record::from_json(object.clone()), Ok(record));
+        let mut unknown = object.clone();
+        unknown.insert("surprise".into(), json!(1));
         assert_eq!(
-            Record::from_stored(object).unwrap_err().path.to_string(),
+            Record::from_json(unknown).unwrap_err().path.to_string(),
+            "surprise"
+        );
+        let mut zero = object;
+        zero["source"] = json!({"path": "runs/r1/raw/0001-a.jsonl", "line": 0});
+        assert_eq!(
+            Record::from_json(zero).unwrap_err().path.to_string(),
             "source.line"
         );
     }
@@ -422,7 +441,8 @@ mod tests {
         let mut same = sample();
         same.correct = Some(true);
         same.model = "other".into();
-        assert_eq!(a.key(false).digest(), same.key(false).digest());
+        let digest = |r: &Record| r.identity().record_digest(false);
+        assert_eq!(digest(&a), digest(&same));
         for change in [
             |r: &mut Record| r.benchmark = "x".into(),
             |r: &mut Record| r.language = None,
@@ -433,7 +453,7 @@ mod tests {
         ] {
             let mut other = sample();
             change(&mut other);
-            assert_ne!(a.key(false).digest(), other.key(false).digest());
+            assert_ne!(digest(&a), digest(&other));
         }
     }
 
@@ -442,8 +462,14 @@ mod tests {
         let a = sample();
         let mut b = sample();
         b.script = Some("Latn".into());
-        assert_eq!(a.key(false).digest(), b.key(false).digest());
-        assert_ne!(a.key(true).digest(), b.key(true).digest());
+        assert_eq!(
+            a.identity().record_digest(false),
+            b.identity().record_digest(false)
+        );
+        assert_ne!(
+            a.identity().record_digest(true),
+            b.identity().record_digest(true)
+        );
     }
 
     #[test]
@@ -452,6 +478,25 @@ mod tests {
         a.language = None;
         let mut b = sample();
         b.language = Some("null".into());
-        assert_ne!(a.key(false).digest(), b.key(false).digest());
+        assert_ne!(
+            a.identity().record_digest(false),
+            b.identity().record_digest(false)
+        );
+    }
+
+    #[test]
+    fn items_ignore_the_variant_and_order_null_first() {
+        // "A comparison joins the same key without variant_id."
+        let a = sample();
+        let mut b = sample();
+        b.variant_id = "rephrased".into();
+        assert!(a.identity().same_item(&b.identity()));
+        let mut c = sample();
+        c.language = None;
+        assert!(c.identity().item_cmp(&a.identity()).is_lt());
+        assert_eq!(
+            serde_json::to_value(a.identity()).unwrap(),
+            json!({"benchmark": "mmlu", "language": "en", "script": null, "question_id": "q1", "filter": "none", "repeat_id": 0})
+        );
     }
 }

@@ -10,8 +10,8 @@
 use serde_json::{Map, Value};
 use std::io::{self, Write};
 
-use super::Load;
-use crate::compare::{Comparable, Comparison, Side};
+use super::{Load, LoadedItem};
+use crate::compare::{Comparison, Side};
 use crate::record::Record;
 
 /// The identity columns, in order.
@@ -93,7 +93,10 @@ fn side_cells(record: Option<&Record>, row: &mut Vec<String>) {
         serde_json::to_string(&r.warnings).unwrap_or_default(),
         map_cell(&r.extra),
         text_cell(&r.source.path),
-        r.source.line.to_string(),
+        r.source
+            .line_number()
+            .map(|line| line.to_string())
+            .unwrap_or_default(),
     ]);
 }
 
@@ -105,11 +108,7 @@ fn csv_error(error: ::csv::Error) -> io::Error {
 }
 
 /// Writes the header and one row per item.
-pub fn render<R: Comparable>(
-    comparison: &Comparison<R>,
-    load: Load<'_, R>,
-    out: &mut dyn Write,
-) -> io::Result<()> {
+pub fn render(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut writer = ::csv::Writer::from_writer(out);
     let mut header: Vec<String> = IDENTITY_COLUMNS.iter().map(|c| c.to_string()).collect();
     for side in [Side::Baseline, Side::Variant] {
@@ -118,11 +117,11 @@ pub fn render<R: Comparable>(
     writer.write_record(&header).map_err(csv_error)?;
     let mut row: Vec<String> = Vec::with_capacity(header.len());
     for item in &comparison.items {
-        let item = item.load(&mut *load)?;
+        let item = LoadedItem::load(item, &mut *load)?;
         row.clear();
         let record = item.any_record();
         row.extend([
-            item.outcome().name().to_owned(),
+            item.outcome.name().to_owned(),
             text_cell(&record.benchmark),
             optional_cell(record.language.as_deref()),
             optional_cell(record.script.as_deref()),
@@ -130,8 +129,8 @@ pub fn render<R: Comparable>(
             text_cell(&record.filter),
             record.repeat_id.to_string(),
         ]);
-        side_cells(item.baseline(), &mut row);
-        side_cells(item.variant(), &mut row);
+        side_cells(item.baseline.as_ref(), &mut row);
+        side_cells(item.variant.as_ref(), &mut row);
         writer.write_record(&row).map_err(csv_error)?;
     }
     writer.flush()

@@ -13,13 +13,12 @@ use askama::Template;
 use serde::Serialize;
 use serde::ser::{SerializeTuple, Serializer};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::io::{self, Write};
 
-use super::Load;
-use super::{EACH_SIDE_ALONE, each_side_alone, level, p_value, percent, points};
+use super::{EACH_SIDE_ALONE, Load, LoadedItem, each_side_alone, level, p_value, percent, points};
 use crate::compare::summary::{Group, Summary};
-use crate::compare::{Comparable, Comparison, Outcome, SideLabel};
+use crate::compare::{Comparison, Outcome, SideLabel};
 use crate::record::Record;
 
 /// Marks where the items JSON goes in the rendered shell. It cannot come from data: every
@@ -231,24 +230,23 @@ impl<W: Write> Write for ScriptSafe<W> {
     }
 }
 
-/// Interns repeated strings (benchmarks, languages, source paths) as indices.
+/// Interns repeated strings (benchmarks, languages, source paths) as indices, numbered in
+/// the order they are first seen.
 #[derive(Default)]
-struct Table<'a> {
-    index: BTreeMap<Option<&'a str>, usize>,
-    values: Vec<Option<&'a str>>,
+struct Table {
+    index: HashMap<Option<String>, usize>,
+    values: Vec<Option<String>>,
 }
 
-impl<'a> Table<'a> {
-    fn id(&mut self, value: Option<&'a str>) -> usize {
-        *self.index.entry(value).or_insert_with(|| {
-            self.values.push(value);
-            self.values.len() - 1
-        })
-    }
-
-    /// The number of a value the first pass has already seen.
-    fn known(&self, value: Option<&str>) -> usize {
-        self.index.get(&value).copied().unwrap_or_default()
+impl Table {
+    fn id(&mut self, value: Option<&str>) -> usize {
+        if let Some(&id) = self.index.get(&value.map(str::to_owned)) {
+            return id;
+        }
+        self.values.push(value.map(str::to_owned));
+        self.index
+            .insert(value.map(str::to_owned), self.values.len() - 1);
+        self.values.len() - 1
     }
 }
 
@@ -272,7 +270,7 @@ impl Serialize for SideView<'_> {
         tuple.serialize_element(&r.metrics)?;
         tuple.serialize_element(&r.warnings)?;
         tuple.serialize_element(&self.source)?;
-        tuple.serialize_element(&r.source.line)?;
+        tuple.serialize_element(&r.source.line_number())?;
         tuple.serialize_element(&r.rephrasing_model)?;
         tuple.serialize_element(&r.extra)?;
         tuple.end()
@@ -285,9 +283,9 @@ struct PageMeta<'a> {
     baseline: &'a SideLabel,
     variant: &'a SideLabel,
     outcomes: Vec<Map<String, Value>>,
-    benchmarks: Vec<Option<&'a str>>,
-    languages: Vec<Option<&'a str>>,
-    sources: Vec<Option<&'a str>>,
+    benchmarks: &'a [Option<String>],
+    languages: &'a [Option<String>],
+    sources: &'a [Option<String>],
 }
 
 fn outcome_list() -> Vec<Map<String, Value>> {
@@ -302,57 +300,38 @@ fn outcome_list() -> Vec<Map<String, Value>> {
         .collect()
 }
 
-fn side_view<'a>(record: &'a Record, sources: &Table<'_>) -> SideView<'a> {
+fn side_view<'a>(record: &'a Record, sources: &mut Table) -> SideView<'a> {
     SideView {
         record,
-        source: sources.known(Some(&record.source.path)),
+        source: sources.id(Some(&record.source.path)),
     }
 }
 
-fn write_data<R: Comparable>(
-    comparison: &Comparison<R>,
-    load: Load<'_, R>,
-    out: &mut dyn Write,
-) -> io::Result<()> {
+/// The items first, then what they refer to (the tables fill while the items stream).
+fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut benchmarks = Table::default();
     let mut languages = Table::default();
     let mut sources = Table::default();
-    for item in &comparison.items {
-        let (benchmark, language, ..) = item.any_record().identity_key();
-        benchmarks.id(Some(benchmark));
-        languages.id(language);
-        for side in [item.baseline(), item.variant()].into_iter().flatten() {
-            sources.id(Some(&side.source().path));
-        }
-    }
-    let meta = PageMeta {
-        baseline: &comparison.baseline,
-        variant: &comparison.variant,
-        outcomes: outcome_list(),
-        benchmarks: benchmarks.values.clone(),
-        languages: languages.values.clone(),
-        sources: sources.values.clone(),
-    };
     let mut out = ScriptSafe(out);
-    out.write_all(b"{\"meta\":")?;
-    serde_json::to_writer(&mut out, &meta)?;
-    out.write_all(b",\n\"items\":[")?;
+    out.write_all(b"{\"items\":[")?;
     for (n, item) in comparison.items.iter().enumerate() {
         if n > 0 {
             out.write_all(b",\n")?;
         }
-        let item = item.load(&mut *load)?;
+        let item = LoadedItem::load(item, &mut *load)?;
         let record = item.any_record();
         let outcome = Outcome::ALL
             .iter()
-            .position(|&o| o == item.outcome())
+            .position(|&o| o == item.outcome)
             .unwrap_or_default();
-        let baseline = item.baseline().map(|record| side_view(record, &sources));
-        let variant = item.variant().map(|record| side_view(record, &sources));
+        let benchmark = benchmarks.id(Some(&record.benchmark));
+        let language = languages.id(record.language.as_deref());
+        let baseline = item.baseline.as_ref().map(|r| side_view(r, &mut sources));
+        let variant = item.variant.as_ref().map(|r| side_view(r, &mut sources));
         let row = (
             outcome,
-            benchmarks.known(Some(&record.benchmark)),
-            languages.known(record.language.as_deref()),
+            benchmark,
+            language,
             &record.question_id,
             &record.script,
             &record.filter,
@@ -362,14 +341,24 @@ fn write_data<R: Comparable>(
         );
         serde_json::to_writer(&mut out, &row)?;
     }
-    out.write_all(b"]}")
+    let meta = PageMeta {
+        baseline: &comparison.baseline,
+        variant: &comparison.variant,
+        outcomes: outcome_list(),
+        benchmarks: &benchmarks.values,
+        languages: &languages.values,
+        sources: &sources.values,
+    };
+    out.write_all(b"],\n\"meta\":")?;
+    serde_json::to_writer(&mut out, &meta)?;
+    out.write_all(b"}")
 }
 
 /// Renders the page: the shell with the summary, the streamed items, the script.
-pub fn render<R: Comparable>(
-    comparison: &Comparison<R>,
+pub fn render(
+    comparison: &Comparison,
     summary: &Summary,
-    load: Load<'_, R>,
+    load: Load<'_>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let side_name = |label: &SideLabel| format!("{} · {}", label.run_id, label.variant_id);
@@ -450,9 +439,9 @@ pub fn render<R: Comparable>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::compare;
+    use crate::compare::Side;
     use crate::compare::stats::ConfidenceLevel;
-    use crate::compare::tests::{record, side};
+    use crate::compare::tests::{join, record};
 
     /// The page of a two-question comparison whose second question is also an item under
     /// a second filter, with the summary at `confidence`.
@@ -473,11 +462,17 @@ mod tests {
             other.filter = "strict-match".into();
             records.push(other);
         }
-        let comparison = compare(side("original", baseline), side("rephrased", variant)).unwrap();
-        let summary = Summary::of(&comparison, confidence);
+        let joined = join(baseline, variant).unwrap();
+        let comparison = &joined.comparison;
+        let summary = Summary::of(comparison, confidence);
         let mut out = Vec::new();
-        let mut load = |r: &Record| Ok(r.clone());
-        render(&comparison, &summary, &mut load, &mut out).unwrap();
+        let mut load = |side: Side, row: u32| {
+            Ok(match side {
+                Side::Baseline => joined.baseline[row as usize].clone(),
+                Side::Variant => joined.variant[row as usize].clone(),
+            })
+        };
+        render(comparison, &summary, &mut load, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 

@@ -6,31 +6,27 @@
 use serde::Serialize;
 use std::io::{self, Write};
 
-use super::Load;
-use crate::compare::{Comparable, Comparison, Outcome};
-use crate::record::{ItemIdentity, Record};
+use super::{Load, LoadedItem};
+use crate::compare::{Comparison, Outcome};
+use crate::record::{Identity, Record};
 
 #[derive(Serialize)]
 struct ItemLine<'a> {
     outcome: Outcome,
-    identity: ItemIdentity,
+    identity: Identity<'a>,
     baseline: Option<&'a Record>,
     variant: Option<&'a Record>,
 }
 
 /// Writes one JSON line per item, in the comparison's item order.
-pub fn render<R: Comparable>(
-    comparison: &Comparison<R>,
-    load: Load<'_, R>,
-    out: &mut dyn Write,
-) -> io::Result<()> {
+pub fn render(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> io::Result<()> {
     for item in &comparison.items {
-        let item = item.load(&mut *load)?;
+        let item = LoadedItem::load(item, &mut *load)?;
         let line = ItemLine {
-            outcome: item.outcome(),
+            outcome: item.outcome,
             identity: item.identity(),
-            baseline: item.baseline(),
-            variant: item.variant(),
+            baseline: item.baseline.as_ref(),
+            variant: item.variant.as_ref(),
         };
         serde_json::to_writer(&mut *out, &line)?;
         out.write_all(b"\n")?;

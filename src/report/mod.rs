@@ -17,9 +17,9 @@ use std::path::Path;
 
 use crate::compare::stats::ConfidenceLevel;
 use crate::compare::summary::SideAlone;
-use crate::compare::{Comparable, Comparison, Summary};
+use crate::compare::{Comparison, Item, Outcome, Side, Summary};
 use crate::durable::{self, ContentDigest, PathIoError, io_at};
-use crate::record::Record;
+use crate::record::{Identity, Record};
 
 /// The item-level report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,19 +57,53 @@ impl ReportFormat {
     }
 }
 
-/// Turns what a comparison holds for a side (a full [`Record`], or an [`Entry`]) into the
-/// full record a report shows; called once per record, in item order.
-///
-/// [`Entry`]: crate::record::Entry
-pub type Load<'l, R> = &'l mut dyn FnMut(&R) -> io::Result<Record>;
+/// Reads the full record of a side's row; called once per record, in item order.
+pub type Load<'l> = &'l mut dyn FnMut(Side, u32) -> io::Result<Record>;
+
+/// One item with its full records, as the renderers write it.
+pub struct LoadedItem {
+    pub outcome: Outcome,
+    pub baseline: Option<Record>,
+    pub variant: Option<Record>,
+}
+
+impl LoadedItem {
+    /// Reads the records of `item`.
+    pub fn load(item: &Item, load: Load<'_>) -> io::Result<Self> {
+        Ok(Self {
+            outcome: item.outcome,
+            baseline: item
+                .baseline
+                .map(|row| load(Side::Baseline, row))
+                .transpose()?,
+            variant: item
+                .variant
+                .map(|row| load(Side::Variant, row))
+                .transpose()?,
+        })
+    }
+
+    /// A record that carries the item's identity (the baseline one when there are two).
+    pub fn any_record(&self) -> &Record {
+        self.baseline
+            .as_ref()
+            .or(self.variant.as_ref())
+            .expect("an item has a record on at least one side")
+    }
+
+    /// The item's identity.
+    pub fn identity(&self) -> Identity<'_> {
+        self.any_record().identity()
+    }
+}
 
 /// Renders the report of `comparison` in `format` into `out`, loading each full record
 /// with `load` as its item is written.
-pub fn render<R: Comparable>(
+pub fn render(
     format: ReportFormat,
-    comparison: &Comparison<R>,
+    comparison: &Comparison,
     summary: &Summary,
-    load: Load<'_, R>,
+    load: Load<'_>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     match format {
@@ -81,12 +115,12 @@ pub fn render<R: Comparable>(
 
 /// Writes the report to `dest`, which must not exist yet, atomically: a reader sees no
 /// file or the whole report, never part of one, and an existing file is never replaced.
-pub fn write_new<R: Comparable>(
+pub fn write_new(
     dest: &Path,
     format: ReportFormat,
-    comparison: &Comparison<R>,
+    comparison: &Comparison,
     summary: &Summary,
-    load: Load<'_, R>,
+    load: Load<'_>,
 ) -> Result<ContentDigest, PathIoError> {
     durable::write_new_atomically(dest, |out| {
         render(format, comparison, summary, load, out).map_err(io_at("writing the report", dest))

@@ -247,9 +247,8 @@ fn breakdown(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::compare;
     use crate::compare::stats::ConfidenceLevel;
-    use crate::compare::tests::{record, side};
+    use crate::compare::tests::{join, record};
 
     fn text(confidence: ConfidenceLevel, second_filter: bool) -> String {
         let mut baseline = vec![record("original", "q1", "en", Some(true))];
@@ -261,7 +260,7 @@ mod tests {
                 records.push(other);
             }
         }
-        let comparison = compare(side("original", baseline), side("rephrased", variant)).unwrap();
+        let comparison = join(baseline, variant).unwrap().comparison;
         let mut out = Vec::new();
         render(&Summary::of(&comparison, confidence), &mut out).unwrap();
         String::from_utf8(out).unwrap()

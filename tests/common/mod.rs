@@ -143,3 +143,86 @@ pub fn canonical_line(q: &str, v: &str, correct: Option<bool>) -> String {
     })
     .to_string()
 }
+
+/// The rows of a records file as JSON objects, in the shape `babel records` prints (each
+/// JSON column's value parsed), read with babel's own reader.
+pub fn records_file_rows(path: &Path) -> Vec<serde_json::Value> {
+    use babel::archive::records::{Columns, RecordsFile};
+    let file = std::fs::File::open(path).unwrap();
+    let mut rows = Vec::new();
+    for batch in RecordsFile::open(file)
+        .unwrap()
+        .batches(Columns::ALL)
+        .unwrap()
+    {
+        let batch = batch.unwrap();
+        for row in 0..batch.len() {
+            let mut line = Vec::new();
+            batch.write_json_line(row, &mut line);
+            rows.push(serde_json::from_slice(&line).unwrap());
+        }
+    }
+    rows
+}
+
+/// Writes rows (JSON objects in the shape of [`records_file_rows`]) as a records file with
+/// babel's schema, the way a tool that edits records would: a JSON column gets the
+/// canonical text of its value, or exactly the text of `{"$raw": TEXT}`. Returns the bytes.
+pub fn write_records_file(path: &Path, rows: &[serde_json::Value]) -> Vec<u8> {
+    use arrow_array::{ArrayRef, BooleanArray, RecordBatch, StringArray, UInt64Array};
+    use babel::archive::records::{COLUMNS, Kind, SCHEMA_KEY, SCHEMA_VALUE, file_schema};
+    use serde_json::Value;
+    use std::sync::Arc;
+    let field = |row: &Value, name: &str| -> Value {
+        match name {
+            "source_path" => row["source"]["path"].clone(),
+            "source_line" => row["source"]["line"].clone(),
+            _ => row[name].clone(),
+        }
+    };
+    let columns: Vec<ArrayRef> = COLUMNS
+        .iter()
+        .map(|(_, name, kind)| -> ArrayRef {
+            let values = rows.iter().map(|row| field(row, name));
+            match kind {
+                Kind::Label { .. } | Kind::Text => Arc::new(StringArray::from(
+                    values
+                        .map(|v| v.as_str().map(str::to_owned))
+                        .collect::<Vec<_>>(),
+                )),
+                Kind::Json => Arc::new(StringArray::from(
+                    values
+                        .map(|v| match v.get("$raw").and_then(Value::as_str) {
+                            Some(raw) => raw.to_owned(),
+                            None => babel::canonical_json::to_canonical_string(&v).unwrap(),
+                        })
+                        .collect::<Vec<_>>(),
+                )),
+                Kind::Integer { .. } => Arc::new(UInt64Array::from(
+                    values.map(|v| v.as_u64()).collect::<Vec<_>>(),
+                )),
+                Kind::Boolean => Arc::new(BooleanArray::from(
+                    values.map(|v| v.as_bool()).collect::<Vec<_>>(),
+                )),
+            }
+        })
+        .collect();
+    let batch = RecordBatch::try_new(file_schema(), columns).unwrap();
+    let properties = parquet::file::properties::WriterProperties::builder()
+        .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
+            SCHEMA_KEY.to_owned(),
+            SCHEMA_VALUE.to_owned(),
+        )]))
+        .build();
+    let options = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
+        .with_properties(properties)
+        .with_skip_arrow_metadata(true);
+    let mut bytes = Vec::new();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new_with_options(&mut bytes, file_schema(), options)
+            .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    std::fs::write(path, &bytes).unwrap();
+    bytes
+}

@@ -9,10 +9,7 @@
 //!
 //! Reads only; findings are returned to `archive::validate`, which reports them.
 
-use serde::Deserialize;
-use std::borrow::Cow;
-use std::fs::{self, File};
-use std::io::{BufRead, BufReader};
+use std::fs;
 use std::path::Path;
 
 use super::contract::{BankIndex, resolve_contract};
@@ -23,6 +20,8 @@ use super::{
 };
 use crate::archive::layout::{self, RunId, check_portable_id, run_relative};
 use crate::archive::manifest::RunManifest;
+use crate::archive::read;
+use crate::archive::records::{Column, Columns};
 use crate::archive::validate::Finding;
 use crate::archive::{Archive, ArchiveError, read_json_object};
 use crate::canonical_json::is_canonical;
@@ -39,6 +38,7 @@ pub struct RegistryReport {
 impl RegistryReport {
     fn add(&mut self, path: impl Into<String>, check: &'static str, message: impl Into<String>) {
         self.findings.push(Finding {
+            row: None,
             path: path.into(),
             line: None,
             check,
@@ -335,6 +335,7 @@ pub fn check_run_contract(
             Ok(problems
                 .into_iter()
                 .map(|problem| Finding {
+                    row: None,
                     path: path.clone(),
                     line: None,
                     check: "contract",
@@ -345,19 +346,6 @@ pub fn check_run_contract(
     }
 }
 
-/// The fields of a stored record the contract constrains (the rest of the line is skipped).
-#[derive(Debug, Deserialize)]
-struct StrictFields<'a> {
-    #[serde(borrow)]
-    language: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    script: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    question_id: Cow<'a, str>,
-    #[serde(borrow)]
-    filter: Cow<'a, str>,
-}
-
 fn check_strict_records(
     archive: &Archive,
     run: &RunId,
@@ -365,6 +353,12 @@ fn check_strict_records(
     index: &BankIndex,
 ) -> Result<Vec<Finding>, ArchiveError> {
     let mut findings = Vec::new();
+    let columns = Columns::of(&[
+        Column::Language,
+        Column::Script,
+        Column::QuestionId,
+        Column::Filter,
+    ]);
     for entry in &manifest.imports {
         let relative = run_relative(run, &entry.records.path);
         let path = archive.layout().resolve(&relative);
@@ -375,51 +369,54 @@ fn check_strict_records(
         {
             continue;
         }
-        let Ok(file) = File::open(&path) else {
+        let Ok(batches) = read::batches(archive, run, entry, columns) else {
             continue;
         };
         let mut listed = 0usize;
         let mut unlisted = 0usize;
-        let reader = BufReader::with_capacity(256 * 1024, file);
-        for (index_in_file, line) in reader.split(b'\n').enumerate() {
-            let line = line.map_err(io_at("reading", &path))?;
-            // A line that is not a stored record is reported by validate's schema check.
-            let Ok(record) = serde_json::from_slice::<StrictFields<'_>>(&line) else {
-                continue;
-            };
-            // So is a strict record without a script; the contract adds nothing to it.
-            if record.script.is_none() {
-                continue;
+        let mut row_number = 0u64;
+        for batch in batches {
+            let batch = batch?;
+            for row in 0..batch.len() {
+                row_number += 1;
+                let language = batch.text(Column::Language, row);
+                // A strict record without a script is validate's schema finding; the
+                // contract adds nothing to it.
+                let Some(script) = batch.text(Column::Script, row) else {
+                    continue;
+                };
+                let Err(outside) = index.check_fields(
+                    language,
+                    Some(script),
+                    batch.text(Column::QuestionId, row).unwrap_or_default(),
+                    batch.text(Column::Filter, row).unwrap_or_default(),
+                ) else {
+                    continue;
+                };
+                if listed == MAX_CONTRACT_FINDINGS_PER_FILE {
+                    unlisted += 1;
+                    continue;
+                }
+                listed += 1;
+                let message = if outside.path.is_root() {
+                    outside.message
+                } else {
+                    format!("field {}: {}", outside.path, outside.message)
+                };
+                findings.push(Finding {
+                    path: relative.clone(),
+                    line: None,
+                    row: Some(row_number),
+                    check: "contract",
+                    message,
+                });
             }
-            let Err(outside) = index.check_fields(
-                record.language.as_deref(),
-                record.script.as_deref(),
-                &record.question_id,
-                &record.filter,
-            ) else {
-                continue;
-            };
-            if listed == MAX_CONTRACT_FINDINGS_PER_FILE {
-                unlisted += 1;
-                continue;
-            }
-            listed += 1;
-            let message = if outside.path.is_root() {
-                outside.message
-            } else {
-                format!("field {}: {}", outside.path, outside.message)
-            };
-            findings.push(Finding {
-                path: relative.clone(),
-                line: Some(index_in_file as u64 + 1),
-                check: "contract",
-                message,
-            });
         }
         if unlisted > 0 {
             findings.push(Finding {
                 path: relative.clone(),
                 line: None,
+                row: None,
                 check: "contract",
                 message: format!(
                     "{unlisted} more records outside the run's contract are not listed"

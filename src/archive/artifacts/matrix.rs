@@ -6,19 +6,19 @@
 //! Reads the archive only; the two files it writes are derived, like comparison reports,
 //! and go through [`report_destination`] and [`durable::write_new_atomically`].
 
-use serde::Deserialize;
-use std::borrow::Cow;
 use std::collections::HashSet;
-use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Write};
+use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::contract::{BenchmarkContract, check_comparable};
 use super::payload::{ItemBank, Payload};
 use super::{ArtifactError, Kind, load, release_members};
 use crate::archive::comparison::report_destination;
-use crate::archive::layout::{self, RunId, run_relative};
+use crate::archive::layout::{self, RunId};
 use crate::archive::manifest::RunManifest;
+use crate::archive::read;
+use crate::archive::records::{Column, Columns};
 use crate::archive::{Archive, ArchiveError};
 use crate::durable::{self, io_at};
 use crate::matrix::{InstanceKey, ItemColumn, MatrixBuilder, Observed, ResponseMatrix, RunRow};
@@ -67,22 +67,19 @@ fn refuse(message: String, hint: &str) -> ArchiveError {
     .into()
 }
 
-/// The fields of a stored record the matrix reads (the rest of the line is skipped).
-#[derive(Debug, Deserialize)]
-struct Observation<'a> {
-    #[serde(borrow)]
-    language: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    script: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    question_id: Cow<'a, str>,
-    #[serde(borrow)]
-    variant_id: Cow<'a, str>,
-    #[serde(borrow)]
-    filter: Cow<'a, str>,
-    repeat_id: u64,
-    correct: Option<bool>,
-}
+/// What the matrix reads of each record: its identity, correctness and source.
+const OBSERVATION: Columns = Columns::of(&[
+    Column::Benchmark,
+    Column::Language,
+    Column::Script,
+    Column::QuestionId,
+    Column::VariantId,
+    Column::Filter,
+    Column::RepeatId,
+    Column::Correct,
+    Column::SourcePath,
+    Column::SourceLine,
+]);
 
 fn selected_runs(
     archive: &Archive,
@@ -239,44 +236,43 @@ pub fn build(archive: &Archive, request: &MatrixRequest) -> Result<BuiltMatrix, 
                 .map(str::to_owned),
         });
         for entry in &manifest.imports {
-            let relative = run_relative(&run, &entry.records.path);
-            let path = archive.layout().resolve(&relative);
-            let file = File::open(&path).map_err(io_at("opening", &path))?;
-            let reader = BufReader::with_capacity(256 * 1024, file);
-            for (index, line) in reader.split(b'\n').enumerate() {
-                let line = line.map_err(io_at("reading", &path))?;
-                let record: Observation<'_> =
-                    serde_json::from_slice(&line).map_err(|e| ArchiveError::Damaged {
-                        path: path.clone(),
-                        reason: format!("line {}: {e}", index + 1),
-                    })?;
-                if record.variant_id != request.variant
-                    || record.filter != filter
-                    || record.repeat_id != request.repeat
-                {
-                    continue;
-                }
-                let (Some(language), Some(script)) = (&record.language, &record.script) else {
-                    outside_bank += 1;
-                    continue;
-                };
-                let source_ref = format!("{relative}:{}", index + 1);
-                let observed = builder
-                    .observe(
-                        language,
-                        script,
-                        &record.question_id,
-                        record.correct,
-                        &source_ref,
-                    )
-                    .map_err(|e| {
-                        refuse(
-                            e.to_string(),
-                            "select one record per item with --variant, --filter and --repeat",
+            for batch in read::batches(archive, &run, entry, OBSERVATION)? {
+                let batch = batch?;
+                for row in 0..batch.len() {
+                    let identity = batch.identity(row);
+                    if identity.variant_id != request.variant
+                        || identity.filter != filter
+                        || identity.repeat_id != request.repeat
+                    {
+                        continue;
+                    }
+                    let (Some(language), Some(script)) = (identity.language, identity.script)
+                    else {
+                        outside_bank += 1;
+                        continue;
+                    };
+                    let source = format!(
+                        "{}:{}",
+                        batch.text(Column::SourcePath, row).unwrap_or_default(),
+                        batch.integer(Column::SourceLine, row).unwrap_or_default()
+                    );
+                    let observed = builder
+                        .observe(
+                            language,
+                            script,
+                            identity.question_id,
+                            batch.correct(row),
+                            &source,
                         )
-                    })?;
-                if observed == Observed::NotInBank {
-                    outside_bank += 1;
+                        .map_err(|e| {
+                            refuse(
+                                e.to_string(),
+                                "select one record per item with --variant, --filter and --repeat",
+                            )
+                        })?;
+                    if observed == Observed::NotInBank {
+                        outside_bank += 1;
+                    }
                 }
             }
         }

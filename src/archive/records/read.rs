@@ -1,0 +1,463 @@
+//! Reading a records file: its schema checked against [`COLUMNS`] when it is opened, then
+//! batches of only the projected columns, each row readable as typed fields, as an
+//! [`Identity`], or as a full [`Record`] decoded strictly.
+
+use std::fs::File;
+use std::io;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, UInt64Type};
+use arrow_array::{Array, BooleanArray, Int32Array, RecordBatch, StringArray, UInt64Array};
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder,
+};
+use serde_json::{Map, Value};
+
+use super::write::to_io;
+use super::{COLUMNS, Column, Columns, Kind, SCHEMA_KEY, SCHEMA_VALUE, file_schema, read_schema};
+use crate::canonical_json;
+use crate::jsonl;
+use crate::record::fields::MAX_SAFE_INTEGER;
+use crate::record::{Identity, IdentityScope, Record, SCHEMA_VERSION, Source};
+
+/// Rows per batch read.
+const BATCH_ROWS: usize = 8192;
+
+/// One row that breaks the record schema: which column (and where inside its JSON) and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowError {
+    /// The column, or a path into a JSON column (`input.doc`).
+    pub field: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for RowError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "field {}: {}", self.field, self.message)
+    }
+}
+
+fn row_error(column: Column, message: impl Into<String>) -> RowError {
+    RowError {
+        field: column.name().to_owned(),
+        message: message.into(),
+    }
+}
+
+/// An open records file whose schema is the one this build writes.
+pub struct RecordsFile {
+    file: File,
+    metadata: ArrowReaderMetadata,
+}
+
+impl RecordsFile {
+    /// Opens a records file: its footer must parse and its schema and metadata must be
+    /// exactly [`COLUMNS`] (names, order, types, nullability) and [`SCHEMA_KEY`]; the
+    /// error says what differs.
+    pub fn open(file: File) -> Result<Self, String> {
+        let found = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+            .map_err(|e| format!("not a readable Parquet file ({e})"))?;
+        check_schema(&found)?;
+        let options = ArrowReaderOptions::new().with_schema(read_schema());
+        let metadata = ArrowReaderMetadata::try_new(Arc::clone(found.metadata()), options)
+            .map_err(|e| format!("its columns cannot be read ({e})"))?;
+        Ok(Self { file, metadata })
+    }
+
+    /// Rows in the file, as its footer says.
+    pub fn rows(&self) -> u64 {
+        self.metadata.metadata().file_metadata().num_rows().max(0) as u64
+    }
+
+    /// Reads the file in batches of the `columns` only.
+    pub fn batches(self, columns: Columns) -> io::Result<Batches> {
+        let mask = ProjectionMask::roots(
+            self.metadata.parquet_schema(),
+            columns.iter().map(Column::index),
+        );
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(self.file, self.metadata)
+            .with_projection(mask)
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .map_err(to_io)?;
+        Ok(Batches { reader, columns })
+    }
+}
+
+fn check_schema(found: &ArrowReaderMetadata) -> Result<(), String> {
+    let expected = file_schema();
+    let schema = found.schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    let wanted: Vec<&str> = COLUMNS.iter().map(|(_, name, _)| *name).collect();
+    if names != wanted {
+        return Err(format!(
+            "its columns are [{}], not the records schema's [{}]",
+            names.join(", "),
+            wanted.join(", ")
+        ));
+    }
+    for (field, want) in schema.fields().iter().zip(expected.fields()) {
+        if field.data_type() != want.data_type() || field.is_nullable() != want.is_nullable() {
+            let nullable = |n: bool| if n { "nullable" } else { "required" };
+            return Err(format!(
+                "column {} is {} {}, not {} {}",
+                field.name(),
+                nullable(field.is_nullable()),
+                field.data_type(),
+                nullable(want.is_nullable()),
+                want.data_type()
+            ));
+        }
+    }
+    let version = found
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|pairs| pairs.iter().find(|kv| kv.key == SCHEMA_KEY))
+        .and_then(|kv| kv.value.clone());
+    if version.as_deref() != Some(SCHEMA_VALUE) {
+        return Err(format!(
+            "its metadata {SCHEMA_KEY} is {}, not {SCHEMA_VALUE:?}",
+            version.map_or("missing".to_owned(), |v| format!("{v:?}"))
+        ));
+    }
+    Ok(())
+}
+
+/// The batches of one records file, in row order.
+pub struct Batches {
+    reader: ParquetRecordBatchReader,
+    columns: Columns,
+}
+
+impl Iterator for Batches {
+    type Item = io::Result<Batch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let batch = self.reader.next()?;
+        Some(
+            batch
+                .map_err(io::Error::other)
+                .and_then(|batch| Batch::new(&batch, self.columns)),
+        )
+    }
+}
+
+/// A column of a batch, typed once so that rows are read without downcasts.
+#[derive(Debug, Clone)]
+enum View {
+    Absent,
+    Label {
+        keys: Int32Array,
+        values: StringArray,
+    },
+    Text(StringArray),
+    Integer(UInt64Array),
+    Boolean(BooleanArray),
+}
+
+/// Some rows of a records file, with the projected columns.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    views: Vec<View>,
+    len: usize,
+}
+
+impl Batch {
+    fn new(batch: &RecordBatch, columns: Columns) -> io::Result<Self> {
+        let mut views = vec![View::Absent; COLUMNS.len()];
+        for (position, column) in columns.iter().enumerate() {
+            let array = batch.column(position);
+            views[column.index()] = match column.kind() {
+                Kind::Label { .. } => {
+                    let dictionary = array.as_dictionary_opt::<Int32Type>().ok_or_else(|| {
+                        io::Error::other(format!("column {} is not dictionary text", column.name()))
+                    })?;
+                    View::Label {
+                        keys: dictionary.keys().clone(),
+                        values: dictionary.values().as_string::<i32>().clone(),
+                    }
+                }
+                Kind::Text | Kind::Json => View::Text(array.as_string::<i32>().clone()),
+                Kind::Integer { .. } => View::Integer(array.as_primitive::<UInt64Type>().clone()),
+                Kind::Boolean => View::Boolean(array.as_boolean().clone()),
+            };
+        }
+        Ok(Self {
+            views,
+            len: batch.num_rows(),
+        })
+    }
+
+    /// Rows in the batch.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for a batch without rows.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A text column's value (label, text or JSON); `None` for null. Panics if the column
+    /// was not projected or holds no text: a programming error, not bad data.
+    pub fn text(&self, column: Column, row: usize) -> Option<&str> {
+        match &self.views[column.index()] {
+            View::Label { keys, values } => {
+                (!keys.is_null(row)).then(|| values.value(keys.value(row) as usize))
+            }
+            View::Text(array) => (!array.is_null(row)).then(|| array.value(row)),
+            _ => panic!("column {} is not projected text", column.name()),
+        }
+    }
+
+    /// An integer column's value.
+    pub fn integer(&self, column: Column, row: usize) -> Option<u64> {
+        match &self.views[column.index()] {
+            View::Integer(array) => (!array.is_null(row)).then(|| array.value(row)),
+            _ => panic!("column {} is not a projected integer", column.name()),
+        }
+    }
+
+    /// `correct`: true, false or null (unknown).
+    pub fn correct(&self, row: usize) -> Option<bool> {
+        match &self.views[Column::Correct.index()] {
+            View::Boolean(array) => (!array.is_null(row)).then(|| array.value(row)),
+            _ => panic!("column correct is not projected"),
+        }
+    }
+
+    /// The identity fields of a row (required text columns read as "" if a damaged file
+    /// holds a null there; `validate` reports it).
+    pub fn identity(&self, row: usize) -> Identity<'_> {
+        Identity {
+            benchmark: self.text(Column::Benchmark, row).unwrap_or_default(),
+            language: self.text(Column::Language, row),
+            script: self.text(Column::Script, row),
+            question_id: self.text(Column::QuestionId, row).unwrap_or_default(),
+            variant_id: self.text(Column::VariantId, row).unwrap_or_default(),
+            filter: self.text(Column::Filter, row).unwrap_or_default(),
+            repeat_id: self.integer(Column::RepeatId, row).unwrap_or_default(),
+        }
+    }
+
+    /// `identity_scope`, refusing any other value.
+    pub fn identity_scope(&self, row: usize) -> Result<IdentityScope, RowError> {
+        let text = self.text(Column::IdentityScope, row).unwrap_or_default();
+        IdentityScope::parse(text).ok_or_else(|| {
+            row_error(
+                Column::IdentityScope,
+                format!("expected \"stable\" or \"run-local\", found {text:?}"),
+            )
+        })
+    }
+
+    /// The full record of a row (every column must be projected), checked against the
+    /// schema: required text non-empty, integers in range, every JSON column one strict
+    /// JSON value of its type. With `canonical`, each JSON text must also be exactly its
+    /// RFC 8785 form (what `validate` checks; a report only needs the values).
+    pub fn record(&self, row: usize, canonical: bool) -> Result<Record, RowError> {
+        let required = |column: Column| -> Result<String, RowError> {
+            match self.text(column, row) {
+                Some(text) if !text.is_empty() => Ok(text.to_owned()),
+                _ => Err(row_error(column, "expected a non-empty string")),
+            }
+        };
+        let optional = |column: Column| -> Result<Option<String>, RowError> {
+            match self.text(column, row) {
+                None => Ok(None),
+                Some("") => Err(row_error(column, "expected a non-empty string or null")),
+                Some(text) => Ok(Some(text.to_owned())),
+            }
+        };
+        let json = |column: Column| -> Result<Value, RowError> {
+            let text = self.text(column, row).unwrap_or_default();
+            let value = jsonl::parse_value(text).map_err(|message| row_error(column, message))?;
+            if canonical {
+                let mut again = Vec::with_capacity(text.len());
+                canonical_json::write_value(&value, &mut again)
+                    .map_err(|e| row_error(column, e.to_string()))?;
+                if again != text.as_bytes() {
+                    return Err(row_error(column, "not RFC 8785 canonical JSON"));
+                }
+            }
+            Ok(value)
+        };
+        let object = |column: Column| -> Result<Map<String, Value>, RowError> {
+            match json(column)? {
+                Value::Object(map) => Ok(map),
+                other => Err(row_error(
+                    column,
+                    format!(
+                        "expected a JSON object, found {}",
+                        crate::record::fields::describe(&other)
+                    ),
+                )),
+            }
+        };
+        let version = self.integer(Column::SchemaVersion, row).unwrap_or_default();
+        if version != SCHEMA_VERSION {
+            return Err(row_error(
+                Column::SchemaVersion,
+                format!("expected {SCHEMA_VERSION}, found {version}"),
+            ));
+        }
+        let repeat_id = self.integer(Column::RepeatId, row).unwrap_or_default();
+        if repeat_id > MAX_SAFE_INTEGER {
+            return Err(row_error(
+                Column::RepeatId,
+                format!("{repeat_id} is beyond 2^53 - 1"),
+            ));
+        }
+        let input = json(Column::Input)?;
+        if !matches!(input, Value::Object(_) | Value::Null) {
+            return Err(row_error(
+                Column::Input,
+                format!(
+                    "expected a JSON object or null, found {}",
+                    crate::record::fields::describe(&input)
+                ),
+            ));
+        }
+        let warnings = match json(Column::Warnings)? {
+            Value::Array(items) => items
+                .into_iter()
+                .map(|item| match item {
+                    Value::String(text) => Ok(text),
+                    other => Err(row_error(
+                        Column::Warnings,
+                        format!(
+                            "expected an array of strings, found {}",
+                            crate::record::fields::describe(&other)
+                        ),
+                    )),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            other => {
+                return Err(row_error(
+                    Column::Warnings,
+                    format!(
+                        "expected an array of strings, found {}",
+                        crate::record::fields::describe(&other)
+                    ),
+                ));
+            }
+        };
+        let line = self.integer(Column::SourceLine, row).unwrap_or_default();
+        if line == 0 {
+            return Err(row_error(Column::SourceLine, "line numbers are one-based"));
+        }
+        Ok(Record {
+            schema_version: SCHEMA_VERSION,
+            run_id: required(Column::RunId)?,
+            benchmark: required(Column::Benchmark)?,
+            script: optional(Column::Script)?,
+            language: optional(Column::Language)?,
+            question_id: required(Column::QuestionId)?,
+            variant_id: required(Column::VariantId)?,
+            filter: required(Column::Filter)?,
+            repeat_id,
+            identity_scope: self.identity_scope(row)?,
+            model: required(Column::Model)?,
+            rephrasing_model: optional(Column::RephrasingModel)?,
+            input,
+            target: json(Column::Target)?,
+            prediction: json(Column::Prediction)?,
+            correct: self.correct(row),
+            scores: object(Column::Scores)?,
+            metrics: object(Column::Metrics)?,
+            response: json(Column::Response)?,
+            source: Source::line(required(Column::SourcePath)?, line),
+            warnings,
+            extra: object(Column::Extra)?,
+        })
+    }
+}
+
+impl Batch {
+    /// Appends a row (every column projected) as one JSON object and LF, in the field order
+    /// of [`Record`]'s serialization: what `babel records` prints. The JSON columns are
+    /// copied as stored (canonical text, checked by `validate`), so nothing is parsed.
+    pub fn write_json_line(&self, row: usize, out: &mut Vec<u8>) {
+        let text = |out: &mut Vec<u8>, column: Column| match self.text(column, row) {
+            Some(value) => canonical_json::write_string(value, out),
+            None => out.extend_from_slice(b"null"),
+        };
+        let raw = |out: &mut Vec<u8>, column: Column| {
+            out.extend_from_slice(self.text(column, row).unwrap_or("null").as_bytes())
+        };
+        let integer = |out: &mut Vec<u8>, column: Column| {
+            out.extend_from_slice(
+                self.integer(column, row)
+                    .unwrap_or_default()
+                    .to_string()
+                    .as_bytes(),
+            )
+        };
+        out.extend_from_slice(b"{\"schema_version\":");
+        integer(out, Column::SchemaVersion);
+        for (name, column) in [
+            ("run_id", Column::RunId),
+            ("benchmark", Column::Benchmark),
+            ("script", Column::Script),
+            ("language", Column::Language),
+            ("question_id", Column::QuestionId),
+            ("variant_id", Column::VariantId),
+            ("filter", Column::Filter),
+        ] {
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
+            text(out, column);
+        }
+        out.extend_from_slice(b",\"repeat_id\":");
+        integer(out, Column::RepeatId);
+        for (name, column) in [
+            ("identity_scope", Column::IdentityScope),
+            ("model", Column::Model),
+            ("rephrasing_model", Column::RephrasingModel),
+        ] {
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
+            text(out, column);
+        }
+        for (name, column) in [
+            ("input", Column::Input),
+            ("target", Column::Target),
+            ("prediction", Column::Prediction),
+        ] {
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
+            raw(out, column);
+        }
+        out.extend_from_slice(match self.correct(row) {
+            Some(true) => b",\"correct\":true",
+            Some(false) => b",\"correct\":false",
+            None => b",\"correct\":null",
+        });
+        for (name, column) in [
+            ("scores", Column::Scores),
+            ("metrics", Column::Metrics),
+            ("response", Column::Response),
+        ] {
+            out.extend_from_slice(b",\"");
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b"\":");
+            raw(out, column);
+        }
+        out.extend_from_slice(b",\"source\":{\"path\":");
+        text(out, Column::SourcePath);
+        out.extend_from_slice(b",\"line\":");
+        integer(out, Column::SourceLine);
+        out.extend_from_slice(b"},\"warnings\":");
+        raw(out, Column::Warnings);
+        out.extend_from_slice(b",\"extra\":");
+        raw(out, Column::Extra);
+        out.extend_from_slice(b"}\n");
+    }
+}

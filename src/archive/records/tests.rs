@@ -1,0 +1,220 @@
+use std::io::Write;
+
+use serde_json::{Map, Value, json};
+
+use super::*;
+use crate::record::{DEFAULT_FILTER, IdentityScope, Record, Source};
+
+fn record(question_id: &str, correct: Option<bool>) -> Record {
+    Record {
+        schema_version: 1,
+        run_id: "r1".into(),
+        benchmark: "mmlu".into(),
+        script: None,
+        language: Some("tr".into()),
+        question_id: question_id.into(),
+        variant_id: "original".into(),
+        filter: DEFAULT_FILTER.into(),
+        repeat_id: 0,
+        identity_scope: IdentityScope::Stable,
+        model: "m".into(),
+        rephrasing_model: Some("para".into()),
+        input: json!({"question": "Başkent?", "choices": ["a", "b"], "z": 1.0, "a": [1e21, -0.0]}),
+        target: json!({"index": 1}),
+        prediction: json!("b"),
+        correct,
+        scores: json!({"logprobs": [-0.5, -1.25]})
+            .as_object()
+            .unwrap()
+            .clone(),
+        metrics: Map::new(),
+        response: Value::Null,
+        source: Source::line("runs/r1/raw/0001-x.jsonl", 3),
+        warnings: vec!["a \"quoted\" warning\n".into()],
+        extra: json!({"doc_id": 7}).as_object().unwrap().clone(),
+    }
+}
+
+fn write(records: &[Record]) -> Vec<u8> {
+    let mut writer = RecordsWriter::new(Vec::new()).unwrap();
+    for record in records {
+        writer
+            .push(&EncodedRecord::encode(record.clone()).unwrap())
+            .unwrap();
+    }
+    let (bytes, rows) = writer.finish().unwrap();
+    assert_eq!(rows, records.len() as u64);
+    bytes
+}
+
+fn open(bytes: &[u8]) -> RecordsFile {
+    let mut file = tempfile::tempfile().unwrap();
+    file.write_all(bytes).unwrap();
+    RecordsFile::open(file).unwrap()
+}
+
+fn read_all(bytes: &[u8], columns: Columns) -> Vec<Batch> {
+    open(bytes)
+        .batches(columns)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn a_record_reads_back_as_it_was_written_with_nested_values_canonical() {
+    let records = vec![record("q1", Some(true)), record("q2", None)];
+    let bytes = write(&records);
+    let batches = read_all(&bytes, Columns::ALL);
+    let read: Vec<Record> = batches
+        .iter()
+        .flat_map(|b| (0..b.len()).map(move |row| b.record(row, true).unwrap()))
+        .collect();
+    // Canonical JSON keeps every value: 1.0 and 1 are the same JSON number, -0 reads as 0.
+    let mut expected = records.clone();
+    for record in &mut expected {
+        record.input =
+            json!({"a": [1e21, 0], "choices": ["a", "b"], "question": "Başkent?", "z": 1});
+    }
+    assert_eq!(read, expected);
+    assert_eq!(read[1].correct, None, "null correctness stays unknown");
+    assert_eq!(
+        batches[0].text(Column::Input, 0),
+        Some(r#"{"a":[1e+21,0],"choices":["a","b"],"question":"Başkent?","z":1}"#)
+    );
+}
+
+#[test]
+fn the_same_records_give_the_same_bytes() {
+    // "The same input imported by the same babel version gives byte-identical files."
+    let records: Vec<Record> = (0..10_000)
+        .map(|i| record(&format!("q{i}"), Some(i % 3 == 0)))
+        .collect();
+    assert_eq!(write(&records), write(&records));
+}
+
+#[test]
+fn a_projection_reads_only_the_asked_columns() {
+    let bytes = write(&[record("q1", Some(false))]);
+    let batches = read_all(&bytes, Columns::JOIN);
+    let batch = &batches[0];
+    assert_eq!(batch.identity(0).question_id, "q1");
+    assert_eq!(batch.identity(0).language, Some("tr"));
+    assert_eq!(batch.correct(0), Some(false));
+    assert_eq!(batch.identity_scope(0), Ok(IdentityScope::Stable));
+    let unprojected = std::panic::catch_unwind(|| batch.text(Column::Input, 0).map(str::len));
+    assert!(unprojected.is_err(), "input was not read");
+}
+
+#[test]
+fn json_lines_from_columns_equal_the_serialized_record() {
+    let mut records = vec![record("q1", Some(true))];
+    records[0].input = json!({"question": "x"});
+    records[0].language = None;
+    let bytes = write(&records);
+    let batches = read_all(&bytes, Columns::ALL);
+    let mut line = Vec::new();
+    batches[0].write_json_line(0, &mut line);
+    let mut expected = serde_json::to_vec(&records[0]).unwrap();
+    expected.push(b'\n');
+    assert_eq!(
+        String::from_utf8(line).unwrap(),
+        String::from_utf8(expected).unwrap()
+    );
+}
+
+#[test]
+fn an_integer_without_a_canonical_form_names_its_record_field() {
+    let mut bad = record("q1", None);
+    bad.input = json!({"doc": {"n": 9007199254740993u64}});
+    let error = EncodedRecord::encode(bad).unwrap_err();
+    assert!(
+        error.to_string().starts_with("field input.doc.n:"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_file_with_another_schema_is_refused_with_what_differs() {
+    use arrow_array::{ArrayRef, RecordBatch, StringArray};
+    use std::sync::Arc;
+    let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+        "question_id",
+        arrow_schema::DataType::Utf8,
+        false,
+    )]));
+    let column: ArrayRef = Arc::new(StringArray::from(vec!["q1"]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![column]).unwrap();
+    let mut bytes = Vec::new();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(&mut bytes, schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let mut file = tempfile::tempfile().unwrap();
+    file.write_all(&bytes).unwrap();
+    let error = RecordsFile::open(file).err().unwrap();
+    assert!(
+        error.starts_with("its columns are [question_id]"),
+        "{error}"
+    );
+
+    let mut file = tempfile::tempfile().unwrap();
+    file.write_all(b"not parquet").unwrap();
+    let error = RecordsFile::open(file).err().unwrap();
+    assert!(error.starts_with("not a readable Parquet file"), "{error}");
+}
+
+#[test]
+fn non_canonical_or_mistyped_json_in_a_column_is_a_row_error() {
+    // A file written by hand with the right schema but a JSON column out of its form.
+    let good = write(&[record("q1", None)]);
+    let batches = read_all(&good, Columns::ALL);
+    let mut columns: Vec<arrow_array::ArrayRef> = Vec::new();
+    let source = &batches[0];
+    for (column, _, kind) in COLUMNS {
+        let array: arrow_array::ArrayRef = match (column, kind) {
+            (Column::Scores, _) => {
+                std::sync::Arc::new(arrow_array::StringArray::from(vec!["{\"b\":1,\"a\":2}"]))
+            }
+            (Column::Metrics, _) => {
+                std::sync::Arc::new(arrow_array::StringArray::from(vec!["[1]"]))
+            }
+            (_, Kind::Label { .. } | Kind::Text | Kind::Json) => {
+                std::sync::Arc::new(arrow_array::StringArray::from(vec![source.text(column, 0)]))
+            }
+            (_, Kind::Integer { .. }) => std::sync::Arc::new(arrow_array::UInt64Array::from(vec![
+                source.integer(column, 0),
+            ])),
+            (_, Kind::Boolean) => {
+                std::sync::Arc::new(arrow_array::BooleanArray::from(vec![source.correct(0)]))
+            }
+        };
+        columns.push(array);
+    }
+    let batch = arrow_array::RecordBatch::try_new(file_schema(), columns).unwrap();
+    let mut bytes = Vec::new();
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
+            SCHEMA_KEY.to_owned(),
+            SCHEMA_VALUE.to_owned(),
+        )]))
+        .build();
+    let options = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
+        .with_properties(props)
+        .with_skip_arrow_metadata(true);
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new_with_options(&mut bytes, file_schema(), options)
+            .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let batches = read_all(&bytes, Columns::ALL);
+    let error = batches[0].record(0, true).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "field scores: not RFC 8785 canonical JSON"
+    );
+    let error = batches[0].record(0, false).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "field metrics: expected a JSON object, found an array"
+    );
+}

@@ -1,0 +1,126 @@
+//! The library form of `babel compare`: select two sides → read their join columns → join
+//! → summarize → optionally write the item-level report, reading full records only for
+//! the items it writes. The CLI parses arguments and prints what [`compare`] returns; the
+//! demo and the tests call the same function.
+//!
+//! It wires layers together and owns no rule of its own: side selection and the
+//! comparability rules are `archive::comparison`'s, the join and statistics `compare`'s,
+//! the rendering `report`'s.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::archive::comparison::{ComparisonSides, SideRequest, report_destination};
+use crate::archive::layout::{RunId, run_relative};
+use crate::archive::{Archive, ArchiveError};
+use crate::compare::stats::ConfidenceLevel;
+use crate::compare::{self, CompareError, Side, SideInput, SideLabel, Summary};
+use crate::report::{self, ReportFormat};
+
+/// Where and how to write the item-level report.
+#[derive(Debug, Clone)]
+pub struct ReportRequest {
+    /// A new file outside the archive.
+    pub path: PathBuf,
+    pub format: ReportFormat,
+}
+
+/// A comparison to run.
+#[derive(Debug, Clone)]
+pub struct CompareRequest {
+    pub baseline: SideRequest,
+    pub variant: SideRequest,
+    /// The confidence level of every interval.
+    pub confidence: ConfidenceLevel,
+    pub report: Option<ReportRequest>,
+}
+
+/// A report that was written.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportWritten {
+    pub path: PathBuf,
+    pub format: &'static str,
+    pub items: usize,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// What a comparison found, and the report it wrote.
+#[derive(Debug, Clone)]
+pub struct CompareOutcome {
+    pub summary: Summary,
+    pub report: Option<ReportWritten>,
+}
+
+/// Runs a comparison: checks the report's destination before any work, selects both sides
+/// (refusing what may not be compared), joins their rows, summarizes, and writes the
+/// report when one is asked for.
+pub fn compare(
+    archive: &Archive,
+    request: &CompareRequest,
+) -> Result<CompareOutcome, ArchiveError> {
+    let destination = request
+        .report
+        .as_ref()
+        .map(|report| report_destination(archive, &report.path).map(|path| (path, report.format)))
+        .transpose()?;
+    let sides =
+        ComparisonSides::select(archive, request.baseline.clone(), request.variant.clone())?;
+    let rows = sides.read(archive)?;
+    let label = |side: &crate::archive::comparison::ComparisonSide| SideLabel {
+        run_id: side.run.to_string(),
+        variant_id: side.variant_id.clone(),
+    };
+    let (baseline_label, variant_label) = (label(&sides.baseline), label(&sides.variant));
+    let mut comparison = compare::compare(
+        SideInput {
+            label: &baseline_label,
+            rows: &rows.baseline,
+        },
+        SideInput {
+            label: &variant_label,
+            rows: &rows.variant,
+        },
+    )
+    .map_err(|error| damaged(archive, error))?;
+    let summary = Summary::of(&comparison, request.confidence);
+    let Some((path, format)) = destination else {
+        return Ok(CompareOutcome {
+            summary,
+            report: None,
+        });
+    };
+    comparison.sort_by_identity(&rows.baseline, &rows.variant);
+    drop(rows);
+    let (mut baseline, mut variant) = sides.full_records(archive)?;
+    let mut load = |side: Side, row: u32| match side {
+        Side::Baseline => baseline.load(row),
+        Side::Variant => variant.load(row),
+    };
+    let digest = report::write_new(&path, format, &comparison, &summary, &mut load)
+        .map_err(ArchiveError::Io)?;
+    Ok(CompareOutcome {
+        summary,
+        report: Some(ReportWritten {
+            path,
+            format: format.name(),
+            items: comparison.items.len(),
+            bytes: digest.bytes,
+            sha256: digest.sha256,
+        }),
+    })
+}
+
+/// Duplicate identities within a side mean the run breaks its own key rule.
+fn damaged(archive: &Archive, error: CompareError) -> ArchiveError {
+    let CompareError::DuplicateIdentity(duplicate) = &error;
+    let path = match RunId::parse(&duplicate.run_id) {
+        Ok(run) => archive.layout().resolve(&run_relative(&run, "")),
+        Err(_) => archive.layout().root().to_owned(),
+    };
+    ArchiveError::Damaged {
+        path,
+        reason: error.to_string(),
+    }
+}
