@@ -1,29 +1,131 @@
-"""Writes N canonical-format records (about 1.2 KB each, multilingual, with scores) to a file.
+"""Deterministic benchmark inputs: the same arguments give the same bytes.
 
-Usage: python3 bench/generate.py OUT.jsonl N
-Deterministic: the same N gives the same bytes.
+  python3 bench/generate.py canonical OUT.jsonl N [--variant V] [--seed S]
+      N small canonical-format records (about 400 bytes each): question_id, variant_id,
+      language, a short input, target, prediction, correct (a tenth unknown), one score.
+      Two files with the same N and different --variant/--seed are two runs of the same
+      questions, as `babel compare --other-run` joins them.
+  python3 bench/generate.py harness OUT.jsonl (--lines N | --bytes B) [--seed S]
+      lm-evaluation-harness 0.4 `samples_*.jsonl` lines of multiple-choice tasks: a
+      few-shot context per subject, repeated in every choice's request as the harness
+      writes it (1 to 6 KB of contexts per line), 4 to 10 choices, non-ASCII text (Turkish,
+      Greek, Cyrillic, Arabic, Japanese), two filters per document (filter-major, as the
+      harness writes them), stringified log-likelihoods, the three hashes and acc/acc_norm.
+  python3 bench/generate.py mixed OUT.jsonl N
+      The N records of the canonical mode with original and rephrased variants
+      interleaved (one run holding both sides of a variant comparison).
 """
+import argparse
+import hashlib
 import json
 import random
-import sys
 
-out, n = sys.argv[1], int(sys.argv[2])
-rng = random.Random(7)
-langs = ["en", "tr", "ar", "ja", "el", "ru"]
-words = ["capital", "Türkiye", "başkent", "مدينة", "東京", "Αθήνα", "Москва", "question", "answer", "model"]
-with open(out, "w", encoding="utf-8") as f:
-    for i in range(n):
-        q = " ".join(rng.choice(words) for _ in range(40))
-        choices = [" ".join(rng.choice(words) for _ in range(6)) for _ in range(4)]
-        record = {
-            "question_id": f"q{i // 2:08d}",
-            "variant_id": "original" if i % 2 == 0 else "rephrased",
-            "language": langs[i % len(langs)],
-            "input": {"question": q, "choices": choices, "prompt": "Question: " + q + "\nAnswer:"},
-            "target": {"index": i % 4},
-            "prediction": {"index": (i * 7) % 4},
-            "correct": (i * 7) % 4 == i % 4,
-            "scores": {"logprobs": [round(-rng.random() * 5, 12) for _ in range(4)]},
-            "metrics": {"acc": float((i * 7) % 4 == i % 4)},
-        }
-        f.write(json.dumps(record, ensure_ascii=False) + "\n")
+WORDS = ["capital", "Türkiye", "başkent", "şehir", "Αθήνα", "πόλη", "Москва", "город",
+         "مدينة", "عاصمة", "東京", "首都", "river", "mountain", "answer", "question",
+         "ölçüm", "çözüm", "model", "number", "value", "which", "of", "the", "following"]
+LANGS = ["en", "tr", "el", "ru", "ar", "ja"]
+
+
+def sentence(rng, n):
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def canonical(path, n, variant, seed, mixed=False):
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n):
+            q = i // 2 if mixed else i
+            v = ("original" if i % 2 == 0 else "rephrased") if mixed else variant
+            target = rng.randrange(4)
+            predicted = target if rng.random() < 0.7 else rng.randrange(4)
+            correct = None if rng.random() < 0.1 else predicted == target
+            record = {
+                "question_id": f"q{q:08d}",
+                "variant_id": v,
+                "language": LANGS[q % len(LANGS)],
+                "input": {"question": sentence(rng, 12), "choices": [sentence(rng, 2) for _ in range(4)]},
+                "target": {"index": target},
+                "prediction": {"index": predicted},
+                "correct": correct,
+                "scores": {"logprob": round(-rng.random() * 5, 6)},
+            }
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def harness(path, lines, size, seed):
+    rng = random.Random(seed)
+    subjects = []
+    for s in range(57):
+        shots = []
+        for _ in range(rng.randrange(1, 4)):
+            shots.append(f"Soru: {sentence(rng, rng.randrange(8, 30))}\nCevap: {sentence(rng, 3)}\n\n")
+        subjects.append(("subject_%02d" % s, "".join(shots), rng.randrange(4, 11)))
+    filters = ["none", "strict-match"]
+    written = 0
+    count = 0
+    docs_per_block = 500
+    doc = 0
+    with open(path, "w", encoding="utf-8") as f:
+        while True:
+            block = []
+            for _ in range(docs_per_block):
+                name, prefix, n_choices = subjects[doc % len(subjects)]
+                question = sentence(rng, rng.randrange(8, 30))
+                choices = [sentence(rng, rng.randrange(1, 5)) for _ in range(n_choices)]
+                answer = rng.randrange(n_choices)
+                lls = [round(-rng.random() * 8, 12) for _ in range(n_choices)]
+                block.append((doc, name, prefix, question, choices, answer, lls))
+                doc += 1
+            for filt in filters:
+                for (d, name, prefix, question, choices, answer, lls) in block:
+                    context = f"{prefix}Soru: {question}\nCevap:"
+                    predicted = max(range(len(lls)), key=lls.__getitem__)
+                    if filt != "none" and d % 3 == 0:
+                        predicted = (predicted + 1) % len(choices)
+                    doc_obj = {"id": f"{name}-{d:07d}", "question": question, "choices": choices,
+                               "answer": answer, "subject": name}
+                    line = {
+                        "doc_id": d,
+                        "doc": doc_obj,
+                        "target": str(answer),
+                        "arguments": {f"gen_args_{k}": {"arg_0": context, "arg_1": " " + c}
+                                      for k, c in enumerate(choices)},
+                        "resps": [[[repr(ll), "False"]] for ll in lls],
+                        "filtered_resps": [[repr(ll), "False"] for ll in lls],
+                        "filter": filt,
+                        "metrics": ["acc", "acc_norm"],
+                        "doc_hash": hashlib.sha256(json.dumps(doc_obj).encode()).hexdigest(),
+                        "prompt_hash": hashlib.sha256(context.encode()).hexdigest(),
+                        "target_hash": hashlib.sha256(str(answer).encode()).hexdigest(),
+                        "acc": 1.0 if predicted == answer else 0.0,
+                        "acc_norm": 1.0 if predicted == answer else 0.0,
+                    }
+                    text = json.dumps(line, ensure_ascii=False) + "\n"
+                    f.write(text)
+                    written += len(text.encode("utf-8"))
+                    count += 1
+                    if (lines is not None and count >= lines) or (size is not None and written >= size):
+                        return count, written
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["canonical", "harness", "mixed"])
+    parser.add_argument("out")
+    parser.add_argument("n", nargs="?", type=int)
+    parser.add_argument("--variant", default="original")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--lines", type=int)
+    parser.add_argument("--bytes", type=int)
+    args = parser.parse_args()
+    if args.mode == "canonical":
+        canonical(args.out, args.n, args.variant, args.seed)
+    elif args.mode == "mixed":
+        canonical(args.out, args.n, None, args.seed, mixed=True)
+    else:
+        count, written = harness(args.out, args.lines, args.bytes, args.seed)
+        print(f"{count} lines, {written} bytes")
+
+
+if __name__ == "__main__":
+    main()

@@ -23,9 +23,10 @@ use super::artifacts::contract::NotComparable;
 use super::layout::RunId;
 use super::manifest::RunManifest;
 use super::read;
-use super::records::{Batch, Column, Columns};
+use super::records::{Batch, Column, Columns, RecordsFile};
 use super::{Archive, ArchiveError};
 use crate::compare::Rows;
+use crate::compare::keys::{Interner, RowKey};
 use crate::durable::io_at;
 use crate::jsonl::{self, NonFinitePolicy};
 use crate::record::{Identity, IdentityScope, Record};
@@ -58,17 +59,53 @@ pub struct ComparisonSides {
     pub variant: ComparisonSide,
 }
 
+/// The join columns of a run: its batches, and which records file each came from.
+struct RunRows {
+    batches: Vec<Batch>,
+    /// Each records file and the index of its first batch, in order.
+    files: Vec<(PathBuf, usize)>,
+}
+
 /// The rows of one side: the batches of its run (join columns only) and which of their
 /// rows hold the side's variant, in file order.
 pub struct SideRows {
-    batches: Arc<Vec<Batch>>,
+    run: Arc<RunRows>,
     rows: Vec<(u32, u32)>,
 }
 
 impl SideRows {
     fn at(&self, row: usize) -> (&Batch, usize) {
         let (batch, offset) = self.rows[row];
-        (&self.batches[batch as usize], offset as usize)
+        (&self.run.batches[batch as usize], offset as usize)
+    }
+
+    /// The source of a row, read again from its records file (the join does not keep
+    /// sources; only a message about a row needs one).
+    fn read_source(&self, row: usize) -> Result<String, String> {
+        let (batch_index, offset) = self.rows[row];
+        let (path, first) = self
+            .run
+            .files
+            .iter()
+            .rev()
+            .find(|(_, first)| *first <= batch_index as usize)
+            .ok_or("no records file")?;
+        let file = File::open(path).map_err(|e| e.to_string())?;
+        let columns = Columns::of(&[Column::SourcePath, Column::SourceLine]);
+        let batch = RecordsFile::open(file)?
+            .batches(columns)
+            .map_err(|e| e.to_string())?
+            .nth(batch_index as usize - first)
+            .ok_or("the records file is shorter than when it was read")?
+            .map_err(|e| e.to_string())?;
+        let offset = offset as usize;
+        Ok(format!(
+            "{}:{}",
+            batch.text(Column::SourcePath, offset).unwrap_or_default(),
+            batch
+                .integer(Column::SourceLine, offset)
+                .unwrap_or_default()
+        ))
     }
 }
 
@@ -77,33 +114,57 @@ impl Rows for SideRows {
         self.rows.len()
     }
 
+    fn keys(&self, interner: &Interner) -> Vec<RowKey> {
+        let mut keys = Vec::with_capacity(self.rows.len());
+        let mut rows = self.rows.iter().peekable();
+        let mut row_number = 0u32;
+        while let Some(&&(batch_index, _)) = rows.peek() {
+            let batch = &self.run.batches[batch_index as usize];
+            let symbols = |column| batch.per_label(column, |label| interner.intern(label));
+            let (benchmark, language, script, filter) = (
+                symbols(Column::Benchmark),
+                symbols(Column::Language),
+                symbols(Column::Script),
+                symbols(Column::Filter),
+            );
+            let stable = batch.per_label(Column::IdentityScope, |scope| {
+                scope == Some(IdentityScope::Stable.as_str())
+            });
+            while let Some(&&(index, row)) = rows.peek() {
+                if index != batch_index {
+                    break;
+                }
+                rows.next();
+                let row = row as usize;
+                keys.push(RowKey {
+                    question: interner.question(
+                        benchmark[row],
+                        language[row],
+                        script[row],
+                        batch.text(Column::QuestionId, row).unwrap_or_default(),
+                    ),
+                    filter: filter[row],
+                    benchmark: benchmark[row],
+                    language: language[row],
+                    repeat_id: batch.integer(Column::RepeatId, row).unwrap_or_default(),
+                    row: row_number,
+                    correct: batch.correct(row),
+                    stable: stable[row],
+                });
+                row_number += 1;
+            }
+        }
+        keys
+    }
+
     fn identity(&self, row: usize) -> Identity<'_> {
         let (batch, offset) = self.at(row);
         batch.identity(offset)
     }
 
-    fn scope(&self, row: usize) -> IdentityScope {
-        let (batch, offset) = self.at(row);
-        // Every scope was checked when the side was read.
-        batch
-            .identity_scope(offset)
-            .unwrap_or(IdentityScope::RunLocal)
-    }
-
-    fn correct(&self, row: usize) -> Option<bool> {
-        let (batch, offset) = self.at(row);
-        batch.correct(offset)
-    }
-
     fn source(&self, row: usize) -> String {
-        let (batch, offset) = self.at(row);
-        format!(
-            "{}:{}",
-            batch.text(Column::SourcePath, offset).unwrap_or_default(),
-            batch
-                .integer(Column::SourceLine, offset)
-                .unwrap_or_default()
-        )
+        self.read_source(row)
+            .unwrap_or_else(|reason| format!("row {} of the side ({reason})", row + 1))
     }
 }
 
@@ -113,44 +174,46 @@ pub struct SidesRows {
     pub variant: SideRows,
 }
 
-/// What a join reads of each record: its identity, scope, correctness and source.
-const JOIN_COLUMNS: Columns =
-    Columns::JOIN.with(Columns::of(&[Column::SourcePath, Column::SourceLine]));
-
 /// Reads every records file of `side`'s run, the join columns only; a row whose
 /// `identity_scope` is neither value makes the run damaged.
-fn read_run(archive: &Archive, side: &ComparisonSide) -> Result<Vec<Batch>, ArchiveError> {
-    let mut batches = Vec::new();
+fn read_run(archive: &Archive, side: &ComparisonSide) -> Result<RunRows, ArchiveError> {
+    let mut run = RunRows {
+        batches: Vec::new(),
+        files: Vec::new(),
+    };
     for entry in &side.manifest.imports {
-        for batch in read::batches(archive, &side.run, entry, JOIN_COLUMNS)? {
+        let path = archive
+            .layout()
+            .resolve(&super::layout::run_relative(&side.run, &entry.records.path));
+        run.files.push((path.clone(), run.batches.len()));
+        for batch in read::batches(archive, &side.run, entry, Columns::JOIN)? {
             let batch = batch?;
             for row in 0..batch.len() {
                 if let Err(error) = batch.identity_scope(row) {
                     return Err(ArchiveError::Damaged {
-                        path: archive
-                            .layout()
-                            .resolve(&super::layout::run_relative(&side.run, &entry.records.path)),
+                        path,
                         reason: format!("row {}: {error}", row + 1),
                     });
                 }
             }
-            batches.push(batch);
+            run.batches.push(batch);
         }
     }
-    Ok(batches)
+    Ok(run)
 }
 
-fn side_rows(batches: &Arc<Vec<Batch>>, variant_id: &str) -> SideRows {
+fn side_rows(run: &Arc<RunRows>, variant_id: &str) -> SideRows {
     let mut rows = Vec::new();
-    for (index, batch) in batches.iter().enumerate() {
-        for row in 0..batch.len() {
-            if batch.identity(row).variant_id == variant_id {
-                rows.push((index as u32, row as u32));
-            }
-        }
+    for (index, batch) in run.batches.iter().enumerate() {
+        rows.extend(
+            batch
+                .rows_with(Column::VariantId, variant_id)
+                .into_iter()
+                .map(|row| (index as u32, row as u32)),
+        );
     }
     SideRows {
-        batches: Arc::clone(batches),
+        run: Arc::clone(run),
         rows,
     }
 }

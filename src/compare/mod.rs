@@ -6,25 +6,23 @@
 //! records, or plain [`Record`]s) and returns [`Comparison`] items that point at rows; it
 //! never touches the filesystem or knows where rows come from.
 //!
-//! The join is a sort-merge on each row's identity: a 64-bit hash of the question
-//! `(benchmark, language, script, question_id)`, then of the filter, then `repeat_id`, with
-//! the identity strings themselves compared only where hashes tie, so the order is total
-//! and exact (a hash collision costs a string comparison, never a wrong pair). The two
-//! sides are keyed and sorted on two threads. Items come out grouped by question, which
-//! is how the pooling caveat counts questions; reports sort them by identity
-//! ([`Comparison::sort_by_identity`]).
+//! The join is a sort-merge on each row's key ([`keys::RowKey`]: label symbols shared by
+//! both sides, and a 128-bit key of the question), so it never touches the identity
+//! strings, which lie scattered in memory. The two sides are keyed and sorted on two
+//! threads. Items come out grouped by question, which is how the pooling caveat counts
+//! questions; reports sort them by identity ([`Comparison::sort_by_identity`]).
 
+pub mod keys;
 pub mod stats;
 pub mod summary;
 
 use serde::Serialize;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::collections::HashSet;
 use std::fmt;
-use std::hash::{DefaultHasher, Hash, Hasher};
 
-use crate::record::{Identity, IdentityScope, Record};
+use crate::record::{Identity, Record};
+use keys::{Interner, RowKey};
 
 pub use summary::{Summary, Tally};
 
@@ -60,12 +58,10 @@ pub trait Rows: Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// The row's identity fields.
+    /// The join key of every row, in row order, labels interned with `interner`.
+    fn keys(&self, interner: &Interner) -> Vec<RowKey>;
+    /// The row's identity fields (for messages and the report order).
     fn identity(&self, row: usize) -> Identity<'_>;
-    /// Run-local identities never pair.
-    fn scope(&self, row: usize) -> IdentityScope;
-    /// The row's own correctness (null is unknown).
-    fn correct(&self, row: usize) -> Option<bool>;
     /// Where the row came from, as messages show it (`path:line`).
     fn source(&self, row: usize) -> String;
 }
@@ -75,16 +71,15 @@ impl Rows for [Record] {
         <[Record]>::len(self)
     }
 
+    fn keys(&self, interner: &Interner) -> Vec<RowKey> {
+        self.iter()
+            .enumerate()
+            .map(|(row, r)| interner.key(row, &r.identity(), r.identity_scope, r.correct))
+            .collect()
+    }
+
     fn identity(&self, row: usize) -> Identity<'_> {
         self[row].identity()
-    }
-
-    fn scope(&self, row: usize) -> IdentityScope {
-        self[row].identity_scope
-    }
-
-    fn correct(&self, row: usize) -> Option<bool> {
-        self[row].correct
     }
 
     fn source(&self, row: usize) -> String {
@@ -285,54 +280,9 @@ pub struct DuplicateIdentity {
     pub second: String,
 }
 
-/// A stable row's place in the join order: hashes first, the row to break ties with.
-#[derive(Debug, Clone, Copy)]
-struct Keyed {
-    question: u64,
-    filter: u64,
-    repeat_id: u64,
-    row: u32,
-}
-
-fn question_hash(identity: &Identity<'_>) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    (
-        identity.benchmark,
-        identity.language,
-        identity.script,
-        identity.question_id,
-    )
-        .hash(&mut hasher);
-    hasher.finish()
-}
-
-fn filter_hash(filter: &str) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    filter.hash(&mut hasher);
-    hasher.finish()
-}
-
-/// The join order of two keyed rows (of one side or of two): question hash, question,
-/// filter hash, filter, repeat_id. Exact: strings decide wherever hashes tie.
-fn join_order(a: &Keyed, a_id: Identity<'_>, b: &Keyed, b_id: Identity<'_>) -> Ordering {
-    a.question
-        .cmp(&b.question)
-        .then_with(|| {
-            (a_id.benchmark, a_id.language, a_id.script, a_id.question_id).cmp(&(
-                b_id.benchmark,
-                b_id.language,
-                b_id.script,
-                b_id.question_id,
-            ))
-        })
-        .then(a.filter.cmp(&b.filter))
-        .then_with(|| a_id.filter.cmp(b_id.filter))
-        .then(a.repeat_id.cmp(&b.repeat_id))
-}
-
 /// One side keyed and sorted, with its run-local rows counted apart.
 struct Prepared {
-    keyed: Vec<Keyed>,
+    keys: Vec<RowKey>,
     run_local: u64,
     run_local_scored: Scored,
 }
@@ -340,48 +290,41 @@ struct Prepared {
 fn prepare<R: Rows + ?Sized>(
     side: Side,
     input: SideInput<'_, R>,
+    interner: &Interner,
 ) -> Result<Prepared, CompareError> {
     let rows = input.rows;
-    let mut prepared = Prepared {
-        keyed: Vec::with_capacity(rows.len()),
-        run_local: 0,
-        run_local_scored: Scored::default(),
-    };
-    for row in 0..rows.len() {
-        if rows.scope(row) != IdentityScope::Stable {
-            prepared.run_local += 1;
-            prepared.run_local_scored.add(rows.correct(row));
-            continue;
+    let mut keys = rows.keys(interner);
+    let mut run_local_scored = Scored::default();
+    let before = keys.len();
+    keys.retain(|key| {
+        if !key.stable {
+            run_local_scored.add(key.correct);
         }
-        let identity = rows.identity(row);
-        prepared.keyed.push(Keyed {
-            question: question_hash(&identity),
-            filter: filter_hash(identity.filter),
-            repeat_id: identity.repeat_id,
-            row: row as u32,
-        });
-    }
-    let id = |k: &Keyed| rows.identity(k.row as usize);
-    prepared
-        .keyed
-        .sort_unstable_by(|a, b| join_order(a, id(a), b, id(b)));
-    if let Some(pair) = prepared
-        .keyed
+        key.stable
+    });
+    let run_local = (before - keys.len()) as u64;
+    keys.sort_unstable_by_key(RowKey::item);
+    if let Some(pair) = keys
         .windows(2)
-        .find(|pair| join_order(&pair[0], id(&pair[0]), &pair[1], id(&pair[1])).is_eq())
+        .find(|pair| pair[0].item() == pair[1].item())
     {
+        let (first, second) = (pair[0].row as usize, pair[1].row as usize);
         return Err(CompareError::DuplicateIdentity(Box::new(
             DuplicateIdentity {
                 side,
                 run_id: input.label.run_id.clone(),
                 variant_id: input.label.variant_id.clone(),
-                identity: id(&pair[0]).item_key(),
-                first: rows.source(pair[0].row as usize),
-                second: rows.source(pair[1].row as usize),
+                identity: rows.identity(first).item_key(),
+                first: rows.source(first.min(second)),
+                second: rows.source(first.max(second)),
             },
         )));
     }
-    Ok(prepared)
+    Ok(Prepared {
+        keys,
+        run_local,
+        run_local_scored,
+    })
 }
 
 /// Joins two sides by stable item identity.
@@ -389,7 +332,7 @@ fn prepare<R: Rows + ?Sized>(
 /// One item per identity in the union of both sides: matched identities point at both
 /// rows, the others at the side they have. Run-local identities are excluded and counted
 /// per side. Two rows of one side with the same identity are an error naming both
-/// sources. Memory: a 32-byte key per stable row while joining, then a small item each.
+/// sources. Memory: a 48-byte key per row while joining, then a small item each.
 pub fn compare<B, V>(
     baseline: SideInput<'_, B>,
     variant: SideInput<'_, V>,
@@ -398,59 +341,40 @@ where
     B: Rows + ?Sized,
     V: Rows + ?Sized,
 {
+    let interner = Interner::new();
     let (left, right) = std::thread::scope(|scope| {
-        let left = scope.spawn(|| prepare(Side::Baseline, baseline));
-        let right = prepare(Side::Variant, variant);
+        let left = scope.spawn(|| prepare(Side::Baseline, baseline, &interner));
+        let right = prepare(Side::Variant, variant, &interner);
         (left.join().expect("keying a side does not panic"), right)
     });
     let (left, right) = (left?, right?);
-    let (b_rows, v_rows) = (baseline.rows, variant.rows);
-    let mut items = Vec::with_capacity(left.keyed.len().max(right.keyed.len()));
+    let mut items = Vec::with_capacity(left.keys.len().max(right.keys.len()));
     let mut tally = Counting::default();
     tally.scored.baseline = left.run_local_scored;
     tally.scored.variant = right.run_local_scored;
     let (mut i, mut j) = (0, 0);
-    while i < left.keyed.len() || j < right.keyed.len() {
-        let order = match (left.keyed.get(i), right.keyed.get(j)) {
-            (Some(a), Some(b)) => join_order(
-                a,
-                b_rows.identity(a.row as usize),
-                b,
-                v_rows.identity(b.row as usize),
-            ),
-            (Some(_), None) => Ordering::Less,
-            (None, _) => Ordering::Greater,
+    while i < left.keys.len() || j < right.keys.len() {
+        let (b, v) = match (left.keys.get(i), right.keys.get(j)) {
+            (Some(a), Some(b)) => match a.item().cmp(&b.item()) {
+                Ordering::Equal => (Some(a), Some(b)),
+                Ordering::Less => (Some(a), None),
+                Ordering::Greater => (None, Some(b)),
+            },
+            (Some(a), None) => (Some(a), None),
+            (None, b) => (None, b),
         };
-        let (b_row, v_row) = match order {
-            Ordering::Less => {
-                i += 1;
-                (Some(left.keyed[i - 1].row), None)
-            }
-            Ordering::Greater => {
-                j += 1;
-                (None, Some(right.keyed[j - 1].row))
-            }
-            Ordering::Equal => {
-                i += 1;
-                j += 1;
-                (Some(left.keyed[i - 1].row), Some(right.keyed[j - 1].row))
-            }
-        };
-        let b_correct = b_row.map(|row| b_rows.correct(row as usize));
-        let v_correct = v_row.map(|row| v_rows.correct(row as usize));
-        let outcome = match (b_correct, v_correct) {
-            (Some(b), Some(v)) => Outcome::of_pair(b, v),
+        i += usize::from(b.is_some());
+        j += usize::from(v.is_some());
+        let outcome = match (b, v) {
+            (Some(b), Some(v)) => Outcome::of_pair(b.correct, v.correct),
             (Some(_), None) => Outcome::OnlyBaseline,
             _ => Outcome::OnlyVariant,
         };
-        let identity = match b_row {
-            Some(row) => b_rows.identity(row as usize),
-            None => v_rows.identity(v_row.expect("one side has the item") as usize),
-        };
-        tally.count(&identity, outcome, b_correct, v_correct);
+        let key = b.or(v).expect("one side has the item");
+        tally.count(key, outcome, b.map(|k| k.correct), v.map(|k| k.correct));
         items.push(Item {
-            baseline: b_row,
-            variant: v_row,
+            baseline: b.map(|k| k.row),
+            variant: v.map(|k| k.row),
             outcome,
         });
     }
@@ -462,49 +386,34 @@ where
             baseline: left.run_local,
             variant: right.run_local,
         },
-        tally: tally.finish(),
+        tally: tally.finish(&interner),
     })
 }
 
-/// Outcome counts per name (benchmark, language or filter), remembering the last name:
-/// consecutive items usually share it, so most items cost one string comparison.
-struct GroupCounts<'r> {
-    names: Vec<Option<&'r str>>,
-    counts: Vec<summary::OutcomeCounts>,
-    index: HashMap<Option<&'r str>, usize>,
-    last: usize,
+/// Outcome counts per label symbol.
+#[derive(Default)]
+struct GroupCounts {
+    counts: Vec<Option<summary::OutcomeCounts>>,
 }
 
-impl Default for GroupCounts<'_> {
-    fn default() -> Self {
-        Self {
-            names: Vec::new(),
-            counts: Vec::new(),
-            index: HashMap::new(),
-            last: usize::MAX,
+impl GroupCounts {
+    fn add(&mut self, symbol: u32, outcome: Outcome) {
+        let symbol = symbol as usize;
+        if self.counts.len() <= symbol {
+            self.counts.resize(symbol + 1, None);
         }
-    }
-}
-
-impl<'r> GroupCounts<'r> {
-    fn add(&mut self, name: Option<&'r str>, outcome: Outcome) {
-        if self.names.get(self.last) != Some(&name) {
-            self.last = *self.index.entry(name).or_insert_with(|| {
-                self.names.push(name);
-                self.counts.push(summary::OutcomeCounts::default());
-                self.names.len() - 1
-            });
-        }
-        self.counts[self.last].add(outcome);
+        self.counts[symbol]
+            .get_or_insert_with(Default::default)
+            .add(outcome);
     }
 
-    /// The groups, sorted by name (null first).
-    fn finish(self) -> Vec<(Option<String>, summary::OutcomeCounts)> {
+    /// The groups by name, sorted (null first).
+    fn finish(self, interner: &Interner) -> Vec<(Option<String>, summary::OutcomeCounts)> {
         let mut groups: Vec<_> = self
-            .names
+            .counts
             .into_iter()
-            .map(|name| name.map(str::to_owned))
-            .zip(self.counts)
+            .enumerate()
+            .filter_map(|(symbol, counts)| Some((interner.name(symbol as u32), counts?)))
             .collect();
         groups.sort_by(|a, b| a.0.cmp(&b.0));
         groups
@@ -513,30 +422,33 @@ impl<'r> GroupCounts<'r> {
 
 /// The counts gathered while the items are joined (items come grouped by question).
 #[derive(Default)]
-struct Counting<'r> {
+struct Counting {
     overall: summary::OutcomeCounts,
-    benchmarks: GroupCounts<'r>,
-    languages: GroupCounts<'r>,
-    filters: GroupCounts<'r>,
+    benchmarks: GroupCounts,
+    languages: GroupCounts,
+    filters: GroupCounts,
     questions: u64,
     question_filters: u64,
     repeat_ids: HashSet<u64>,
-    previous: Option<Identity<'r>>,
+    /// The previous item's question and filter.
+    previous: Option<(u128, u32)>,
     records: PerSide,
     scored: PerSide<Scored>,
 }
 
-impl<'r> Counting<'r> {
+impl Counting {
     fn count(
         &mut self,
-        identity: &Identity<'r>,
+        key: &RowKey,
         outcome: Outcome,
         baseline: Option<Option<bool>>,
         variant: Option<Option<bool>>,
     ) {
-        match &self.previous {
-            Some(previous) if previous.same_question(identity) => {
-                if previous.filter != identity.filter {
+        // Items are sorted by (question, filter, repeat_id): one question's items, and
+        // one filter's within it, are adjacent.
+        match self.previous {
+            Some((question, filter)) if question == key.question => {
+                if filter != key.filter {
                     self.question_filters += 1;
                 }
             }
@@ -545,12 +457,12 @@ impl<'r> Counting<'r> {
                 self.question_filters += 1;
             }
         }
-        self.previous = Some(*identity);
+        self.previous = Some((key.question, key.filter));
         self.overall.add(outcome);
-        self.benchmarks.add(Some(identity.benchmark), outcome);
-        self.languages.add(identity.language, outcome);
-        self.filters.add(Some(identity.filter), outcome);
-        self.repeat_ids.insert(identity.repeat_id);
+        self.benchmarks.add(key.benchmark, outcome);
+        self.languages.add(key.language, outcome);
+        self.filters.add(key.filter, outcome);
+        self.repeat_ids.insert(key.repeat_id);
         if let Some(correct) = baseline {
             self.records.baseline += 1;
             self.scored.baseline.add(correct);
@@ -561,10 +473,10 @@ impl<'r> Counting<'r> {
         }
     }
 
-    fn finish(self) -> Tally {
-        let named = |groups: GroupCounts<'_>| {
+    fn finish(self, interner: &Interner) -> Tally {
+        let named = |groups: GroupCounts| {
             groups
-                .finish()
+                .finish(interner)
                 .into_iter()
                 .map(|(name, counts)| (name.unwrap_or_default(), counts))
                 .collect()
@@ -572,7 +484,7 @@ impl<'r> Counting<'r> {
         Tally {
             overall: self.overall,
             by_benchmark: named(self.benchmarks),
-            by_language: self.languages.finish(),
+            by_language: self.languages.finish(interner),
             by_filter: named(self.filters),
             questions: self.questions,
             question_filters: self.question_filters,
@@ -586,7 +498,7 @@ impl<'r> Counting<'r> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::record::{DEFAULT_FILTER, Source};
+    use crate::record::{DEFAULT_FILTER, IdentityScope, Source};
     use serde_json::{Map, Value, json};
 
     /// A stored-looking record of `question_id` on a side, with its correctness.

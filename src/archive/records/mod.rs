@@ -132,12 +132,9 @@ pub const COLUMNS: [(Column, &str, Kind); 23] = [
 ];
 
 impl Column {
-    /// The column's position in the file.
+    /// The column's position in the file (the variants are declared in file order).
     pub fn index(self) -> usize {
-        COLUMNS
-            .iter()
-            .position(|(column, _, _)| *column == self)
-            .expect("every column is in COLUMNS")
+        self as usize
     }
 
     /// The column's name in the file.
@@ -240,13 +237,18 @@ pub fn file_schema() -> Arc<Schema> {
     ))
 }
 
-/// The same schema as babel reads it: label columns as dictionaries, so a million
-/// records hold each benchmark, language or filter name once per page, not once per row.
+/// The same schema as babel reads it: required label columns as dictionaries, so a
+/// million records hold each benchmark or filter name once per page, not once per row.
+/// Nullable labels (language, script, rephrasing model) are read as plain text: the
+/// Parquet reader takes a slow path for a dictionary column that is all null (150 ms per
+/// million rows, against 1 ms as text), and these are often all null.
 fn read_schema() -> Arc<Schema> {
     Arc::new(Schema::new(
         COLUMNS
             .iter()
-            .map(|(_, name, kind)| field(name, *kind, true))
+            .map(|(_, name, kind)| {
+                field(name, *kind, matches!(kind, Kind::Label { nullable: false }))
+            })
             .collect::<Vec<_>>(),
     ))
 }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, UInt64Type};
-use arrow_array::{Array, BooleanArray, Int32Array, RecordBatch, StringArray, UInt64Array};
+use arrow_array::{Array, BooleanArray, RecordBatch, StringArray, UInt64Array};
+use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
@@ -24,7 +25,7 @@ use crate::record::fields::MAX_SAFE_INTEGER;
 use crate::record::{Identity, IdentityScope, Record, SCHEMA_VERSION, Source};
 
 /// Rows per batch read.
-const BATCH_ROWS: usize = 8192;
+const BATCH_ROWS: usize = 4096;
 
 /// One row that breaks the record schema: which column (and where inside its JSON) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,15 +147,53 @@ impl Iterator for Batches {
     }
 }
 
-/// A column of a batch, typed once so that rows are read without downcasts.
+/// UTF-8 text of a column: an offsets buffer into the bytes, and nulls.
+#[derive(Debug, Clone)]
+struct TextBuffers {
+    offsets: OffsetBuffer<i32>,
+    bytes: Buffer,
+    nulls: Option<NullBuffer>,
+}
+
+impl TextBuffers {
+    fn of(array: &StringArray) -> Self {
+        Self {
+            offsets: array.offsets().clone(),
+            bytes: array.values().clone(),
+            nulls: array.nulls().cloned(),
+        }
+    }
+
+    /// The text at `index`, ignoring nulls.
+    fn at(&self, index: usize) -> &str {
+        let (start, end) = (
+            self.offsets[index] as usize,
+            self.offsets[index + 1] as usize,
+        );
+        // SAFETY: a StringArray's bytes are valid UTF-8 between consecutive offsets (the
+        // Parquet reader validates them as it decodes).
+        unsafe { std::str::from_utf8_unchecked(&self.bytes[start..end]) }
+    }
+
+    fn is_null(&self, index: usize) -> bool {
+        self.nulls
+            .as_ref()
+            .is_some_and(|nulls| nulls.is_null(index))
+    }
+}
+
+/// A column of a batch, typed once so that rows are read without downcasts or the
+/// array API's per-call checks (these accessors run millions of times in a join).
 #[derive(Debug, Clone)]
 enum View {
     Absent,
+    /// Dictionary-encoded text: a key per row into the values.
     Label {
-        keys: Int32Array,
-        values: StringArray,
+        keys: ScalarBuffer<i32>,
+        nulls: Option<NullBuffer>,
+        values: TextBuffers,
     },
-    Text(StringArray),
+    Text(TextBuffers),
     Integer(UInt64Array),
     Boolean(BooleanArray),
 }
@@ -164,6 +203,8 @@ enum View {
 pub struct Batch {
     views: Vec<View>,
     len: usize,
+    /// `identity_scope` of each dictionary value, read once per batch (when projected).
+    scopes: Vec<Option<IdentityScope>>,
 }
 
 impl Batch {
@@ -172,24 +213,103 @@ impl Batch {
         for (position, column) in columns.iter().enumerate() {
             let array = batch.column(position);
             views[column.index()] = match column.kind() {
-                Kind::Label { .. } => {
-                    let dictionary = array.as_dictionary_opt::<Int32Type>().ok_or_else(|| {
-                        io::Error::other(format!("column {} is not dictionary text", column.name()))
-                    })?;
-                    View::Label {
-                        keys: dictionary.keys().clone(),
-                        values: dictionary.values().as_string::<i32>().clone(),
-                    }
-                }
-                Kind::Text | Kind::Json => View::Text(array.as_string::<i32>().clone()),
+                Kind::Label { .. } => match array.as_dictionary_opt::<Int32Type>() {
+                    Some(dictionary) => View::Label {
+                        keys: dictionary.keys().values().clone(),
+                        nulls: dictionary.keys().nulls().cloned(),
+                        values: TextBuffers::of(dictionary.values().as_string::<i32>()),
+                    },
+                    None => View::Text(TextBuffers::of(array.as_string::<i32>())),
+                },
+                Kind::Text | Kind::Json => View::Text(TextBuffers::of(array.as_string::<i32>())),
                 Kind::Integer { .. } => View::Integer(array.as_primitive::<UInt64Type>().clone()),
                 Kind::Boolean => View::Boolean(array.as_boolean().clone()),
             };
         }
+        let scopes = match &views[Column::IdentityScope.index()] {
+            View::Label { values, .. } => (0..values.offsets.len() - 1)
+                .map(|key| IdentityScope::parse(values.at(key)))
+                .collect(),
+            _ => Vec::new(),
+        };
         Ok(Self {
             views,
             len: batch.num_rows(),
+            scopes,
         })
+    }
+
+    /// The rows whose label `column` holds `value`, compared once per dictionary value.
+    pub fn rows_with(&self, column: Column, value: &str) -> Vec<usize> {
+        match &self.views[column.index()] {
+            View::Label {
+                keys,
+                nulls,
+                values,
+            } => {
+                let matching: Vec<bool> = (0..values.offsets.len() - 1)
+                    .map(|key| values.at(key) == value)
+                    .collect();
+                (0..self.len)
+                    .filter(|&row| {
+                        !nulls.as_ref().is_some_and(|n| n.is_null(row))
+                            && matching[keys[row] as usize]
+                    })
+                    .collect()
+            }
+            _ => (0..self.len)
+                .filter(|&row| self.text(column, row) == Some(value))
+                .collect(),
+        }
+    }
+
+    /// A value per row of the label `column`, computed by `of` once per distinct label
+    /// (once per dictionary value), not once per row.
+    pub fn per_label<T: Copy + Default>(
+        &self,
+        column: Column,
+        mut of: impl FnMut(Option<&str>) -> T,
+    ) -> Vec<T> {
+        match &self.views[column.index()] {
+            View::Label {
+                keys,
+                nulls,
+                values,
+            } => {
+                let mapped: Vec<T> = (0..values.offsets.len() - 1)
+                    .map(|key| of(Some(values.at(key))))
+                    .collect();
+                let null = of(None);
+                (0..self.len)
+                    .map(|row| {
+                        if nulls.as_ref().is_some_and(|n| n.is_null(row)) {
+                            null
+                        } else {
+                            mapped[keys[row] as usize]
+                        }
+                    })
+                    .collect()
+            }
+            _ => {
+                // Plain text: remember what each distinct value gave (labels are few).
+                let mut seen: Vec<(Option<&str>, T)> = Vec::new();
+                (0..self.len)
+                    .map(|row| {
+                        let label = self.text(column, row);
+                        match seen.iter().find(|(known, _)| *known == label) {
+                            Some((_, value)) => *value,
+                            None => {
+                                let value = of(label);
+                                if seen.len() < 64 {
+                                    seen.push((label, value));
+                                }
+                                value
+                            }
+                        }
+                    })
+                    .collect()
+            }
+        }
     }
 
     /// Rows in the batch.
@@ -204,12 +324,21 @@ impl Batch {
 
     /// A text column's value (label, text or JSON); `None` for null. Panics if the column
     /// was not projected or holds no text: a programming error, not bad data.
+    #[inline]
     pub fn text(&self, column: Column, row: usize) -> Option<&str> {
-        match &self.views[column.index()] {
-            View::Label { keys, values } => {
-                (!keys.is_null(row)).then(|| values.value(keys.value(row) as usize))
+        match &self.views[column as usize] {
+            View::Label {
+                keys,
+                nulls,
+                values,
+            } => {
+                if nulls.as_ref().is_some_and(|n| n.is_null(row)) {
+                    None
+                } else {
+                    Some(values.at(keys[row] as usize))
+                }
             }
-            View::Text(array) => (!array.is_null(row)).then(|| array.value(row)),
+            View::Text(text) => (!text.is_null(row)).then(|| text.at(row)),
             _ => panic!("column {} is not projected text", column.name()),
         }
     }
@@ -246,6 +375,12 @@ impl Batch {
 
     /// `identity_scope`, refusing any other value.
     pub fn identity_scope(&self, row: usize) -> Result<IdentityScope, RowError> {
+        if let View::Label { keys, nulls, .. } = &self.views[Column::IdentityScope.index()]
+            && !nulls.as_ref().is_some_and(|n| n.is_null(row))
+            && let Some(Some(scope)) = self.scopes.get(keys[row] as usize)
+        {
+            return Ok(*scope);
+        }
         let text = self.text(Column::IdentityScope, row).unwrap_or_default();
         IdentityScope::parse(text).ok_or_else(|| {
             row_error(

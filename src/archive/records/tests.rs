@@ -62,6 +62,14 @@ fn read_all(bytes: &[u8], columns: Columns) -> Vec<Batch> {
 }
 
 #[test]
+fn the_columns_are_declared_in_file_order() {
+    for (position, (column, name, _)) in COLUMNS.iter().enumerate() {
+        assert_eq!(column.index(), position, "{name}");
+        assert_eq!(column.name(), *name);
+    }
+}
+
+#[test]
 fn a_record_reads_back_as_it_was_written_with_nested_values_canonical() {
     let records = vec![record("q1", Some(true)), record("q2", None)];
     let bytes = write(&records);
