@@ -168,34 +168,61 @@ fn format_u64(mut value: u64, buffer: &mut [u8; 20]) -> &[u8] {
     }
 }
 
-/// Writes a JSON string as `JSON.stringify` does: `"` and `\` escaped, the control
-/// characters U+0000..U+001F as `\b \t \n \f \r` or `\u00xx`, everything else as is.
+/// The first byte at or after `from` that a JSON string must escape (`"`, `\\`, or below
+/// 0x20), found eight bytes at a time: the strings of real records (prompts, documents)
+/// are long and almost never need one.
+fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A byte of `word` is zero / below n (n <= 128) when its high bit ends up set here.
+    let has_zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGH;
+    let has_below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGH;
+    let mut index = from;
+    while index + 8 <= bytes.len() {
+        let word = u64::from_le_bytes(bytes[index..index + 8].try_into().expect("8 bytes"));
+        let hits = has_below(word, 0x20)
+            | has_zero(word ^ (ONES * u64::from(b'"')))
+            | has_zero(word ^ (ONES * u64::from(b'\\')));
+        if hits != 0 {
+            break;
+        }
+        index += 8;
+    }
+    bytes[index..]
+        .iter()
+        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
+        .map(|offset| index + offset)
+}
+
+/// Writes a JSON string as `JSON.stringify` does: `"` and `\\` escaped, the control
+/// characters U+0000..U+001F as `\\b \\t \\n \\f \\r` or `\\u00xx`, everything else as is.
 pub fn write_string(text: &str, out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push(b'"');
     let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
     let mut start = 0;
-    for (index, &byte) in bytes.iter().enumerate() {
-        let escape: &[u8] = match byte {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            0x08 => b"\\b",
-            b'\t' => b"\\t",
-            b'\n' => b"\\n",
-            0x0c => b"\\f",
-            b'\r' => b"\\r",
-            0x00..=0x1f => &[
+    // Most strings need no escape: find the next byte that does, copy the span before it.
+    while let Some(index) = next_escape(bytes, start) {
+        out.extend_from_slice(&bytes[start..index]);
+        let byte = bytes[index];
+        match byte {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            _ => out.extend_from_slice(&[
                 b'\\',
                 b'u',
                 b'0',
                 b'0',
                 HEX[(byte >> 4) as usize],
                 HEX[(byte & 0xf) as usize],
-            ],
-            _ => continue,
-        };
-        out.extend_from_slice(&bytes[start..index]);
-        out.extend_from_slice(escape);
+            ]),
+        }
         start = index + 1;
     }
     out.extend_from_slice(&bytes[start..]);

@@ -15,7 +15,7 @@ use crate::archive::comparison::{ComparisonSides, SideRequest, report_destinatio
 use crate::archive::layout::{RunId, run_relative};
 use crate::archive::{Archive, ArchiveError};
 use crate::compare::stats::ConfidenceLevel;
-use crate::compare::{self, CompareError, Side, SideInput, SideLabel, Summary};
+use crate::compare::{self, CompareError, Rows, Side, SideInput, SideLabel, Summary};
 use crate::report::{self, ReportFormat};
 
 /// Where and how to write the item-level report.
@@ -67,32 +67,39 @@ pub fn compare(
         .transpose()?;
     let sides =
         ComparisonSides::select(archive, request.baseline.clone(), request.variant.clone())?;
-    let rows = sides.read(archive)?;
     let label = |side: &crate::archive::comparison::ComparisonSide| SideLabel {
         run_id: side.run.to_string(),
         variant_id: side.variant_id.clone(),
     };
     let (baseline_label, variant_label) = (label(&sides.baseline), label(&sides.variant));
-    let mut comparison = compare::compare(
-        SideInput {
-            label: &baseline_label,
-            rows: &rows.baseline,
-        },
-        SideInput {
-            label: &variant_label,
-            rows: &rows.variant,
-        },
-    )
-    .map_err(|error| damaged(archive, error))?;
-    let summary = Summary::of(&comparison, request.confidence);
+    let join = |baseline: &dyn Rows, variant: &dyn Rows| {
+        compare::compare(
+            SideInput {
+                label: &baseline_label,
+                rows: baseline,
+            },
+            SideInput {
+                label: &variant_label,
+                rows: variant,
+            },
+        )
+        .map_err(|error| damaged(archive, error))
+    };
     let Some((path, format)) = destination else {
+        // A summary only: the rows are streamed while they are keyed.
+        let (baseline, variant) = sides.rows(archive);
+        let comparison = join(&baseline, &variant)?;
         return Ok(CompareOutcome {
-            summary,
+            summary: Summary::of(&comparison, request.confidence),
             report: None,
         });
     };
-    comparison.sort_by_identity(&rows.baseline, &rows.variant);
-    drop(rows);
+    // A report sorts its items by identity: the join columns stay in memory for that.
+    let (baseline, variant) = sides.load(archive)?;
+    let mut comparison = join(&baseline, &variant)?;
+    let summary = Summary::of(&comparison, request.confidence);
+    comparison.sort_by_identity(&baseline, &variant);
+    drop((baseline, variant));
     let (mut baseline, mut variant) = sides.full_records(archive)?;
     let mut load = |side: Side, row: u32| match side {
         Side::Baseline => baseline.load(row),
@@ -112,12 +119,15 @@ pub fn compare(
     })
 }
 
-/// Duplicate identities within a side mean the run breaks its own key rule.
+/// Duplicate identities within a side mean the run breaks its own key rule; unreadable
+/// rows, that its records are damaged.
 fn damaged(archive: &Archive, error: CompareError) -> ArchiveError {
-    let CompareError::DuplicateIdentity(duplicate) = &error;
-    let path = match RunId::parse(&duplicate.run_id) {
-        Ok(run) => archive.layout().resolve(&run_relative(&run, "")),
-        Err(_) => archive.layout().root().to_owned(),
+    let path = match &error {
+        CompareError::DuplicateIdentity(duplicate) => match RunId::parse(&duplicate.run_id) {
+            Ok(run) => archive.layout().resolve(&run_relative(&run, "")),
+            Err(_) => archive.layout().root().to_owned(),
+        },
+        CompareError::Unreadable { .. } => archive.layout().root().to_owned(),
     };
     ArchiveError::Damaged {
         path,

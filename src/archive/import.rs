@@ -14,9 +14,11 @@ use serde_json::{Map, Value};
 
 use super::artifacts::contract::BankIndex;
 use super::layout::{self, RunId, run_relative};
-use super::manifest::{CountEntry, FileEntry, ImportEntry, RecordsEntry, RunManifest};
+use super::manifest::{
+    BreakdownCounter, CountEntry, FileEntry, ImportEntry, RecordsEntry, RunManifest,
+};
 use super::read;
-use super::records::{Column, Columns, EncodedRecord, RecordsWriter};
+use super::records::{Column, Columns, EncodedRecord, ThreadedWriter};
 use super::runs::{open_for_write, plan_attachments, run_context};
 use super::transaction::{Transaction, abort_after};
 use super::{ArchiveError, WriteSession, faults};
@@ -26,7 +28,7 @@ use crate::clock::now_rfc3339;
 use crate::durable::{NewFile, io_at};
 use crate::jsonl::{self, NonFinitePolicy};
 use crate::parallel;
-use crate::record::KeyDigest;
+use crate::record::{DigestMap, KeyDigest};
 
 /// How many problems an import reports in detail (all are counted).
 pub const MAX_REPORTED: usize = 20;
@@ -537,7 +539,7 @@ fn import_file(
     context: &crate::adapters::RunContext,
     bank: Option<&BankIndex>,
     options: &ImportOptions,
-    seen: &mut HashMap<KeyDigest, Seen>,
+    seen: &mut DigestMap<Seen>,
     report: &mut ImportReport,
     progress: &dyn Progress,
 ) -> Result<FileOutcome, ArchiveError> {
@@ -551,8 +553,6 @@ fn import_file(
         since_report: 0,
     };
     let mut records = NewFile::create(&records_path)?;
-    let mut writer =
-        RecordsWriter::new(records.writer()).map_err(io_at("writing", &records_path))?;
     let mut batcher = jsonl::Batcher::new(BufReader::with_capacity(256 * 1024, tee));
     let import_context = ImportContext {
         run: context,
@@ -578,7 +578,7 @@ fn import_file(
             hint,
         });
     };
-    let mut breakdown: HashMap<(String, Option<String>, String), u64> = HashMap::new();
+    let mut breakdown = BreakdownCounter::default();
     let mut partly_written = false;
     // A problem of the whole file is reported once, alone: its lines are then only read
     // through (to finish the raw copy), not parsed, so one cause is not reported per line.
@@ -590,84 +590,87 @@ fn import_file(
         }
     };
     let mut read_error = None;
-    parallel::map_ordered(
-        parallel::workers(),
-        || match batcher.next_batch() {
-            Ok(batch) => Ok(batch),
-            Err(error) => {
-                read_error = Some(error);
-                Err(None)
-            }
-        },
-        |batch| normalize_batch(batch, options, &import_context, bank, source_refused),
-        |batch: Vec<Normalized>| {
-            for item in batch {
-                match item {
-                    Normalized::Refused {
-                        line,
-                        column,
-                        field,
-                        message,
-                        hint,
-                    } => {
-                        reject(report, Some(line), column, field, message, hint);
-                    }
-                    Normalized::Record {
-                        line,
-                        digest,
-                        record,
-                    } => {
-                        match seen.entry(digest) {
-                            Entry::Occupied(first) => {
-                                let first = *first.get();
-                                reject(
-                                    report,
-                                    Some(line),
-                                    None,
-                                    None,
-                                    format!(
-                                        "duplicate record identity ({}); the same identity is {}",
-                                        record.identity().record_key(context.strict),
-                                        Origin::describe(plan.origins, first, plan.seq)
-                                    ),
-                                    Some(duplicate_hint(context.strict).into()),
-                                );
+    let (parsed, written) = std::thread::scope(|scope| {
+        let mut writer = ThreadedWriter::spawn(scope, records.writer());
+        let parsed = parallel::map_ordered(
+            parallel::workers(),
+            || match batcher.next_batch() {
+                Ok(batch) => Ok(batch),
+                Err(error) => {
+                    read_error = Some(error);
+                    Err(None)
+                }
+            },
+            |batch| normalize_batch(batch, options, &import_context, bank, source_refused),
+            |batch: Vec<Normalized>| {
+                for item in batch {
+                    match item {
+                        Normalized::Refused {
+                            line,
+                            column,
+                            field,
+                            message,
+                            hint,
+                        } => {
+                            reject(report, Some(line), column, field, message, hint);
+                        }
+                        Normalized::Record {
+                            line,
+                            digest,
+                            record,
+                        } => {
+                            match seen.entry(digest) {
+                                Entry::Occupied(first) => {
+                                    let first = *first.get();
+                                    reject(
+                                        report,
+                                        Some(line),
+                                        None,
+                                        None,
+                                        format!(
+                                            "duplicate record identity ({}); the same identity is {}",
+                                            record.identity().record_key(context.strict),
+                                            Origin::describe(plan.origins, first, plan.seq)
+                                        ),
+                                        Some(duplicate_hint(context.strict).into()),
+                                    );
+                                    continue;
+                                }
+                                Entry::Vacant(slot) => {
+                                    slot.insert(Seen {
+                                        seq: plan.seq,
+                                        line,
+                                    });
+                                }
+                            }
+                            // A rejected batch publishes nothing, so the file need not be
+                            // written once a problem is known.
+                            if report.rejected_total > 0 {
                                 continue;
                             }
-                            Entry::Vacant(slot) => {
-                                slot.insert(Seen {
-                                    seq: plan.seq,
-                                    line,
-                                });
+                            let identity = record.identity();
+                            breakdown.add(
+                                identity.benchmark,
+                                identity.language,
+                                identity.variant_id,
+                            );
+                            // A failed push means the writer stopped; its error comes from
+                            // `finish` below.
+                            writer.push(*record).map_err(|_| None)?;
+                            if !partly_written {
+                                partly_written = true;
+                                faults::point("data-partly-written");
                             }
-                        }
-                        // A rejected batch publishes nothing, so the file need not be
-                        // written once a problem is known.
-                        if report.rejected_total > 0 {
-                            continue;
-                        }
-                        let identity = record.identity();
-                        *breakdown
-                            .entry((
-                                identity.benchmark.to_owned(),
-                                identity.language.map(str::to_owned),
-                                identity.variant_id.to_owned(),
-                            ))
-                            .or_default() += 1;
-                        writer.push(&record).map_err(|e| {
-                            Some(ArchiveError::from(io_at("writing", &records_path)(e)))
-                        })?;
-                        if !partly_written {
-                            partly_written = true;
-                            faults::point("data-partly-written");
                         }
                     }
                 }
-            }
-            Ok(())
-        },
-    )
-    .or_else(|error: Option<ArchiveError>| match error {
+                Ok(())
+            },
+        );
+        (parsed, writer.finish())
+    });
+    let count = written.map_err(io_at("writing", &records_path))?;
+    parsed.or_else(|error: Option<ArchiveError>| match error {
         Some(error) => Err(error),
         None => Ok(()),
     })?;
@@ -686,7 +689,6 @@ fn import_file(
     // draining keeps that true even for an input without a final newline.
     let _ = buffered.fill_buf();
     let raw_digest = buffered.into_inner().copy.finish()?;
-    let (_, count) = writer.finish().map_err(io_at("writing", &records_path))?;
     if count == 0 && report.rejected_total == 0 {
         reject(
             report,
@@ -698,16 +700,7 @@ fn import_file(
         );
     }
     let digest = records.finish()?;
-    let mut breakdown: Vec<CountEntry> = breakdown
-        .into_iter()
-        .map(|((benchmark, language, variant_id), records)| CountEntry {
-            benchmark,
-            language,
-            variant_id,
-            records,
-        })
-        .collect();
-    breakdown.sort();
+    let breakdown = breakdown.finish();
     Ok((
         raw_digest,
         RecordsEntry {
@@ -725,8 +718,9 @@ fn existing_identities(
     session: &WriteSession<'_>,
     run: &RunId,
     manifest: &RunManifest,
-) -> Result<HashMap<KeyDigest, Seen>, ArchiveError> {
-    let mut seen = HashMap::with_capacity(manifest.record_count() as usize);
+) -> Result<DigestMap<Seen>, ArchiveError> {
+    let mut seen =
+        DigestMap::with_capacity_and_hasher(manifest.record_count() as usize, Default::default());
     let strict = manifest.is_strict();
     for entry in &manifest.imports {
         for batch in read::batches(session.archive(), run, entry, Columns::KEY)? {

@@ -4,7 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, RandomState};
 
 use super::layout;
 use crate::canonical_json::{CanonicalError, to_canonical_bytes};
@@ -51,6 +52,48 @@ pub struct CountEntry {
     pub language: Option<String>,
     pub variant_id: String,
     pub records: u64,
+}
+
+/// Counts records per (benchmark, language, variant) as they stream by: a known
+/// combination costs a hash and a comparison, no allocation.
+#[derive(Debug, Default)]
+pub struct BreakdownCounter {
+    entries: Vec<CountEntry>,
+    /// Entries by the hash of their combination.
+    index: HashMap<u64, Vec<usize>>,
+    hasher: RandomState,
+}
+
+impl BreakdownCounter {
+    /// Counts one record.
+    pub fn add(&mut self, benchmark: &str, language: Option<&str>, variant_id: &str) {
+        let hash = self.hasher.hash_one((benchmark, language, variant_id));
+        let candidates = self.index.entry(hash).or_default();
+        for &index in candidates.iter() {
+            let entry = &mut self.entries[index];
+            if entry.benchmark == benchmark
+                && entry.language.as_deref() == language
+                && entry.variant_id == variant_id
+            {
+                entry.records += 1;
+                return;
+            }
+        }
+        candidates.push(self.entries.len());
+        self.entries.push(CountEntry {
+            benchmark: benchmark.to_owned(),
+            language: language.map(str::to_owned),
+            variant_id: variant_id.to_owned(),
+            records: 1,
+        });
+    }
+
+    /// The counts, sorted as manifests store them.
+    pub fn finish(self) -> Vec<CountEntry> {
+        let mut entries = self.entries;
+        entries.sort();
+        entries
+    }
 }
 
 /// One imported input file.

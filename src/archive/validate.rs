@@ -26,7 +26,7 @@ use crate::canonical_json::is_canonical;
 use crate::durable::{ContentDigest, HashingReader, io_at};
 use crate::jsonl::{self, BOM};
 use crate::parallel;
-use crate::record::KeyDigest;
+use crate::record::{DigestMap, KeyDigest};
 
 /// One problem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -408,7 +408,7 @@ fn check_records(
     archive: &Archive,
     records_rel: &str,
     context: &RecordsContext<'_>,
-    identities: &mut HashMap<KeyDigest, (u64, u64)>,
+    identities: &mut DigestMap<(u64, u64)>,
 ) -> Result<RecordsOutcome, ArchiveError> {
     let path = Path::new(records_rel);
     // Its own open file: a cloned descriptor would share the read offset with the
@@ -447,7 +447,7 @@ fn check_rows(
     records: RecordsFile,
     path: &Path,
     context: &RecordsContext<'_>,
-    identities: &mut HashMap<KeyDigest, (u64, u64)>,
+    identities: &mut DigestMap<(u64, u64)>,
     outcome: &mut RecordsOutcome,
 ) -> Result<(), ArchiveError> {
     let footer_rows = records.rows();
@@ -613,7 +613,7 @@ fn validate_run(archive: &Archive, run: &RunId, out: &mut Collector) -> Result<(
     )?);
     let strict = manifest.is_strict();
     let model = manifest.model().to_owned();
-    let mut identities: HashMap<KeyDigest, (u64, u64)> = HashMap::new();
+    let mut identities: DigestMap<(u64, u64)> = DigestMap::default();
     for entry in &manifest.imports {
         let raw_rel = run_relative(run, &entry.raw.path);
         let records_rel = run_relative(run, &entry.records.path);

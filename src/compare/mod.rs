@@ -52,38 +52,40 @@ pub struct SideLabel {
 
 /// What the join needs of one side's rows, by row number.
 pub trait Rows: Sync {
-    /// Rows on the side.
-    fn len(&self) -> usize;
-    /// True for a side without rows.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// The join key of every row, in row order, labels interned with `interner`.
-    fn keys(&self, interner: &Interner) -> Vec<RowKey>;
-    /// The row's identity fields (for messages and the report order).
+    /// The join key of every row, in row order, labels interned with `interner`; or why
+    /// the rows cannot be read.
+    fn keys(&self, interner: &Interner) -> Result<Vec<RowKey>, String>;
+    /// The item identity and the source of a row, as a message about it shows them
+    /// (`(benchmark=… …)`, `path:line`).
+    fn describe(&self, row: usize) -> (String, String);
+}
+
+/// Rows whose identities are at hand: what sorting items as reports list them needs.
+pub trait Identities {
+    /// The row's identity fields.
     fn identity(&self, row: usize) -> Identity<'_>;
-    /// Where the row came from, as messages show it (`path:line`).
-    fn source(&self, row: usize) -> String;
 }
 
 impl Rows for [Record] {
-    fn len(&self) -> usize {
-        <[Record]>::len(self)
-    }
-
-    fn keys(&self, interner: &Interner) -> Vec<RowKey> {
-        self.iter()
+    fn keys(&self, interner: &Interner) -> Result<Vec<RowKey>, String> {
+        Ok(self
+            .iter()
             .enumerate()
             .map(|(row, r)| interner.key(row, &r.identity(), r.identity_scope, r.correct))
-            .collect()
+            .collect())
     }
 
+    fn describe(&self, row: usize) -> (String, String) {
+        (
+            self[row].identity().item_key(),
+            self[row].source.to_string(),
+        )
+    }
+}
+
+impl Identities for [Record] {
     fn identity(&self, row: usize) -> Identity<'_> {
         self[row].identity()
-    }
-
-    fn source(&self, row: usize) -> String {
-        self[row].source.to_string()
     }
 }
 
@@ -194,8 +196,8 @@ impl Item {
     /// is that row's own).
     pub fn identity<'r, B, V>(&self, baseline: &'r B, variant: &'r V) -> Identity<'r>
     where
-        B: Rows + ?Sized,
-        V: Rows + ?Sized,
+        B: Identities + ?Sized,
+        V: Identities + ?Sized,
     {
         match (self.baseline, self.variant) {
             (Some(row), _) => baseline.identity(row as usize),
@@ -231,8 +233,8 @@ impl Comparison {
     /// repeat_id)`, null language and script first; the order every report writes.
     pub fn sort_by_identity<B, V>(&mut self, baseline: &B, variant: &V)
     where
-        B: Rows + ?Sized,
-        V: Rows + ?Sized,
+        B: Identities + ?Sized,
+        V: Identities + ?Sized,
     {
         self.items.sort_unstable_by(|a, b| {
             a.identity(baseline, variant)
@@ -264,6 +266,9 @@ pub enum CompareError {
     /// Two records of one side share a stable identity; picking one would be arbitrary.
     #[error("{0}")]
     DuplicateIdentity(Box<DuplicateIdentity>),
+    /// A side's rows could not be read.
+    #[error("the {side} side cannot be read: {reason}")]
+    Unreadable { side: Side, reason: String },
 }
 
 /// Two records of one side with the same stable item identity, and where each came from.
@@ -293,7 +298,9 @@ fn prepare<R: Rows + ?Sized>(
     interner: &Interner,
 ) -> Result<Prepared, CompareError> {
     let rows = input.rows;
-    let mut keys = rows.keys(interner);
+    let mut keys = rows
+        .keys(interner)
+        .map_err(|reason| CompareError::Unreadable { side, reason })?;
     let mut run_local_scored = Scored::default();
     let before = keys.len();
     keys.retain(|key| {
@@ -308,15 +315,17 @@ fn prepare<R: Rows + ?Sized>(
         .windows(2)
         .find(|pair| pair[0].item() == pair[1].item())
     {
-        let (first, second) = (pair[0].row as usize, pair[1].row as usize);
+        let (a, b) = (pair[0].row as usize, pair[1].row as usize);
+        let (identity, first) = rows.describe(a.min(b));
+        let (_, second) = rows.describe(a.max(b));
         return Err(CompareError::DuplicateIdentity(Box::new(
             DuplicateIdentity {
                 side,
                 run_id: input.label.run_id.clone(),
                 variant_id: input.label.variant_id.clone(),
-                identity: rows.identity(first).item_key(),
-                first: rows.source(first.min(second)),
-                second: rows.source(first.max(second)),
+                identity,
+                first,
+                second,
             },
         )));
     }

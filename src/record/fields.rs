@@ -78,7 +78,7 @@ impl Fields {
 
     /// Takes a field out as it is, if present.
     pub fn take(&mut self, name: &str) -> Option<Value> {
-        self.map.shift_remove(name)
+        self.map.swap_remove(name)
     }
 
     /// Looks at a field without taking it.

@@ -5,8 +5,9 @@ pub mod fields;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use std::fmt;
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher, RandomState};
+use std::sync::OnceLock;
 
 use crate::jsonl::FieldPath;
 pub use fields::{FieldError, Fields};
@@ -150,38 +151,59 @@ pub struct Identity<'r> {
 }
 
 /// A fixed-size digest of a record key, so a run's identity set stays small in memory.
-pub type KeyDigest = [u8; 16];
+pub type KeyDigest = u128;
+
+/// The two SipHash keys of [`Identity::record_digest`], drawn once per process: digests
+/// are compared within one process only (they are never stored), and random keys mean no
+/// input can be crafted to collide.
+fn digest_hashers() -> &'static [RandomState; 2] {
+    static HASHERS: OnceLock<[RandomState; 2]> = OnceLock::new();
+    HASHERS.get_or_init(|| [RandomState::new(), RandomState::new()])
+}
+
+/// A `HashMap` hasher for [`KeyDigest`] keys, which are hashes already: it passes their
+/// bits through instead of hashing them again.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DigestHasher(u64);
+
+impl Hasher for DigestHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn write_u128(&mut self, value: u128) {
+        self.0 = value as u64;
+    }
+}
+
+/// A map keyed by record-key digests.
+pub type DigestMap<V> = std::collections::HashMap<KeyDigest, V, BuildHasherDefault<DigestHasher>>;
 
 impl Identity<'_> {
-    /// A collision-resistant digest of the record key within a run (truncated SHA-256 of
-    /// a length-prefixed encoding, so `("a", "bc")` and `("ab", "c")` differ, and null
-    /// differs from ""). `with_script` for strict runs, whose key includes the script.
+    /// A collision-resistant digest of the record key within a run: two keyed SipHash
+    /// hashes of the fields (each string with its terminator, so `("a", "bc")` and
+    /// `("ab", "c")` differ, and null differs from ""). `with_script` for strict runs,
+    /// whose key includes the script.
     pub fn record_digest(&self, with_script: bool) -> KeyDigest {
-        let mut hasher = Sha256::new();
-        let mut field = |value: Option<&str>| match value {
-            None => hasher.update([0u8]),
-            Some(text) => {
-                hasher.update([1u8]);
-                hasher.update((text.len() as u64).to_le_bytes());
-                hasher.update(text.as_bytes());
-            }
+        let half = |state: &RandomState| {
+            state.hash_one((
+                self.benchmark,
+                self.language,
+                with_script.then_some(self.script),
+                self.question_id,
+                self.variant_id,
+                self.filter,
+                self.repeat_id,
+            ))
         };
-        field(Some(self.benchmark));
-        field(self.language);
-        if with_script {
-            field(Some("script"));
-            field(self.script);
-        } else {
-            field(None);
-        }
-        field(Some(self.question_id));
-        field(Some(self.variant_id));
-        field(Some(self.filter));
-        hasher.update(self.repeat_id.to_le_bytes());
-        let full = hasher.finalize();
-        let mut digest = [0u8; 16];
-        digest.copy_from_slice(&full[..16]);
-        digest
+        let [a, b] = digest_hashers();
+        (u128::from(half(a)) << 64) | u128::from(half(b))
     }
 
     /// The record key as messages show it; `with_script` for strict runs.

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, Schema};
 
 pub use read::{Batch, RecordsFile, RowError};
-pub use write::{EncodedRecord, RecordsWriter};
+pub use write::{EncodedRecord, RecordsWriter, ThreadedWriter};
 
 /// The key-value metadata entry every records file carries: this store's schema version.
 pub const SCHEMA_KEY: &str = "babel.records_schema";

@@ -5,6 +5,8 @@
 
 use std::io::{self, Write};
 use std::sync::Arc;
+use std::sync::mpsc::{self, SyncSender};
+use std::thread::{Scope, ScopedJoinHandle};
 
 use arrow_array::builder::{BooleanBuilder, StringBuilder, UInt64Builder};
 use arrow_array::{ArrayRef, RecordBatch};
@@ -25,17 +27,28 @@ use crate::record::{Identity, IdentityScope, Locator, Record};
 const BATCH_ROWS: usize = 1024;
 /// A row group is closed once its encoded size passes this (so memory stays bounded
 /// however long the import), or at this many rows.
-const ROW_GROUP_BYTES: usize = 32 << 20;
+const ROW_GROUP_BYTES: usize = 8 << 20;
 const ROW_GROUP_ROWS: usize = 1 << 20;
 /// Every column closes a page at least this often, so each column's compressor exists
 /// from the first few thousand rows on and memory is flat from there (a page of a label
 /// column is otherwise 20,000 rows, and its compressor appears only then).
 const PAGE_ROWS: usize = 4096;
 /// The zstd level of every page: fast to write, small enough (see BENCHMARKS.md).
-const ZSTD_LEVEL: i32 = 3;
+const ZSTD_LEVEL: i32 = 1;
 
-/// The JSON columns, in the order [`EncodedRecord`] keeps their text.
-const JSON_COLUMNS: [Column; 8] = [
+/// The text fields of an [`EncodedRecord`], in the order it keeps them: the text columns,
+/// then the JSON columns.
+const TEXT_FIELDS: [Column; 18] = [
+    Column::RunId,
+    Column::Benchmark,
+    Column::Script,
+    Column::Language,
+    Column::QuestionId,
+    Column::VariantId,
+    Column::Filter,
+    Column::Model,
+    Column::RephrasingModel,
+    Column::SourcePath,
     Column::Input,
     Column::Target,
     Column::Prediction,
@@ -46,35 +59,64 @@ const JSON_COLUMNS: [Column; 8] = [
     Column::Extra,
 ];
 
-/// A record ready for the columns: scalars as they are, nested values as canonical JSON.
+fn slot(column: Column) -> usize {
+    TEXT_FIELDS
+        .iter()
+        .position(|c| *c == column)
+        .expect("a text column")
+}
+
+/// A record ready for the columns, in one allocation: its text fields (nested values as
+/// canonical JSON) one after the other in one buffer, and its scalars. Records are
+/// encoded on worker threads and written on another; one buffer each keeps that hand-over
+/// cheap.
 #[derive(Debug, Clone)]
 pub struct EncodedRecord {
-    run_id: String,
-    benchmark: String,
-    script: Option<String>,
-    language: Option<String>,
-    question_id: String,
-    variant_id: String,
-    filter: String,
+    text: Vec<u8>,
+    /// Where each of [`TEXT_FIELDS`] ends in `text`.
+    ends: [u32; 18],
+    /// Bit `i` set: text field `i` is null.
+    nulls: u32,
     repeat_id: u64,
     identity_scope: IdentityScope,
-    model: String,
-    rephrasing_model: Option<String>,
     correct: Option<bool>,
-    source_path: String,
     source_line: u64,
-    /// The canonical JSON of the nested values, one after the other.
-    json: Vec<u8>,
-    /// Where each of [`JSON_COLUMNS`] ends in `json`.
-    ends: [usize; 8],
 }
 
 impl EncodedRecord {
     /// Encodes a record; refuses a nested integer that has no exact canonical form (its
     /// path starts with the record field: `input.doc.n`).
     pub fn encode(record: Record) -> Result<Self, CanonicalError> {
-        let mut json = Vec::with_capacity(1024);
-        let mut ends = [0; 8];
+        let mut encoded = Self {
+            text: Vec::with_capacity(1024),
+            ends: [0; 18],
+            nulls: 0,
+            repeat_id: record.repeat_id,
+            identity_scope: record.identity_scope,
+            correct: record.correct,
+            source_line: match record.source.locator {
+                Locator::Line(line) => line,
+            },
+        };
+        let texts: [Option<&str>; 10] = [
+            Some(&record.run_id),
+            Some(&record.benchmark),
+            record.script.as_deref(),
+            record.language.as_deref(),
+            Some(&record.question_id),
+            Some(&record.variant_id),
+            Some(&record.filter),
+            Some(&record.model),
+            record.rephrasing_model.as_deref(),
+            Some(&record.source.path),
+        ];
+        for (index, text) in texts.into_iter().enumerate() {
+            match text {
+                Some(text) => encoded.text.extend_from_slice(text.as_bytes()),
+                None => encoded.nulls |= 1 << index,
+            }
+            encoded.ends[index] = encoded.text.len() as u32;
+        }
         let values = [
             (Column::Input, record.input),
             (Column::Target, record.target),
@@ -83,119 +125,97 @@ impl EncodedRecord {
             (Column::Metrics, Value::Object(record.metrics)),
             (Column::Response, record.response),
         ];
-        for (slot, (column, value)) in values.into_iter().enumerate() {
-            canonical_json::write_value(&value, &mut json).map_err(|error| match error {
-                CanonicalError::UnsafeInteger { path, value } => CanonicalError::UnsafeInteger {
-                    path: path.under(column.name()),
-                    value,
+        for (column, value) in values {
+            canonical_json::write_value(&value, &mut encoded.text).map_err(
+                |error| match error {
+                    CanonicalError::UnsafeInteger { path, value } => {
+                        CanonicalError::UnsafeInteger {
+                            path: path.under(column.name()),
+                            value,
+                        }
+                    }
+                    other => other,
                 },
-                other => other,
-            })?;
-            ends[slot] = json.len();
+            )?;
+            encoded.ends[slot(column)] = encoded.text.len() as u32;
         }
-        json.push(b'[');
+        encoded.text.push(b'[');
         for (index, warning) in record.warnings.iter().enumerate() {
             if index > 0 {
-                json.push(b',');
+                encoded.text.push(b',');
             }
-            canonical_json::write_string(warning, &mut json);
+            canonical_json::write_string(warning, &mut encoded.text);
         }
-        json.push(b']');
-        ends[6] = json.len();
-        canonical_json::write_value(&Value::Object(record.extra), &mut json).map_err(|error| {
-            match error {
+        encoded.text.push(b']');
+        encoded.ends[slot(Column::Warnings)] = encoded.text.len() as u32;
+        canonical_json::write_value(&Value::Object(record.extra), &mut encoded.text).map_err(
+            |error| match error {
                 CanonicalError::UnsafeInteger { path, value } => CanonicalError::UnsafeInteger {
                     path: path.under("extra"),
                     value,
                 },
                 other => other,
-            }
-        })?;
-        ends[7] = json.len();
-        let Locator::Line(source_line) = record.source.locator;
-        Ok(Self {
-            run_id: record.run_id,
-            benchmark: record.benchmark,
-            script: record.script,
-            language: record.language,
-            question_id: record.question_id,
-            variant_id: record.variant_id,
-            filter: record.filter,
-            repeat_id: record.repeat_id,
-            identity_scope: record.identity_scope,
-            model: record.model,
-            rephrasing_model: record.rephrasing_model,
-            correct: record.correct,
-            source_path: record.source.path,
-            source_line,
-            json,
-            ends,
-        })
+            },
+        )?;
+        encoded.ends[slot(Column::Extra)] = encoded.text.len() as u32;
+        Ok(encoded)
+    }
+
+    /// A text field (null for a null one).
+    fn field(&self, index: usize) -> Option<&str> {
+        if self.nulls & (1 << index) != 0 {
+            return None;
+        }
+        let start = if index == 0 {
+            0
+        } else {
+            self.ends[index - 1] as usize
+        };
+        // SAFETY: the buffer holds the bytes of Rust strings and canonical JSON written
+        // from them (ASCII punctuation added), split only at the ends of whole fields.
+        Some(unsafe { std::str::from_utf8_unchecked(&self.text[start..self.ends[index] as usize]) })
+    }
+
+    fn text(&self, column: Column) -> Option<&str> {
+        self.field(slot(column))
     }
 
     /// The record's identity fields.
     pub fn identity(&self) -> Identity<'_> {
         Identity {
-            benchmark: &self.benchmark,
-            language: self.language.as_deref(),
-            script: self.script.as_deref(),
-            question_id: &self.question_id,
-            variant_id: &self.variant_id,
-            filter: &self.filter,
+            benchmark: self.text(Column::Benchmark).unwrap_or_default(),
+            language: self.text(Column::Language),
+            script: self.text(Column::Script),
+            question_id: self.text(Column::QuestionId).unwrap_or_default(),
+            variant_id: self.text(Column::VariantId).unwrap_or_default(),
+            filter: self.text(Column::Filter).unwrap_or_default(),
             repeat_id: self.repeat_id,
         }
     }
-
-    /// The canonical JSON text of one nested column.
-    fn json(&self, slot: usize) -> &str {
-        let start = if slot == 0 { 0 } else { self.ends[slot - 1] };
-        std::str::from_utf8(&self.json[start..self.ends[slot]])
-            .expect("canonical JSON is written from UTF-8 strings")
-    }
 }
 
-/// The builders of one Arrow batch, a field per column.
+/// The builders of one Arrow batch.
 struct Builders {
     schema_version: UInt64Builder,
-    run_id: StringBuilder,
-    benchmark: StringBuilder,
-    script: StringBuilder,
-    language: StringBuilder,
-    question_id: StringBuilder,
-    variant_id: StringBuilder,
-    filter: StringBuilder,
+    /// One builder per [`TEXT_FIELDS`] entry.
+    texts: [StringBuilder; 18],
     repeat_id: UInt64Builder,
     identity_scope: StringBuilder,
-    model: StringBuilder,
-    rephrasing_model: StringBuilder,
-    json: [StringBuilder; 8],
     correct: BooleanBuilder,
-    source_path: StringBuilder,
     source_line: UInt64Builder,
     rows: usize,
 }
 
 impl Builders {
     fn new() -> Self {
-        let text = || StringBuilder::with_capacity(BATCH_ROWS, BATCH_ROWS * 16);
         Self {
             schema_version: UInt64Builder::with_capacity(BATCH_ROWS),
-            run_id: text(),
-            benchmark: text(),
-            script: text(),
-            language: text(),
-            question_id: text(),
-            variant_id: text(),
-            filter: text(),
-            repeat_id: UInt64Builder::with_capacity(BATCH_ROWS),
-            identity_scope: text(),
-            model: text(),
-            rephrasing_model: text(),
-            json: std::array::from_fn(|_| {
-                StringBuilder::with_capacity(BATCH_ROWS, BATCH_ROWS * 64)
+            texts: std::array::from_fn(|_| {
+                StringBuilder::with_capacity(BATCH_ROWS, BATCH_ROWS * 32)
             }),
+            repeat_id: UInt64Builder::with_capacity(BATCH_ROWS),
+            identity_scope: StringBuilder::with_capacity(BATCH_ROWS, BATCH_ROWS * 8),
             correct: BooleanBuilder::with_capacity(BATCH_ROWS),
-            source_path: text(),
             source_line: UInt64Builder::with_capacity(BATCH_ROWS),
             rows: 0,
         }
@@ -204,24 +224,13 @@ impl Builders {
     fn append(&mut self, record: &EncodedRecord) {
         self.schema_version
             .append_value(crate::record::SCHEMA_VERSION);
-        self.run_id.append_value(&record.run_id);
-        self.benchmark.append_value(&record.benchmark);
-        self.script.append_option(record.script.as_deref());
-        self.language.append_option(record.language.as_deref());
-        self.question_id.append_value(&record.question_id);
-        self.variant_id.append_value(&record.variant_id);
-        self.filter.append_value(&record.filter);
+        for (index, builder) in self.texts.iter_mut().enumerate() {
+            builder.append_option(record.field(index));
+        }
         self.repeat_id.append_value(record.repeat_id);
         self.identity_scope
             .append_value(record.identity_scope.as_str());
-        self.model.append_value(&record.model);
-        self.rephrasing_model
-            .append_option(record.rephrasing_model.as_deref());
-        for (slot, builder) in self.json.iter_mut().enumerate() {
-            builder.append_value(record.json(slot));
-        }
         self.correct.append_option(record.correct);
-        self.source_path.append_value(&record.source_path);
         self.source_line.append_value(record.source_line);
         self.rows += 1;
     }
@@ -234,27 +243,11 @@ impl Builders {
             .map(|(column, _, _)| -> ArrayRef {
                 match column {
                     Column::SchemaVersion => Arc::new(self.schema_version.finish()),
-                    Column::RunId => Arc::new(self.run_id.finish()),
-                    Column::Benchmark => Arc::new(self.benchmark.finish()),
-                    Column::Script => Arc::new(self.script.finish()),
-                    Column::Language => Arc::new(self.language.finish()),
-                    Column::QuestionId => Arc::new(self.question_id.finish()),
-                    Column::VariantId => Arc::new(self.variant_id.finish()),
-                    Column::Filter => Arc::new(self.filter.finish()),
                     Column::RepeatId => Arc::new(self.repeat_id.finish()),
                     Column::IdentityScope => Arc::new(self.identity_scope.finish()),
-                    Column::Model => Arc::new(self.model.finish()),
-                    Column::RephrasingModel => Arc::new(self.rephrasing_model.finish()),
                     Column::Correct => Arc::new(self.correct.finish()),
-                    Column::SourcePath => Arc::new(self.source_path.finish()),
                     Column::SourceLine => Arc::new(self.source_line.finish()),
-                    json => {
-                        let slot = JSON_COLUMNS
-                            .iter()
-                            .position(|c| c == json)
-                            .expect("the other columns are JSON columns");
-                        Arc::new(self.json[slot].finish())
-                    }
+                    text => Arc::new(self.texts[slot(*text)].finish()),
                 }
             })
             .collect()
@@ -350,5 +343,74 @@ impl<W: Write + Send> RecordsWriter<W> {
         }
         let out = self.writer.into_inner().map_err(to_io)?;
         Ok((out, self.rows))
+    }
+}
+
+/// Records handed to the writer thread at a time.
+const CHUNK: usize = 256;
+
+/// A [`RecordsWriter`] on a thread of its own (spawned in the caller's scope), so that
+/// encoding and compressing overlap reading and parsing: records are handed over in
+/// chunks through a short queue.
+pub struct ThreadedWriter<'scope> {
+    sender: Option<SyncSender<Vec<EncodedRecord>>>,
+    chunk: Vec<EncodedRecord>,
+    handle: ScopedJoinHandle<'scope, io::Result<u64>>,
+}
+
+impl<'scope> ThreadedWriter<'scope> {
+    /// Starts writing a records file to `out` on a thread of `scope`.
+    pub fn spawn<'env, W: Write + Send + 'scope>(
+        scope: &'scope Scope<'scope, 'env>,
+        out: W,
+    ) -> Self {
+        let (sender, receiver) = mpsc::sync_channel::<Vec<EncodedRecord>>(4);
+        let handle = scope.spawn(move || {
+            let mut writer = RecordsWriter::new(out)?;
+            for chunk in receiver {
+                for record in chunk {
+                    writer.push(&record)?;
+                }
+            }
+            writer.finish().map(|(_, rows)| rows)
+        });
+        Self {
+            sender: Some(sender),
+            chunk: Vec::with_capacity(CHUNK),
+            handle,
+        }
+    }
+
+    /// Appends one record.
+    pub fn push(&mut self, record: EncodedRecord) -> io::Result<()> {
+        self.chunk.push(record);
+        if self.chunk.len() == CHUNK {
+            self.send()?;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self) -> io::Result<()> {
+        let chunk = std::mem::replace(&mut self.chunk, Vec::with_capacity(CHUNK));
+        let sent = self.sender.as_ref().map(|sender| sender.send(chunk));
+        match sent {
+            Some(Ok(())) => Ok(()),
+            // The writer thread stopped: its own error is what `finish` returns.
+            _ => {
+                self.sender = None;
+                Err(io::Error::other("the records writer stopped"))
+            }
+        }
+    }
+
+    /// Writes what is left and the footer; the number of records written.
+    pub fn finish(mut self) -> io::Result<u64> {
+        if !self.chunk.is_empty() && self.sender.is_some() {
+            let _ = self.send();
+        }
+        drop(self.sender.take());
+        self.handle
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the records writer panicked")))
     }
 }

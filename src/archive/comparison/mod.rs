@@ -1,0 +1,244 @@
+//! The archive's part of `babel compare`: selecting the two sides (a run and a variant
+//! each, with the run's manifest), the rule saying whether they may be compared, handing
+//! the join its rows ([`rows`]), reading the full records of a report's items back
+//! ([`spill`]), and keeping derived reports out of the archive.
+//!
+//! Reads only, and takes no lock: a comparison never changes or reseals a run. The join
+//! itself is `crate::compare`'s (pure); this module only hands it rows.
+
+mod rows;
+mod spill;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::artifacts::contract::NotComparable;
+use super::layout::RunId;
+use super::manifest::RunManifest;
+use super::{Archive, ArchiveError};
+use crate::durable::io_at;
+use rows::RunBatches;
+
+pub use rows::{LoadedRows, SideRows};
+pub use spill::FullRecords;
+
+/// The variant the baseline side selects unless `--baseline` says otherwise.
+pub const DEFAULT_BASELINE_VARIANT: &str = "original";
+/// The variant the variant side selects within one run unless `--variant` says otherwise.
+pub const DEFAULT_VARIANT_VARIANT: &str = "rephrased";
+
+/// One side as asked for: a run and the variant of its records to take.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SideRequest {
+    pub run: RunId,
+    pub variant_id: String,
+}
+
+/// One selected side: the run, the variant, and the run's manifest (its metadata decides
+/// whether the sides may be compared).
+#[derive(Debug, Clone)]
+pub struct ComparisonSide {
+    pub run: RunId,
+    pub variant_id: String,
+    pub manifest: RunManifest,
+}
+
+/// The two sides of a comparison: `baseline` is compared against `variant`.
+#[derive(Debug, Clone)]
+pub struct ComparisonSides {
+    pub baseline: ComparisonSide,
+    pub variant: ComparisonSide,
+}
+
+fn usage(message: String, hint: impl Into<String>) -> ArchiveError {
+    ArchiveError::Usage {
+        message,
+        hint: Some(hint.into()),
+    }
+}
+
+impl ComparisonSides {
+    /// Loads both sides' manifests and checks that the selection makes sense: the runs
+    /// exist, each holds records of its variant, the two sides are not the same records,
+    /// and [`check_comparable`] accepts the pair.
+    pub fn select(
+        archive: &Archive,
+        baseline: SideRequest,
+        variant: SideRequest,
+    ) -> Result<Self, ArchiveError> {
+        if baseline == variant {
+            return Err(usage(
+                format!(
+                    "both sides select variant {:?} of run {}; a comparison needs two different sets of records",
+                    baseline.variant_id, baseline.run
+                ),
+                "choose another variant with --baseline/--variant, or another run with --other-run",
+            ));
+        }
+        let baseline = side(archive, baseline)?;
+        let variant = side(archive, variant)?;
+        check_comparable(&baseline.manifest, &variant.manifest)?;
+        Ok(Self { baseline, variant })
+    }
+
+    /// True when both sides are variants of one run.
+    pub fn same_run(&self) -> bool {
+        self.baseline.run == self.variant.run
+    }
+
+    /// Both sides as rows streamed from their records files: what a summary needs.
+    pub fn rows(&self, archive: &Archive) -> (SideRows, SideRows) {
+        (
+            SideRows::new(archive, &self.baseline),
+            SideRows::new(archive, &self.variant),
+        )
+    }
+
+    /// Both sides with their join columns in memory (each run read once, the two runs
+    /// on two threads): what sorting a report's items needs.
+    pub fn load(&self, archive: &Archive) -> Result<(LoadedRows, LoadedRows), ArchiveError> {
+        if self.same_run() {
+            let run = Arc::new(RunBatches::read(archive, &self.baseline)?);
+            return Ok((
+                LoadedRows::new(&run, archive, &self.baseline),
+                LoadedRows::new(&run, archive, &self.variant),
+            ));
+        }
+        let (baseline, variant) = std::thread::scope(|scope| {
+            let baseline = scope.spawn(|| RunBatches::read(archive, &self.baseline));
+            let variant = RunBatches::read(archive, &self.variant);
+            (
+                baseline.join().expect("reading a run does not panic"),
+                variant,
+            )
+        });
+        let (baseline, variant) = (Arc::new(baseline?), Arc::new(variant?));
+        Ok((
+            LoadedRows::new(&baseline, archive, &self.baseline),
+            LoadedRows::new(&variant, archive, &self.variant),
+        ))
+    }
+
+    /// The full records of both sides, spilled for a report: one sequential pass over
+    /// each run, every record of a side's variant written as its JSON line, in the order
+    /// of the side's rows.
+    pub fn full_records(
+        &self,
+        archive: &Archive,
+    ) -> Result<(FullRecords, FullRecords), ArchiveError> {
+        spill::full_records(archive, self)
+    }
+}
+
+fn side(archive: &Archive, request: SideRequest) -> Result<ComparisonSide, ArchiveError> {
+    let manifest = archive.run_manifest(&request.run)?;
+    let mut variants: Vec<String> = manifest
+        .totals()
+        .into_iter()
+        .map(|count| count.variant_id)
+        .collect();
+    variants.sort();
+    variants.dedup();
+    if !variants.contains(&request.variant_id) {
+        let present = if variants.is_empty() {
+            "it has no records yet".to_owned()
+        } else {
+            format!("its variants are: {}", variants.join(", "))
+        };
+        return Err(usage(
+            format!(
+                "run {} has no records of variant {:?}; {present}",
+                request.run, request.variant_id
+            ),
+            "select the variants with --baseline V and --variant V (`babel show RUN` lists them)",
+        ));
+    }
+    Ok(ComparisonSide {
+        run: request.run,
+        variant_id: request.variant_id,
+        manifest,
+    })
+}
+
+/// Decides whether records of these two runs may be compared at all: the one place for
+/// rules that look at both sides' manifests.
+///
+/// Known conflicting dataset revisions are rejected: when both runs declare
+/// `dataset_revision` and the values differ, their items need not be the same questions.
+/// A run that declares none is not in conflict. Strict benchmark runs must pin the same
+/// item bank and protocol, and a strict run never compares with a general one.
+pub fn check_comparable(baseline: &RunManifest, variant: &RunManifest) -> Result<(), ArchiveError> {
+    let revision = |manifest: &RunManifest| {
+        manifest
+            .metadata
+            .get("dataset_revision")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    if let (Some(left), Some(right)) = (revision(baseline), revision(variant))
+        && left != right
+    {
+        return Err(usage(
+            format!(
+                "runs {} and {} declare different dataset revisions ({left:?} and {right:?}); their items need not be the same questions",
+                baseline.run_id, variant.run_id
+            ),
+            "compare runs evaluated on the same dataset revision",
+        ));
+    }
+    // Strict runs compare only under the same item bank and protocol (checkpoints may
+    // differ). Those refusals are selections, so they exit 2 like the revision rule; a
+    // contract that cannot be read is a damaged run and stays an artifact error (exit 1).
+    super::artifacts::contract::check_comparable(baseline, variant).map_err(|refused| match refused
+    {
+        NotComparable::BadContract { .. } => ArchiveError::Artifact(Box::new(refused.into())),
+        NotComparable::StrictAndGeneral { .. }
+        | NotComparable::DifferentItemBanks { .. }
+        | NotComparable::DifferentProtocols { .. } => usage(refused.to_string(), refused.hint()),
+    })
+}
+
+/// Checks where a derived report may be written, before any work is done: its folder must
+/// exist and lie outside the archive root (reports are never archive data, so `validate`
+/// never sees them and a Hub upload never carries them), and the file must not exist yet.
+///
+/// Returns the destination with its folder resolved (symlinks and `..` followed).
+pub fn report_destination(archive: &Archive, dest: &Path) -> Result<PathBuf, ArchiveError> {
+    let name = dest.file_name().ok_or_else(|| {
+        usage(
+            format!("{} does not name a file", dest.display()),
+            "give a file name such as report.html",
+        )
+    })?;
+    let folder = crate::durable::parent_of(dest);
+    let resolved_folder = folder.canonicalize().map_err(|error| {
+        usage(
+            format!("cannot write a report into {}: {error}", folder.display()),
+            "create the folder first, or choose an existing one",
+        )
+    })?;
+    let root = archive.layout().root();
+    let resolved_root = root.canonicalize().map_err(io_at("resolving", root))?;
+    if resolved_folder.starts_with(&resolved_root) {
+        return Err(usage(
+            format!(
+                "{} is inside the archive {}; reports are derived files and are written outside it",
+                dest.display(),
+                root.display()
+            ),
+            "write the report to a folder outside the archive root",
+        ));
+    }
+    let resolved = resolved_folder.join(name);
+    if resolved.symlink_metadata().is_ok() {
+        return Err(usage(
+            format!(
+                "{} already exists; babel never overwrites a report",
+                dest.display()
+            ),
+            "choose a new file name, or remove the old report first",
+        ));
+    }
+    Ok(resolved)
+}
