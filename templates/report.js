@@ -1,13 +1,14 @@
 (function () {
   "use strict";
   // Every dataset or model string reaches the page through textContent, never innerHTML.
+  // The data (html.rs): #babel-index holds {meta, columns}, each column a JSON array
+  // compressed with raw deflate and base64-encoded; #babel-details holds the detail
+  // chunks, compressed alike, inflated when one of their items is opened.
   var started = performance.now();
-  var data = JSON.parse(document.getElementById("babel-data").textContent);
-  var meta = data.meta;
-  var items = data.items;
-  var N = items.length;
-  // Item array: [outcome, benchmark, language, question_id, script, filter, repeat_id,
-  // baseline side, variant side]; a side is the array SIDE_FIELDS names (html.rs SideView).
+  var indexData = JSON.parse(document.getElementById("babel-index").textContent);
+  var meta = indexData.meta;
+  var N = meta.items;
+  // A side in a detail chunk: the array SIDE_FIELDS names (html.rs write_side).
   var SIDE_FIELDS = ["correct", "input", "target", "prediction", "response", "scores",
     "metrics", "warnings", "source", "line", "rephrasing_model", "extra"];
   var F = {};
@@ -15,15 +16,8 @@
   var OUTCOMES = meta.outcomes;
   var ROW = 44;
   var MAX_SPACER = 15000000;
-
-  var outcomeOf = new Uint8Array(N);
-  var languageOf = new Uint32Array(N);
-  var benchmarkOf = new Uint32Array(N);
-  for (var i = 0; i < N; i++) {
-    outcomeOf[i] = items[i][0];
-    benchmarkOf[i] = items[i][1];
-    languageOf[i] = items[i][2];
-  }
+  var MARKS = [["·", "mark-none", "no record"], ["✓", "mark-true", "correct"],
+    ["✗", "mark-false", "wrong"], ["?", "mark-null", "unknown"]];
 
   function $(id) { return document.getElementById(id); }
   function el(tag, cls, text) {
@@ -35,32 +29,72 @@
   function show(value) {
     return typeof value === "string" ? value : JSON.stringify(value, null, 2);
   }
-  function questionOf(side) {
-    if (!side) return "";
-    var input = side[F.input];
-    if (input && typeof input === "object" && typeof input.question === "string") return input.question;
-    if (input && typeof input === "object" && typeof input.prompt === "string") return input.prompt;
-    return input === null ? "" : JSON.stringify(input);
-  }
   function languageName(index) {
     var name = meta.languages[index];
     return name === null ? "(none)" : name;
   }
 
+  // ---- decoding -------------------------------------------------------------------------
+  function bytesOf(base64) {
+    if (typeof Uint8Array.fromBase64 === "function") return Uint8Array.fromBase64(base64);
+    var binary = atob(base64);
+    var bytes = new Uint8Array(binary.length);
+    for (var i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    return bytes;
+  }
+  // Inflates with the browser's own decoder: no network, nothing but this page.
+  function inflate(base64) {
+    var stream = new Blob([bytesOf(base64)]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
+    return new Response(stream).text().then(JSON.parse);
+  }
+  var chunkTexts = null;
+  var chunks = {};
+  function chunkOf(index) {
+    var number = Math.floor(index / meta.chunk_items);
+    if (!chunks[number]) {
+      if (!chunkTexts) chunkTexts = JSON.parse($("babel-details").textContent);
+      chunks[number] = inflate(chunkTexts[number]);
+    }
+    return chunks[number].then(function (chunk) { return chunk; });
+  }
+  // A long string is {"\u0000": n}, the chunk's string n; an object whose only key is
+  // U+0000 is {"\u0000": [value]}.
+  function resolve(value, strings) {
+    if (Array.isArray(value)) return value.map(function (v) { return resolve(v, strings); });
+    if (value === null || typeof value !== "object") return value;
+    var keys = Object.keys(value);
+    if (keys.length === 1 && keys[0] === "\u0000") {
+      var inner = value["\u0000"];
+      if (typeof inner === "number") return strings[inner];
+      var literal = {};
+      literal["\u0000"] = resolve(inner[0], strings);
+      return literal;
+    }
+    var out = {};
+    keys.forEach(function (key) { out[key] = resolve(value[key], strings); });
+    return out;
+  }
+  function sidesOf(index) {
+    return chunkOf(index).then(function (chunk) {
+      var item = chunk.i[index % meta.chunk_items];
+      return [resolve(item[0], chunk.s), resolve(item[1], chunk.s)];
+    });
+  }
+
+  var outcomeOf, benchmarkOf, languageOf, markB, markV, qid, script, filter, repeat, question, searchText;
+
+  // What the browser test reads: timings and the state of the page.
+  var report = window.babelReport = { items: N, filters: 0, lastFilterMs: 0, inputAt: 0, readyMs: 0, details: 0 };
+
   // ---- search --------------------------------------------------------------------------
   var texts = null;
   var textsBuilt = 0;
-  function textOf(item) {
-    var parts = [item[3]];
-    [item[7], item[8]].forEach(function (side) {
-      if (!side) return;
-      parts.push(questionOf(side), show(side[F.target]), show(side[F.prediction]), show(side[F.response]));
-    });
-    return parts.join("\n").toLowerCase();
-  }
   function buildTexts(until) {
     if (!texts) texts = new Array(N);
-    for (; textsBuilt < until; textsBuilt++) texts[textsBuilt] = textOf(items[textsBuilt]);
+    for (; textsBuilt < until; textsBuilt++) {
+      var i = textsBuilt;
+      texts[i] = (qid[i] + "\n" + question[i] + "\n" + searchText[i]).toLowerCase();
+    }
   }
   function buildTextsInBackground() {
     if (textsBuilt >= N) return;
@@ -135,21 +169,12 @@
     }
   };
 
-  var outcomeFacet = new Facet("facet-outcome", OUTCOMES.map(function (o) {
-    return { label: o.label, outcome: o.name };
-  }), outcomeOf);
-  var languageFacet = new Facet("facet-language", meta.languages.map(function (l, index) {
-    return { label: languageName(index) };
-  }), languageOf);
-  var benchmarkFacet = new Facet("facet-benchmark", meta.benchmarks.map(function (b) {
-    return { label: b };
-  }), benchmarkOf);
+  var outcomeFacet, languageFacet, benchmarkFacet;
 
   // ---- filtering -----------------------------------------------------------------------
   var visible = new Uint32Array(N);
   var visibleCount = 0;
   var selected = -1;
-  var lastFilterMs = 0;
 
   function apply(resetScroll) {
     var t = performance.now();
@@ -176,8 +201,7 @@
     if (resetScroll) list.scrollTop = 0;
     layout();
     if (selected !== -1 && positionOf(selected) === -1) select(-1);
-    lastFilterMs = performance.now() - t;
-    report.lastFilterMs = lastFilterMs;
+    report.lastFilterMs = performance.now() - t;
     document.documentElement.dataset.filtered = String(++report.filters);
   }
 
@@ -211,13 +235,6 @@
     spacer.style.height = spacerHeight() + "px";
     renderRows();
   }
-  function mark(side) {
-    if (!side) return ["·", "mark-none", "no record"];
-    var c = side[F.correct];
-    if (c === true) return ["✓", "mark-true", "correct"];
-    if (c === false) return ["✗", "mark-false", "wrong"];
-    return ["?", "mark-null", "unknown"];
-  }
   function renderRows() {
     var top = virtualTop();
     var first = Math.max(0, Math.floor(top / ROW) - 4);
@@ -225,27 +242,25 @@
     var fragment = document.createDocumentFragment();
     for (var p = first; p < last; p++) {
       var index = visible[p];
-      var item = items[index];
       var row = el("div", "row" + (index === selected ? " selected" : ""));
       row.setAttribute("role", "option");
       row.setAttribute("aria-selected", index === selected ? "true" : "false");
       row.dataset.item = String(index);
       row.style.top = (list.scrollTop + p * ROW - top) + "px";
-      var outcome = OUTCOMES[item[0]];
+      var outcome = OUTCOMES[outcomeOf[index]];
       var dot = el("span", "dot o-" + outcome.name);
       dot.title = outcome.label;
       row.appendChild(dot);
-      row.appendChild(el("span", "cell bench", meta.benchmarks[item[1]]));
-      row.appendChild(el("span", "cell lang", languageName(item[2])));
+      row.appendChild(el("span", "cell bench", meta.benchmarks[benchmarkOf[index]]));
+      row.appendChild(el("span", "cell lang", languageName(languageOf[index])));
       var q = el("span", "cell q");
-      q.appendChild(el("span", "qid", item[3]));
-      q.appendChild(document.createTextNode(questionOf(item[7] || item[8])));
+      q.appendChild(el("span", "qid", qid[index]));
+      q.appendChild(document.createTextNode(question[index]));
       row.appendChild(q);
       var marks = el("span", "cell marks");
-      [item[7], item[8]].forEach(function (side, k) {
-        var m = mark(side);
-        var span = el("span", m[1], m[0]);
-        span.title = (k === 0 ? "baseline: " : "variant: ") + m[2];
+      [markB[index], markV[index]].forEach(function (m, k) {
+        var span = el("span", MARKS[m][1], MARKS[m][0]);
+        span.title = (k === 0 ? "baseline: " : "variant: ") + MARKS[m][2];
         marks.appendChild(span);
         if (k === 0) marks.appendChild(document.createTextNode(" "));
       });
@@ -379,7 +394,8 @@
       box.appendChild(field("warnings", ul));
     }
     if (side[F.rephrasing_model] !== null) box.appendChild(field("rephrasing model", el("div", null, side[F.rephrasing_model])));
-    box.appendChild(field("source", el("div", "source", meta.sources[side[F.source]] + ":" + side[F.line])));
+    var where = meta.sources[side[F.source]] + (side[F.line] === null ? "" : ":" + side[F.line]);
+    box.appendChild(field("source", el("div", "source", where)));
     return box;
   }
   function select(index) {
@@ -389,21 +405,27 @@
       renderRows();
       return;
     }
-    var item = items[index];
-    var outcome = OUTCOMES[item[0]];
+    var outcome = OUTCOMES[outcomeOf[index]];
     var head = el("div", "detail-head");
-    var pill = el("span", "pill o-" + outcome.name, outcome.label);
-    head.appendChild(pill);
-    head.appendChild(el("b", null, item[3]));
+    head.appendChild(el("span", "pill o-" + outcome.name, outcome.label));
+    head.appendChild(el("b", null, qid[index]));
     var identity = el("div", "identity",
-      "benchmark " + meta.benchmarks[item[1]] + " · language " + languageName(item[2]) +
-      " · script " + (item[4] === null ? "(none)" : item[4]) + " · filter " + item[5] + " · repeat " + item[6]);
+      "benchmark " + meta.benchmarks[benchmarkOf[index]] + " · language " + languageName(languageOf[index]) +
+      " · script " + (script[index] === null ? "(none)" : script[index]) + " · filter " + filter[index] + " · repeat " + repeat[index]);
     var grid = el("div", "sides-grid");
-    grid.appendChild(sideNode("Baseline · " + meta.baseline.variant_id, meta.baseline, item[7]));
-    grid.appendChild(sideNode("Variant · " + meta.variant.variant_id, meta.variant, item[8]));
+    grid.appendChild(el("p", "placeholder", "Loading both sides…"));
     detail.replaceChildren(head, identity, grid);
     detail.scrollTop = 0;
     renderRows();
+    sidesOf(index).then(function (sides) {
+      if (selected !== index) return;
+      grid.replaceChildren(
+        sideNode("Baseline · " + meta.baseline.variant_id, meta.baseline, sides[0]),
+        sideNode("Variant · " + meta.variant.variant_id, meta.variant, sides[1]));
+      document.documentElement.dataset.detail = String(++report.details);
+    }, function (error) {
+      grid.replaceChildren(el("p", "placeholder", "This item's details cannot be read: " + error));
+    });
   }
 
   // ---- controls ------------------------------------------------------------------------
@@ -424,11 +446,38 @@
     if (event.key === "/" && document.activeElement !== search) { search.focus(); search.select(); event.preventDefault(); }
   });
 
-  // What the browser test reads: timings and the state of the page.
-  var report = window.babelReport = { items: N, filters: 0, lastFilterMs: 0, inputAt: 0, readyMs: 0 };
-  apply(true);
-  report.readyMs = performance.now();
-  report.scriptMs = report.readyMs - started;
-  document.documentElement.dataset.ready = "1";
-  setTimeout(buildTextsInBackground, 50);
+  // ---- start ---------------------------------------------------------------------------
+  var names = ["outcome", "benchmark", "language", "question_id", "script", "filter",
+    "repeat_id", "baseline_mark", "variant_mark", "question", "search"];
+  Promise.all(names.map(function (name) { return inflate(indexData.columns[name]); })).then(function (columns) {
+    var c = {};
+    names.forEach(function (name, k) { c[name] = columns[k]; });
+    outcomeOf = Uint8Array.from(c.outcome);
+    benchmarkOf = Uint32Array.from(c.benchmark);
+    languageOf = Uint32Array.from(c.language);
+    markB = Uint8Array.from(c.baseline_mark);
+    markV = Uint8Array.from(c.variant_mark);
+    qid = c.question_id;
+    script = c.script;
+    filter = c.filter;
+    repeat = c.repeat_id;
+    question = c.question;
+    searchText = c.search;
+    outcomeFacet = new Facet("facet-outcome", OUTCOMES.map(function (o) {
+      return { label: o.label, outcome: o.name };
+    }), outcomeOf);
+    languageFacet = new Facet("facet-language", meta.languages.map(function (l, index) {
+      return { label: languageName(index) };
+    }), languageOf);
+    benchmarkFacet = new Facet("facet-benchmark", meta.benchmarks.map(function (b) {
+      return { label: b };
+    }), benchmarkOf);
+    apply(true);
+    report.readyMs = performance.now();
+    report.scriptMs = report.readyMs - started;
+    document.documentElement.dataset.ready = "1";
+    setTimeout(buildTextsInBackground, 50);
+  }, function (error) {
+    $("status").textContent = "This report's data cannot be read: " + error;
+  });
 })();

@@ -29,7 +29,9 @@ fn the_demo_builds_a_valid_archive_and_shows_a_rejection() {
     }
     let report = std::fs::read_to_string(dir.join("capitals-report.html")).unwrap();
     assert!(
-        report.contains("cap-tr") && report.starts_with("<!DOCTYPE html>"),
+        report.starts_with("<!DOCTYPE html>")
+            && report.contains("capitals-demo: original vs rephrased")
+            && report.contains("<script id=\"babel-index\""),
         "the HTML report of the demo"
     );
     // The archive it leaves is one the real binary validates on its own.

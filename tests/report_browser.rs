@@ -113,11 +113,24 @@ fn model_items() -> Vec<ModelItem> {
                 (Some(_), None) => "only baseline",
                 _ => "only variant",
             };
-            let mut parts = vec![question_id.clone()];
+            // The page searches the question_id, the listed question (the baseline's, else
+            // the variant's), and per side its question and the first 256 characters of
+            // its target, prediction and response.
+            let question =
+                |side: &Value| side["input"]["question"].as_str().unwrap_or("").to_owned();
+            let listed = base
+                .as_ref()
+                .or(variant.as_ref())
+                .map(question)
+                .unwrap_or_default();
+            let mut parts = vec![question_id.clone(), listed];
             for side in [&base, &variant].into_iter().flatten() {
                 let field = |name: &str| side.get(name).cloned().unwrap_or(Value::Null);
-                parts.push(side["input"]["question"].as_str().unwrap_or("").to_owned());
-                parts.extend(["target", "prediction", "response"].map(|n| shown(&field(n))));
+                parts.push(question(side));
+                parts.extend(
+                    ["target", "prediction", "response"]
+                        .map(|n| shown(&field(n)).chars().take(256).collect::<String>()),
+                );
             }
             ModelItem {
                 question_id,
@@ -451,7 +464,7 @@ fn the_html_report_searches_filters_and_stays_offline_in_a_real_browser() {
         text.contains("correct → wrong") && text.contains("runs/g/raw/0001-all-outcomes.jsonl:6")
     );
     assert_eq!(detail["images"], 0);
-    assert_eq!(detail["scripts"], 2, "no script element was added");
+    assert_eq!(detail["addedScripts"], 0, "no script element was added");
 
     let big_seen = &observed["big"];
     assert_eq!(big_seen["errors"], json!([]));

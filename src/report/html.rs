@@ -2,21 +2,37 @@
 //! server and no network request.
 //!
 //! The page shell and the summary are an askama template (`templates/report.html`,
-//! HTML-escaped by default); the items follow as one JSON document inside a
-//! `<script type="application/json">` element, streamed item by item rather than built as
-//! one string; vanilla JS (`templates/report.js`) renders only the rows in view, and
-//! every dataset or model string reaches the page through `textContent`, never as markup.
-//! In the embedded JSON every `<`, `>` and `&` is written as a `\u` escape, so no string
-//! can close the script element (`</script>`) or open a comment.
+//! HTML-escaped by default). The items follow in two parts, so that a page of 40,000
+//! few-shot items stays small and opens fast:
+//!
+//! - the index (`#babel-index`): a column per field the list, the filters and the search
+//!   need (outcome, labels, question_id, the question text, the searched text), each a
+//!   JSON array compressed with raw deflate and base64-encoded, inflated by the browser's
+//!   own `DecompressionStream` when the page opens;
+//! - the details (`#babel-details`): both sides' full fields, 64 items to a chunk, each
+//!   chunk compressed alike and inflated only when one of its items is opened. Within a
+//!   chunk every string of 128 bytes or more is stored once and referenced, so a
+//!   few-shot prompt repeated in every choice's request (and in neighbouring items) is
+//!   written once.
+//!
+//! Vanilla JS (`templates/report.js`) renders only the rows in view, and every dataset or
+//! model string reaches the page through `textContent`, never as markup. The JSON around
+//! the base64 is written with every `<`, `>` and `&` as a `\u` escape, so no string can
+//! close a script element (`</script>`) or open a comment.
 
 use askama::Template;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use flate2::Compression;
+use flate2::write::DeflateEncoder;
 use serde::Serialize;
-use serde::ser::{SerializeTuple, Serializer};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+use super::question::question_text;
 use super::{EACH_SIDE_ALONE, Load, LoadedItem, each_side_alone, level, p_value, percent, points};
+use crate::canonical_json;
 use crate::compare::summary::{Group, Summary};
 use crate::compare::{Comparison, Outcome, SideLabel};
 use crate::record::Record;
@@ -230,6 +246,14 @@ impl<W: Write> Write for ScriptSafe<W> {
     }
 }
 
+/// Items per detail chunk: the page inflates one chunk when an item of it is opened.
+const CHUNK_ITEMS: usize = 64;
+/// A string at least this long is stored once per chunk and referenced (few-shot prompts
+/// repeat in every choice's request, and across neighbouring items).
+const LONG_STRING: usize = 128;
+/// How much of each target, prediction and response the search covers, in characters.
+pub const SEARCH_CHARS: usize = 256;
+
 /// Interns repeated strings (benchmarks, languages, source paths) as indices, numbered in
 /// the order they are first seen.
 #[derive(Default)]
@@ -250,30 +274,230 @@ impl Table {
     }
 }
 
-/// One side of an item as the page reads it: an array, so that 200,000 items do not
-/// repeat every key. The order is `SIDE_FIELDS` in report.js.
-struct SideView<'a> {
-    record: &'a Record,
-    source: usize,
+/// A JSON array written into a raw-deflate stream, one element at a time: one column of
+/// the page's index.
+struct Column {
+    encoder: DeflateEncoder<Vec<u8>>,
+    empty: bool,
 }
 
-impl Serialize for SideView<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let r = self.record;
-        let mut tuple = serializer.serialize_tuple(12)?;
-        tuple.serialize_element(&r.correct)?;
-        tuple.serialize_element(&r.input)?;
-        tuple.serialize_element(&r.target)?;
-        tuple.serialize_element(&r.prediction)?;
-        tuple.serialize_element(&r.response)?;
-        tuple.serialize_element(&r.scores)?;
-        tuple.serialize_element(&r.metrics)?;
-        tuple.serialize_element(&r.warnings)?;
-        tuple.serialize_element(&self.source)?;
-        tuple.serialize_element(&r.source.line_number())?;
-        tuple.serialize_element(&r.rephrasing_model)?;
-        tuple.serialize_element(&r.extra)?;
-        tuple.end()
+impl Column {
+    fn new() -> Self {
+        let mut encoder = DeflateEncoder::new(Vec::new(), Compression::new(6));
+        encoder.write_all(b"[").expect("writing to memory");
+        Self {
+            encoder,
+            empty: true,
+        }
+    }
+
+    fn push<T: Serialize + ?Sized>(&mut self, value: &T) -> io::Result<()> {
+        if !self.empty {
+            self.encoder.write_all(b",")?;
+        }
+        self.empty = false;
+        serde_json::to_writer(&mut self.encoder, value)?;
+        Ok(())
+    }
+
+    /// The compressed array, base64.
+    fn finish(mut self) -> io::Result<String> {
+        self.encoder.write_all(b"]")?;
+        Ok(STANDARD.encode(self.encoder.finish()?))
+    }
+}
+
+/// The page's index: what the list, the filters and the search need, a column each.
+struct Index {
+    outcome: Column,
+    benchmark: Column,
+    language: Column,
+    question_id: Column,
+    script: Column,
+    filter: Column,
+    repeat_id: Column,
+    /// Per side: 0 no record, 1 correct, 2 wrong, 3 unknown.
+    baseline_mark: Column,
+    variant_mark: Column,
+    /// The question text the list shows (report::question).
+    question: Column,
+    /// The rest of what the search covers.
+    search: Column,
+}
+
+fn mark(record: Option<&Record>) -> u8 {
+    match record.map(|r| r.correct) {
+        None => 0,
+        Some(Some(true)) => 1,
+        Some(Some(false)) => 2,
+        Some(None) => 3,
+    }
+}
+
+/// A value as the page shows and searches it: a string as is, anything else as JSON.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+fn first_chars(text: &str, n: usize) -> &str {
+    match text.char_indices().nth(n) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
+/// What the search covers of an item besides its question_id and listed question: each
+/// side's question, and the start of its target, prediction and response.
+fn search_text(item: &LoadedItem) -> String {
+    let mut parts = Vec::new();
+    for record in [item.baseline.as_ref(), item.variant.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        parts.push(question_text(&record.input).unwrap_or_default());
+        for value in [&record.target, &record.prediction, &record.response] {
+            parts.push(first_chars(&shown(value), SEARCH_CHARS).to_owned());
+        }
+    }
+    parts.join("\n")
+}
+
+/// Long strings of one chunk, each stored once.
+#[derive(Default)]
+struct Strings {
+    index: HashMap<String, usize>,
+    values: Vec<String>,
+}
+
+impl Strings {
+    fn id(&mut self, text: &str) -> usize {
+        if let Some(&id) = self.index.get(text) {
+            return id;
+        }
+        self.values.push(text.to_owned());
+        self.index.insert(text.to_owned(), self.values.len() - 1);
+        self.values.len() - 1
+    }
+}
+
+/// Writes a value as JSON with every long string replaced by `{"\u0000": n}`, its number
+/// in the chunk's strings. An object whose only key is U+0000 is written as
+/// `{"\u0000": [value]}`, so the page can always tell the two apart.
+fn write_value(value: &Value, strings: &mut Strings, out: &mut Vec<u8>) {
+    match value {
+        Value::String(text) if text.len() >= LONG_STRING => {
+            out.extend_from_slice(format!("{{\"\\u0000\":{}}}", strings.id(text)).as_bytes());
+        }
+        Value::String(text) => canonical_json::write_string(text, out),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(item, strings, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => write_map(map, strings, out),
+        scalar => out.extend_from_slice(scalar.to_string().as_bytes()),
+    }
+}
+
+fn write_map(map: &Map<String, Value>, strings: &mut Strings, out: &mut Vec<u8>) {
+    if map.len() == 1
+        && let Some(only) = map.get("\u{0}")
+    {
+        out.extend_from_slice(b"{\"\\u0000\":[");
+        write_value(only, strings, out);
+        out.extend_from_slice(b"]}");
+        return;
+    }
+    out.push(b'{');
+    for (i, (key, item)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        canonical_json::write_string(key, out);
+        out.push(b':');
+        write_value(item, strings, out);
+    }
+    out.push(b'}');
+}
+
+/// One side of an item in a detail chunk: an array in the order of `SIDE_FIELDS` in
+/// report.js, or null when the side has no record.
+fn write_side(
+    record: Option<&Record>,
+    source: Option<usize>,
+    strings: &mut Strings,
+    out: &mut Vec<u8>,
+) {
+    let (Some(r), Some(source)) = (record, source) else {
+        out.extend_from_slice(b"null");
+        return;
+    };
+    out.push(b'[');
+    out.extend_from_slice(match r.correct {
+        Some(true) => b"true",
+        Some(false) => b"false",
+        None => b"null",
+    });
+    for value in [&r.input, &r.target, &r.prediction, &r.response] {
+        out.push(b',');
+        write_value(value, strings, out);
+    }
+    for map in [&r.scores, &r.metrics] {
+        out.push(b',');
+        write_map(map, strings, out);
+    }
+    out.push(b',');
+    write_value(
+        &Value::Array(r.warnings.iter().cloned().map(Value::String).collect()),
+        strings,
+        out,
+    );
+    out.extend_from_slice(format!(",{source},").as_bytes());
+    out.extend_from_slice(
+        serde_json::to_string(&r.source.line_number())
+            .unwrap_or_default()
+            .as_bytes(),
+    );
+    out.push(b',');
+    match &r.rephrasing_model {
+        Some(model) => canonical_json::write_string(model, out),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.push(b',');
+    write_map(&r.extra, strings, out);
+    out.push(b']');
+}
+
+/// The chunk being filled: its items' sides and their long strings.
+#[derive(Default)]
+struct Chunk {
+    items: Vec<u8>,
+    strings: Strings,
+    count: usize,
+}
+
+impl Chunk {
+    /// `{"s": [strings], "i": [[baseline, variant], ...]}`, deflated, base64.
+    fn finish(&mut self) -> io::Result<String> {
+        let mut json = Vec::with_capacity(self.items.len() + 64);
+        json.extend_from_slice(b"{\"s\":");
+        serde_json::to_writer(&mut json, &self.strings.values)?;
+        json.extend_from_slice(b",\"i\":[");
+        json.extend_from_slice(&self.items);
+        json.extend_from_slice(b"]}");
+        let mut encoder = DeflateEncoder::new(Vec::new(), Compression::new(6));
+        encoder.write_all(&json)?;
+        let encoded = STANDARD.encode(encoder.finish()?);
+        *self = Chunk::default();
+        Ok(encoded)
     }
 }
 
@@ -286,6 +510,9 @@ struct PageMeta<'a> {
     benchmarks: &'a [Option<String>],
     languages: &'a [Option<String>],
     sources: &'a [Option<String>],
+    items: usize,
+    chunk_items: usize,
+    search_chars: usize,
 }
 
 fn outcome_list() -> Vec<Map<String, Value>> {
@@ -300,47 +527,87 @@ fn outcome_list() -> Vec<Map<String, Value>> {
         .collect()
 }
 
-fn side_view<'a>(record: &'a Record, sources: &mut Table) -> SideView<'a> {
-    SideView {
-        record,
-        source: sources.id(Some(&record.source.path)),
-    }
-}
-
-/// The items first, then what they refer to (the tables fill while the items stream).
+/// The two data elements of the page: the detail chunks (`#babel-details`, a JSON array
+/// of base64 raw-deflate chunks), streamed as items are read, then the index and the
+/// tables (`#babel-index`). Neither can close its script element: base64 has no `<`, and
+/// the JSON around it is written through [`ScriptSafe`].
 fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut benchmarks = Table::default();
     let mut languages = Table::default();
     let mut sources = Table::default();
-    let mut out = ScriptSafe(out);
-    out.write_all(b"{\"items\":[")?;
-    for (n, item) in comparison.items.iter().enumerate() {
-        if n > 0 {
+    let mut index = Index {
+        outcome: Column::new(),
+        benchmark: Column::new(),
+        language: Column::new(),
+        question_id: Column::new(),
+        script: Column::new(),
+        filter: Column::new(),
+        repeat_id: Column::new(),
+        baseline_mark: Column::new(),
+        variant_mark: Column::new(),
+        question: Column::new(),
+        search: Column::new(),
+    };
+    out.write_all(b"<script id=\"babel-details\" type=\"application/json\">[")?;
+    let mut chunk = Chunk::default();
+    let mut chunks = 0usize;
+    let mut flush = |chunk: &mut Chunk, out: &mut dyn Write| -> io::Result<()> {
+        if chunks > 0 {
             out.write_all(b",\n")?;
         }
+        chunks += 1;
+        out.write_all(b"\"")?;
+        out.write_all(chunk.finish()?.as_bytes())?;
+        out.write_all(b"\"")
+    };
+    for item in &comparison.items {
         let item = LoadedItem::load(item, &mut *load)?;
         let record = item.any_record();
         let outcome = Outcome::ALL
             .iter()
             .position(|&o| o == item.outcome)
             .unwrap_or_default();
-        let benchmark = benchmarks.id(Some(&record.benchmark));
-        let language = languages.id(record.language.as_deref());
-        let baseline = item.baseline.as_ref().map(|r| side_view(r, &mut sources));
-        let variant = item.variant.as_ref().map(|r| side_view(r, &mut sources));
-        let row = (
-            outcome,
-            benchmark,
-            language,
-            &record.question_id,
-            &record.script,
-            &record.filter,
-            record.repeat_id,
-            baseline,
-            variant,
-        );
-        serde_json::to_writer(&mut out, &row)?;
+        index.outcome.push(&outcome)?;
+        index
+            .benchmark
+            .push(&benchmarks.id(Some(&record.benchmark)))?;
+        index
+            .language
+            .push(&languages.id(record.language.as_deref()))?;
+        index.question_id.push(&record.question_id)?;
+        index.script.push(&record.script)?;
+        index.filter.push(&record.filter)?;
+        index.repeat_id.push(&record.repeat_id)?;
+        index.baseline_mark.push(&mark(item.baseline.as_ref()))?;
+        index.variant_mark.push(&mark(item.variant.as_ref()))?;
+        index
+            .question
+            .push(&question_text(&record.input).unwrap_or_default())?;
+        index.search.push(&search_text(&item))?;
+        if chunk.count > 0 {
+            chunk.items.push(b',');
+        }
+        chunk.items.push(b'[');
+        for (i, side) in [item.baseline.as_ref(), item.variant.as_ref()]
+            .into_iter()
+            .enumerate()
+        {
+            if i > 0 {
+                chunk.items.push(b',');
+            }
+            let source = side.map(|r| sources.id(Some(&r.source.path)));
+            write_side(side, source, &mut chunk.strings, &mut chunk.items);
+        }
+        chunk.items.push(b']');
+        chunk.count += 1;
+        if chunk.count == CHUNK_ITEMS {
+            flush(&mut chunk, out)?;
+        }
     }
+    if chunk.count > 0 {
+        flush(&mut chunk, out)?;
+    }
+    out.write_all(b"]</script>\n<script id=\"babel-index\" type=\"application/json\">")?;
     let meta = PageMeta {
         baseline: &comparison.baseline,
         variant: &comparison.variant,
@@ -348,10 +615,33 @@ fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
         benchmarks: &benchmarks.values,
         languages: &languages.values,
         sources: &sources.values,
+        items: comparison.items.len(),
+        chunk_items: CHUNK_ITEMS,
+        search_chars: SEARCH_CHARS,
     };
-    out.write_all(b"],\n\"meta\":")?;
-    serde_json::to_writer(&mut out, &meta)?;
-    out.write_all(b"}")
+    let columns: Map<String, Value> = [
+        ("outcome", index.outcome),
+        ("benchmark", index.benchmark),
+        ("language", index.language),
+        ("question_id", index.question_id),
+        ("script", index.script),
+        ("filter", index.filter),
+        ("repeat_id", index.repeat_id),
+        ("baseline_mark", index.baseline_mark),
+        ("variant_mark", index.variant_mark),
+        ("question", index.question),
+        ("search", index.search),
+    ]
+    .into_iter()
+    .map(|(name, column)| Ok((name.to_owned(), Value::String(column.finish()?))))
+    .collect::<io::Result<_>>()?;
+    let mut safe = ScriptSafe(&mut *out);
+    safe.write_all(b"{\"meta\":")?;
+    serde_json::to_writer(&mut safe, &meta)?;
+    safe.write_all(b",\"columns\":")?;
+    serde_json::to_writer(&mut safe, &columns)?;
+    safe.write_all(b"}")?;
+    out.write_all(b"</script>")
 }
 
 /// Renders the page: the shell with the summary, the streamed items, the script.
@@ -499,6 +789,25 @@ mod tests {
         assert!(html.contains("<td class=\"name\">strict-match</td>"));
         assert!(html.contains("<p class=\"caveat\" role=\"note\">"));
         assert!(html.contains("3 items hold 2 questions under 2 filters and 1 repeat_id"));
+    }
+
+    #[test]
+    fn long_strings_are_stored_once_per_chunk_and_a_nul_keyed_object_stays_itself() {
+        // A few-shot context repeated in every choice's request is written once.
+        let context = "Question: ".repeat(20);
+        let value = serde_json::json!({
+            "arguments": [{"arg_0": context, "arg_1": " A"}, {"arg_0": context, "arg_1": " B"}],
+            "tricky": {"\u{0}": 1},
+        });
+        let mut strings = Strings::default();
+        let mut out = Vec::new();
+        write_value(&value, &mut strings, &mut out);
+        assert_eq!(strings.values, vec![context.clone()]);
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text,
+            r#"{"arguments":[{"arg_0":{"\u0000":0},"arg_1":" A"},{"arg_0":{"\u0000":0},"arg_1":" B"}],"tricky":{"\u0000":[1]}}"#
+        );
     }
 
     #[test]

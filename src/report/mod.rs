@@ -10,6 +10,7 @@
 pub mod csv;
 pub mod html;
 pub mod jsonl;
+pub mod question;
 pub mod text;
 
 use std::io::{self, Write};

@@ -73,6 +73,7 @@ async function small(context, spec, requests) {
   page.on("console", (message) => { if (message.type() === "error") errors.push(message.text()); });
   await page.goto("file://" + spec.report);
   await page.waitForFunction(() => document.documentElement.dataset.ready === "1");
+  const scriptsAtStart = await page.evaluate(() => document.scripts.length);
   const results = [];
   for (const scenario of spec.scenarios) {
     for (const name of scenario.outcome) await clickChip(page, "outcome", name);
@@ -97,11 +98,13 @@ async function small(context, spec, requests) {
   // Open the item whose response tries to break out, and look at what the page shows.
   await typeQuery(page, "lyon");
   await page.click("#spacer .row");
-  const detail = await page.evaluate(() => ({
+  // The details inflate asynchronously; the page counts each detail it has drawn.
+  await page.waitForFunction(() => Number(document.documentElement.dataset.detail) > 0);
+  const detail = await page.evaluate((scriptsAtStart) => ({
     text: document.getElementById("detail").textContent,
     images: document.images.length,
-    scripts: document.scripts.length,
-  }));
+    addedScripts: document.scripts.length - scriptsAtStart,
+  }), scriptsAtStart);
   await page.screenshot({ path: spec.screenshot, fullPage: true });
   await page.close();
   return { results, searchFocused, keyboardSelection, detail, dialogs, errors, requests: requests.slice() };
