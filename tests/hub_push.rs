@@ -30,7 +30,8 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// What the published set must be, read from the archive's manifests: the marker, each
 /// run's manifest and registered files, and every registry file.
 fn registered_files(env: &Env) -> BTreeSet<String> {
-    let mut files = BTreeSet::from(["babel-archive.json".to_owned()]);
+    // The marker, and the dataset card the test archive keeps at ROOT.
+    let mut files = BTreeSet::from(["babel-archive.json".to_owned(), "README.md".to_owned()]);
     for run in ["r1", "r2", "s1"] {
         let manifest: Value = serde_json::from_slice(
             &std::fs::read(env.archived(&format!("runs/{run}/manifest.json"))).unwrap(),
@@ -111,7 +112,8 @@ fn hub_plan_lists_everything_under_root_but_the_operational_folder() {
     // Published beside what the archive registers: a dataset card and notes the user
     // keeps at ROOT. Never published: the operational folder, and the checksums list and
     // .gitattributes a plain download leaves (the first is generated, the second the Hub's).
-    std::fs::write(env.archived("README.md"), "# capitals study\n").unwrap();
+    let card = format!("---\n{}---\n# capitals study\n", babel::hub::card::CONFIGS);
+    std::fs::write(env.archived("README.md"), card).unwrap();
     std::fs::create_dir_all(env.archived("notes")).unwrap();
     std::fs::write(env.archived("notes/method.txt"), "zero-shot\n").unwrap();
     std::fs::write(env.archived(".babel/scratch"), "x").unwrap();

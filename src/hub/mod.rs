@@ -9,6 +9,7 @@
 //! and validated, and then moves it into place.
 
 pub mod api;
+pub mod card;
 pub mod checksums;
 pub mod client;
 pub mod config;

@@ -2,7 +2,8 @@
 //! a repository's head.
 //!
 //! The published set is everything under ROOT except `.babel/` (operational state), plus a
-//! generated `checksums.sha256` over all of it. With a run selection, `runs/` holds only
+//! generated `checksums.sha256` over all of it, and the dataset card `README.md` (the
+//! user's, completed with the records configuration, or babel's own: see `card`). With a run selection, `runs/` holds only
 //! the selected runs, together with every run a registered artifact pins (calibration
 //! inputs, release members) even when not selected; every artifact is published either
 //! way. Derived reports are never inside ROOT (babel refuses to write them there). A
@@ -23,6 +24,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::api::{FileSource, RemoteContent, TreeFile};
+use super::card::{self, CARD_FILE};
 use super::checksums::{self, CHECKSUMS_FILE};
 use super::client::HubClient;
 use super::digest::{self, FileDigests};
@@ -157,7 +159,13 @@ pub fn plan_local(archive: &Archive, selection: &Selection) -> Result<LocalPlan,
     let layout = archive.layout();
     let mut paths: Vec<String> = Vec::new();
     let published = |path: &str| match path.split_once('/') {
-        None => ![layout::OPERATIONAL, CHECKSUMS_FILE, GITATTRIBUTES].contains(&path),
+        None => ![
+            layout::OPERATIONAL,
+            CHECKSUMS_FILE,
+            GITATTRIBUTES,
+            CARD_FILE,
+        ]
+        .contains(&path),
         // Without a selection, validate has checked the whole runs folder.
         Some((layout::RUNS, rest)) => {
             selection.runs.is_none()
@@ -179,6 +187,26 @@ pub fn plan_local(archive: &Archive, selection: &Selection) -> Result<LocalPlan,
         let digests = digest::digest_file(&disk)?;
         files.push(planned(path, digests, FileSource::Disk(disk)));
     }
+    // The dataset card: the user's README.md completed with the records configuration,
+    // or babel's own.
+    let card_on_disk = layout.resolve(CARD_FILE);
+    let card = match card_on_disk.symlink_metadata() {
+        Ok(meta) if meta.is_file() => {
+            card::completed(&fs::read(&card_on_disk).map_err(io_at("reading", &card_on_disk))?)
+        }
+        Ok(_) => {
+            return Err(HubError::Unpublishable {
+                path: CARD_FILE.into(),
+                reason: "a symlink or special file cannot be published".into(),
+            });
+        }
+        Err(_) => card::generated(),
+    };
+    files.push(planned(
+        CARD_FILE.to_owned(),
+        digest::digests_of(&card),
+        FileSource::Memory(Arc::new(card)),
+    ));
     let listing = checksums::render(files.iter().map(|f| (f.path.as_str(), f.sha256.as_str())));
     let digests = digest::digests_of(&listing);
     files.push(planned(

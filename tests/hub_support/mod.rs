@@ -136,6 +136,13 @@ pub fn archive() -> Env {
         .assert()
         .success();
     register_benchmark(&env);
+    // A dataset card that already declares its configurations is published as written,
+    // so a pulled archive is byte for byte the one pushed.
+    std::fs::write(
+        env.archived("README.md"),
+        format!("---\n{}---\n# test archive\n", babel::hub::card::CONFIGS),
+    )
+    .unwrap();
     assert_eq!(env.validate_json()["ok"], true);
     env
 }
