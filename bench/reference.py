@@ -1,14 +1,19 @@
-"""A straightforward Python implementation of the same work babel does, for comparison.
+"""A straightforward Python implementation of the work babel does, for comparison.
 
-  python3 bench/reference.py import IN.jsonl OUTDIR   copy raw bytes (hashing them), parse
-      each line strictly (duplicate keys and NaN/Infinity refused), check the canonical
-      contract's required fields, write normalized records (hashing them), check identity
-      uniqueness.
-  python3 bench/reference.py validate OUTDIR          re-hash both files, re-parse every
+  python3 bench/reference.py import IN.jsonl OUTDIR       canonical input: copy the raw bytes
+      (hashing them), parse each line strictly (duplicate keys and NaN/Infinity refused),
+      check the canonical contract's required fields, write normalized records (hashing
+      them), check identity uniqueness.
+  python3 bench/reference.py import-harness IN.jsonl OUTDIR
+      the same for lm-evaluation-harness samples: the question ID from doc.id, correctness
+      from a binary acc, the doc and the requests kept as the input.
+  python3 bench/reference.py validate OUTDIR              re-hash both files, re-parse every
       record, check source lines and identities.
-  python3 bench/reference.py compare OUTDIR REPORT    join original and rephrased records
-      by item identity, count outcomes and McNemar's discordant pairs, and write one JSON
-      line per item with both full records (what `babel compare --items x.jsonl` writes).
+  python3 bench/reference.py compare OUTDIR REPORT        join original and rephrased records
+      by item identity, count outcomes, and write one JSON line per item with both full
+      records (what `babel compare --items x.jsonl` writes).
+  python3 bench/reference.py compare-runs DIR_A DIR_B     join two imported runs by item
+      identity and count the outcomes (what `babel compare A --other-run B` prints).
 """
 import hashlib
 import json
@@ -36,7 +41,39 @@ def parse(line):
     return value
 
 
-def do_import(src, outdir):
+def canonical_record(v, number):
+    if not isinstance(v.get("correct"), (bool, type(None))):
+        raise ValueError(f"line {number}: correct")
+    return {
+        "schema_version": 1, "run_id": "r1", "benchmark": "bench", "script": None,
+        "language": v.get("language"), "question_id": v["question_id"],
+        "variant_id": v["variant_id"], "filter": v.get("filter", "none"),
+        "repeat_id": v.get("repeat_id", 0), "identity_scope": "stable", "model": "m",
+        "rephrasing_model": None, "input": v.get("input"), "target": v.get("target"),
+        "prediction": v.get("prediction"), "correct": v.get("correct"),
+        "scores": v.get("scores", {}), "metrics": v.get("metrics", {}),
+        "response": v.get("response"), "source": {"path": "raw.jsonl", "line": number},
+        "warnings": [], "extra": {},
+    }
+
+
+def harness_record(v, number):
+    acc = v.get("acc")
+    correct = None if acc is None else bool(acc)
+    return {
+        "schema_version": 1, "run_id": "r1", "benchmark": "mmlu", "script": None,
+        "language": None, "question_id": v["doc"]["id"], "variant_id": "original",
+        "filter": v.get("filter", "none"), "repeat_id": 0, "identity_scope": "stable",
+        "model": "m", "rephrasing_model": None,
+        "input": {"doc": v["doc"], "arguments": v.get("arguments")},
+        "target": v.get("target"), "prediction": None, "correct": correct,
+        "scores": {}, "metrics": {m: v.get(m) for m in v.get("metrics", [])},
+        "response": {"resps": v.get("resps"), "filtered_resps": v.get("filtered_resps")},
+        "source": {"path": "raw.jsonl", "line": number}, "warnings": [], "extra": {},
+    }
+
+
+def do_import(src, outdir, normalize):
     os.makedirs(outdir, exist_ok=True)
     raw_hash, rec_hash = hashlib.sha256(), hashlib.sha256()
     seen = set()
@@ -47,20 +84,7 @@ def do_import(src, outdir):
             raw_hash.update(line)
             if not line.strip():
                 continue
-            v = parse(line.decode("utf-8"))
-            if not isinstance(v.get("correct"), (bool, type(None))):
-                raise ValueError(f"line {number}: correct")
-            record = {
-                "schema_version": 1, "run_id": "r1", "benchmark": "bench", "script": None,
-                "language": v.get("language"), "question_id": v["question_id"],
-                "variant_id": v["variant_id"], "filter": v.get("filter", "none"),
-                "repeat_id": v.get("repeat_id", 0), "identity_scope": "stable", "model": "m",
-                "rephrasing_model": None, "input": v.get("input"), "target": v.get("target"),
-                "prediction": v.get("prediction"), "correct": v.get("correct"),
-                "scores": v.get("scores", {}), "metrics": v.get("metrics", {}),
-                "response": v.get("response"), "source": {"path": "raw.jsonl", "line": number},
-                "warnings": [], "extra": {},
-            }
+            record = normalize(parse(line.decode("utf-8")), number)
             key = (record["benchmark"], record["language"], record["question_id"],
                    record["variant_id"], record["filter"], record["repeat_id"])
             if key in seen:
@@ -106,14 +130,17 @@ def outcome(b, v):
             (True, False): "correct_to_wrong", (False, True): "wrong_to_correct"}[(b["correct"], v["correct"])]
 
 
+def item_key(r):
+    return (r["benchmark"], r["language"] or "", r["script"] or "", r["question_id"], r["filter"], r["repeat_id"])
+
+
 def do_compare(outdir, report):
     sides = {"original": {}, "rephrased": {}}
     with open(os.path.join(outdir, "records.jsonl"), "rb") as f:
         for line in f:
             r = parse(line.decode("utf-8"))
-            key = (r["benchmark"], r["language"] or "", r["script"] or "", r["question_id"], r["filter"], r["repeat_id"])
             if r["variant_id"] in sides and r["identity_scope"] == "stable":
-                sides[r["variant_id"]][key] = r
+                sides[r["variant_id"]][item_key(r)] = r
     counts = {}
     with open(report, "w", encoding="utf-8") as out:
         for key in sorted(set(sides["original"]) | set(sides["rephrased"])):
@@ -125,10 +152,32 @@ def do_compare(outdir, report):
     print(counts)
 
 
+def do_compare_runs(dir_a, dir_b):
+    def side(directory):
+        rows = {}
+        with open(os.path.join(directory, "records.jsonl"), "rb") as f:
+            for line in f:
+                r = parse(line.decode("utf-8"))
+                if r["identity_scope"] == "stable":
+                    rows[item_key(r)] = r["correct"]
+        return rows
+    a, b = side(dir_a), side(dir_b)
+    counts = {}
+    for key in set(a) | set(b):
+        o = outcome({"correct": a[key]} if key in a else None, {"correct": b[key]} if key in b else None)
+        counts[o] = counts.get(o, 0) + 1
+    print(counts)
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "import":
-        do_import(sys.argv[2], sys.argv[3])
-    elif sys.argv[1] == "compare":
+    command = sys.argv[1]
+    if command == "import":
+        do_import(sys.argv[2], sys.argv[3], canonical_record)
+    elif command == "import-harness":
+        do_import(sys.argv[2], sys.argv[3], harness_record)
+    elif command == "compare":
         do_compare(sys.argv[2], sys.argv[3])
+    elif command == "compare-runs":
+        do_compare_runs(sys.argv[2], sys.argv[3])
     else:
         do_validate(sys.argv[2])

@@ -379,6 +379,7 @@ mod tests {
         assert_eq!(
             paths,
             vec![
+                "README.md",
                 "babel-archive.json",
                 "checksums.sha256",
                 "item-banks/b1/artifact.json",

@@ -1,0 +1,206 @@
+"""The benchmark suite: generates its inputs deterministically, then measures babel beside
+sha256sum, a plain Python implementation (bench/reference.py), pandas and DuckDB on the
+same files, in one run. Prints a Markdown report; BENCHMARKS.md records the latest.
+
+  python3 bench/suite.py full BABEL WORKDIR     the sizes of the targets (about 20 minutes)
+  python3 bench/suite.py smoke BABEL WORKDIR    every step on tiny inputs (seconds): what the
+                                                test suite runs to keep this script working
+
+Every figure is one run's wall clock and the peak resident memory of that process
+(os.wait4), with the inputs already in the page cache. Run bench/run.sh rather than this
+file directly: it builds the release binary first.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+SIZES = {
+    "full": {"harness_bytes": 100_000_000, "harness_big_bytes": 1_000_000_000,
+             "canonical": 1_000_000, "fewshot_lines": 39_506, "short_items": 200_000},
+    "smoke": {"harness_bytes": 1_000_000, "harness_big_bytes": 3_000_000,
+              "canonical": 5_000, "fewshot_lines": 300, "short_items": 2_000},
+}
+
+
+def measure(argv, stdin=None, stdout=subprocess.DEVNULL, cwd=None):
+    """Runs argv; returns (seconds, peak RSS in MiB, bytes written to stdout when piped)."""
+    start = time.monotonic()
+    process = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, cwd=cwd)
+    written = 0
+    if stdout == subprocess.PIPE:
+        while True:
+            chunk = process.stdout.read(1 << 20)
+            if not chunk:
+                break
+            written += len(chunk)
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.monotonic() - start
+    stderr = process.stderr.read().decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(argv)}\n{stderr}")
+    return seconds, usage.ru_maxrss / 1024, written
+
+
+def python(script_args):
+    return [sys.executable] + script_args
+
+
+def generate(mode, work):
+    size = SIZES[mode]
+    gen = os.path.join(HERE, "generate.py")
+    files = {}
+    def make(name, args):
+        path = os.path.join(work, name)
+        if not os.path.exists(path):
+            subprocess.run(python([gen] + args[:1] + [path] + args[1:]), check=True, stdout=subprocess.DEVNULL)
+        files[name] = path
+    make("harness.jsonl", ["harness", "--bytes", str(size["harness_bytes"])])
+    make("harness-big.jsonl", ["harness", "--bytes", str(size["harness_big_bytes"]), "--seed", "3"])
+    make("canonical-a.jsonl", ["canonical", str(size["canonical"]), "--seed", "1"])
+    make("canonical-b.jsonl", ["canonical", str(size["canonical"]), "--seed", "2"])
+    make("fewshot-a.jsonl", ["harness", "--lines", str(size["fewshot_lines"]), "--seed", "11"])
+    make("fewshot-b.jsonl", ["harness", "--lines", str(size["fewshot_lines"]), "--seed", "12"])
+    make("short.jsonl", ["mixed", str(size["short_items"] * 2)])
+    return files
+
+
+def warm(paths):
+    for path in paths:
+        with open(path, "rb") as f:
+            while f.read(1 << 24):
+                pass
+
+
+def babel_in(babel, root):
+    return lambda *args: [babel, "--root", root, "-q"] + list(args)
+
+
+def tree_bytes(path):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+def main():
+    mode, babel, work = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
+    os.makedirs(work, exist_ok=True)
+    files = generate(mode, work)
+    warm(files.values())
+    rows = []  # (group, work, contender, seconds, peak MiB, note)
+    def row(group, what, who, measured, note=""):
+        rows.append((group, what, who, measured[0], measured[1], note))
+        print(f"  {what} / {who}: {measured[0]:.2f} s, {measured[1]:.0f} MiB {note}", file=sys.stderr)
+
+    archive = os.path.join(work, "archive")
+    shutil.rmtree(archive, ignore_errors=True)
+    b = babel_in(babel, archive)
+    subprocess.run(b("init"), check=True)
+    for run, extra in [("h", []), ("hbig", []), ("ca", ["--benchmark", "bench"]), ("cb", ["--benchmark", "bench"]),
+                       ("fa", []), ("fb", []), ("short", ["--benchmark", "bench"])]:
+        subprocess.run(b("run", "create", run, "--model", "m", *extra), check=True)
+
+    # Import.
+    h = files["harness.jsonl"]
+    h_mb = os.path.getsize(h) / 1e6
+    row("import", f"harness file, {h_mb:.0f} MB", "sha256sum", measure(["sha256sum", h]))
+    row("import", f"harness file, {h_mb:.0f} MB", "babel", measure(b("import", "h", "--format", "harness", "--benchmark", "mmlu", h)))
+    py_h = os.path.join(work, "py-h")
+    shutil.rmtree(py_h, ignore_errors=True)
+    row("import", f"harness file, {h_mb:.0f} MB", "python", measure(python([os.path.join(HERE, "reference.py"), "import-harness", h, py_h])))
+    big = files["harness-big.jsonl"]
+    big_mb = os.path.getsize(big) / 1e6
+    row("import", f"harness file, {big_mb:.0f} MB", "sha256sum", measure(["sha256sum", big]))
+    row("import", f"harness file, {big_mb:.0f} MB", "babel", measure(b("import", "hbig", "--format", "harness", "--benchmark", "mmlu", big)))
+    ca, cb = files["canonical-a.jsonl"], files["canonical-b.jsonl"]
+    n = SIZES[mode]["canonical"]
+    row("import", f"{n:,} canonical records", "sha256sum", measure(["sha256sum", ca]))
+    measured = measure(b("import", "ca", "--format", "canonical", ca))
+    row("import", f"{n:,} canonical records", "babel", measured, f"{measured[0] / n * 1e6:.2f} µs per record")
+    py_a, py_b = os.path.join(work, "py-a"), os.path.join(work, "py-b")
+    for d in (py_a, py_b):
+        shutil.rmtree(d, ignore_errors=True)
+    measured = measure(python([os.path.join(HERE, "reference.py"), "import", ca, py_a]))
+    row("import", f"{n:,} canonical records", "python", measured, f"{measured[0] / n * 1e6:.2f} µs per record")
+    subprocess.run(b("import", "cb", "--format", "canonical", cb), check=True)
+    subprocess.run(python([os.path.join(HERE, "reference.py"), "import", cb, py_b]), check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(b("import", "fa", "--format", "harness", "--benchmark", "mmlu", files["fewshot-a.jsonl"]), check=True)
+    subprocess.run(b("import", "fb", "--format", "harness", "--benchmark", "mmlu", files["fewshot-b.jsonl"]), check=True)
+    subprocess.run(b("import", "short", "--format", "canonical", files["short.jsonl"]), check=True)
+    sizes = {}
+    for run, source in [("h", h), ("hbig", big), ("ca", ca)]:
+        stored = tree_bytes(os.path.join(archive, "runs", run))
+        sizes[run] = (stored, os.path.getsize(source))
+
+    # Validate and records.
+    row("validate", f"harness run, {h_mb:.0f} MB", "babel", measure(b("validate", "h")))
+    row("validate", f"harness run, {h_mb:.0f} MB", "python", measure(python([os.path.join(HERE, "reference.py"), "validate", py_h])))
+    row("validate", f"{n:,} canonical records", "babel", measure(b("validate", "ca")))
+    row("validate", f"{n:,} canonical records", "python", measure(python([os.path.join(HERE, "reference.py"), "validate", py_a])))
+    measured = measure(b("records", "ca"), stdout=subprocess.PIPE)
+    row("records", f"{n:,} canonical records", "babel", measured, f"{measured[2] / 1e6 / measured[0]:.0f} MB/s of JSON Lines")
+    measured = measure(b("records", "h"), stdout=subprocess.PIPE)
+    row("records", f"harness run, {h_mb:.0f} MB", "babel", measured, f"{measured[2] / 1e6 / measured[0]:.0f} MB/s of JSON Lines")
+
+    # Compare two runs: the summary, then each report.
+    what = f"2 × {n:,} records, summary"
+    row("compare", what, "babel", measure(b("compare", "ca", "--other-run", "cb")))
+    glob_a = os.path.join(archive, "runs", "ca", "records", "*.parquet")
+    glob_b = os.path.join(archive, "runs", "cb", "records", "*.parquet")
+    sql = os.path.join(HERE, "sql_join.py")
+    row("compare", what, "DuckDB on babel's Parquet", measure(python([sql, "parquet", glob_a, glob_b])))
+    row("compare", what, "DuckDB on the JSONL inputs", measure(python([sql, "jsonl", ca, cb])))
+    row("compare", what, "pandas on the JSONL inputs", measure(python([os.path.join(HERE, "pandas_join.py"), ca, cb])))
+    row("compare", what, "python", measure(python([os.path.join(HERE, "reference.py"), "compare-runs", py_a, py_b])))
+    reports = {}
+    for fmt in ["jsonl", "csv", "html"]:
+        dest = os.path.join(work, f"report.{fmt}")
+        if os.path.exists(dest):
+            os.remove(dest)
+        measured = measure(b("compare", "ca", "--other-run", "cb", "--items", dest))
+        row("compare", f"2 × {n:,} records, {fmt} report", "babel", measured, f"{os.path.getsize(dest) / 1e6:.0f} MB")
+        reports[fmt] = dest
+
+    # HTML reports in a browser.
+    render = os.path.join(HERE, "render.cjs")
+    node_path = os.path.join(ROOT, "target", "ci", "playwright", "node_modules")
+    def browse(report, query):
+        out = subprocess.run(["node", render, report, query], check=True, capture_output=True,
+                             env=dict(os.environ, NODE_PATH=node_path)).stdout
+        return json.loads(out)
+    html_rows = []
+    for name, run_a, run_b, extra, query in [
+        (f"{SIZES[mode]['fewshot_lines']:,} few-shot harness items", "fa", "fb", ["--other-run", "fb"], "subject_12"),
+        (f"{SIZES[mode]['short_items']:,} short items", "short", None, [], "q0000123"),
+    ]:
+        dest = os.path.join(work, f"{run_a}.html")
+        if os.path.exists(dest):
+            os.remove(dest)
+        written = measure(b("compare", run_a, *extra, "--items", dest))
+        seen = browse(dest, query)
+        html_rows.append((name, os.path.getsize(dest), written[0], seen))
+
+    # The report.
+    print(f"Machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d', time.gmtime())}; mode {mode}")
+    print()
+    print("| work | contender | wall | peak RSS | note |")
+    print("|---|---|---|---|---|")
+    for group, what, who, seconds, peak, note in rows:
+        print(f"| {group}: {what} | {who} | {seconds:.2f} s | {peak:.0f} MiB | {note} |")
+    print()
+    print("| archive | stored bytes / input bytes |")
+    print("|---|---|")
+    for run, (stored, given) in sizes.items():
+        print(f"| run {run} ({given / 1e6:.0f} MB input) | {stored / given:.2f} |")
+    print()
+    print("| HTML report | size | written in | first render | search, max per key | open an item |")
+    print("|---|---|---|---|---|---|")
+    for name, size, seconds, seen in html_rows:
+        print(f"| {name} | {size / 1e6:.1f} MB | {seconds:.1f} s | {seen['firstRenderMs']:.0f} ms | {seen['maxKeyMs']:.0f} ms | {seen['detailMs']:.0f} ms |")
+
+
+if __name__ == "__main__":
+    main()
