@@ -5,7 +5,7 @@
 #         of 1,000,000 canonical records, 39,506 few-shot items and 200,000 short items in
 #         HTML reports; about 20 minutes and 6 GB of disk in WORKDIR
 #   smoke every step on tiny inputs, in seconds (the test suite runs it with the debug
-#         binary through tests/bench_smoke.rs)
+#         binary through tests/it/bench_smoke.rs)
 # Needs what .ci/setup-data-tools and .ci/setup-browser install (DuckDB, pandas, Chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -367,7 +367,7 @@ mod tests {
     #[test]
     fn a_narrower_selection_still_publishes_every_registered_artifact() {
         // "hub-plan includes all registered artifacts" (calibration input runs: see
-        // tests/hub_push.rs, which registers a real calibration).
+        // tests/it/hub_push.rs, which registers a real calibration).
         let (_dir, archive) = three_runs();
         let selection = Selection {
             runs: Some(run_ids(&["r1", "r3"])),

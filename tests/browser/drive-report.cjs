@@ -1,4 +1,4 @@
-// Drives an HTML report in headless Chromium for tests/report_browser.rs and prints what
+// Drives an HTML report in headless Chromium for tests/it/report_browser.rs and prints what
 // it observed as one JSON document on stdout; the Rust test decides what is right.
 //
 // Usage: node drive-report.cjs CONFIG.json

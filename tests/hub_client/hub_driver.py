@@ -1,4 +1,4 @@
-"""Drives the official huggingface_hub client for tests/hub_server_fidelity.rs.
+"""Drives the official huggingface_hub client for tests/it/hub_server_fidelity.rs.
 
 One JSON request per line on stdin, {"op": NAME, "args": {...}}; one JSON
 answer per line on stdout: {"ok": true, "result": ...} or

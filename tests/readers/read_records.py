@@ -6,7 +6,7 @@
                                                         archive's README.md declares the records
 
 Each row becomes one JSON line in the shape of `babel records`: the JSON columns parsed,
-source_path and source_line folded into `source`. tests/records_readers.rs compares them
+source_path and source_line folded into `source`. tests/it/records_readers.rs compares them
 with babel's own output.
 """
 import glob

@@ -1,9 +1,7 @@
 //! `babel compare` end to end: side selection, the summary against counts computed here
 //! from the input records, the cross-run rules, and where reports may be written.
 
-mod common;
-
-use common::Env;
+use crate::common::Env;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,7 +31,7 @@ fn two_benchmarks() -> Env {
             benchmark,
         ])
         .arg(&path)
-        .env("BABEL_TIMESTAMP", common::TIMESTAMP)
+        .env("BABEL_TIMESTAMP", crate::common::TIMESTAMP)
         .assert()
         .success();
     }
@@ -383,11 +381,11 @@ fn duplicate_stable_identities_within_a_side_are_an_error_naming_both_sources() 
     // "Duplicate stable identities are an error, not an arbitrary choice of one record."
     let env = two_benchmarks();
     let records = env.archived("runs/r1/records/0001.parquet");
-    let mut rows = common::records_file_rows(&records);
+    let mut rows = crate::common::records_file_rows(&records);
     let mut copy = rows[0].clone();
     copy["source"]["line"] = 3.into();
     rows.push(copy);
-    common::write_records_file(&records, &rows);
+    crate::common::write_records_file(&records, &rows);
     let stderr = stderr_of(&env, &["compare", "r1"], 1);
     assert!(stderr.contains("share the item identity"), "{stderr}");
     assert!(

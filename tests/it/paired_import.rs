@@ -2,9 +2,7 @@
 //! imports into two records per line, each scored against its own version's answer key,
 //! and the run's `shared_answer_key` assertion changes only the records it is needed for.
 
-mod common;
-
-use common::Env;
+use crate::common::Env;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 

@@ -2,9 +2,7 @@
 //! Each test names the rule of ARTIFACTS.md (or the spec's "Registered benchmark
 //! extensions") it checks.
 
-mod common;
-
-use common::Env;
+use crate::common::Env;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -1124,12 +1122,12 @@ fn validate_catches_strict_records_changed_and_rehashed_after_import() {
     strict_run(&env, "demo-1b", "demo-1b", false);
     let records_rel = "runs/demo-1b/records/0001.parquet";
     let records_path = env.archived(records_rel);
-    let mut rows = common::records_file_rows(&records_path);
+    let mut rows = crate::common::records_file_rows(&records_path);
     assert_eq!(rows[0]["question_id"], "cap-fr");
     rows[0]["question_id"] = json!("cap-xx");
     assert_eq!(rows[2]["filter"], "none");
     rows[2]["filter"] = json!("made-up");
-    let tampered = common::write_records_file(&records_path, &rows);
+    let tampered = crate::common::write_records_file(&records_path, &rows);
     let manifest_path = env.archived("runs/demo-1b/manifest.json");
     let mut manifest: Value = serde_json::from_slice(&fs::read(&manifest_path).unwrap()).unwrap();
     manifest["imports"][0]["records"]["sha256"] = json!(sha256_hex(&tampered));

@@ -4,10 +4,6 @@
 //! token goes. Expected values are computed here from the archive's own files (SHA-256,
 //! git blob IDs), never taken from babel's output.
 
-mod common;
-mod hub_server;
-mod hub_support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,9 +12,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use common::Env;
-use hub_server::{Failure, HubServer, Origin, RequestMatch, Visibility};
-use hub_support::{archive, hub, push, text, tree};
+use crate::common::Env;
+use crate::hub_server::{Failure, HubServer, Origin, RequestMatch, Visibility};
+use crate::hub_support::{archive, hub, push, text, tree};
 
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
@@ -53,7 +49,7 @@ fn registered_files(env: &Env) -> BTreeSet<String> {
             ));
         }
     }
-    files.extend(hub_support::registry_files(env));
+    files.extend(crate::hub_support::registry_files(env));
     files
 }
 
@@ -201,7 +197,7 @@ fn hub_push_publishes_one_commit_that_holds_exactly_the_plan() {
     assert_eq!(server.head(repo, "main").unwrap().as_str(), commit);
 
     let stored = server.files(repo, &commit).unwrap();
-    let mut bytes = hub_server::snapshot_bytes(&stored);
+    let mut bytes = crate::hub_server::snapshot_bytes(&stored);
     assert!(
         bytes.remove(".gitattributes").is_some(),
         "the Hub-managed file stays"
@@ -280,7 +276,7 @@ fn an_unchanged_archive_makes_no_commit_and_a_change_sends_only_the_difference()
 
     let more = env.input(
         "more.jsonl",
-        common::canonical_line("q9", "original", Some(true)) + "\n",
+        crate::common::canonical_line("q9", "original", Some(true)) + "\n",
     );
     env.babel(&["import", "r2", "--format", "canonical", &more])
         .assert()
@@ -375,7 +371,7 @@ fn a_run_selection_publishes_those_runs_and_every_registered_artifact() {
     assert!(!paths.iter().any(|p| p.starts_with("runs/r2/")));
     // "hub-plan includes all registered artifacts and adds calibration input runs even
     // when a narrower run selection was requested."
-    for path in hub_support::registry_files(&env) {
+    for path in crate::hub_support::registry_files(&env) {
         assert!(
             paths.contains(&path),
             "{path}: artifacts are published with any selection"
@@ -454,7 +450,7 @@ fn a_run_selection_brings_the_runs_a_release_pins_and_restores_whole() {
 fn a_run_selection_is_refused_when_an_artifact_does_not_validate() {
     // Artifacts are published with any selection, so they are validated with any.
     let env = archive();
-    let artifact = hub_support::registry_files(&env)
+    let artifact = crate::hub_support::registry_files(&env)
         .into_iter()
         .find(|p| p.ends_with("/artifact.json"))
         .unwrap();

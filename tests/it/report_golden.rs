@@ -1,10 +1,8 @@
 //! Golden files of the three report formats and the printed summary, for a small
 //! comparison that has every outcome category (tests/fixtures/compare/all-outcomes.jsonl).
-//! The reviewed outputs live in tests/golden/; a change in any output is a reviewed diff.
+//! The reviewed outputs live in tests/it/golden/; a change in any output is a reviewed diff.
 
-mod common;
-
-use common::Env;
+use crate::common::Env;
 use std::path::{Path, PathBuf};
 
 fn golden_env() -> Env {

@@ -8,10 +8,6 @@
 //! `$BABEL_TEST_PYTHON`), as `tests/hub_client/hub_driver.py`, one process
 //! per test, with `HF_HUB_DISABLE_XET=1` and an isolated `HF_HOME`.
 
-mod common;
-mod hub_server;
-mod hub_support;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -24,7 +20,7 @@ use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
-use hub_server::{
+use crate::hub_server::{
     Access, DEFAULT_DATASET_GITATTRIBUTES, Failure, FileFault, HubServer, LengthHeader,
     LoggedRequest, Origin, RequestMatch, Visibility,
 };
@@ -241,7 +237,7 @@ fn read_files(root: &Path) -> Files {
 }
 
 fn bytes_of(server: &HubServer, repo: &str, revision: &str) -> Files {
-    hub_server::snapshot_bytes(&server.files(repo, revision).expect("revision exists"))
+    crate::hub_server::snapshot_bytes(&server.files(repo, revision).expect("revision exists"))
 }
 
 fn ndjson_lines(request: &LoggedRequest) -> Vec<Value> {
@@ -385,7 +381,7 @@ fn official_client_creates_and_uploads_like_on_the_hub() {
 
     // The stored bytes are the local files, plus .gitattributes rewritten by the "Hub".
     let stored = server.files(repo, "main").expect("files");
-    let mut stored_bytes = hub_server::snapshot_bytes(&stored);
+    let mut stored_bytes = crate::hub_server::snapshot_bytes(&stored);
     let gitattributes = stored_bytes
         .remove(".gitattributes")
         .expect(".gitattributes kept");
@@ -1430,7 +1426,7 @@ fn storage_urls_refuse_tokens_and_expire() {
         request
             .path()
             .ends_with("/teapot")
-            .then(|| hub_server::Response::new(418).with_body(b"short and stout".to_vec()))
+            .then(|| crate::hub_server::Response::new(418).with_body(b"short and stout".to_vec()))
     });
     let teapot = raw_exchange(
         server.endpoint(),
@@ -1700,7 +1696,10 @@ fn body_faults_and_failures_on_the_wire() {
 
     // A connection closed without any answer.
     server.set_interceptor(|_| {
-        Some(hub_server::Response::new(200).with_delivery(hub_server::Delivery::NoResponse))
+        Some(
+            crate::hub_server::Response::new(200)
+                .with_delivery(crate::hub_server::Delivery::NoResponse),
+        )
     });
     assert!(raw_bytes(server.endpoint(), &get("")).0.is_empty());
     server.clear_interceptor();
@@ -1835,9 +1834,9 @@ fn lfs_batch_upload_and_verify_rules() {
 fn an_archive_uploaded_by_the_official_client_is_pulled_and_validated_by_babel() {
     let server = HubServer::start();
     let repo = "tester/uploaded-by-python";
-    let env = hub_support::archive();
+    let env = crate::hub_support::archive();
     // What a user uploads: the archive root without its operational folder .babel/.
-    let archived = hub_support::tree(&env.root());
+    let archived = crate::hub_support::tree(&env.root());
     let folder = tempfile::tempdir().expect("upload folder");
     write_files(folder.path(), &archived);
     let mut client = OfficialClient::start(&server, Some(server.token()));
@@ -1854,7 +1853,7 @@ fn an_archive_uploaded_by_the_official_client_is_pulled_and_validated_by_babel()
         "the binary attachment is an LFS file"
     );
 
-    let output = hub_support::hub(
+    let output = crate::hub_support::hub(
         &env,
         &server,
         &[
@@ -1870,7 +1869,11 @@ fn an_archive_uploaded_by_the_official_client_is_pulled_and_validated_by_babel()
     )
     .output()
     .expect("babel runs");
-    assert!(output.status.success(), "{}", hub_support::text(&output));
+    assert!(
+        output.status.success(),
+        "{}",
+        crate::hub_support::text(&output)
+    );
     let report: Value = serde_json::from_slice(&output.stdout).expect("JSON report");
     assert_eq!(report["validation"]["ok"], json!(true));
     assert_eq!(
@@ -1879,7 +1882,7 @@ fn an_archive_uploaded_by_the_official_client_is_pulled_and_validated_by_babel()
         "a plain upload has no checksums.sha256"
     );
     assert_eq!(
-        hub_support::tree(&env.path().join("restored")),
+        crate::hub_support::tree(&env.path().join("restored")),
         archived,
         "babel restored other bytes than the official client uploaded"
     );
@@ -1889,8 +1892,8 @@ fn an_archive_uploaded_by_the_official_client_is_pulled_and_validated_by_babel()
 fn an_archive_pushed_by_babel_is_downloaded_byte_for_byte_by_snapshot_download() {
     let server = HubServer::start();
     let repo = "tester/pushed-by-babel";
-    let env = hub_support::archive();
-    let commit = hub_support::push(&env, &server, repo, &["--create"]);
+    let env = crate::hub_support::archive();
+    let commit = crate::hub_support::push(&env, &server, repo, &["--create"]);
     let mut client = OfficialClient::start(&server, Some(server.token()));
     let target = tempfile::tempdir().expect("download dir");
     client.ok(
@@ -1908,7 +1911,7 @@ fn an_archive_pushed_by_babel_is_downloaded_byte_for_byte_by_snapshot_download()
         .expect("checksums.sha256 is published");
     assert_eq!(
         downloaded,
-        hub_support::tree(&env.root()),
+        crate::hub_support::tree(&env.root()),
         "the official client got other bytes than babel published"
     );
 

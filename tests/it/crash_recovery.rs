@@ -5,9 +5,7 @@
 //! sequence (compiled in through the `fault-injection` feature), and a real `babel import`
 //! child killed with SIGKILL at moments spread over its run.
 
-mod common;
-
-use common::{Env, canonical_line};
+use crate::common::{Env, canonical_line};
 use std::os::unix::process::ExitStatusExt;
 use std::time::Instant;
 

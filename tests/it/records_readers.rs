@@ -3,12 +3,8 @@
 //! pulled archive through the dataset card hub-push publishes, offline. Each must see
 //! exactly what `babel records` prints. (`.ci/setup-data-tools` installs the readers.)
 
-mod common;
-mod hub_server;
-mod hub_support;
-
-use common::Env;
-use hub_server::HubServer;
+use crate::common::Env;
+use crate::hub_server::HubServer;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -129,8 +125,8 @@ fn a_pulled_archive_loads_with_datasets_and_duckdb_offline() {
     python_has("datasets, duckdb");
     let env = varied_archive();
     let server = HubServer::start();
-    let commit = hub_support::push(&env, &server, "tester/records", &["--create"]);
-    let output = hub_support::hub(
+    let commit = crate::hub_support::push(&env, &server, "tester/records", &["--create"]);
+    let output = crate::hub_support::hub(
         &env,
         &server,
         &[
@@ -145,7 +141,11 @@ fn a_pulled_archive_loads_with_datasets_and_duckdb_offline() {
     )
     .output()
     .unwrap();
-    assert!(output.status.success(), "{}", hub_support::text(&output));
+    assert!(
+        output.status.success(),
+        "{}",
+        crate::hub_support::text(&output)
+    );
     let pulled = env.path().join("pulled");
     let card = std::fs::read_to_string(pulled.join("README.md")).unwrap();
     assert!(

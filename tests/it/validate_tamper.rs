@@ -3,9 +3,7 @@
 //! files in managed run directories." Every finding is listed with its path, not just the
 //! first, and the exit code is 1.
 
-mod common;
-
-use common::{Env, canonical_line};
+use crate::common::{Env, canonical_line};
 use serde_json::Value;
 
 /// An archive with one run, two imports and an attachment.
@@ -145,9 +143,9 @@ fn a_symlink_in_place_of_a_registered_file_is_refused() {
 /// so that only the record-level checks can notice.
 fn rewrite_records(env: &Env, edit: impl Fn(&mut Vec<Value>)) {
     let path = env.archived("runs/r1/records/0001.parquet");
-    let mut records = common::records_file_rows(&path);
+    let mut records = crate::common::records_file_rows(&path);
     edit(&mut records);
-    let bytes = common::write_records_file(&path, &records);
+    let bytes = crate::common::write_records_file(&path, &records);
     let manifest_path = env.archived("runs/r1/manifest.json");
     let mut manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();

@@ -1,9 +1,7 @@
 //! Runs (create, show, list, attach, seal), `init` on a downloaded archive, exit codes, and
 //! the single-writer lock held by another real process.
 
-mod common;
-
-use common::{Env, canonical_line};
+use crate::common::{Env, canonical_line};
 use serde_json::json;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -146,7 +144,7 @@ fn a_sealed_run_refuses_every_later_write() {
     .unwrap();
     assert_eq!(
         (show["status"].as_str(), show["sealed_at"].as_str()),
-        (Some("sealed"), Some(common::TIMESTAMP))
+        (Some("sealed"), Some(crate::common::TIMESTAMP))
     );
     assert_eq!(env.validate_json()["ok"], true);
 }

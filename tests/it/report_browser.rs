@@ -6,9 +6,7 @@
 //! generated 200,000-item report and prints how long the first render and filtering take.
 //! The screenshot is kept in target/browser-artifacts/.
 
-mod common;
-
-use common::Env;
+use crate::common::Env;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -1,9 +1,7 @@
 //! End-to-end import through the real binary: the strict reader's rules, the canonical
 //! adapter's rules, batch atomicity and the exact preservation of raw bytes.
 
-mod common;
-
-use common::{Env, canonical_line};
+use crate::common::{Env, canonical_line};
 use serde_json::json;
 
 fn import(env: &Env, files: &[&str]) -> std::process::Output {
@@ -278,7 +276,7 @@ fn the_manifest_records_every_import_field() {
             "breakdown": [{"benchmark": "b", "language": "tr", "records": 1, "variant_id": "rephrased"}],
             "format": "canonical",
             "id_field": null,
-            "imported_at": common::TIMESTAMP,
+            "imported_at": crate::common::TIMESTAMP,
             "normalizer_version": "canonical/1",
             "options": {"benchmark": null, "language": "tr", "non_finite": "reject"},
             "raw": {"bytes": raw_bytes, "path": "raw/0001-one.jsonl", "sha256": raw_sha},
@@ -313,7 +311,7 @@ fn the_same_input_imported_twice_gives_byte_identical_records_files() {
     // the file, row groups cut by size. Two archives, two processes, the same bytes.
     let lines: Vec<String> = (0..3000)
         .map(|q| {
-            common::canonical_line(
+            crate::common::canonical_line(
                 &format!("q{q}"),
                 "original",
                 (q % 3 != 0).then_some(q % 2 == 0),

@@ -2,9 +2,7 @@
 //! Peak memory of importing a file and a file twice as long (twice the identities too)
 //! differs by far less than the extra bytes read.
 
-mod common;
-
-use common::Env;
+use crate::common::Env;
 
 /// Peak resident memory (KiB) of the real binary importing `file`, measured by the
 /// kernel's accounting of a child process (getrusage through Python's standard library).

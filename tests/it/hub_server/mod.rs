@@ -1,7 +1,7 @@
 //! A local Hugging Face Hub for tests: a real HTTP/1.1 server on
 //! `127.0.0.1:0` speaking the subset of the Hub API that dataset repos use
 //! (see `shared/hub/HUB-API.md`), checked against the official
-//! `huggingface_hub` client by `tests/hub_server_fidelity.rs`.
+//! `huggingface_hub` client by `tests/it/hub_server_fidelity.rs`.
 //!
 //! It owns three listeners, each on its own ephemeral port so tests run in
 //! parallel: the Hub origin (`endpoint()`), a CDN origin that LFS uploads

@@ -5,19 +5,15 @@
 //! directories that remote repositories cannot preserve. Then run validate." (spec,
 //! Recovery and restoration): hub-pull does both before the archive appears.
 
-mod common;
-mod hub_server;
-mod hub_support;
-
 use std::process::Output;
 
 use serde_json::Value;
 
-use common::Env;
-use hub_server::{
+use crate::common::Env;
+use crate::hub_server::{
     Failure, FileFault, HubServer, LengthHeader, Origin, RequestMatch, Response, Visibility,
 };
-use hub_support::{archive, entries, hub, push, text, tree};
+use crate::hub_support::{archive, entries, hub, push, text, tree};
 
 const REPO: &str = "tester/bench";
 /// A regular file and the LFS file of the archive the tests push.

@@ -4,9 +4,7 @@
 //! by `doc.id`, results files attach in the same transaction, and bare `NaN` is rejected
 //! unless `--non-finite null` is given.
 
-mod common;
-
-use common::Env;
+use crate::common::Env;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -1,10 +1,8 @@
 //! The README quickstart: `babel demo` builds a valid archive from the bundled examples.
 
-mod common;
-
 #[test]
 fn the_demo_builds_a_valid_archive_and_shows_a_rejection() {
-    let env = common::Env::new();
+    let env = crate::common::Env::new();
     let dir = env.path().join("demo");
     let output = env
         .babel(&["demo", "--dir", dir.to_str().unwrap()])

@@ -1,0 +1,29 @@
+//! The integration tests, one binary (linking 20 test binaries dominated CI time): each
+//! module is one capability, run against the real `babel` binary in a temporary archive.
+//! Shared helpers: `common` (the environment), `hub_server` (a local Hub test server the
+//! official client validates) and `hub_support` (Hub test archives and commands).
+
+mod common;
+mod hub_server;
+mod hub_support;
+
+mod artifacts;
+mod bench_smoke;
+mod benchmark_workflow;
+mod compare;
+mod crash_recovery;
+mod demo;
+mod dependency_rule;
+mod harness_import;
+mod hub_pull;
+mod hub_push;
+mod hub_server_fidelity;
+mod import_canonical;
+mod paired_import;
+mod properties;
+mod records_readers;
+mod report_browser;
+mod report_golden;
+mod runs_and_lock;
+mod streaming_memory;
+mod validate_tamper;
