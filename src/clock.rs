@@ -20,23 +20,45 @@ pub fn now_rfc3339() -> String {
     format_unix_seconds(seconds)
 }
 
-/// True for `YYYY-MM-DDTHH:MM:SSZ` (what babel writes, and what `BABEL_TIMESTAMP` must be).
+/// True for `YYYY-MM-DDTHH:MM:SSZ` naming a real instant (what babel writes, and what
+/// `BABEL_TIMESTAMP` must be): month 1–12, a day that month has, hour 0–23, minute and
+/// second 0–59.
 pub fn is_rfc3339_utc(text: &str) -> bool {
     let bytes = text.as_bytes();
-    let digits = |range: std::ops::Range<usize>| bytes[range].iter().all(u8::is_ascii_digit);
-    bytes.len() == 20
-        && digits(0..4)
-        && bytes[4] == b'-'
-        && digits(5..7)
+    if bytes.len() != 20 {
+        return false;
+    }
+    let number = |range: std::ops::Range<usize>| -> Option<u32> {
+        let part = &bytes[range];
+        part.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| part.iter().fold(0, |n, b| n * 10 + u32::from(b - b'0')))
+    };
+    let shape = bytes[4] == b'-'
         && bytes[7] == b'-'
-        && digits(8..10)
         && bytes[10] == b'T'
-        && digits(11..13)
         && bytes[13] == b':'
-        && digits(14..16)
         && bytes[16] == b':'
-        && digits(17..19)
-        && bytes[19] == b'Z'
+        && bytes[19] == b'Z';
+    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second)) = (
+        number(0..4),
+        number(5..7),
+        number(8..10),
+        number(11..13),
+        number(14..16),
+        number(17..19),
+    ) else {
+        return false;
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    shape && (1..=days).contains(&day) && hour < 24 && minute < 60 && second < 60
 }
 
 /// Formats seconds since the Unix epoch as RFC 3339 UTC.
@@ -83,12 +105,20 @@ mod tests {
     fn pinned_timestamps_must_look_like_what_babel_writes() {
         assert!(is_rfc3339_utc("2026-12-02T12:00:00Z"));
         assert!(is_rfc3339_utc(&format_unix_seconds(1_796_221_799)));
+        assert!(is_rfc3339_utc("2024-02-29T23:59:59Z"), "a leap day");
         for bad in [
             "",
             "yesterday",
             "2026-12-02",
             "2026-12-02T12:00:00+01:00",
             "2026-12-02 12:00:00Z",
+            "2026-22-03T14;36:62Z",
+            "2026-13-01T00:00:00Z",
+            "2026-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
+            "2026-12-02T24:00:00Z",
+            "2026-12-02T12:60:00Z",
+            "2026-12-02T12:00:60Z",
         ] {
             assert!(!is_rfc3339_utc(bad), "{bad}");
         }

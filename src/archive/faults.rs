@@ -10,15 +10,17 @@
 pub const FAULT_ENV: &str = "BABEL_FAULT";
 
 /// Every fault point of a write, in the order a write passes them.
-pub const POINTS: [&str; 9] = [
+pub const POINTS: [&str; 11] = [
     "lock-acquired",
     "journal-written",
     "data-partly-written",
     "data-written",
     "manifest-temp-written",
+    "history-prepared",
     "commit-hash-journalled",
     "manifest-renamed",
     "directory-synced",
+    "history-published",
     "journal-cleared",
 ];
 

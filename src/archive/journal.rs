@@ -149,6 +149,10 @@ pub fn recover(layout: &Layout) -> Result<Recovery, JournalError> {
         },
         None => false,
     };
+    if committed {
+        // The write committed: its history is prepared beside the current one.
+        super::history::publish(layout)?;
+    }
     let mut removed = Vec::new();
     let temp = layout.resolve(&entry.commit.temp);
     if remove_if_present(&temp)? {

@@ -10,6 +10,29 @@ use std::hash::{BuildHasher, RandomState};
 use super::layout;
 use crate::canonical_json::{CanonicalError, to_canonical_bytes};
 
+/// True for a version as babel writes them: `MAJOR.MINOR.PATCH`, each a decimal number
+/// without leading zeros, optionally followed by `-` and a pre-release of ASCII letters,
+/// digits, dots and hyphens (SemVer 2.0 without build metadata).
+pub fn is_version(text: &str) -> bool {
+    let (core, pre) = match text.split_once('-') {
+        Some((core, pre)) => (core, Some(pre)),
+        None => (text, None),
+    };
+    let numbers: Vec<&str> = core.split('.').collect();
+    numbers.len() == 3
+        && numbers.iter().all(|n| {
+            !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+                && (n.len() == 1 || !n.starts_with('0'))
+        })
+        && pre.is_none_or(|pre| {
+            !pre.is_empty()
+                && pre
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+        })
+}
+
 /// The `format` value of a run manifest.
 pub const RUN_MANIFEST_FORMAT: &str = "babel-run";
 

@@ -9,6 +9,7 @@
 pub mod artifacts;
 pub mod comparison;
 pub mod faults;
+pub mod history;
 pub mod import;
 pub mod journal;
 pub mod layout;
@@ -200,18 +201,31 @@ impl Archive {
         let lock = WriterLock::acquire(&layout.lock(), "babel init", wait, announce)?;
         report.recovery = journal::recover(&layout)?;
         ensure(layout.staging(), ".babel/staging", &mut report)?;
+        let archive = Self {
+            layout: layout.clone(),
+        };
+        let session = WriteSession {
+            archive: &archive,
+            _lock: lock,
+            recovery: Recovery::default(),
+        };
         if layout.marker().exists() {
             Self::open(root)?;
         } else {
+            // The marker is the archive's first commit, and the history's first entry.
             let marker = Marker {
                 format: MARKER_FORMAT.to_owned(),
                 schema_version: ARCHIVE_SCHEMA_VERSION,
             };
             let bytes = to_canonical_bytes(&marker)?;
-            durable::write_new_atomically(&layout.marker(), |w| {
-                w.write_all(&bytes)
-                    .map_err(io_at("writing", &layout.marker()))
-            })?;
+            let transaction = transaction::Transaction::begin(
+                &session,
+                "init",
+                Vec::new(),
+                Vec::new(),
+                MARKER.to_owned(),
+            )?;
+            transaction.commit(&bytes)?;
             report.created = true;
         }
         ensure(layout.runs(), layout::RUNS, &mut report)?;
@@ -219,7 +233,7 @@ impl Archive {
             ensure(root.join(registry), registry, &mut report)?;
         }
         durable::sync_dir(root)?;
-        drop(lock);
+        drop(session);
         Ok(report)
     }
 

@@ -1,6 +1,8 @@
 //! The commit sequence every write follows: journal the files it will create; write and
-//! fsync them; write the new manifest beside the old one and journal its hash; rename it
-//! into place (the commit point); fsync the folder; clear the journal.
+//! fsync them; write the new manifest beside the old one, and the history's next log and
+//! head beside theirs, and journal the manifest's hash; rename the manifest into place
+//! (the commit point); fsync the folder; rename the history into place; clear the
+//! journal.
 //!
 //! A failure before the rename undoes everything (`abort`, or recovery at the next write
 //! if the process died); after the rename the write stands.
@@ -8,7 +10,10 @@
 use std::fs;
 use std::io;
 
+use std::collections::BTreeMap;
+
 use super::faults;
+use super::history;
 use super::journal::{self, JournalEntry};
 use super::layout::Layout;
 use super::{ArchiveError, WriteSession};
@@ -27,11 +32,13 @@ impl<'s> Transaction<'s> {
     pub fn begin(
         session: &'s WriteSession<'_>,
         operation: &str,
-        files: Vec<String>,
-        dirs: Vec<String>,
+        mut files: Vec<String>,
+        mut dirs: Vec<String>,
         commit_path: String,
     ) -> Result<Self, ArchiveError> {
         let layout = session.layout();
+        files.extend(history::temps());
+        dirs.insert(0, history::HISTORY.to_owned());
         let new_dirs: Vec<String> = dirs
             .into_iter()
             .filter(|dir| !layout.resolve(dir).is_dir())
@@ -75,6 +82,17 @@ impl<'s> Transaction<'s> {
         journal::remove_if_present(&temp)?;
         let written = durable::write_new(&temp, manifest)?;
         faults::point("manifest-temp-written");
+        let subject = durable::parent_of(std::path::Path::new(&self.entry.commit.path))
+            .to_string_lossy()
+            .into_owned();
+        let entry = history::next_entry(
+            self.layout,
+            &self.entry.operation,
+            if subject.is_empty() { "." } else { &subject },
+            BTreeMap::from([(self.entry.commit.path.clone(), written.sha256.clone())]),
+        )?;
+        history::prepare(self.layout, &entry)?;
+        faults::point("history-prepared");
         self.entry.commit.sha256 = Some(written.sha256);
         journal::write(self.layout, &self.entry)?;
         faults::point("commit-hash-journalled");
@@ -82,6 +100,8 @@ impl<'s> Transaction<'s> {
         faults::point("manifest-renamed");
         durable::sync_dir(durable::parent_of(&target))?;
         faults::point("directory-synced");
+        history::publish(self.layout)?;
+        faults::point("history-published");
         journal::clear(self.layout)?;
         faults::point("journal-cleared");
         Ok(())

@@ -9,6 +9,7 @@ mod demo;
 mod hub;
 mod import;
 mod init;
+mod log;
 mod matrix;
 mod output;
 mod records;
@@ -71,6 +72,7 @@ enum Command {
     Attach(attach::Args),
     Seal(seal::Args),
     Validate(validate::Args),
+    Log(log::Args),
     Compare(compare::Args),
     Demo(demo::Args),
     /// Register, show and list item banks, protocols, model panels, calibrations and
@@ -153,6 +155,7 @@ pub fn main() -> ExitCode {
         Command::Attach(args) => attach::run(&globals, args),
         Command::Seal(args) => seal::run(&globals, args),
         Command::Validate(args) => validate::run(&globals, args),
+        Command::Log(args) => log::run(&globals, args),
         Command::Compare(args) => compare::run(&globals, args),
         Command::Demo(args) => demo::run(&globals, args),
         Command::Artifact(command) => artifact::run(&globals, command),

@@ -2,6 +2,7 @@
 
 use super::output::{finding_line, print_json};
 use super::{CliError, Exit, Globals, run_id};
+use babel::archive::history::Head;
 use babel::archive::validate;
 use std::io::{self, Write};
 
@@ -19,6 +20,10 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Also check that the history still holds this entry (SEQ:SHA256, as `babel log`
+    /// prints the head): the archive grew from it, nothing before it was rewritten.
+    #[arg(long, value_name = "SEQ:SHA256")]
+    since: Option<String>,
 }
 
 pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
@@ -27,8 +32,23 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         .iter()
         .map(|r| run_id(r))
         .collect::<Result<Vec<_>, _>>()?;
+    let since = args
+        .since
+        .as_deref()
+        .map(|text| {
+            Head::parse(text).ok_or_else(|| {
+                CliError::usage(
+                    format!("--since {text:?} is not SEQ:SHA256"),
+                    Some("give the head as `babel log` prints it, e.g. 12:3f2a…(64 hex digits)"),
+                )
+            })
+        })
+        .transpose()?;
     let archive = globals.archive()?;
-    let report = validate::validate(&archive, &runs)?;
+    let report = match &since {
+        Some(since) => validate::validate_since(&archive, &runs, since)?,
+        None => validate::validate(&archive, &runs)?,
+    };
     let exit = if report.ok { Exit::Ok } else { Exit::Failure };
     let printed = if args.json {
         print_json(&report)

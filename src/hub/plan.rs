@@ -382,6 +382,8 @@ mod tests {
                 "README.md",
                 "babel-archive.json",
                 "checksums.sha256",
+                "history/HEAD",
+                "history/log.jsonl",
                 "item-banks/b1/artifact.json",
                 "item-banks/b1/manifest.json",
                 "runs/r1/manifest.json",

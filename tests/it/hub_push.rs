@@ -26,8 +26,16 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// What the published set must be, read from the archive's manifests: the marker, each
 /// run's manifest and registered files, and every registry file.
 fn registered_files(env: &Env) -> BTreeSet<String> {
-    // The marker, and the dataset card the test archive keeps at ROOT.
-    let mut files = BTreeSet::from(["babel-archive.json".to_owned(), "README.md".to_owned()]);
+    // The marker, the history, and the dataset card the test archive keeps at ROOT.
+    let mut files = BTreeSet::from(
+        [
+            "babel-archive.json",
+            "history/HEAD",
+            "history/log.jsonl",
+            "README.md",
+        ]
+        .map(str::to_owned),
+    );
     for run in ["r1", "r2", "s1"] {
         let manifest: Value = serde_json::from_slice(
             &std::fs::read(env.archived(&format!("runs/{run}/manifest.json"))).unwrap(),
@@ -291,6 +299,8 @@ fn an_unchanged_archive_makes_no_commit_and_a_change_sends_only_the_difference()
         changed,
         BTreeSet::from([
             "changed checksums.sha256".to_owned(),
+            "changed history/HEAD".to_owned(),
+            "changed history/log.jsonl".to_owned(),
             "changed runs/r2/manifest.json".to_owned(),
             "new runs/r2/raw/0002-more.jsonl".to_owned(),
             "new runs/r2/records/0002.parquet".to_owned(),
@@ -308,6 +318,8 @@ fn an_unchanged_archive_makes_no_commit_and_a_change_sends_only_the_difference()
         sent,
         BTreeSet::from([
             "checksums.sha256",
+            "history/HEAD",
+            "history/log.jsonl",
             "runs/r2/manifest.json",
             "runs/r2/raw/0002-more.jsonl",
             "runs/r2/records/0002.parquet"

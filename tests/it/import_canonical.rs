@@ -94,7 +94,15 @@ fn every_strict_reader_rule_rejects_with_file_line_and_field() {
         );
     }
     assert!(env.records("r1").is_empty());
-    assert_eq!(env.files(), ["babel-archive.json", "runs/r1/manifest.json"]);
+    assert_eq!(
+        env.files(),
+        [
+            "babel-archive.json",
+            "history/HEAD",
+            "history/log.jsonl",
+            "runs/r1/manifest.json"
+        ]
+    );
 }
 
 #[test]
@@ -112,7 +120,15 @@ fn a_failed_batch_publishes_nothing() {
         stderr(&output).contains("inputs/bad.jsonl:1: field variant_id: required field is missing")
     );
     assert!(env.records("r1").is_empty());
-    assert_eq!(env.files(), ["babel-archive.json", "runs/r1/manifest.json"]);
+    assert_eq!(
+        env.files(),
+        [
+            "babel-archive.json",
+            "history/HEAD",
+            "history/log.jsonl",
+            "runs/r1/manifest.json"
+        ]
+    );
     assert_eq!(env.validate_json()["ok"], true);
 }
 

@@ -15,6 +15,7 @@ mod crash_recovery;
 mod demo;
 mod dependency_rule;
 mod harness_import;
+mod history;
 mod hub_pull;
 mod hub_push;
 mod hub_server_fidelity;

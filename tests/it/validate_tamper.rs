@@ -245,12 +245,16 @@ fn a_breakdown_that_no_longer_matches_the_records_is_found() {
     let env = archive();
     rewrite_records(&env, |records| records[0]["language"] = "fr".into());
     let found = findings(&env);
+    // The rehashed manifest is the history's finding; the breakdown, the count check's.
     assert_eq!(
         found,
-        [(
-            "runs/r1/records/0001.parquet".to_owned(),
-            "count".to_owned()
-        )]
+        [
+            ("runs/r1/manifest.json".to_owned(), "history".to_owned()),
+            (
+                "runs/r1/records/0001.parquet".to_owned(),
+                "count".to_owned()
+            )
+        ]
     );
 }
 

@@ -8,7 +8,6 @@
 //! side of the response matrix in [`matrix`]. It never changes a registered artifact and
 //! never writes into a run.
 
-pub mod checks;
 pub mod contract;
 pub mod matrix;
 pub mod payload;

@@ -7,14 +7,15 @@
 //! the bank carrying one of the protocol's filters (the records files are streamed, four
 //! fields of each line parsed; everything else about a record is `archive::validate`'s).
 //!
-//! Reads only; findings are returned to `archive::validate`, which reports them.
+//! Reads only; findings are returned to the validate module, which reports them.
 
 use std::fs;
 use std::path::Path;
 
-use super::contract::{BankIndex, resolve_contract};
-use super::payload::Payload;
-use super::{
+use super::Finding;
+use crate::archive::artifacts::contract::{BankIndex, resolve_contract};
+use crate::archive::artifacts::payload::Payload;
+use crate::archive::artifacts::{
     ARTIFACT_MANIFEST_FORMAT, ArtifactManifest, Kind, ManifestDependencies, PAYLOAD_FILE,
     artifact_dir, resolve,
 };
@@ -22,7 +23,6 @@ use crate::archive::layout::{self, RunId, check_portable_id, run_relative};
 use crate::archive::manifest::RunManifest;
 use crate::archive::read;
 use crate::archive::records::{Column, Columns};
-use crate::archive::validate::Finding;
 use crate::archive::{Archive, ArchiveError, read_json_object};
 use crate::canonical_json::is_canonical;
 use crate::durable::{digest_of, io_at};

@@ -1,214 +1,27 @@
-//! `babel validate`: proves that everything registered is present and true, and lists
-//! every problem found (not just the first), each with its path.
-//!
-//! Checks, per run: the manifest (strict JSON, canonical bytes, schema, layout of its
-//! paths); each raw, records and attachment file (present, regular, size, SHA-256); each
-//! record (schema v1, its run and model, its source file and a nonblank source line);
-//! duplicate identities; record counts and per-benchmark/language/variant breakdowns;
-//! files in the run folder that no manifest registers. And, for the archive: the marker,
-//! stray entries in `runs/`, a pending journal, and (in `artifacts::checks`) every
-//! registered artifact and every strict run's contract. Validation reads only; it takes no
-//! lock and never reruns adapters (the raw files stay the authority, records are not
-//! rebuilt).
+//! Validation of runs: each run's manifest (strict JSON, canonical bytes, schema, layout of
+//! its paths); each raw, records and attachment file (present, regular, size, SHA-256);
+//! each record read back strictly (schema v1, its run and model, its source file and a
+//! nonblank source line); duplicate identities; record counts and breakdowns; files in the
+//! run folder that no manifest registers.
 
-use serde::Serialize;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use super::layout::{self, RunId, run_relative};
-use super::manifest::{CountEntry, RUN_MANIFEST_FORMAT, RunManifest, RunStatus};
-use super::records::{Batch, Columns, RecordsFile};
-use super::runs::check_metadata;
-use super::{Archive, ArchiveError, artifacts, journal, read_json_object};
+use super::Collector;
+use crate::archive::layout::{self, RunId, run_relative};
+use crate::archive::manifest::{
+    BreakdownCounter, CountEntry, RUN_MANIFEST_FORMAT, RunManifest, RunStatus,
+};
+use crate::archive::records::{Batch, Columns, RecordsFile};
+use crate::archive::runs::check_metadata;
+use crate::archive::{Archive, ArchiveError, read_json_object};
 use crate::canonical_json::is_canonical;
 use crate::durable::{ContentDigest, HashingReader, io_at};
 use crate::jsonl::{self, BOM};
 use crate::parallel;
 use crate::record::{DigestMap, KeyDigest};
-
-/// One problem.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Finding {
-    /// ROOT-relative path of the file (or folder) at fault.
-    pub path: String,
-    /// One-based line inside it, when the problem is a line (of a raw file).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<u64>,
-    /// One-based row inside it, when the problem is a row of a records file.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub row: Option<u64>,
-    /// A stable name for the kind of check (`sha256`, `untracked`, ...).
-    pub check: &'static str,
-    pub message: String,
-}
-
-/// What validation looked at and found.
-#[derive(Debug, Default, Serialize)]
-pub struct ValidationReport {
-    pub ok: bool,
-    pub runs: usize,
-    pub files: u64,
-    pub records: u64,
-    pub findings: Vec<Finding>,
-}
-
-struct Collector {
-    findings: Vec<Finding>,
-    files: u64,
-    records: u64,
-}
-
-impl Collector {
-    fn add(
-        &mut self,
-        path: impl Into<String>,
-        line: Option<u64>,
-        check: &'static str,
-        message: impl Into<String>,
-    ) {
-        self.findings.push(Finding {
-            path: path.into(),
-            line,
-            row: None,
-            check,
-            message: message.into(),
-        });
-    }
-
-    fn add_row(&mut self, path: &str, row: u64, check: &'static str, message: String) {
-        self.findings.push(Finding {
-            path: path.to_owned(),
-            line: None,
-            row: Some(row),
-            check,
-            message,
-        });
-    }
-}
-
-/// Validates the whole archive (`runs` empty) or the named runs.
-pub fn validate(archive: &Archive, runs: &[RunId]) -> Result<ValidationReport, ArchiveError> {
-    validate_selection(archive, runs, runs.is_empty())
-}
-
-/// Validates the named runs and every registered artifact: what a partial Hub push
-/// publishes.
-pub fn validate_runs_and_registries(
-    archive: &Archive,
-    runs: &[RunId],
-) -> Result<ValidationReport, ArchiveError> {
-    validate_selection(archive, runs, true)
-}
-
-fn validate_selection(
-    archive: &Archive,
-    runs: &[RunId],
-    registries: bool,
-) -> Result<ValidationReport, ArchiveError> {
-    let mut out = Collector {
-        findings: Vec::new(),
-        files: 0,
-        records: 0,
-    };
-    let layout = archive.layout();
-    check_marker(archive, &mut out)?;
-    check_journal(archive, &mut out);
-    if registries {
-        let registries = artifacts::checks::check_registries(archive)?;
-        out.findings.extend(registries.findings);
-        out.files += registries.files;
-    }
-    let selected = if runs.is_empty() {
-        check_runs_folder(archive, &mut out)?;
-        archive.run_ids()?
-    } else {
-        for run in runs {
-            if !layout.run_dir(run).join(layout::MANIFEST).is_file() {
-                return Err(ArchiveError::UnknownRun {
-                    run: run.to_string(),
-                });
-            }
-        }
-        runs.to_vec()
-    };
-    for run in &selected {
-        validate_run(archive, run, &mut out)?;
-    }
-    Ok(ValidationReport {
-        ok: out.findings.is_empty(),
-        runs: selected.len(),
-        files: out.files,
-        records: out.records,
-        findings: out.findings,
-    })
-}
-
-/// The marker was read when the archive was opened; what is left to check is its bytes.
-fn check_marker(archive: &Archive, out: &mut Collector) -> Result<(), ArchiveError> {
-    let (bytes, value) = read_json_object(&archive.layout().marker())?;
-    out.files += 1;
-    if !is_canonical(&bytes, &value) {
-        out.add(
-            layout::MARKER,
-            None,
-            "canonical",
-            "the archive marker is not RFC 8785 canonical JSON followed by LF",
-        );
-    }
-    Ok(())
-}
-
-fn check_journal(archive: &Archive, out: &mut Collector) {
-    let path = format!("{}/journal.json", layout::OPERATIONAL);
-    match journal::pending(archive.layout()) {
-        Ok(None) => {}
-        Ok(Some(entry)) => out.add(
-            path,
-            None,
-            "journal",
-            format!(
-                "an interrupted or running write ({}) is pending; `babel init` or the next write finishes or undoes it",
-                entry.operation
-            ),
-        ),
-        Err(error) => out.add(path, None, "journal", error.to_string()),
-    }
-}
-
-fn check_runs_folder(archive: &Archive, out: &mut Collector) -> Result<(), ArchiveError> {
-    let runs = archive.layout().runs();
-    let Ok(entries) = fs::read_dir(&runs) else {
-        out.add(layout::RUNS, None, "layout", "the runs folder is missing");
-        return Ok(());
-    };
-    let mut folded: HashMap<String, String> = HashMap::new();
-    let mut names: Vec<_> = entries
-        .map(|e| e.map_err(io_at("listing", &runs)))
-        .collect::<Result<_, _>>()?;
-    names.sort_by_key(|e| e.file_name());
-    for entry in names {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let relative = format!("{}/{name}", layout::RUNS);
-        let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
-        if !is_dir {
-            out.add(relative, None, "untracked", "not a run folder");
-        } else if let Err(violation) = RunId::parse(&name) {
-            out.add(relative, None, "layout", violation.to_string());
-        } else if !entry.path().join(layout::MANIFEST).is_file() {
-            out.add(relative, None, "layout", "a run folder without manifest.json: restore the manifest from a copy of the archive (`babel hub-pull` restores a published one), or remove the folder if it holds nothing you need");
-        } else if let Some(first) = folded.insert(name.to_ascii_lowercase(), name.clone()) {
-            out.add(
-                relative,
-                None,
-                "layout",
-                format!("differs from run {first:?} only in letter case; the two collide on macOS and Windows"),
-            );
-        }
-    }
-    Ok(())
-}
 
 fn load_manifest(
     archive: &Archive,
@@ -454,7 +267,7 @@ fn check_rows(
     let mut batches = records
         .batches(Columns::ALL)
         .map_err(io_at("reading", path))?;
-    let mut breakdown: HashMap<(String, Option<String>, String), u64> = HashMap::new();
+    let mut breakdown = BreakdownCounter::default();
     let mut first_row = 0u64;
     let mut read_rows = 0u64;
     parallel::map_ordered(
@@ -504,7 +317,8 @@ fn check_rows(
                         if let Some(line) = source_line {
                             outcome.source_lines.push((row, line));
                         }
-                        *breakdown.entry(counted).or_default() += 1;
+                        let (benchmark, language, variant_id) = &counted;
+                        breakdown.add(benchmark, language.as_deref(), variant_id);
                     }
                 }
             }
@@ -518,16 +332,7 @@ fn check_rows(
         ));
     }
     outcome.rows = Some(read_rows);
-    outcome.breakdown = breakdown
-        .into_iter()
-        .map(|((benchmark, language, variant_id), records)| CountEntry {
-            benchmark,
-            language,
-            variant_id,
-            records,
-        })
-        .collect();
-    outcome.breakdown.sort();
+    outcome.breakdown = breakdown.finish();
     Ok(())
 }
 
@@ -603,12 +408,16 @@ fn check_record(batch: &Batch, row: usize, number: u64, context: &RecordsContext
     }
 }
 
-fn validate_run(archive: &Archive, run: &RunId, out: &mut Collector) -> Result<(), ArchiveError> {
+pub(super) fn validate_run(
+    archive: &Archive,
+    run: &RunId,
+    out: &mut Collector,
+) -> Result<(), ArchiveError> {
     let Some(manifest) = load_manifest(archive, run, out)? else {
         check_untracked(archive, run, None, out)?;
         return Ok(());
     };
-    out.findings.extend(artifacts::checks::check_run_contract(
+    out.findings.extend(super::artifacts::check_run_contract(
         archive, run, &manifest,
     )?);
     let strict = manifest.is_strict();

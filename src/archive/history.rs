@@ -1,0 +1,349 @@
+//! The archive's history: a hash-chained log of every committed write, and its head.
+//!
+//! `history/log.jsonl` holds one entry per write, each RFC 8785 canonical JSON plus LF:
+//! its sequence number, the SHA-256 of the previous entry's line (`prev`; null for the
+//! first), the time, the babel version, the operation, its subject, and the SHA-256 of
+//! every manifest the write produced. An entry's hash is the SHA-256 of its line.
+//! `history/HEAD` names the last entry `{"seq", "sha256"}`: the value to cite, as a git
+//! commit ID is cited. Like a git ref it only moves forward from the value last seen:
+//! an archive that still holds an entry someone recorded (`validate --since SEQ:SHA256`,
+//! a Hub commit that names it) has not had that part of its past rewritten.
+//!
+//! Replaying the log gives the expected SHA-256 of every manifest; `validate` compares it
+//! with the disk, so a changed, dropped or added manifest (a reopened seal, a dropped
+//! import, a rehashed record, a deleted run or artifact) is a finding, and manifests
+//! commit to every other file by hash. A changed, dropped or reordered entry breaks the
+//! chain or the head.
+//!
+//! A write prepares the next log and head beside the current ones before its commit point
+//! (the manifest's rename) and renames them into place after it; the journal lists the
+//! prepared files, so recovery removes them when the write did not commit and renames them
+//! when it did. A committed write therefore always ends in the history, and a full disk
+//! stops a write before its commit point. This module owns the two files; the
+//! transaction calls it, validate checks it.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+
+use super::layout::Layout;
+use crate::canonical_json::{is_canonical, to_canonical_bytes};
+use crate::clock::now_rfc3339;
+use crate::durable::{self, PathIoError, digest_of, io_at};
+
+/// The history folder, at ROOT.
+pub const HISTORY: &str = "history";
+/// The log, ROOT-relative.
+pub const LOG: &str = "history/log.jsonl";
+/// The head, ROOT-relative.
+pub const HEAD: &str = "history/HEAD";
+
+/// The operations a history entry can name.
+pub const OPERATIONS: [&str; 6] = [
+    "init",
+    "run create",
+    "import",
+    "seal",
+    "attach",
+    "artifact add",
+];
+
+/// One committed write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    pub seq: u64,
+    /// SHA-256 of the previous entry's line; null for the first.
+    pub prev: Option<String>,
+    /// RFC 3339 UTC.
+    pub at: String,
+    pub babel_version: String,
+    /// One of [`OPERATIONS`].
+    pub operation: String,
+    /// ROOT-relative folder the write was about (`runs/r1`, `item-banks/b1`, `.`).
+    pub subject: String,
+    /// ROOT-relative path → SHA-256 of every manifest the write produced.
+    pub manifests: BTreeMap<String, String>,
+}
+
+impl Entry {
+    /// The entry's line: canonical JSON and LF.
+    pub fn line(&self) -> Vec<u8> {
+        to_canonical_bytes(self).expect("a history entry holds strings and small integers")
+    }
+}
+
+/// The last entry: what an archive's history is cited by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Head {
+    pub seq: u64,
+    pub sha256: String,
+}
+
+impl std::fmt::Display for Head {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.seq, self.sha256)
+    }
+}
+
+impl Head {
+    /// Reads `SEQ:SHA256` as printed.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (seq, sha256) = text.split_once(':')?;
+        let seq = seq.parse().ok().filter(|&n| n > 0)?;
+        (sha256.len() == 64
+            && sha256
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+        .then(|| Self {
+            seq,
+            sha256: sha256.to_owned(),
+        })
+    }
+}
+
+/// The history as read from disk, and what is wrong with it.
+#[derive(Debug, Default)]
+pub struct History {
+    /// The entries that read, in order (an unreadable line is left out and reported).
+    pub entries: Vec<Entry>,
+    /// The SHA-256 of each entry's line, beside `entries`.
+    pub hashes: Vec<String>,
+    /// The head the log's lines end at: the number of lines and the last line's hash.
+    end: Option<Head>,
+    /// (file, line or None for the whole file, message) of each problem. Each line is
+    /// checked on its own and against the line before, so one changed entry is one
+    /// finding, and the entries after it still say which manifests they recorded.
+    pub problems: Vec<(&'static str, Option<u64>, String)>,
+}
+
+impl History {
+    /// The head the log ends at, as `history/HEAD` should name it.
+    pub fn head(&self) -> Option<Head> {
+        self.end.clone()
+    }
+
+    /// Whether the log holds `anchor`: the entry of that number, with that hash.
+    pub fn holds(&self, anchor: &Head) -> bool {
+        self.entries
+            .iter()
+            .zip(&self.hashes)
+            .any(|(entry, hash)| entry.seq == anchor.seq && *hash == anchor.sha256)
+    }
+
+    /// The expected SHA-256 of every manifest: the last one each entry recorded, with
+    /// the entry that recorded it.
+    pub fn expected_manifests(&self) -> BTreeMap<String, (String, u64)> {
+        let mut expected = BTreeMap::new();
+        for entry in &self.entries {
+            for (path, sha256) in &entry.manifests {
+                expected.insert(path.clone(), (sha256.clone(), entry.seq));
+            }
+        }
+        expected
+    }
+}
+
+/// Reads and checks the history: every line canonical, every entry of the schema, numbered
+/// 1, 2, 3, ..., chained to the line before, and the head naming the last.
+pub fn read(layout: &Layout) -> Result<History, PathIoError> {
+    let mut history = History::default();
+    let log_path = layout.resolve(LOG);
+    let bytes = match fs::read(&log_path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            history.problems.push((
+                LOG,
+                None,
+                "the archive has no history (every write since `babel init` records one)".into(),
+            ));
+            return Ok(history);
+        }
+        Err(e) => return Err(io_at("reading", &log_path)(e)),
+    };
+    let mut previous: Option<(String, bool)> = None;
+    for (index, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
+        let number = index as u64 + 1;
+        let hash = digest_of(line).sha256;
+        let mut fine = true;
+        let mut problem = |message: String| {
+            history.problems.push((LOG, Some(number), message));
+            fine = false;
+        };
+        if line.last() != Some(&b'\n') {
+            problem("the last line has no LF (cut short?)".into());
+        } else {
+            match check_line(line) {
+                Err(message) => problem(message),
+                Ok(entry) => {
+                    if entry.seq != number {
+                        problem(format!("entry {} stands at line {number}", entry.seq));
+                    }
+                    // After a line that is itself at fault, a broken link says nothing new.
+                    let after_fine_line = previous.as_ref().is_none_or(|(_, fine)| *fine);
+                    if entry.prev != previous.as_ref().map(|(hash, _)| hash.clone())
+                        && after_fine_line
+                    {
+                        problem(match previous {
+                            None => "the first entry names a previous one".into(),
+                            Some(_) => "its prev is not the SHA-256 of the entry before it (an entry was changed, dropped or moved)".into(),
+                        });
+                    }
+                    history.entries.push(entry);
+                    history.hashes.push(hash.clone());
+                }
+            }
+        }
+        history.end = Some(Head {
+            seq: number,
+            sha256: hash.clone(),
+        });
+        previous = Some((hash, fine));
+    }
+    let head_path = layout.resolve(HEAD);
+    match fs::read(&head_path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            history
+                .problems
+                .push((HEAD, None, "the history head is missing".into()));
+        }
+        Err(e) => return Err(io_at("reading", &head_path)(e)),
+        Ok(bytes) => {
+            let parsed = serde_json::from_slice::<Head>(&bytes).ok().filter(|head| {
+                serde_json::to_value(head).is_ok_and(|value| is_canonical(&bytes, &value))
+            });
+            match (parsed, history.head()) {
+                (None, _) => history.problems.push((
+                    HEAD,
+                    None,
+                    "not a history head ({\"seq\", \"sha256\"} as canonical JSON)".into(),
+                )),
+                (Some(head), last) if Some(&head) != last.as_ref() => history.problems.push((
+                    HEAD,
+                    None,
+                    match last {
+                        Some(last) => format!("it names entry {head}, but the log ends at {last}"),
+                        None => format!("it names entry {head}, but the log is empty"),
+                    },
+                )),
+                _ => {}
+            }
+        }
+    }
+    Ok(history)
+}
+
+fn check_line(line: &[u8]) -> Result<Entry, String> {
+    let value: serde_json::Value =
+        serde_json::from_slice(line).map_err(|e| format!("not JSON: {e}"))?;
+    if !is_canonical(line, &value) {
+        return Err("not RFC 8785 canonical JSON followed by LF".into());
+    }
+    let entry: Entry =
+        serde_json::from_value(value).map_err(|e| format!("not a history entry: {e}"))?;
+    if !OPERATIONS.contains(&entry.operation.as_str()) {
+        return Err(format!("unknown operation {:?}", entry.operation));
+    }
+    if !crate::clock::is_rfc3339_utc(&entry.at) {
+        return Err(format!("time {:?} is not RFC 3339 UTC", entry.at));
+    }
+    if !super::manifest::is_version(&entry.babel_version) {
+        return Err(format!(
+            "babel_version {:?} is not a version",
+            entry.babel_version
+        ));
+    }
+    if entry
+        .manifests
+        .iter()
+        .any(|(path, sha)| super::layout::check_package_path(path).is_err() || !is_sha256(sha))
+    {
+        return Err("a manifest path or SHA-256 is malformed".into());
+    }
+    Ok(entry)
+}
+
+fn is_sha256(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The entry a write will append: the next number, chained to the current head.
+pub fn next_entry(
+    layout: &Layout,
+    operation: &str,
+    subject: &str,
+    manifests: BTreeMap<String, String>,
+) -> Result<Entry, PathIoError> {
+    let head = read_head(layout)?;
+    Ok(Entry {
+        seq: head.as_ref().map_or(1, |h| h.seq + 1),
+        prev: head.map(|h| h.sha256),
+        at: now_rfc3339(),
+        babel_version: env!("CARGO_PKG_VERSION").into(),
+        operation: operation.into(),
+        subject: subject.into(),
+        manifests,
+    })
+}
+
+/// The head as `history/HEAD` states it (none in an archive without history yet).
+pub fn read_head(layout: &Layout) -> Result<Option<Head>, PathIoError> {
+    let path = layout.resolve(HEAD);
+    match fs::read(&path) {
+        Ok(bytes) => Ok(serde_json::from_slice(&bytes).ok()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_at("reading", &path)(e)),
+    }
+}
+
+/// The files a write prepares before its commit point: the next log and the next head.
+pub fn temps() -> [String; 2] {
+    [
+        format!("{LOG}{}", super::layout::NEW_SUFFIX),
+        format!("{HEAD}{}", super::layout::NEW_SUFFIX),
+    ]
+}
+
+/// Writes the log with `entry` appended, and the head naming it, beside the current ones
+/// ([`temps`]), synced: everything that needs disk space happens before the commit point,
+/// so a full disk can only stop a write before it commits.
+pub fn prepare(layout: &Layout, entry: &Entry) -> Result<Head, PathIoError> {
+    let log = layout.resolve(LOG);
+    let mut bytes = match fs::read(&log) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(io_at("reading", &log)(e)),
+    };
+    let line = entry.line();
+    bytes.extend_from_slice(&line);
+    let head = Head {
+        seq: entry.seq,
+        sha256: digest_of(&line).sha256,
+    };
+    let head_bytes = to_canonical_bytes(&head).expect("a head holds a number and a string");
+    let [log_temp, head_temp] = temps().map(|temp| layout.resolve(&temp));
+    durable::write_new(&log_temp, &bytes)?;
+    durable::write_new(&head_temp, &head_bytes)?;
+    Ok(head)
+}
+
+/// Renames the prepared log and head into place (after the commit point; no-op when they
+/// are already in place). Renames need no space, so this completes on a full disk too.
+pub fn publish(layout: &Layout) -> Result<(), PathIoError> {
+    let [log_temp, head_temp] = temps().map(|temp| layout.resolve(&temp));
+    let mut moved = false;
+    if log_temp.exists() {
+        durable::rename_replacing(&log_temp, &layout.resolve(LOG))?;
+        moved = true;
+    }
+    if head_temp.exists() {
+        durable::rename_replacing(&head_temp, &layout.resolve(HEAD))?;
+        moved = true;
+    }
+    if moved {
+        durable::sync_dir(&layout.resolve(HISTORY))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,138 @@
+//! Validation of the history: the log chains and the head names its end
+//! (`archive::history::read`), and the manifests on disk are exactly the ones the history
+//! recorded last, byte for byte. That second check is what finds a whole edit that keeps
+//! every hash consistent: a reopened seal, a dropped import, a record changed and
+//! rehashed into its manifest, a deleted run or artifact, a manifest written by hand.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+
+use super::Collector;
+use crate::archive::history::{self, Head};
+use crate::archive::layout::{self, MARKER, REGISTRIES, RUNS};
+use crate::archive::{Archive, ArchiveError};
+use crate::durable::digest_file;
+
+/// Which manifests a validation covers.
+pub(super) enum Scope<'a> {
+    /// The whole archive: every manifest recorded or present.
+    Whole,
+    /// These runs (and, with `registries`, every artifact).
+    Runs {
+        runs: &'a [layout::RunId],
+        registries: bool,
+    },
+}
+
+impl Scope<'_> {
+    fn covers(&self, path: &str) -> bool {
+        match self {
+            Scope::Whole => true,
+            Scope::Runs { runs, registries } => {
+                path == MARKER
+                    || runs
+                        .iter()
+                        .any(|run| path == layout::run_relative(run, layout::MANIFEST))
+                    || (*registries
+                        && REGISTRIES
+                            .iter()
+                            .any(|r| path.starts_with(&format!("{r}/"))))
+            }
+        }
+    }
+}
+
+/// Every manifest on disk, ROOT-relative: the marker, each run's and each artifact's.
+fn manifests_on_disk(archive: &Archive) -> Result<Vec<String>, ArchiveError> {
+    let root = archive.layout().root();
+    let mut found = Vec::new();
+    if archive.layout().marker().is_file() {
+        found.push(MARKER.to_owned());
+    }
+    for folder in std::iter::once(RUNS).chain(REGISTRIES) {
+        let dir = root.join(folder);
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(crate::durable::io_at("listing", &dir)(e).into()),
+        };
+        for entry in entries {
+            let entry = entry.map_err(crate::durable::io_at("listing", &dir))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry
+                .path()
+                .join(layout::MANIFEST)
+                .symlink_metadata()
+                .is_ok()
+            {
+                found.push(format!("{folder}/{name}/{}", layout::MANIFEST));
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Checks the history and the manifests it records; with `since`, also that the history
+/// still holds that entry (it grew from there, nothing before it was rewritten).
+pub(super) fn check(
+    archive: &Archive,
+    scope: Scope<'_>,
+    since: Option<&Head>,
+    out: &mut Collector,
+) -> Result<(), ArchiveError> {
+    let read = history::read(archive.layout())?;
+    for (path, line, message) in &read.problems {
+        out.add(*path, *line, "history", message.clone());
+    }
+    if let Some(anchor) = since
+        && !read.holds(anchor)
+    {
+        out.add(
+            history::LOG,
+            None,
+            "history",
+            format!("the history no longer holds entry {anchor} that you gave with --since: its past was rewritten, or it is another archive"),
+        );
+    }
+    if read.entries.is_empty() {
+        return Ok(());
+    }
+    out.files += 2;
+    let expected: BTreeMap<String, (String, u64)> = read.expected_manifests();
+    let on_disk = manifests_on_disk(archive)?;
+    for (path, (sha256, seq)) in &expected {
+        if !scope.covers(path) {
+            continue;
+        }
+        let file = archive.layout().resolve(path);
+        match digest_file(&file) {
+            Ok(found) if found.sha256 == *sha256 => {}
+            Ok(_) => out.add(
+                path.clone(),
+                None,
+                "history",
+                format!("the manifest differs from the one history entry {seq} recorded: it was changed outside babel"),
+            ),
+            Err(error) if error.source.kind() == io::ErrorKind::NotFound => out.add(
+                path.clone(),
+                None,
+                "history",
+                format!("history entry {seq} recorded this manifest, but it is gone (a deleted run or artifact?)"),
+            ),
+            Err(error) => out.add(path.clone(), None, "history", error.to_string()),
+        }
+    }
+    for path in on_disk {
+        if scope.covers(&path) && !expected.contains_key(&path) {
+            out.add(
+                path,
+                None,
+                "history",
+                "no history entry recorded this manifest: it was not written by a babel write",
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! `babel log`: the archive's history, newest last.
+
+use std::io::{self, Write};
+
+use super::output::print_json;
+use super::{CliError, Exit, Globals, run_id};
+use babel::archive::history;
+use babel::archive::layout::run_relative;
+
+const AFTER_HELP: &str = "\
+Every write (init, run create, import, seal, attach, artifact add) appends one entry to
+history/log.jsonl: its number, time, babel version, operation, subject and the SHA-256 of
+the manifest it produced, chained to the entry before by SHA-256. history/HEAD names the
+last entry as SEQ:SHA256: cite it, and check later with `babel validate --since SEQ:SHA256`
+that the archive grew from it with nothing before it rewritten.
+
+Examples:
+  babel log                 every entry
+  babel log llama-3-mmlu    the entries of one run
+  babel log --json          machine-readable, with each entry's SHA-256";
+
+/// Show the archive's history: one line per committed write, and the head to cite.
+#[derive(Debug, clap::Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// Only the entries about this run.
+    run: Option<String>,
+    /// Print the entries as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
+    let run = args.run.as_deref().map(run_id).transpose()?;
+    let archive = globals.archive()?;
+    let read = history::read(archive.layout()).map_err(babel::archive::ArchiveError::from)?;
+    let subject = run.as_ref().map(|run| run_relative(run, ""));
+    let subject = subject.as_deref().map(|s| s.trim_end_matches('/'));
+    let entries: Vec<(&history::Entry, &String)> = read
+        .entries
+        .iter()
+        .zip(&read.hashes)
+        .filter(|(entry, _)| subject.is_none_or(|s| entry.subject == s))
+        .collect();
+    if args.json {
+        let value = serde_json::json!({
+            "head": read.head().map(|h| h.to_string()),
+            "problems": read.problems.iter().map(|(path, line, message)| {
+                serde_json::json!({"path": path, "line": line, "message": message})
+            }).collect::<Vec<_>>(),
+            "entries": entries.iter().map(|(entry, sha256)| {
+                let mut value = serde_json::to_value(entry).unwrap_or_default();
+                value["sha256"] = serde_json::Value::String((*sha256).clone());
+                value
+            }).collect::<Vec<_>>(),
+        });
+        print_json(&value)?;
+        return Ok(if read.problems.is_empty() {
+            Exit::Ok
+        } else {
+            Exit::Failure
+        });
+    }
+    let mut out = io::stdout().lock();
+    let printed = (|| -> io::Result<()> {
+        for (entry, sha256) in &entries {
+            let manifests: Vec<String> = entry
+                .manifests
+                .iter()
+                .map(|(path, sha)| format!("{path} {}", &sha[..12]))
+                .collect();
+            writeln!(
+                out,
+                "{:>5}  {}  {:<12}  {:<24}  {}  (entry {})",
+                entry.seq,
+                entry.at,
+                entry.operation,
+                entry.subject,
+                manifests.join(", "),
+                &sha256[..12]
+            )?;
+        }
+        if let Some(head) = read.head() {
+            writeln!(out, "head {head}")?;
+        }
+        out.flush()
+    })();
+    match printed {
+        Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {}
+        other => other?,
+    }
+    for (path, line, message) in &read.problems {
+        let place = line.map_or_else(|| path.to_string(), |line| format!("{path}:{line}"));
+        eprintln!("history: {place}: {message}");
+    }
+    Ok(if read.problems.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Failure
+    })
+}
