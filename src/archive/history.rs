@@ -39,14 +39,19 @@ pub const LOG: &str = "history/log.jsonl";
 /// The head, ROOT-relative.
 pub const HEAD: &str = "history/HEAD";
 
-/// The operations a history entry can name.
-pub const OPERATIONS: [&str; 6] = [
+/// The operations a history entry can name. `adopt` starts the history of an archive
+/// written before babel kept one (`babel init` records its manifests as they are);
+/// `hub-pull` records, in an archive restored from a publication of some runs, the runs
+/// that were not published.
+pub const OPERATIONS: [&str; 8] = [
     "init",
     "run create",
     "import",
     "seal",
     "attach",
     "artifact add",
+    "adopt",
+    "hub-pull",
 ];
 
 /// One committed write.
@@ -63,8 +68,9 @@ pub struct Entry {
     pub operation: String,
     /// ROOT-relative folder the write was about (`runs/r1`, `item-banks/b1`, `.`).
     pub subject: String,
-    /// ROOT-relative path → SHA-256 of every manifest the write produced.
-    pub manifests: BTreeMap<String, String>,
+    /// ROOT-relative path → SHA-256 of every manifest the write produced, or null for a
+    /// manifest the write removed from this copy of the archive (`hub-pull`).
+    pub manifests: BTreeMap<String, Option<String>>,
 }
 
 impl Entry {
@@ -134,8 +140,8 @@ impl History {
     }
 
     /// The expected SHA-256 of every manifest: the last one each entry recorded, with
-    /// the entry that recorded it.
-    pub fn expected_manifests(&self) -> BTreeMap<String, (String, u64)> {
+    /// the entry that recorded it (none for a manifest an entry removed).
+    pub fn expected_manifests(&self) -> BTreeMap<String, (Option<String>, u64)> {
         let mut expected = BTreeMap::new();
         for entry in &self.entries {
             for (path, sha256) in &entry.manifests {
@@ -157,7 +163,7 @@ pub fn read(layout: &Layout) -> Result<History, PathIoError> {
             history.problems.push((
                 LOG,
                 None,
-                "the archive has no history (every write since `babel init` records one)".into(),
+                "the archive has no history: it was written before babel kept one (run `babel init` once to start it from the manifests as they are), or its history/ folder was deleted".into(),
             ));
             return Ok(history);
         }
@@ -255,11 +261,10 @@ fn check_line(line: &[u8]) -> Result<Entry, String> {
             entry.babel_version
         ));
     }
-    if entry
-        .manifests
-        .iter()
-        .any(|(path, sha)| super::layout::check_package_path(path).is_err() || !is_sha256(sha))
-    {
+    if entry.manifests.iter().any(|(path, sha)| {
+        super::layout::check_package_path(path).is_err()
+            || sha.as_deref().is_some_and(|sha| !is_sha256(sha))
+    }) {
         return Err("a manifest path or SHA-256 is malformed".into());
     }
     Ok(entry)
@@ -274,7 +279,7 @@ pub fn next_entry(
     layout: &Layout,
     operation: &str,
     subject: &str,
-    manifests: BTreeMap<String, String>,
+    manifests: BTreeMap<String, Option<String>>,
 ) -> Result<Entry, PathIoError> {
     let head = read_head(layout)?;
     Ok(Entry {
@@ -327,6 +332,43 @@ pub fn prepare(layout: &Layout, entry: &Entry) -> Result<Head, PathIoError> {
     durable::write_new(&log_temp, &bytes)?;
     durable::write_new(&head_temp, &head_bytes)?;
     Ok(head)
+}
+
+/// Whether the archive has a history (a log file; an archive written before babel kept
+/// one has none until `babel init` adopts it).
+pub fn exists(layout: &Layout) -> bool {
+    layout.resolve(LOG).symlink_metadata().is_ok()
+}
+
+/// Every manifest on disk, ROOT-relative: the marker, each run's and each artifact's.
+pub fn manifests_on_disk(layout: &Layout) -> Result<Vec<String>, PathIoError> {
+    let root = layout.root();
+    let mut found = Vec::new();
+    if layout.marker().is_file() {
+        found.push(super::layout::MARKER.to_owned());
+    }
+    for folder in std::iter::once(super::layout::RUNS).chain(super::layout::REGISTRIES) {
+        let dir = root.join(folder);
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(io_at("listing", &dir)(e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(io_at("listing", &dir))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry
+                .path()
+                .join(super::layout::MANIFEST)
+                .symlink_metadata()
+                .is_ok()
+            {
+                found.push(format!("{folder}/{name}/{}", super::layout::MANIFEST));
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
 }
 
 /// Renames the prepared log and head into place (after the commit point; no-op when they

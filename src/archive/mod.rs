@@ -145,6 +145,63 @@ pub struct InitReport {
     pub created_dirs: Vec<String>,
     /// Recovery of an interrupted write.
     pub recovery: Recovery,
+    /// The number of manifests recorded when the history of an archive written before
+    /// babel kept one was started now (`adopt`).
+    pub adopted: Option<usize>,
+}
+
+/// Starts the history of an archive written before babel kept one, trusting it on first
+/// use: one `adopt` entry records every manifest as it is now (validate still checks
+/// everything they register). The marker, rewritten with its own bytes, is the commit
+/// point, so the entry is journalled like any write. Returns the manifests recorded.
+fn adopt(session: &WriteSession<'_>) -> Result<usize, ArchiveError> {
+    let layout = session.layout();
+    let mut manifests = std::collections::BTreeMap::new();
+    for path in history::manifests_on_disk(layout)? {
+        let sha256 = durable::digest_file(&layout.resolve(&path))?.sha256;
+        manifests.insert(path, Some(sha256));
+    }
+    let count = manifests.len();
+    let marker = fs::read(layout.marker()).map_err(io_at("reading", &layout.marker()))?;
+    let transaction =
+        transaction::Transaction::begin(session, "adopt", Vec::new(), Vec::new(), MARKER.into())?;
+    transaction.commit_recording(&marker, manifests)?;
+    Ok(count)
+}
+
+/// In an archive restored from a publication of some of its runs, records in the
+/// history (one `hub-pull` entry) that the runs whose folders are absent were left out, so
+/// that their absence is the history's and not a deletion. Returns their IDs, sorted;
+/// writes nothing when every recorded run is present.
+pub fn record_runs_left_out(session: &WriteSession<'_>) -> Result<Vec<String>, ArchiveError> {
+    let layout = session.layout();
+    let mut left_out = std::collections::BTreeMap::new();
+    let mut runs = Vec::new();
+    for (path, (sha256, _)) in history::read(layout)?.expected_manifests() {
+        let Some(run) = path
+            .strip_prefix("runs/")
+            .and_then(|rest| rest.strip_suffix("/manifest.json"))
+        else {
+            continue;
+        };
+        let folder = layout.resolve(&format!("{}/{run}", layout::RUNS));
+        if sha256.is_some() && folder.symlink_metadata().is_err() {
+            runs.push(run.to_owned());
+            left_out.insert(path, None);
+        }
+    }
+    if !left_out.is_empty() {
+        let marker = fs::read(layout.marker()).map_err(io_at("reading", &layout.marker()))?;
+        let transaction = transaction::Transaction::begin(
+            session,
+            "hub-pull",
+            Vec::new(),
+            Vec::new(),
+            MARKER.into(),
+        )?;
+        transaction.commit_recording(&marker, left_out)?;
+    }
+    Ok(runs)
 }
 
 impl Archive {
@@ -211,6 +268,9 @@ impl Archive {
         };
         if layout.marker().exists() {
             Self::open(root)?;
+            if !history::exists(&layout) {
+                report.adopted = Some(adopt(&session)?);
+            }
         } else {
             // The marker is the archive's first commit, and the history's first entry.
             let marker = Marker {

@@ -37,6 +37,12 @@ impl<'s> Transaction<'s> {
         commit_path: String,
     ) -> Result<Self, ArchiveError> {
         let layout = session.layout();
+        if !["init", "adopt"].contains(&operation) && !history::exists(layout) {
+            return Err(ArchiveError::Usage {
+                message: "this archive has no history yet (it was written before babel kept one)".into(),
+                hint: Some("run `babel init` once: it checks the archive and starts its history from the manifests as they are".into()),
+            });
+        }
         files.extend(history::temps());
         dirs.insert(0, history::HISTORY.to_owned());
         let new_dirs: Vec<String> = dirs
@@ -75,7 +81,19 @@ impl<'s> Transaction<'s> {
     }
 
     /// Commits: writes `manifest` beside the commit-point file and renames it into place.
-    pub fn commit(mut self, manifest: &[u8]) -> Result<(), ArchiveError> {
+    pub fn commit(self, manifest: &[u8]) -> Result<(), ArchiveError> {
+        self.commit_recording(manifest, BTreeMap::new())
+    }
+
+    /// Commits as [`Self::commit`], and records in the history entry, beside the
+    /// commit-point manifest, the other manifests in `also` (path → SHA-256, or none for a
+    /// manifest this copy of the archive no longer holds): how `adopt` records every
+    /// manifest of an archive, and `hub-pull` the runs a publication left out.
+    pub fn commit_recording(
+        mut self,
+        manifest: &[u8],
+        mut also: BTreeMap<String, Option<String>>,
+    ) -> Result<(), ArchiveError> {
         faults::point("data-written");
         let temp = self.layout.resolve(&self.entry.commit.temp);
         let target = self.layout.resolve(&self.entry.commit.path);
@@ -85,11 +103,12 @@ impl<'s> Transaction<'s> {
         let subject = durable::parent_of(std::path::Path::new(&self.entry.commit.path))
             .to_string_lossy()
             .into_owned();
+        also.insert(self.entry.commit.path.clone(), Some(written.sha256.clone()));
         let entry = history::next_entry(
             self.layout,
             &self.entry.operation,
             if subject.is_empty() { "." } else { &subject },
-            BTreeMap::from([(self.entry.commit.path.clone(), written.sha256.clone())]),
+            also,
         )?;
         history::prepare(self.layout, &entry)?;
         faults::point("history-prepared");

@@ -329,6 +329,9 @@ pub fn push(globals: &Globals, args: PushArgs) -> Result<Exit, CliError> {
             "cite it as: babel hub-pull --repo {repo} --revision {} --dest DIR",
             report.commit
         );
+        if let Some(head) = &report.history_head {
+            println!("archive history head {head} (named in the commit description)");
+        }
     }
     println!("{}", report.commit);
     Ok(Exit::Ok)
@@ -373,6 +376,18 @@ pub fn pull(globals: &Globals, args: PullArgs) -> Result<Exit, CliError> {
             report.downloaded,
             report.reused
         );
+        if let Some(head) = &report.history_head {
+            println!(
+                "history head as published: {head} (check later with `babel validate --since {head}`)"
+            );
+        }
+        if !report.left_out.is_empty() {
+            println!(
+                "{} run(s) of the pushed archive were not published and are not restored: {} (recorded in the history, `babel log`)",
+                report.left_out.len(),
+                report.left_out.join(", ")
+            );
+        }
         println!(
             "validate: ok ({} run(s), {} file(s), {} record(s) checked)",
             report.validation.runs, report.validation.files, report.validation.records

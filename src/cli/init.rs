@@ -27,6 +27,11 @@ pub fn run(globals: &Globals, _args: Args) -> Result<Exit, CliError> {
                 report.recovery.removed.len()
             );
         }
+        if let Some(manifests) = report.adopted {
+            println!(
+                "started the archive's history: {manifests} manifest(s) recorded as they are (`babel log` shows it)"
+            );
+        }
         if report.created {
             println!("created a babel archive at {root}");
         } else if report.created_dirs.is_empty() {

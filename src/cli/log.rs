@@ -67,7 +67,10 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             let manifests: Vec<String> = entry
                 .manifests
                 .iter()
-                .map(|(path, sha)| format!("{path} {}", &sha[..12]))
+                .map(|(path, sha)| match sha {
+                    Some(sha) => format!("{path} {}", &sha[..12]),
+                    None => format!("{path} removed"),
+                })
                 .collect();
             writeln!(
                 out,

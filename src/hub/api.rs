@@ -577,14 +577,14 @@ impl HubClient {
     pub fn commit(
         &self,
         repo: &RepoId,
-        summary: &str,
+        (summary, description): (&str, &str),
         parent: Option<&CommitId>,
         ops: Vec<CommitOp>,
         progress: Arc<dyn Progress>,
     ) -> Result<CommitId, HubError> {
         let what = format!("committing to {repo}");
         let url = self.repo_url(repo, &format!("/commit/{}", encode_segment(BRANCH)))?;
-        let mut header = json!({ "summary": summary, "description": "" });
+        let mut header = json!({ "summary": summary, "description": description });
         if let Some(parent) = parent {
             header["parentCommit"] = json!(parent.as_str());
         }

@@ -149,6 +149,12 @@ pub struct PullReport {
     pub reused: usize,
     /// Whether the commit had a `checksums.sha256` (it was then verified).
     pub checksums_verified: bool,
+    /// The history head as published (`SEQ:SHA256`): what the push's commit description
+    /// names, and what `babel validate --since` checks later.
+    pub history_head: Option<String>,
+    /// Runs the archive's history records but the publication left out (`--runs`): the
+    /// restored history records them as left out, in a `hub-pull` entry.
+    pub left_out: Vec<String>,
     pub validation: ValidationReport,
 }
 
@@ -234,6 +240,12 @@ pub fn pull(
     let checksums_verified = verify_checksums(&snapshot, &verified)?;
     Archive::init(&snapshot, None, &mut |_| {})?;
     let archive = Archive::open(&snapshot)?;
+    let history_head =
+        crate::archive::history::read_head(archive.layout())?.map(|head| head.to_string());
+    let left_out = {
+        let session = archive.write_session("babel hub-pull", None, &mut |_| {})?;
+        crate::archive::record_runs_left_out(&session)?
+    };
     let validation = validate::validate(&archive, &[])?;
     if !validation.ok {
         return Err(HubError::RestoredFaulty {
@@ -254,6 +266,8 @@ pub fn pull(
         downloaded: pending.len(),
         reused,
         checksums_verified,
+        history_head,
+        left_out,
         validation,
     })
 }

@@ -52,6 +52,9 @@ pub struct PushReport {
     pub lfs_already_stored: usize,
     pub unchanged: usize,
     pub deleted: Vec<String>,
+    /// The archive's history head (`SEQ:SHA256`) the push publishes, named in the commit
+    /// description.
+    pub history_head: Option<String>,
 }
 
 /// Reads up to the first 512 bytes of a planned file, for preupload.
@@ -119,6 +122,8 @@ pub fn push(
             .filter(|s| **s == FileStatus::Unchanged)
             .count(),
         deleted: comparison.deletions.clone(),
+        history_head: crate::archive::history::read_head(session.archive().layout())?
+            .map(|head| head.to_string()),
     };
     if let Some(head) = &head
         && comparison.is_noop()
@@ -211,8 +216,20 @@ pub fn push(
             .map(|path| CommitOp::Delete { path: path.clone() }),
     );
     let message = options.message.clone().unwrap_or_else(|| summary(&local));
-    let commit: CommitId =
-        client.commit(repo, &message, head.as_ref(), ops, Arc::clone(&progress))?;
+    // The description names the history head the commit publishes, so that anyone can
+    // cite it and check a restored copy with `babel validate --since`.
+    let description = report
+        .history_head
+        .as_ref()
+        .map(|head| format!("babel archive history head {head}"))
+        .unwrap_or_default();
+    let commit: CommitId = client.commit(
+        repo,
+        (&message, &description),
+        head.as_ref(),
+        ops,
+        Arc::clone(&progress),
+    )?;
     progress.finish();
     report.commit = commit.to_string();
     report.committed = true;

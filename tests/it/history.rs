@@ -370,3 +370,47 @@ fn an_archive_without_history_is_reported() {
     std::fs::remove_dir_all(env.archived("history")).unwrap();
     assert_history_finding(&env, "history/log.jsonl", "no history");
 }
+
+#[test]
+fn an_archive_from_before_the_history_is_adopted_by_init() {
+    let env = archive();
+    std::fs::remove_dir_all(env.archived("history")).unwrap();
+    assert_history_finding(&env, "history/log.jsonl", "run `babel init`");
+    // Writes refuse until the history is started, and say how.
+    let refused = env
+        .babel(&["run", "create", "r5", "--model", "m", "--benchmark", "b"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("hint: run `babel init` once"), "{stderr}");
+    assert!(!env.archived("runs/r5").exists());
+
+    let init = env.babel(&["init"]).output().unwrap();
+    assert!(init.status.success());
+    assert!(
+        String::from_utf8_lossy(&init.stdout)
+            .contains("started the archive's history: 3 manifest(s) recorded as they are"),
+        "{}",
+        String::from_utf8_lossy(&init.stdout)
+    );
+    assert_eq!(env.validate_json()["ok"], true);
+    let lines = log_lines(&env);
+    assert_eq!(lines.len(), 1);
+    let entry: Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(entry["operation"], "adopt");
+    for path in [
+        "babel-archive.json",
+        "runs/r1/manifest.json",
+        "runs/r2/manifest.json",
+    ] {
+        let bytes = std::fs::read(env.archived(path)).unwrap();
+        assert_eq!(entry["manifests"][path], sha256(&bytes).as_str(), "{path}");
+    }
+    // From here on, the history works as in any archive.
+    env.babel(&["run", "create", "r5", "--model", "m", "--benchmark", "b"])
+        .assert()
+        .success();
+    assert_eq!(log_lines(&env).len(), 2);
+    assert_eq!(env.validate_json()["ok"], true);
+}

@@ -529,3 +529,134 @@ fn a_commit_whose_archive_does_not_validate_is_not_restored() {
         text(&output)
     );
 }
+
+fn head_of(root: &std::path::Path) -> String {
+    let head: Value =
+        serde_json::from_slice(&std::fs::read(root.join("history/HEAD")).unwrap()).unwrap();
+    format!("{}:{}", head["seq"], head["sha256"].as_str().unwrap())
+}
+
+#[test]
+fn the_commit_names_the_history_head_and_the_pull_restores_that_history() {
+    // "The log is published with the archive; hub-pull verifies it; a commit made by a
+    // pushed archive names its head." (issue 13)
+    let (env, server, commit) = pushed();
+    let head = head_of(&env.root());
+    let info = server.commits(REPO).pop().unwrap();
+    assert_eq!(info.id.as_str(), commit);
+    assert_eq!(
+        info.description,
+        format!("babel archive history head {head}")
+    );
+    let output = pull(&env, &server, &commit, &["--json"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["history_head"], head.as_str());
+    assert_eq!(report["left_out"], serde_json::json!([]));
+    let restored = env.path().join("restored");
+    assert_eq!(head_of(&restored), head);
+}
+
+#[test]
+fn a_commit_whose_history_was_rewritten_is_not_restored() {
+    let (env, server, commit) = pushed();
+    // Drop the last history entry and point the head at the one before: a consistent
+    // log, checksums updated to match, but the last manifest no longer matches it.
+    let log = server.file(REPO, &commit, "history/log.jsonl").unwrap();
+    let log = String::from_utf8(log.bytes().to_vec()).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    let kept = lines[..lines.len() - 1].join("\n") + "\n";
+    let sha = |bytes: &[u8]| {
+        use sha2::Digest;
+        sha2::Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let head = format!(
+        "{{\"seq\":{},\"sha256\":\"{}\"}}\n",
+        lines.len() - 1,
+        sha(format!("{}\n", lines[lines.len() - 2]).as_bytes())
+    );
+    let listed = String::from_utf8(
+        server
+            .file(REPO, &commit, "checksums.sha256")
+            .unwrap()
+            .bytes()
+            .to_vec(),
+    )
+    .unwrap();
+    let edited: String = listed
+        .lines()
+        .map(|line| match line.rsplit_once("  ") {
+            Some((_, "history/log.jsonl")) => {
+                format!("{}  history/log.jsonl\n", sha(kept.as_bytes()))
+            }
+            Some((_, "history/HEAD")) => format!("{}  history/HEAD\n", sha(head.as_bytes())),
+            _ => format!("{line}\n"),
+        })
+        .collect();
+    let rewritten = server
+        .commit(REPO)
+        .file("history/log.jsonl", kept.as_bytes())
+        .file("history/HEAD", head.as_bytes())
+        .file("checksums.sha256", edited.as_bytes())
+        .apply()
+        .unwrap();
+    let output = pull(&env, &server, rewritten.as_str(), &[]);
+    assert_refused(&env, &output, 1, "validation finding");
+    assert!(text(&output).contains("[history]"), "{}", text(&output));
+}
+
+#[test]
+fn a_publication_of_some_runs_restores_with_the_rest_recorded_as_left_out() {
+    let env = archive();
+    let server = HubServer::start();
+    let pushed_head = head_of(&env.root());
+    let commit = push(&env, &server, REPO, &["--create", "--runs", "r1"]);
+    let output = pull(&env, &server, &commit, &[]);
+    assert!(output.status.success(), "{}", text(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout
+            .contains("1 run(s) of the pushed archive were not published and are not restored: r2"),
+        "{stdout}"
+    );
+    let restored = env.path().join("restored");
+    let babel = |args: &[&str]| {
+        assert_cmd::Command::new(env!("CARGO_BIN_EXE_babel"))
+            .arg("--root")
+            .arg(&restored)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let log = babel(&["log", "--json"]);
+    assert!(log.status.success(), "{}", text(&log));
+    let log: Value = serde_json::from_slice(&log.stdout).unwrap();
+    let last = log["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["operation"], "hub-pull");
+    assert_eq!(
+        last["manifests"]["runs/r2/manifest.json"],
+        Value::Null,
+        "{last}"
+    );
+    // The restored history grew from the pushed one: the cited head still holds.
+    let since = babel(&["validate", "--since", &pushed_head]);
+    assert!(since.status.success(), "{}", text(&since));
+    // A run folder that appears later under the left-out name is not the history's.
+    std::fs::create_dir_all(restored.join("runs/r2")).unwrap();
+    std::fs::copy(
+        env.archived("runs/r2/manifest.json"),
+        restored.join("runs/r2/manifest.json"),
+    )
+    .unwrap();
+    let validate = babel(&["validate"]);
+    assert_eq!(validate.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&validate.stdout)
+            .contains("runs/r2/manifest.json: [history] history entry"),
+        "{}",
+        text(&validate)
+    );
+}

@@ -4,13 +4,11 @@
 //! every hash consistent: a reopened seal, a dropped import, a record changed and
 //! rehashed into its manifest, a deleted run or artifact, a manifest written by hand.
 
-use std::collections::BTreeMap;
-use std::fs;
 use std::io;
 
 use super::Collector;
 use crate::archive::history::{self, Head};
-use crate::archive::layout::{self, MARKER, REGISTRIES, RUNS};
+use crate::archive::layout::{self, MARKER, REGISTRIES};
 use crate::archive::{Archive, ArchiveError};
 use crate::durable::digest_file;
 
@@ -43,37 +41,6 @@ impl Scope<'_> {
     }
 }
 
-/// Every manifest on disk, ROOT-relative: the marker, each run's and each artifact's.
-fn manifests_on_disk(archive: &Archive) -> Result<Vec<String>, ArchiveError> {
-    let root = archive.layout().root();
-    let mut found = Vec::new();
-    if archive.layout().marker().is_file() {
-        found.push(MARKER.to_owned());
-    }
-    for folder in std::iter::once(RUNS).chain(REGISTRIES) {
-        let dir = root.join(folder);
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(crate::durable::io_at("listing", &dir)(e).into()),
-        };
-        for entry in entries {
-            let entry = entry.map_err(crate::durable::io_at("listing", &dir))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if entry
-                .path()
-                .join(layout::MANIFEST)
-                .symlink_metadata()
-                .is_ok()
-            {
-                found.push(format!("{folder}/{name}/{}", layout::MANIFEST));
-            }
-        }
-    }
-    found.sort();
-    Ok(found)
-}
-
 /// Checks the history and the manifests it records; with `since`, also that the history
 /// still holds that entry (it grew from there, nothing before it was rewritten).
 pub(super) fn check(
@@ -100,13 +67,24 @@ pub(super) fn check(
         return Ok(());
     }
     out.files += 2;
-    let expected: BTreeMap<String, (String, u64)> = read.expected_manifests();
-    let on_disk = manifests_on_disk(archive)?;
+    let expected = read.expected_manifests();
+    let on_disk = history::manifests_on_disk(archive.layout())?;
     for (path, (sha256, seq)) in &expected {
         if !scope.covers(path) {
             continue;
         }
         let file = archive.layout().resolve(path);
+        let Some(sha256) = sha256 else {
+            if file.symlink_metadata().is_ok() {
+                out.add(
+                    path.clone(),
+                    None,
+                    "history",
+                    format!("history entry {seq} recorded this manifest as removed, but it is here: it was written outside babel"),
+                );
+            }
+            continue;
+        };
         match digest_file(&file) {
             Ok(found) if found.sha256 == *sha256 => {}
             Ok(_) => out.add(
