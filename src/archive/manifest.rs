@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, RandomState};
 
 use super::layout;
+use super::metadata::RunMetadata;
+use crate::adapters::Format;
 use crate::canonical_json::{CanonicalError, to_canonical_bytes};
 
 /// True for a version as babel writes them: `MAJOR.MINOR.PATCH`, each a decimal number
@@ -146,6 +148,146 @@ pub struct ImportEntry {
     pub imported_at: String,
 }
 
+/// The option keys an import records, with the values each may take (`None`: a
+/// non-empty string or null).
+const OPTIONS: [(&str, Option<&[&str]>); 3] = [
+    ("benchmark", None),
+    ("language", None),
+    ("non_finite", Some(&["reject", "null"])),
+];
+
+fn is_sha256(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+impl ImportEntry {
+    fn contract_problems(&self, metadata: &RunMetadata) -> Vec<String> {
+        let mut problems = Vec::new();
+        let format = Format::parse(&self.format);
+        match format {
+            None => problems.push(format!(
+                "unknown format {:?} (one of {})",
+                self.format,
+                Format::ALL.map(Format::name).join(", ")
+            )),
+            Some(format) => {
+                if !is_normalizer_version_of(format, &self.normalizer_version) {
+                    problems.push(format!(
+                        "normalizer_version {:?} is not one of format {}'s (up to {})",
+                        self.normalizer_version,
+                        format.name(),
+                        format.normalizer_version()
+                    ));
+                }
+            }
+        }
+        if !is_version(&self.babel_version) {
+            problems.push(format!(
+                "babel_version {:?} is not a version",
+                self.babel_version
+            ));
+        }
+        let expected_raw =
+            layout::raw_path(self.seq, &layout::stored_basename(&self.source_basename));
+        if self.raw.path != expected_raw {
+            problems.push(format!(
+                "raw path {:?} is not the one source_basename {:?} gives ({expected_raw:?})",
+                self.raw.path, self.source_basename
+            ));
+        }
+        if !is_sha256(&self.raw.sha256) || !is_sha256(&self.records.sha256) {
+            problems.push("a sha256 is not 64 lowercase hex digits".into());
+        }
+        for key in self.options.keys() {
+            if !OPTIONS.iter().any(|(known, _)| known == key) {
+                problems.push(format!("unknown option {key:?}"));
+            }
+        }
+        for (key, allowed) in OPTIONS {
+            match (self.options.get(key), allowed) {
+                (None, _) => problems.push(format!("option {key:?} is missing")),
+                (Some(Value::Null), None) => {}
+                (Some(Value::String(s)), None) if !s.is_empty() => {}
+                (Some(Value::String(s)), Some(allowed)) if allowed.contains(&s.as_str()) => {}
+                (Some(value), None) => problems.push(format!(
+                    "option {key:?} is {value}, not a non-empty string or null"
+                )),
+                (Some(value), Some(allowed)) => problems.push(format!(
+                    "option {key:?} is {value}, not one of {}",
+                    allowed.join(", ")
+                )),
+            }
+        }
+        if let Some(field) = &self.id_field
+            && crate::jsonl::FieldPath::parse_dotted(field).is_err()
+        {
+            problems.push(format!("id_field {field:?} is not a dotted field path"));
+        }
+        if self.breakdown.windows(2).any(|pair| pair[0] >= pair[1]) {
+            problems.push("the breakdown is not sorted, or lists a combination twice".into());
+        }
+        let counted: u64 = self.breakdown.iter().map(|entry| entry.records).sum();
+        if counted != self.records.count || self.breakdown.iter().any(|entry| entry.records == 0) {
+            problems.push(format!(
+                "the breakdown counts {counted} records, the records entry {}",
+                self.records.count
+            ));
+        }
+        let option = |key: &str| self.options.get(key).and_then(Value::as_str);
+        for entry in &self.breakdown {
+            if let Some(override_) = &self.variant_override {
+                // A paired import's --variant names its rephrased side; its original side
+                // keeps the variant "original".
+                let paired_original = format == Some(Format::Paired)
+                    && entry.variant_id == crate::adapters::paired::ORIGINAL;
+                if entry.variant_id != *override_ && !paired_original {
+                    problems.push(format!(
+                        "records of variant {:?} contradict its variant_override {override_:?}",
+                        entry.variant_id
+                    ));
+                }
+            }
+            for (what, expected) in [
+                ("--benchmark", option("benchmark")),
+                ("the run's benchmark", metadata.benchmark.as_deref()),
+            ] {
+                if let Some(expected) = expected
+                    && entry.benchmark != expected
+                {
+                    problems.push(format!(
+                        "records of benchmark {:?} contradict {what} {expected:?}",
+                        entry.benchmark
+                    ));
+                }
+            }
+            if let Some(language) = option("language")
+                && entry.language.as_deref() != Some(language)
+            {
+                problems.push(format!(
+                    "records of language {:?} contradict --language {language:?}",
+                    entry.language
+                ));
+            }
+        }
+        problems
+    }
+}
+
+/// True for `<format>/<n>` with `n` from 1 up to the format's current version: an import
+/// made by an older babel keeps the version it was normalized with.
+fn is_normalizer_version_of(format: Format, text: &str) -> bool {
+    let number = |text: &str| -> Option<u64> {
+        let n = text.strip_prefix(format.name())?.strip_prefix('/')?;
+        (!n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| n.parse().ok())
+            .flatten()
+    };
+    match (number(text), number(format.normalizer_version())) {
+        (Some(n), Some(current)) => n >= 1 && n <= current,
+        _ => false,
+    }
+}
+
 /// A file kept beside a run's data (producer results, configs, logs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -167,10 +309,8 @@ pub struct RunManifest {
     pub status: RunStatus,
     pub created_at: String,
     pub sealed_at: Option<String>,
-    /// Run metadata: `model` always; `benchmark`, `dataset_revision`, `correctness_metric`,
-    /// `shared_answer_key`, `producer_version`, `metric_definitions`, `benchmark_contract`
-    /// and free keys as given.
-    pub metadata: Map<String, Value>,
+    /// Run metadata (`model` always; see [`RunMetadata`]).
+    pub metadata: RunMetadata,
     pub imports: Vec<ImportEntry>,
     pub attachments: Vec<AttachmentEntry>,
 }
@@ -183,15 +323,12 @@ impl RunManifest {
 
     /// The evaluated model named in the metadata.
     pub fn model(&self) -> &str {
-        self.metadata
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
+        &self.metadata.model
     }
 
     /// True for a strict benchmark run (metadata carries `benchmark_contract`).
     pub fn is_strict(&self) -> bool {
-        self.metadata.contains_key("benchmark_contract")
+        self.metadata.is_strict()
     }
 
     /// Record counts over all imports, per (benchmark, language, variant).
@@ -265,6 +402,71 @@ impl RunManifest {
             if let Err(violation) = layout::check_package_path(path) {
                 problems.push(violation.to_string());
             }
+        }
+        problems
+    }
+
+    /// Everything in this manifest that babel would not have written, beyond its types:
+    /// timestamps that are not RFC 3339 UTC instants, status and `sealed_at` that
+    /// disagree, an unknown import format, a normalizer version that is not one of the
+    /// format's, a version outside its grammar, a raw file name not derived from
+    /// `source_basename`, option keys and values outside their sets, malformed hashes,
+    /// and breakdowns that contradict the import's options, its variant override or the
+    /// run's benchmark.
+    pub fn contract_problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut time = |what: String, text: &str| {
+            if !crate::clock::is_rfc3339_utc(text) {
+                problems.push(format!(
+                    "{what} {text:?} is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)"
+                ));
+            }
+        };
+        time("created_at".into(), &self.created_at);
+        if let Some(sealed_at) = &self.sealed_at {
+            time("sealed_at".into(), sealed_at);
+        }
+        for entry in &self.imports {
+            time(
+                format!("import {} imported_at", entry.seq),
+                &entry.imported_at,
+            );
+        }
+        for attachment in &self.attachments {
+            time(
+                format!("attachment {:?} added_at", attachment.path),
+                &attachment.added_at,
+            );
+        }
+        if (self.status == RunStatus::Sealed) != self.sealed_at.is_some() {
+            problems.push(format!(
+                "status is {} but sealed_at is {}",
+                match self.status {
+                    RunStatus::Open => "open",
+                    RunStatus::Sealed => "sealed",
+                },
+                self.sealed_at
+                    .as_deref()
+                    .map_or("null".into(), |t| format!("{t:?}"))
+            ));
+        }
+        for entry in &self.imports {
+            for problem in entry.contract_problems(&self.metadata) {
+                problems.push(format!("import {}: {problem}", entry.seq));
+            }
+        }
+        for attachment in &self.attachments {
+            if !is_sha256(&attachment.sha256) {
+                problems.push(format!(
+                    "attachment {:?} sha256 is not 64 lowercase hex digits",
+                    attachment.path
+                ));
+            }
+        }
+        let mut paths: Vec<&str> = self.attachments.iter().map(|a| a.path.as_str()).collect();
+        paths.sort_unstable();
+        if paths.windows(2).any(|pair| pair[0] == pair[1]) {
+            problems.push("an attachment path is registered twice".into());
         }
         problems
     }

@@ -15,6 +15,7 @@ pub mod journal;
 pub mod layout;
 pub mod lock;
 pub mod manifest;
+pub mod metadata;
 pub mod read;
 pub mod records;
 pub mod runs;

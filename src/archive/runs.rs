@@ -2,13 +2,14 @@
 //! metadata rules (`--meta KEY=VALUE`, the types of known keys) and the adapters' view of
 //! a run.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::fs::File;
 use std::io;
 use std::path::PathBuf;
 
 use super::layout::{self, RunId, run_relative};
 use super::manifest::{AttachmentEntry, RUN_MANIFEST_FORMAT, RunManifest, RunStatus};
+use super::metadata::RunMetadata;
 use super::transaction::{Transaction, abort_after};
 use super::{ArchiveError, WriteSession};
 use crate::adapters::RunContext;
@@ -61,59 +62,14 @@ pub fn parse_meta(argument: &str) -> Result<(String, Value), ArchiveError> {
     Ok((key.to_owned(), value))
 }
 
-/// Checks the types of the metadata keys babel interprets.
-pub fn check_metadata(metadata: &Map<String, Value>) -> Result<(), String> {
-    let string_keys = [
-        "model",
-        "benchmark",
-        "dataset_revision",
-        "correctness_metric",
-        "producer_version",
-        "checkpoint",
-    ];
-    for key in string_keys {
-        match metadata.get(key) {
-            Some(Value::String(s)) if !s.is_empty() => {}
-            Some(Value::Number(n)) => {
-                return Err(format!(
-                    "metadata {key} must be a non-empty string, not the number {n} (--meta reads a value as JSON when it can: write --meta '{key}=\"{n}\"')"
-                ));
-            }
-            Some(_) => return Err(format!("metadata {key} must be a non-empty string")),
-            None => {}
-        }
-    }
-    if !metadata.contains_key("model") {
-        return Err("metadata model is required".into());
-    }
-    if let Some(value) = metadata.get("shared_answer_key")
-        && !value.is_boolean()
-    {
-        return Err("metadata shared_answer_key must be true or false".into());
-    }
-    if let Some(value) = metadata.get("benchmark_contract")
-        && !value.is_object()
-    {
-        return Err("metadata benchmark_contract must be an object".into());
-    }
-    Ok(())
-}
-
 /// The adapters' view of a run.
 pub fn run_context(manifest: &RunManifest) -> RunContext {
-    let text = |key: &str| {
-        manifest
-            .metadata
-            .get(key)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
     RunContext {
         run_id: manifest.run_id.clone(),
         model: manifest.model().to_owned(),
-        benchmark: text("benchmark"),
-        correctness_metric: text("correctness_metric"),
-        shared_answer_key: manifest.metadata.get("shared_answer_key") == Some(&Value::Bool(true)),
+        benchmark: manifest.metadata.benchmark.clone(),
+        correctness_metric: manifest.metadata.correctness_metric.clone(),
+        shared_answer_key: manifest.metadata.shared_answer_key == Some(true),
         strict: manifest.is_strict(),
     }
 }
@@ -139,21 +95,19 @@ pub fn create(
             });
         }
     }
-    let mut metadata = Map::new();
-    metadata.insert("model".into(), Value::String(new.model));
-    if let Some(benchmark) = new.benchmark {
-        metadata.insert("benchmark".into(), Value::String(benchmark));
+    let mut metadata = RunMetadata::new(new.model);
+    let benchmark = new
+        .benchmark
+        .map(|b| ("benchmark".to_owned(), Value::String(b)));
+    for (key, value) in benchmark.into_iter().chain(new.meta) {
+        let twice = key == "model" || metadata.to_map().contains_key(&key);
+        metadata.set(key, value).map_err(|message| {
+            usage(
+                message,
+                twice.then_some("--model and --benchmark set those keys; give each key once"),
+            )
+        })?;
     }
-    for (key, value) in new.meta {
-        if metadata.contains_key(&key) {
-            return Err(usage(
-                format!("metadata {key} is given twice"),
-                Some("--model and --benchmark set those keys; give each key once"),
-            ));
-        }
-        metadata.insert(key, value);
-    }
-    check_metadata(&metadata).map_err(|m| usage(m, None))?;
     super::artifacts::contract::prepare_strict_run(archive, run.as_str(), &mut metadata)?;
     let manifest = RunManifest {
         format: RUN_MANIFEST_FORMAT.into(),
@@ -351,20 +305,5 @@ mod tests {
             json!("{\"a\":1,\"a\":2}"),
             "duplicate keys are not JSON to us"
         );
-    }
-
-    #[test]
-    fn known_metadata_keys_are_type_checked() {
-        let ok = json!({"model": "m", "shared_answer_key": true});
-        assert!(check_metadata(ok.as_object().unwrap()).is_ok());
-        for bad in [
-            json!({"model": ""}),
-            json!({"model": "m", "shared_answer_key": "yes"}),
-            json!({"model": "m", "dataset_revision": 5}),
-            json!({"model": "m", "checkpoint": 1000}),
-            json!({"benchmark": "b"}),
-        ] {
-            assert!(check_metadata(bad.as_object().unwrap()).is_err(), "{bad}");
-        }
     }
 }

@@ -51,7 +51,7 @@ fn summary_json(manifest: &RunManifest) -> Value {
         "run_id": manifest.run_id,
         "status": status(manifest),
         "model": manifest.model(),
-        "benchmark": manifest.metadata.get("benchmark"),
+        "benchmark": manifest.metadata.benchmark,
         "strict": manifest.is_strict(),
         "imports": manifest.imports.len(),
         "records": manifest.record_count(),
@@ -130,7 +130,7 @@ pub fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
         let mut value = summary_json(&manifest);
         value["created_at"] = json!(manifest.created_at);
         value["sealed_at"] = json!(manifest.sealed_at);
-        value["metadata"] = Value::Object(manifest.metadata.clone());
+        value["metadata"] = Value::Object(manifest.metadata.to_map());
         value["imports"] = serde_json::to_value(&manifest.imports).map_err(std::io::Error::from)?;
         value["attachments"] =
             serde_json::to_value(&manifest.attachments).map_err(std::io::Error::from)?;
@@ -149,7 +149,7 @@ pub fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
         writeln!(out, "sealed {sealed}")?;
     }
     writeln!(out, "metadata:")?;
-    for (key, value) in &manifest.metadata {
+    for (key, value) in &manifest.metadata.to_map() {
         writeln!(out, "  {key}: {value}")?;
     }
     writeln!(out, "imports: {}", manifest.imports.len())?;

@@ -287,32 +287,6 @@ fn reordered_and_dropped_entries_are_found() {
     assert_history_finding(&env, "history/HEAD", "but the log ends at");
 }
 
-/// Rewrites the log from entry `from` on, re-chaining every later entry, as an attacker
-/// who knows the format would; returns nothing, the archive is self-consistent after it.
-fn rewrite_history(env: &Env, from: usize, edit: impl Fn(&mut Value)) {
-    let lines = log_lines(env);
-    let mut out = Vec::new();
-    let mut prev: Option<String> = None;
-    for (index, line) in lines.iter().enumerate() {
-        let mut entry: Value = serde_json::from_str(line).unwrap();
-        if index >= from {
-            if index == from {
-                edit(&mut entry);
-            }
-            entry["prev"] = prev.clone().map_or(Value::Null, Value::String);
-        }
-        let mut bytes = babel::canonical_json::to_canonical_bytes(&entry).unwrap();
-        if bytes.last() != Some(&b'\n') {
-            bytes.push(b'\n');
-        }
-        prev = Some(sha256(&bytes));
-        out.extend_from_slice(&bytes);
-    }
-    std::fs::write(env.archived("history/log.jsonl"), &out).unwrap();
-    let head = serde_json::json!({"seq": lines.len(), "sha256": prev.unwrap()});
-    write_canonical(env, "history/HEAD", &head);
-}
-
 #[test]
 fn a_rewritten_past_passes_alone_but_not_against_a_cited_head() {
     let env = archive();
@@ -323,7 +297,9 @@ fn a_rewritten_past_passes_alone_but_not_against_a_cited_head() {
         .success();
 
     // A whole-history rewrite that keeps every manifest hash: only an anchor finds it.
-    rewrite_history(&env, 1, |entry| entry["at"] = "2025-01-01T00:00:00Z".into());
+    crate::common::rechain_history(&env, |entries| {
+        entries[1]["at"] = "2025-01-01T00:00:00Z".into();
+    });
     assert_eq!(env.validate_json()["ok"], true);
     let output = env
         .babel(&["validate", "--json", "--since", &cited])

@@ -27,4 +27,5 @@ mod report_browser;
 mod report_golden;
 mod runs_and_lock;
 mod streaming_memory;
+mod strict_manifests;
 mod validate_tamper;

@@ -6,19 +6,18 @@
 //! Runs without `benchmark_contract` are general runs and nothing here applies to them.
 //! Reads artifacts; writes nothing.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 
 use super::payload::{ArtifactPin, ItemBank, Payload, Protocol, pin_field};
 use super::{ArtifactError, Kind, load};
 use crate::archive::manifest::RunManifest;
+use crate::archive::metadata::RunMetadata;
 use crate::archive::{Archive, ArchiveError};
 use crate::jsonl::FieldPath;
-use crate::record::fields::describe;
 use crate::record::{FieldError, Fields, Record};
 
-/// The run metadata key of the contract.
-pub const CONTRACT_KEY: &str = "benchmark_contract";
+pub use crate::archive::metadata::CONTRACT_KEY;
 /// The run metadata key of the correctness metric, which a strict run takes from its
 /// protocol.
 pub const CORRECTNESS_KEY: &str = "correctness_metric";
@@ -36,27 +35,17 @@ fn contract_path() -> FieldPath {
 
 impl BenchmarkContract {
     /// Reads the contract of run metadata; `None` for a general run.
-    pub fn of(metadata: &Map<String, Value>) -> Result<Option<Self>, FieldError> {
-        let base = contract_path();
-        match metadata.get(CONTRACT_KEY) {
-            None => Ok(None),
-            Some(Value::Object(map)) => {
-                let mut f = Fields::new(map.clone(), base);
-                let contract = Self {
-                    item_bank: pin_field(&mut f, "item_bank")?,
-                    protocol: pin_field(&mut f, "protocol")?,
-                };
-                f.deny_unknown()?;
-                Ok(Some(contract))
-            }
-            Some(other) => Err(FieldError::new(
-                base,
-                format!(
-                    "expected an object {{\"item_bank\": PIN, \"protocol\": PIN}}, found {}",
-                    describe(other)
-                ),
-            )),
-        }
+    pub fn of(metadata: &RunMetadata) -> Result<Option<Self>, FieldError> {
+        let Some(map) = &metadata.benchmark_contract else {
+            return Ok(None);
+        };
+        let mut f = Fields::new(map.clone(), contract_path());
+        let contract = Self {
+            item_bank: pin_field(&mut f, "item_bank")?,
+            protocol: pin_field(&mut f, "protocol")?,
+        };
+        f.deny_unknown()?;
+        Ok(Some(contract))
     }
 
     /// The contract as run metadata stores it.
@@ -88,7 +77,7 @@ pub struct ResolvedContract {
 /// metadata is the protocol's. `Ok(None)` for a general run; the problems otherwise.
 pub fn resolve_contract(
     archive: &Archive,
-    metadata: &Map<String, Value>,
+    metadata: &RunMetadata,
 ) -> Result<Result<Option<ResolvedContract>, Vec<FieldError>>, ArchiveError> {
     let contract = match BenchmarkContract::of(metadata) {
         Ok(Some(contract)) => contract,
@@ -154,13 +143,13 @@ pub fn resolve_contract(
             ),
         ));
     }
-    if let Some(metric) = metadata.get(CORRECTNESS_KEY)
-        && metric.as_str() != Some(protocol.correctness_metric.as_str())
+    if let Some(metric) = &metadata.correctness_metric
+        && *metric != protocol.correctness_metric
     {
         problems.push(FieldError::new(
             FieldPath::root().key("metadata").key(CORRECTNESS_KEY),
             format!(
-                "is {metric}, but protocol {:?} scores correctness by {:?}",
+                "is {metric:?}, but protocol {:?} scores correctness by {:?}",
                 contract.protocol.id, protocol.correctness_metric
             ),
         ));
@@ -181,14 +170,14 @@ pub fn resolve_contract(
 pub fn prepare_strict_run(
     archive: &Archive,
     run: &str,
-    metadata: &mut Map<String, Value>,
+    metadata: &mut RunMetadata,
 ) -> Result<(), ArchiveError> {
     match resolve_contract(archive, metadata)? {
         Ok(None) => Ok(()),
         Ok(Some(resolved)) => {
             metadata
-                .entry(CORRECTNESS_KEY)
-                .or_insert_with(|| Value::String(resolved.protocol.correctness_metric));
+                .correctness_metric
+                .get_or_insert(resolved.protocol.correctness_metric);
             Ok(())
         }
         Err(problems) => Err(ArtifactError::Contract {
@@ -430,10 +419,9 @@ mod tests {
     const OTHER_SHA: &str = "3333333333333333333333333333333333333333333333333333333333333333";
 
     fn run(id: &str, model: &str, contract: Option<Value>) -> RunManifest {
-        let mut metadata = Map::new();
-        metadata.insert("model".into(), json!(model));
+        let mut metadata = RunMetadata::new(model);
         if let Some(contract) = contract {
-            metadata.insert(CONTRACT_KEY.into(), contract);
+            metadata.set(CONTRACT_KEY.into(), contract).unwrap();
         }
         RunManifest {
             format: RUN_MANIFEST_FORMAT.into(),
@@ -520,20 +508,18 @@ mod tests {
 
     #[test]
     fn contracts_are_read_field_precisely() {
-        let mut metadata = Map::new();
-        metadata.insert(
-            CONTRACT_KEY.into(),
-            json!({"item_bank": {"id": "bank", "sha256": BANK_SHA}}),
-        );
+        let mut metadata = RunMetadata::new("m");
+        metadata.benchmark_contract = json!({"item_bank": {"id": "bank", "sha256": BANK_SHA}})
+            .as_object()
+            .cloned();
         let error = BenchmarkContract::of(&metadata).unwrap_err();
         assert_eq!(
             error.path.to_string(),
             "metadata.benchmark_contract.protocol"
         );
-        metadata.insert(
-            CONTRACT_KEY.into(),
-            json!({"item_bank": {"id": "bank", "sha256": BANK_SHA}, "protocol": {"id": "p", "sha256": PROTO_SHA}, "panel": 1}),
-        );
+        metadata.benchmark_contract = json!({"item_bank": {"id": "bank", "sha256": BANK_SHA}, "protocol": {"id": "p", "sha256": PROTO_SHA}, "panel": 1})
+            .as_object()
+            .cloned();
         let error = BenchmarkContract::of(&metadata).unwrap_err();
         assert_eq!(error.path.to_string(), "metadata.benchmark_contract.panel");
     }

@@ -229,11 +229,7 @@ pub fn build(archive: &Archive, request: &MatrixRequest) -> Result<BuiltMatrix, 
         builder.begin_run(RunRow {
             run_id: manifest.run_id.clone(),
             model: manifest.model().to_owned(),
-            checkpoint: manifest
-                .metadata
-                .get("checkpoint")
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned),
+            checkpoint: manifest.metadata.checkpoint.clone(),
         });
         for entry in &manifest.imports {
             for batch in read::batches(archive, &run, entry, OBSERVATION)? {

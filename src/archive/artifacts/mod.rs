@@ -856,11 +856,7 @@ fn check_calibration(
                     ),
                 )),
                 Some(entry) => {
-                    let checkpoint = run
-                        .manifest
-                        .metadata
-                        .get("checkpoint")
-                        .and_then(Value::as_str);
+                    let checkpoint = run.manifest.metadata.checkpoint.as_deref();
                     if let Some(checkpoint) = checkpoint
                         && !entry.checkpoints.is_empty()
                         && !entry.checkpoints.iter().any(|c| c == checkpoint)

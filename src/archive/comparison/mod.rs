@@ -9,7 +9,6 @@
 mod rows;
 mod spill;
 
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -169,13 +168,7 @@ fn side(archive: &Archive, request: SideRequest) -> Result<ComparisonSide, Archi
 /// A run that declares none is not in conflict. Strict benchmark runs must pin the same
 /// item bank and protocol, and a strict run never compares with a general one.
 pub fn check_comparable(baseline: &RunManifest, variant: &RunManifest) -> Result<(), ArchiveError> {
-    let revision = |manifest: &RunManifest| {
-        manifest
-            .metadata
-            .get("dataset_revision")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
+    let revision = |manifest: &RunManifest| manifest.metadata.dataset_revision.clone();
     if let (Some(left), Some(right)) = (revision(baseline), revision(variant))
         && left != right
     {

@@ -24,7 +24,7 @@ use crate::archive::manifest::RunManifest;
 use crate::archive::read;
 use crate::archive::records::{Column, Columns};
 use crate::archive::{Archive, ArchiveError, read_json_object};
-use crate::canonical_json::is_canonical;
+use crate::canonical_json::{is_canonical, to_canonical_bytes};
 use crate::durable::{digest_of, io_at};
 
 /// Findings about the registries, and how many files were checked.
@@ -234,7 +234,7 @@ fn check_manifest(
             "the manifest is not RFC 8785 canonical JSON followed by LF",
         );
     }
-    let manifest: ArtifactManifest = match serde_json::from_value(value) {
+    let manifest: ArtifactManifest = match serde_json::from_value(value.clone()) {
         Ok(manifest) => manifest,
         Err(error) => {
             report.add(
@@ -245,6 +245,33 @@ fn check_manifest(
             return Ok(None);
         }
     };
+    if to_canonical_bytes(&manifest).ok() != to_canonical_bytes(&value).ok() {
+        report.add(
+            relative,
+            "manifest",
+            "it holds fields babel does not write (missing keys read as null?)",
+        );
+    }
+    if !crate::clock::is_rfc3339_utc(&manifest.registered_at) {
+        report.add(
+            relative,
+            "manifest",
+            format!(
+                "registered_at {:?} is not an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)",
+                manifest.registered_at
+            ),
+        );
+    }
+    if !crate::archive::manifest::is_version(&manifest.babel_version) {
+        report.add(
+            relative,
+            "manifest",
+            format!(
+                "babel_version {:?} is not a version",
+                manifest.babel_version
+            ),
+        );
+    }
     if manifest.format != ARTIFACT_MANIFEST_FORMAT || manifest.schema_version != 1 {
         report.add(
             relative,

@@ -11,13 +11,10 @@ use std::path::Path;
 
 use super::Collector;
 use crate::archive::layout::{self, RunId, run_relative};
-use crate::archive::manifest::{
-    BreakdownCounter, CountEntry, RUN_MANIFEST_FORMAT, RunManifest, RunStatus,
-};
+use crate::archive::manifest::{BreakdownCounter, CountEntry, RUN_MANIFEST_FORMAT, RunManifest};
 use crate::archive::records::{Batch, Columns, RecordsFile};
-use crate::archive::runs::check_metadata;
 use crate::archive::{Archive, ArchiveError, read_json_object};
-use crate::canonical_json::is_canonical;
+use crate::canonical_json::{is_canonical, to_canonical_bytes};
 use crate::durable::{ContentDigest, HashingReader, io_at};
 use crate::jsonl::{self, BOM};
 use crate::parallel;
@@ -47,7 +44,7 @@ fn load_manifest(
             "the manifest is not RFC 8785 canonical JSON followed by LF",
         );
     }
-    let manifest: RunManifest = match serde_json::from_value(value) {
+    let manifest: RunManifest = match serde_json::from_value(value.clone()) {
         Ok(manifest) => manifest,
         Err(error) => {
             out.add(
@@ -72,11 +69,16 @@ fn load_manifest(
             manifest.run_id
         ));
     }
-    if let Err(message) = check_metadata(&manifest.metadata) {
+    for message in manifest.contract_problems() {
         problem(message);
     }
-    if (manifest.status == RunStatus::Sealed) != manifest.sealed_at.is_some() {
-        problem("status and sealed_at disagree".into());
+    // A key babel does not write, or a value it writes otherwise, reads into the same
+    // structure but does not write back the same.
+    if manifest
+        .to_bytes()
+        .is_ok_and(|written| written != to_canonical_bytes(&value).unwrap_or_default())
+    {
+        problem("it holds fields babel does not write (missing keys read as null?)".into());
     }
     let unsafe_layout = manifest.layout_problems();
     let broken = !unsafe_layout.is_empty();
