@@ -83,6 +83,11 @@ impl<W: Write> HashingWriter<W> {
         self.bytes
     }
 
+    /// The writer hashed into.
+    pub fn get_ref(&self) -> &W {
+        &self.inner
+    }
+
     /// The digest of everything written, and the inner writer.
     pub fn finish(self) -> (W, ContentDigest) {
         let digest = ContentDigest {
@@ -150,10 +155,23 @@ pub fn digest_file(path: &Path) -> Result<ContentDigest, PathIoError> {
 }
 
 /// A new file that must not exist yet, buffered and hashed as it is written (the hash sees
-/// the buffered chunks, not every small write).
+/// the buffered chunks, not every small write). Dropped before [`NewFile::finish`]
+/// succeeds (a full disk, a failed read), it removes what it wrote: no partial file is
+/// left behind.
 pub struct NewFile {
     path: PathBuf,
-    writer: BufWriter<HashingWriter<File>>,
+    /// `None` once finished.
+    writer: Option<BufWriter<HashingWriter<File>>>,
+}
+
+impl Drop for NewFile {
+    fn drop(&mut self) {
+        if let Some(writer) = self.writer.take() {
+            // Unflushed bytes are dropped with it; the file goes.
+            let _ = writer.into_parts();
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 impl NewFile {
@@ -166,7 +184,10 @@ impl NewFile {
             .map_err(io_at("creating", path))?;
         Ok(Self {
             path: path.to_owned(),
-            writer: BufWriter::with_capacity(256 * 1024, HashingWriter::new(file)),
+            writer: Some(BufWriter::with_capacity(
+                256 * 1024,
+                HashingWriter::new(file),
+            )),
         })
     }
 
@@ -177,18 +198,27 @@ impl NewFile {
 
     /// The writer for the content.
     pub fn writer(&mut self) -> &mut BufWriter<HashingWriter<File>> {
-        &mut self.writer
+        self.writer
+            .as_mut()
+            .expect("a NewFile is written only before finish")
     }
 
     /// Flushes and fsyncs the file, returning the digest of what was written.
-    pub fn finish(self) -> Result<ContentDigest, PathIoError> {
+    pub fn finish(mut self) -> Result<ContentDigest, PathIoError> {
+        let writer = self.writer.as_mut().expect("finish is called once");
+        writer.flush().map_err(io_at("writing", &self.path))?;
+        writer
+            .get_ref()
+            .get_ref()
+            .sync_all()
+            .map_err(io_at("syncing", &self.path))?;
         let hashing = self
             .writer
+            .take()
+            .expect("finish is called once")
             .into_inner()
             .map_err(|e| io_at("writing", &self.path)(e.into_error()))?;
-        let (file, digest) = hashing.finish();
-        file.sync_all().map_err(io_at("syncing", &self.path))?;
-        Ok(digest)
+        Ok(hashing.finish().1)
     }
 }
 

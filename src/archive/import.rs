@@ -43,6 +43,8 @@ pub struct ImportOptions {
     /// Files stored as attachments of the run in the same transaction (`--attach`: a
     /// harness `results_*.json`, say). The adapters never read them.
     pub attachments: Vec<PathBuf>,
+    /// The ceiling for each attachment (`--max-attachment-size`).
+    pub max_attachment_size: u64,
 }
 
 impl ImportOptions {
@@ -53,6 +55,7 @@ impl ImportOptions {
             adapter: AdapterOptions::default(),
             non_finite: NonFinitePolicy::Reject,
             attachments: Vec::new(),
+            max_attachment_size: super::DEFAULT_MAX_ATTACHMENT_SIZE,
         }
     }
 
@@ -219,18 +222,16 @@ pub fn import(
             message,
             hint: None,
         })?;
-    let attachments = plan_attachments(run, &manifest, &options.attachments)?;
+    let attachments = plan_attachments(
+        run,
+        &manifest,
+        &options.attachments,
+        options.max_attachment_size,
+    )?;
     let mut sources = Vec::new();
     for path in files {
-        let file = File::open(path).map_err(io_at("opening", path))?;
-        let metadata = file.metadata().map_err(io_at("reading", path))?;
-        if !metadata.is_file() {
-            return Err(ArchiveError::Usage {
-                message: format!("{} is not a regular file", path.display()),
-                hint: None,
-            });
-        }
-        sources.push((path, file, metadata.len()));
+        let (file, size) = super::open_input(path, None)?;
+        sources.push((path, file, size));
     }
     let first_seq = manifest.imports.last().map_or(1, |i| i.seq + 1);
     let planned: Vec<(u64, String, String, String)> = sources

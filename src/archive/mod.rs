@@ -205,6 +205,69 @@ pub fn record_runs_left_out(session: &WriteSession<'_>) -> Result<Vec<String>, A
     Ok(runs)
 }
 
+/// The default ceiling for one attachment: 1 GiB (`--max-attachment-size` raises it).
+pub const DEFAULT_MAX_ATTACHMENT_SIZE: u64 = 1 << 30;
+
+/// Opens a file the user named as input (to import, attach or register). It must be a
+/// regular file (a symlink to one is fine), checked before it is opened, so that a FIFO
+/// cannot block the write holding the lock and a device (`/dev/zero`) cannot stream
+/// without end; and, with `ceiling` (its size and the option that raises it), no larger.
+/// Returns the open file and its size.
+pub fn open_input(
+    path: &Path,
+    ceiling: Option<(u64, &str)>,
+) -> Result<(fs::File, u64), ArchiveError> {
+    let not_regular = |kind: &str| ArchiveError::Usage {
+        message: format!("{} is {kind}, not a regular file", path.display()),
+        hint: Some("give a file's path; to keep a stream, save it to a file first".into()),
+    };
+    let kind_of = |meta: &fs::Metadata| {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = meta.file_type();
+        if kind.is_file() {
+            None
+        } else if kind.is_dir() {
+            Some("a folder")
+        } else if kind.is_fifo() {
+            Some("a FIFO (named pipe)")
+        } else if kind.is_char_device() || kind.is_block_device() {
+            Some("a device")
+        } else if kind.is_socket() {
+            Some("a socket")
+        } else {
+            Some("a special file")
+        }
+    };
+    let meta = fs::metadata(path).map_err(io_at("opening", path))?;
+    if let Some(kind) = kind_of(&meta) {
+        return Err(not_regular(kind));
+    }
+    let file = fs::File::open(path).map_err(io_at("opening", path))?;
+    let meta = file.metadata().map_err(io_at("reading", path))?;
+    if let Some(kind) = kind_of(&meta) {
+        return Err(not_regular(kind));
+    }
+    if let Some((ceiling, option)) = ceiling
+        && meta.len() > ceiling
+    {
+        return Err(too_large(path, meta.len(), ceiling, option));
+    }
+    Ok((file, meta.len()))
+}
+
+/// The error for an input beyond its ceiling.
+pub fn too_large(path: &Path, size: u64, ceiling: u64, option: &str) -> ArchiveError {
+    ArchiveError::Usage {
+        message: format!(
+            "{} is {size} bytes, more than the ceiling of {ceiling} bytes",
+            path.display()
+        ),
+        hint: Some(format!(
+            "if it belongs in the archive, raise the ceiling with {option} SIZE (e.g. {option} 20GiB)"
+        )),
+    }
+}
+
 impl Archive {
     /// Opens the archive at `root` (its marker must be present and valid).
     pub fn open(root: &Path) -> Result<Self, ArchiveError> {
@@ -323,6 +386,38 @@ impl Archive {
             _lock: lock,
             recovery,
         })
+    }
+
+    /// The writer lock, for a reader that must see one committed state (`validate`): it
+    /// waits up to `wait` for a write under way to finish, and keeps writers out until
+    /// dropped. `None` when the archive cannot be locked because it is read-only (no one
+    /// can write it then either). Unlike a write session it recovers nothing: a pending
+    /// journal stays for validate to report.
+    pub fn hold_still(
+        &self,
+        command: &str,
+        wait: Option<Duration>,
+        announce: &mut dyn FnMut(&LockHeld),
+    ) -> Result<Option<WriterLock>, ArchiveError> {
+        let read_only = |error: &io::Error| {
+            matches!(
+                error.kind(),
+                io::ErrorKind::ReadOnlyFilesystem | io::ErrorKind::PermissionDenied
+            )
+        };
+        let operational = self.layout.operational();
+        if !operational.is_dir() {
+            match fs::create_dir(&operational) {
+                Ok(()) => {}
+                Err(e) if read_only(&e) => return Ok(None),
+                Err(e) => return Err(io_at("creating", &operational)(e).into()),
+            }
+        }
+        match WriterLock::acquire(&self.layout.lock(), command, wait, announce) {
+            Ok(lock) => Ok(Some(lock)),
+            Err(LockError::Io(error)) if read_only(&error.source) => Ok(None),
+            Err(other) => Err(other.into()),
+        }
     }
 
     /// The IDs of all runs, sorted.

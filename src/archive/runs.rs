@@ -3,8 +3,7 @@
 //! a run.
 
 use serde_json::Value;
-use std::fs::File;
-use std::io;
+use std::io::{self, Read};
 use std::path::PathBuf;
 
 use super::layout::{self, RunId, run_relative};
@@ -52,6 +51,14 @@ pub fn parse_meta(argument: &str) -> Result<(String, Value), ArchiveError> {
             None,
         ));
     }
+    if let Some(problem) = number_problem(text) {
+        return Err(usage(
+            format!("--meta {key}={text}: {problem}"),
+            Some(&format!(
+                "quote it to keep it as text: --meta '{key}=\"{text}\"'"
+            )),
+        ));
+    }
     // The text is JSON when it is exactly one JSON value (read strictly); `1, "x": 2`
     // would splice a second key into the wrapper, so only a one-key result counts.
     let wrapped = format!("{{\"v\":{text}}}");
@@ -72,6 +79,40 @@ pub fn run_context(manifest: &RunManifest) -> RunContext {
         shared_answer_key: manifest.metadata.shared_answer_key == Some(true),
         strict: manifest.is_strict(),
     }
+}
+
+/// Why a JSON number cannot be stored exactly, if it cannot: an integer beyond ±2^53 (RFC
+/// 8785 numbers are doubles, so it would be rounded) or a number beyond the doubles'
+/// range. `None` for text that is not a JSON number, and for a number that is fine.
+fn number_problem(text: &str) -> Option<String> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let unsigned = text.strip_prefix('-').unwrap_or(text);
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(at) => (&unsigned[..at], Some(&unsigned[at + 1..])),
+        None => (unsigned, None),
+    };
+    let (int, fraction) = match mantissa.split_once('.') {
+        Some((int, fraction)) => (int, Some(fraction)),
+        None => (mantissa, None),
+    };
+    let is_number = digits(int)
+        && (int == "0" || !int.starts_with('0'))
+        && fraction.is_none_or(digits)
+        && exponent.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e)));
+    if !is_number {
+        return None;
+    }
+    if fraction.is_none() && exponent.is_none() {
+        let exact = text
+            .parse::<i128>()
+            .ok()
+            .filter(|n| n.unsigned_abs() <= 1 << 53);
+        return exact.is_none().then(|| {
+            "integers beyond ±2^53 (9007199254740992) cannot be stored exactly (RFC 8785 numbers are doubles)".to_owned()
+        });
+    }
+    let value: f64 = text.parse().ok()?;
+    (!value.is_finite()).then(|| "the number is beyond the range of a double".to_owned())
 }
 
 /// Opens a new run.
@@ -168,9 +209,10 @@ pub fn attach(
     session: &WriteSession<'_>,
     run: &RunId,
     files: &[PathBuf],
+    max_size: u64,
 ) -> Result<RunManifest, ArchiveError> {
     let mut manifest = open_for_write(session, run)?;
-    let planned = plan_attachments(run, &manifest, files)?;
+    let planned = plan_attachments(run, &manifest, files, max_size)?;
     let transaction = Transaction::begin(
         session,
         "attach",
@@ -195,13 +237,20 @@ pub(crate) struct PlannedAttachments {
     /// Each source file and the run-relative path of its copy.
     copies: Vec<(PathBuf, String)>,
     run: RunId,
+    /// The ceiling each copy is held to while it is made (a file may grow meanwhile).
+    max_size: u64,
 }
 
-/// Checks that each file can be read and that its name is free in the run.
+/// The option that raises the attachment ceiling.
+const MAX_SIZE_OPTION: &str = "--max-attachment-size";
+
+/// Checks that each file is a regular file within `max_size` bytes and that its name is
+/// free in the run.
 pub(crate) fn plan_attachments(
     run: &RunId,
     manifest: &RunManifest,
     files: &[PathBuf],
+    max_size: u64,
 ) -> Result<PlannedAttachments, ArchiveError> {
     let mut copies: Vec<(PathBuf, String)> = Vec::new();
     for file in files {
@@ -218,12 +267,13 @@ pub(crate) fn plan_attachments(
                 Some("attachments are immutable; rename the file to keep both"),
             ));
         }
-        File::open(file).map_err(io_at("opening", file))?;
+        super::open_input(file, Some((max_size, MAX_SIZE_OPTION)))?;
         copies.push((file.clone(), path));
     }
     Ok(PlannedAttachments {
         copies,
         run: run.clone(),
+        max_size,
     })
 }
 
@@ -252,7 +302,8 @@ impl PlannedAttachments {
         manifest: &mut RunManifest,
     ) -> Result<(), ArchiveError> {
         for (source, path) in &self.copies {
-            let digest = copy_into(source, &transaction.path(&run_relative(&self.run, path)))?;
+            let dest = transaction.path(&run_relative(&self.run, path));
+            let digest = copy_into(source, &dest, self.max_size)?;
             manifest.attachments.push(AttachmentEntry {
                 path: path.clone(),
                 sha256: digest.sha256,
@@ -265,12 +316,17 @@ impl PlannedAttachments {
 }
 
 fn copy_into(
-    source: &PathBuf,
+    source: &std::path::Path,
     dest: &std::path::Path,
+    max_size: u64,
 ) -> Result<crate::durable::ContentDigest, ArchiveError> {
-    let mut input = File::open(source).map_err(io_at("opening", source))?;
+    let (input, _) = super::open_input(source, Some((max_size, MAX_SIZE_OPTION)))?;
     let mut output = NewFile::create(dest)?;
-    io::copy(&mut input, output.writer()).map_err(io_at("copying", source))?;
+    let copied = io::copy(&mut input.take(max_size + 1), output.writer())
+        .map_err(io_at("copying", source))?;
+    if copied > max_size {
+        return Err(super::too_large(source, copied, max_size, MAX_SIZE_OPTION));
+    }
     Ok(output.finish()?)
 }
 
@@ -278,6 +334,38 @@ fn copy_into(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn meta_numbers_that_cannot_be_stored_exactly_are_refused() {
+        // FORMAT.md: integers beyond 2^53 are refused, not rounded.
+        for refused in [
+            "18446744073709551617",
+            "9007199254740993",
+            "-9007199254740993",
+            "1e400",
+            "-2e308",
+        ] {
+            assert!(parse_meta(&format!("n={refused}")).is_err(), "{refused}");
+        }
+        for kept in [
+            "9007199254740992",
+            "-9007199254740992",
+            "1e20",
+            "1.5",
+            "0",
+            "-0.5e-3",
+        ] {
+            assert!(
+                parse_meta(&format!("n={kept}")).unwrap().1.is_number(),
+                "{kept}"
+            );
+        }
+        assert_eq!(
+            parse_meta("n=\"18446744073709551617\"").unwrap().1,
+            json!("18446744073709551617")
+        );
+        assert_eq!(parse_meta("v=1.2.3").unwrap().1, json!("1.2.3"));
+    }
 
     #[test]
     fn meta_values_are_json_when_they_parse_and_text_otherwise() {

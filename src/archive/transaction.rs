@@ -19,10 +19,24 @@ use super::layout::Layout;
 use super::{ArchiveError, WriteSession};
 use crate::durable::{self, io_at};
 
-/// One write under way.
+/// One write under way. Dropped before its commit point (an error, a full disk), it
+/// undoes itself, so a failed write leaves nothing pending; past the commit point it
+/// stands, and anything left (a journal, an unpublished history) is finished by the next
+/// write's recovery.
 pub struct Transaction<'s> {
     layout: &'s Layout,
     entry: JournalEntry,
+    /// Past the commit point, or undone.
+    finished: bool,
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            // If the undo fails too, the journal stays and the next write finishes it.
+            let _ = journal::recover(self.layout);
+        }
+    }
 }
 
 impl<'s> Transaction<'s> {
@@ -63,7 +77,12 @@ impl<'s> Transaction<'s> {
         let entry = JournalEntry::new(operation, files, new_dirs, commit_path);
         journal::write(layout, &entry)?;
         faults::point("journal-written");
-        for dir in &entry.dirs {
+        let transaction = Self {
+            layout,
+            entry,
+            finished: false,
+        };
+        for dir in &transaction.entry.dirs {
             let path = layout.resolve(dir);
             match fs::create_dir(&path) {
                 Ok(()) => {}
@@ -72,7 +91,7 @@ impl<'s> Transaction<'s> {
             }
             durable::sync_dir(durable::parent_of(&path))?;
         }
-        Ok(Self { layout, entry })
+        Ok(transaction)
     }
 
     /// The filesystem path of a ROOT-relative path.
@@ -116,6 +135,7 @@ impl<'s> Transaction<'s> {
         journal::write(self.layout, &self.entry)?;
         faults::point("commit-hash-journalled");
         fs::rename(&temp, &target).map_err(io_at("renaming into place", &target))?;
+        self.finished = true;
         faults::point("manifest-renamed");
         durable::sync_dir(durable::parent_of(&target))?;
         faults::point("directory-synced");
@@ -127,7 +147,8 @@ impl<'s> Transaction<'s> {
     }
 
     /// Undoes the write: removes what it created and clears the journal.
-    pub fn abort(self) -> Result<(), ArchiveError> {
+    pub fn abort(mut self) -> Result<(), ArchiveError> {
+        self.finished = true;
         journal::recover(self.layout)?;
         Ok(())
     }

@@ -128,12 +128,12 @@ fn add(globals: &Globals, args: AddArgs) -> Result<Exit, CliError> {
         }))?;
     } else if !globals.quiet {
         if outcome.created {
-            println!("registered {kind} {id} ({} bytes)", outcome.bytes);
+            outln!("registered {kind} {id} ({} bytes)", outcome.bytes);
         } else {
-            println!("{kind} {id} is already registered with this payload; nothing changed");
+            outln!("{kind} {id} is already registered with this payload; nothing changed");
         }
-        println!("  sha256 {}", outcome.sha256);
-        println!(
+        outln!("  sha256 {}", outcome.sha256);
+        outln!(
             "  pin    {}",
             json!({"id": outcome.id, "sha256": outcome.sha256})
         );
@@ -230,20 +230,21 @@ fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
         return Ok(Exit::Ok);
     }
     let manifest = &registered.manifest;
-    println!("{kind} {id}  (registered {})", manifest.registered_at);
-    println!(
+    outln!("{kind} {id}  (registered {})", manifest.registered_at);
+    outln!(
         "  sha256 {}  ({} bytes)",
-        registered.sha256, manifest.artifact.bytes
+        registered.sha256,
+        manifest.artifact.bytes
     );
-    println!(
+    outln!(
         "  pin    {}",
         json!({"id": id.as_str(), "sha256": registered.sha256})
     );
     if let Some(Value::String(description)) = registered.value.get("description") {
-        println!("  {description}");
+        outln!("  {description}");
     }
     for line in summary(&registered.payload) {
-        println!("  {line}");
+        outln!("  {line}");
     }
     Ok(Exit::Ok)
 }
@@ -257,7 +258,7 @@ fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
         return Ok(Exit::Ok);
     }
     if listed.is_empty() {
-        println!("no artifacts registered (register one with `babel artifact add KIND ID FILE`)");
+        outln!("no artifacts registered (register one with `babel artifact add KIND ID FILE`)");
         return Ok(Exit::Ok);
     }
     let wk = listed
@@ -267,10 +268,10 @@ fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
         .unwrap_or(0)
         .max(4);
     let wi = listed.iter().map(|a| a.id.len()).max().unwrap_or(0).max(2);
-    println!("{:wk$}  {:wi$}  sha256        pins", "kind", "id");
+    outln!("{:wk$}  {:wi$}  sha256        pins", "kind", "id");
     for artifact in &listed {
         let pins = artifact.dependencies.artifacts.len() + artifact.dependencies.runs.len();
-        println!(
+        outln!(
             "{:wk$}  {:wi$}  {}  {pins}",
             artifact.kind,
             artifact.id,

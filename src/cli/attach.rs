@@ -14,8 +14,12 @@ use babel::archive::runs;
 )]
 pub struct Args {
     run: String,
+    /// Regular files only (not a FIFO or device); each is copied, hashed and registered.
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    /// Refuse a file larger than this (e.g. 500MiB, 20GiB).
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = babel::hub::pull::parse_size)]
+    max_attachment_size: u64,
 }
 
 pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
@@ -26,13 +30,14 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         globals.wait,
         &mut globals.announce_wait(),
     )?;
-    let manifest = runs::attach(&session, &run, &args.files)?;
+    let manifest = runs::attach(&session, &run, &args.files, args.max_attachment_size)?;
     if !globals.quiet {
         let added = &manifest.attachments[manifest.attachments.len() - args.files.len()..];
         for attachment in added {
-            println!(
+            outln!(
                 "attached {} ({} bytes) to run {run}",
-                attachment.path, attachment.bytes
+                attachment.path,
+                attachment.bytes
             );
         }
     }

@@ -128,7 +128,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         value["report"] = serde_json::to_value(&written).map_err(io::Error::from)?;
         print_json(&value)?;
     } else if !globals.quiet {
-        let mut stdout = io::stdout().lock();
+        let mut stdout = super::output::stdout();
         report::text::render(&summary, &mut stdout)?;
         if let Some(written) = &written {
             writeln!(

@@ -75,7 +75,7 @@ pub struct Args {
 }
 
 fn step(text: &str) {
-    println!("\n== {text}");
+    outln!("\n== {text}");
 }
 
 fn write_examples(inputs: &Path) -> Result<(), CliError> {
@@ -110,7 +110,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
 
     step(&format!("babel --root {} init", root.display()));
     Archive::init(&root, globals.wait, &mut globals.announce_wait())?;
-    println!("created a babel archive");
+    outln!("created a babel archive");
     let archive = Archive::open(&root)?;
     let session =
         archive.write_session("babel demo", globals.wait, &mut globals.announce_wait())?;
@@ -126,7 +126,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             meta: vec![("dataset_revision".into(), "demo-1".into())],
         },
     )?;
-    println!("created run {run}");
+    outln!("created run {run}");
 
     let canonical = ImportOptions::new(Format::Canonical);
     let capitals = inputs.join("canonical/capitals.jsonl");
@@ -139,7 +139,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         &NoProgress,
     )?;
     for file in &report.files {
-        println!("imported {} records -> {}", file.records, file.raw_path);
+        outln!("imported {} records -> {}", file.records, file.raw_path);
     }
 
     let broken = inputs.join("canonical/broken.jsonl");
@@ -148,9 +148,9 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     );
     match import::import(&session, &run, &[broken], &canonical, &NoProgress) {
         Err(ArchiveError::Rejected(report)) => {
-            println!("rejected, as it should be: {}", report.summary());
+            outln!("rejected, as it should be: {}", report.summary());
             for rejection in &report.rejections {
-                println!("  {rejection}");
+                outln!("  {rejection}");
             }
         }
         Ok(_) => {
@@ -183,7 +183,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         &NoProgress,
     )?;
     for file in &report.files {
-        println!("imported {} records -> {}", file.records, file.raw_path);
+        outln!("imported {} records -> {}", file.records, file.raw_path);
     }
 
     let harness = RunId::parse("harness-demo").expect("a valid ID");
@@ -197,7 +197,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             meta: Vec::new(),
         },
     )?;
-    println!("created run {harness}");
+    outln!("created run {harness}");
     step(&format!(
         "babel import harness-demo --format harness inputs/{HARNESS_SAMPLES} --attach inputs/{HARNESS_RESULTS}   (real lm-evaluation-harness 0.4.13 output)"
     ));
@@ -211,13 +211,14 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         &NoProgress,
     )?;
     for file in &report.files {
-        println!(
+        outln!(
             "imported {} records (one per document and filter) -> {}",
-            file.records, file.raw_path
+            file.records,
+            file.raw_path
         );
     }
     for attachment in &report.attachments {
-        println!("attached {attachment}");
+        outln!("attached {attachment}");
     }
     step(
         "babel artifact add item-bank capitals-bank inputs/benchmark/item-bank.json   (and the protocol)",
@@ -228,7 +229,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     ] {
         let id = ArtifactId::parse(id).expect("a valid ID");
         let added = artifacts::add(&session, kind, &id, &inputs.join(file))?;
-        println!(
+        outln!(
             "registered {} {} (sha256 {})",
             kind.name(),
             added.id,
@@ -262,7 +263,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             &NoProgress,
         )?;
         for file in &report.files {
-            println!(
+            outln!(
                 "a strict run: imported {} records, each checked against the item bank",
                 file.records
             );
@@ -290,7 +291,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         },
     )?;
     let written = outcome.report;
-    report::text::render(&outcome.summary, &mut std::io::stdout().lock())?;
+    report::text::render(&outcome.summary, &mut super::output::stdout())?;
 
     step(
         "babel compare demo-7b-step1000 --other-run demo-7b-step2000   (two checkpoints, same bank and protocol)",
@@ -304,11 +305,11 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             report: None,
         },
     )?;
-    report::text::render(&outcome.summary, &mut std::io::stdout().lock())?;
+    report::text::render(&outcome.summary, &mut super::output::stdout())?;
 
     step("babel validate");
     let report = validate::validate(&archive, &[])?;
-    println!(
+    outln!(
         "validate: {} ({} run(s), {} file(s), {} record(s) checked)",
         if report.ok { "ok" } else { "FINDINGS" },
         report.runs,
@@ -316,24 +317,24 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         report.records
     );
     for finding in &report.findings {
-        println!("  {}: {}", finding.path, finding.message);
+        outln!("  {}: {}", finding.path, finding.message);
     }
 
-    println!("\nThe demo archive is at {}", root.display());
+    outln!("\nThe demo archive is at {}", root.display());
     if let Some(written) = written {
-        println!(
+        outln!(
             "The item-level report (open it in a browser, no server needed): {}",
             written.path.display()
         );
     }
-    println!("Try:");
-    println!("  babel --root {} show {run}", root.display());
-    println!(
+    outln!("Try:");
+    outln!("  babel --root {} show {run}", root.display());
+    outln!(
         "  babel --root {} records {paired} --variant rephrased",
         root.display()
     );
-    println!("  babel --root {} list", root.display());
-    println!(
+    outln!("  babel --root {} list", root.display());
+    outln!(
         "  babel --root {} matrix --bank capitals-bank --runs demo-7b-step1000,demo-7b-step2000 --out responses.csv",
         root.display()
     );

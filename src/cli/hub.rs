@@ -187,7 +187,11 @@ fn status_name(status: FileStatus) -> &'static str {
 pub fn plan(globals: &Globals, args: PlanArgs) -> Result<Exit, CliError> {
     let repo = RepoId::parse(&args.repo)?;
     let archive = globals.archive()?;
+    // Planning validates and hashes the archive: it sees one committed state.
+    let wait = globals.wait.or(Some(std::time::Duration::MAX));
+    let lock = archive.hold_still("babel hub-plan", wait, &mut globals.announce_wait())?;
     let local = plan::plan_local(&archive, &selection(args.runs)?)?;
+    drop(lock);
     let remote = client().and_then(|client| Ok(plan::fetch_remote(&client, &repo)?));
     let (state, head, remote_files, problem) = match &remote {
         Ok(Remote::Missing) => ("missing", None, Some(Vec::new()), None),
@@ -230,13 +234,13 @@ pub fn plan(globals: &Globals, args: PlanArgs) -> Result<Exit, CliError> {
         head.as_ref().map(ToString::to_string),
     );
     match (state, problem) {
-        ("missing", _) => println!(
+        ("missing", _) => outln!(
             "{repo} does not exist yet (or the token cannot see it): every file is new; `babel hub-push --repo {repo} --create` makes it"
         ),
         (_, Some(CliError::Hub(error))) => {
-            eprintln!("note: could not compare with {repo}: {error}");
+            errln!("note: could not compare with {repo}: {error}");
             if let Some(hint) = error.hint() {
-                eprintln!("hint: {hint}");
+                errln!("hint: {hint}");
             }
         }
         _ => {}
@@ -255,29 +259,31 @@ fn print_plan(
     } else {
         "a run selection"
     };
-    println!(
+    outln!(
         "hub-plan for {repo}: {} run(s), {} file(s), {} bytes ({scope})",
         local.runs.len(),
         local.files.len(),
         local.bytes()
     );
     if let Some(head) = head {
-        println!("compared with the head of main, commit {head}");
+        outln!("compared with the head of main, commit {head}");
     }
     for (index, file) in local.files.iter().enumerate() {
         let status = comparison.map_or("", |c| status_name(c.statuses[index]));
-        println!(
+        outln!(
             "  {status:<9} {:>12}  {}  {}",
-            file.size, file.sha256, file.path
+            file.size,
+            file.sha256,
+            file.path
         );
     }
     if let Some(comparison) = comparison {
         for path in &comparison.deletions {
-            println!("  {:<9} {:>12}  {:<64}  {path}", "delete", "", "");
+            outln!("  {:<9} {:>12}  {:<64}  {path}", "delete", "", "");
         }
         let count =
             |wanted: FileStatus| comparison.statuses.iter().filter(|s| **s == wanted).count();
-        println!(
+        outln!(
             "{} new, {} changed, {} unchanged, {} to delete",
             count(FileStatus::New),
             count(FileStatus::Changed),
@@ -310,10 +316,10 @@ pub fn push(globals: &Globals, args: PushArgs) -> Result<Exit, CliError> {
     }
     if !globals.quiet {
         if report.created_repo {
-            println!("created the dataset repository {repo}");
+            outln!("created the dataset repository {repo}");
         }
         if report.committed {
-            println!(
+            outln!(
                 "pushed {} run(s) to {repo}: {} file(s) sent ({} as LFS objects, {} already stored), {} unchanged, {} deleted",
                 report.runs.len(),
                 report.sent,
@@ -323,17 +329,17 @@ pub fn push(globals: &Globals, args: PushArgs) -> Result<Exit, CliError> {
                 report.deleted.len()
             );
         } else {
-            println!("{repo} already holds exactly this archive; no commit was made");
+            outln!("{repo} already holds exactly this archive; no commit was made");
         }
-        println!(
+        outln!(
             "cite it as: babel hub-pull --repo {repo} --revision {} --dest DIR",
             report.commit
         );
         if let Some(head) = &report.history_head {
-            println!("archive history head {head} (named in the commit description)");
+            outln!("archive history head {head} (named in the commit description)");
         }
     }
-    println!("{}", report.commit);
+    outln!("{}", report.commit);
     Ok(Exit::Ok)
 }
 
@@ -359,7 +365,7 @@ pub fn pull(globals: &Globals, args: PullArgs) -> Result<Exit, CliError> {
         return Ok(Exit::Ok);
     }
     if let Some(name) = &report.resolved_from {
-        println!("resolved {name} to commit {}", report.commit);
+        outln!("resolved {name} to commit {}", report.commit);
     }
     if !globals.quiet {
         let checksums = if report.checksums_verified {
@@ -367,7 +373,7 @@ pub fn pull(globals: &Globals, args: PullArgs) -> Result<Exit, CliError> {
         } else {
             "no checksums.sha256 in this commit (every file was checked against the Hub's IDs)"
         };
-        println!(
+        outln!(
             "restored {repo} at {} into {}: {} file(s), {} bytes ({} downloaded, {} reused); {checksums}",
             report.commit,
             report.dest.display(),
@@ -377,20 +383,22 @@ pub fn pull(globals: &Globals, args: PullArgs) -> Result<Exit, CliError> {
             report.reused
         );
         if let Some(head) = &report.history_head {
-            println!(
+            outln!(
                 "history head as published: {head} (check later with `babel validate --since {head}`)"
             );
         }
         if !report.left_out.is_empty() {
-            println!(
+            outln!(
                 "{} run(s) of the pushed archive were not published and are not restored: {} (recorded in the history, `babel log`)",
                 report.left_out.len(),
                 report.left_out.join(", ")
             );
         }
-        println!(
+        outln!(
             "validate: ok ({} run(s), {} file(s), {} record(s) checked)",
-            report.validation.runs, report.validation.files, report.validation.records
+            report.validation.runs,
+            report.validation.files,
+            report.validation.records
         );
     }
     Ok(Exit::Ok)

@@ -50,6 +50,9 @@ pub struct Args {
     /// results_*.json); it is stored byte for byte and never read by the import.
     #[arg(long, value_name = "FILE")]
     attach: Vec<PathBuf>,
+    /// Refuse an --attach file larger than this (e.g. 500MiB, 20GiB).
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = babel::hub::pull::parse_size)]
+    max_attachment_size: u64,
     /// Print the outcome as JSON.
     #[arg(long)]
     json: bool,
@@ -134,6 +137,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             NonFinitePolicy::Reject
         },
         attachments: args.attach,
+        max_attachment_size: args.max_attachment_size,
     };
     let archive = globals.archive()?;
     let session = archive.write_session(
@@ -163,12 +167,12 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         }))?;
     } else if !globals.quiet {
         let total: u64 = report.files.iter().map(|f| f.records).sum();
-        println!(
+        outln!(
             "imported {total} records from {} file(s) into run {run}",
             report.files.len()
         );
         for file in &report.files {
-            println!(
+            outln!(
                 "  #{} {} -> {} ({} records)",
                 file.seq,
                 file.given.display(),
@@ -177,7 +181,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             );
         }
         for attachment in &report.attachments {
-            println!("  attached {attachment}");
+            outln!("  attached {attachment}");
         }
     }
     Ok(Exit::Ok)

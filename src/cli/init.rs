@@ -22,22 +22,22 @@ pub fn run(globals: &Globals, _args: Args) -> Result<Exit, CliError> {
             } else {
                 "it had not committed; undone"
             };
-            println!(
+            outln!(
                 "recovered an interrupted `{operation}` ({outcome}, {} paths removed)",
                 report.recovery.removed.len()
             );
         }
         if let Some(manifests) = report.adopted {
-            println!(
+            outln!(
                 "started the archive's history: {manifests} manifest(s) recorded as they are (`babel log` shows it)"
             );
         }
         if report.created {
-            println!("created a babel archive at {root}");
+            outln!("created a babel archive at {root}");
         } else if report.created_dirs.is_empty() {
-            println!("{root} is a babel archive; nothing to do");
+            outln!("{root} is a babel archive; nothing to do");
         } else {
-            println!("{root}: recreated {}", report.created_dirs.join(", "));
+            outln!("{root}: recreated {}", report.created_dirs.join(", "));
         }
     }
     Ok(Exit::Ok)

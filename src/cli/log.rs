@@ -61,7 +61,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             Exit::Failure
         });
     }
-    let mut out = io::stdout().lock();
+    let mut out = super::output::stdout();
     let printed = (|| -> io::Result<()> {
         for (entry, sha256) in &entries {
             let manifests: Vec<String> = entry
@@ -94,7 +94,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     }
     for (path, line, message) in &read.problems {
         let place = line.map_or_else(|| path.to_string(), |line| format!("{path}:{line}"));
-        eprintln!("history: {place}: {message}");
+        errln!("history: {place}: {message}");
     }
     Ok(if read.problems.is_empty() {
         Exit::Ok

@@ -83,7 +83,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     destination.write(&built.matrix)?;
     if !globals.quiet {
         let counts = built.matrix.counts();
-        println!(
+        outln!(
             "wrote {}: {} rows x {} items from {} run(s), filter {}; {} cells observed, {} known (1 or 0)",
             args.out.display(),
             counts.rows,
@@ -96,17 +96,17 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         let items = args
             .out
             .with_file_name(destination.items.file_name().unwrap_or_default());
-        println!(
+        outln!(
             "wrote {}: family, split and groups of each item",
             items.display()
         );
         if counts.observed == 0 {
-            eprintln!(
+            errln!(
                 "warning: no record matched variant, filter and repeat; check --variant, --filter and --repeat"
             );
         }
         if built.outside_bank > 0 {
-            eprintln!(
+            errln!(
                 "warning: {} selected records are not instances of the bank (`babel validate` may explain)",
                 built.outside_bank
             );

@@ -2,6 +2,8 @@
 //! command turns parsed arguments into library calls and prints the result; nothing here
 //! is logic a test would want to call directly.
 
+#[macro_use]
+mod output;
 mod artifact;
 mod attach;
 mod compare;
@@ -11,7 +13,6 @@ mod import;
 mod init;
 mod log;
 mod matrix;
-mod output;
 mod records;
 mod run;
 mod seal;
@@ -19,6 +20,7 @@ mod show;
 mod validate;
 
 use clap::{Parser, Subcommand};
+use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -28,7 +30,8 @@ pub use output::{CliError, Exit};
 const AFTER_HELP: &str = "\
 Exit codes: 0 success; 1 findings, rejected input or a failed operation; 2 usage error
 (bad arguments, unknown run, not an archive); 3 the archive is busy (another writer holds
-the lock); 4 network failure.
+the lock); 4 network failure; 5 a write committed but its output could not be written
+(closed or full stdout: do not retry).
 
 Start with `babel demo`, which builds a small archive from bundled examples.";
 
@@ -104,7 +107,7 @@ impl Globals {
     pub fn announce_wait(&self) -> impl FnMut(&babel::archive::lock::LockHeld) + '_ {
         move |held| {
             if !self.quiet {
-                eprintln!(
+                errln!(
                     "Blocking: waiting for the archive lock {} held by {}",
                     held.path.display(),
                     held.holder.as_deref().unwrap_or("another process")
@@ -116,8 +119,22 @@ impl Globals {
 
 /// Parses the command line, runs the command, and turns the outcome into an exit code.
 pub fn main() -> ExitCode {
+    // An argument that is not UTF-8 (a file name in another encoding) is refused here,
+    // whole, rather than guessed at.
+    if let Some(argument) = std::env::args_os().find(|a| a.to_str().is_none()) {
+        return output::report(&CliError::usage(
+            format!(
+                "the argument {:?} is not valid UTF-8",
+                argument.to_string_lossy()
+            ),
+            Some("rename the file (or link it) to a UTF-8 name"),
+        ));
+    }
     let cli = Cli::parse();
-    let invocation = std::env::args().collect::<Vec<_>>().join(" ");
+    let invocation = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
     let wait = match cli.wait.map(Duration::try_from_secs_f64) {
         None => None,
         Some(Ok(wait)) => Some(wait),
@@ -145,6 +162,18 @@ pub fn main() -> ExitCode {
         quiet: cli.quiet,
         invocation,
     };
+    let writes = matches!(
+        &cli.command,
+        Command::Init(_)
+            | Command::Run(_)
+            | Command::Import(_)
+            | Command::Attach(_)
+            | Command::Seal(_)
+            | Command::Demo(_)
+            | Command::Artifact(artifact::ArtifactCommand::Add(_))
+            | Command::HubPush(_)
+            | Command::HubPull(_)
+    );
     let result = match cli.command {
         Command::Init(args) => init::run(&globals, args),
         Command::Run(command) => run::run(&globals, command),
@@ -164,9 +193,28 @@ pub fn main() -> ExitCode {
         Command::HubPush(args) => hub::push(&globals, args),
         Command::HubPull(args) => hub::pull(&globals, args),
     };
-    match result {
-        Ok(exit) => exit.into(),
-        Err(error) => output::report(&error),
+    let output_lost = output::stdout_failure();
+    match (result, output_lost) {
+        (Ok(exit), None) => exit.into(),
+        // The reader closed the pipe (`babel records r1 | head`): it has what it wanted.
+        (Ok(exit), Some(io::ErrorKind::BrokenPipe)) if !writes => exit.into(),
+        (Ok(_) | Err(CliError::Io(_)), Some(kind)) if writes => {
+            errln!(
+                "note: the command completed and its write is committed, but its output could not be written to stdout ({}); do not run it again",
+                io::Error::from(kind)
+            );
+            Exit::Committed.into()
+        }
+        (Ok(_) | Err(CliError::Io(_)), Some(kind)) => {
+            output::report(&CliError::Io(io::Error::new(
+                kind,
+                format!(
+                    "could not write the output to stdout: {}",
+                    io::Error::from(kind)
+                ),
+            )))
+        }
+        (Err(error), _) => output::report(&error),
     }
 }
 

@@ -1,8 +1,125 @@
 //! How the binary speaks: errors on stderr as `error: …`, a blank line, then `hint: …`;
 //! exit codes; JSON on stdout for `--json`. No colour is used, so `NO_COLOR` holds trivially.
+//!
+//! Everything the commands print goes through [`stdout`] and [`stderr`] (the `outln!` and
+//! `errln!` macros): they escape terminal control characters, so a name read from input
+//! (`ESC[31m` in a benchmark or model) shows as `\u001b[31m` and cannot drive the
+//! terminal; and they never panic. A failed write to stdout is remembered, and `main`
+//! turns it into the exit code: after a write command it committed regardless, and says
+//! so (exit 5) rather than inviting a retry that would import twice.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
+use std::sync::Mutex;
+
+/// Prints a line on stdout through [`stdout`]; a failure is remembered, never a panic.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!($crate::cli::output::stdout(), $($arg)*);
+    }};
+}
+
+/// Prints a line on stderr through [`stderr`]; never panics.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!($crate::cli::output::stderr(), $($arg)*);
+    }};
+}
+
+/// The first failure to write stdout, if any.
+static STDOUT_FAILURE: Mutex<Option<io::ErrorKind>> = Mutex::new(None);
+
+/// The first failure to write stdout during this run (a closed pipe, a full disk).
+pub fn stdout_failure() -> Option<io::ErrorKind> {
+    *STDOUT_FAILURE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A writer that escapes terminal control characters on their way to `inner`, and (for
+/// stdout) remembers a failure.
+pub struct Terminal<W: Write> {
+    inner: W,
+    remember_failure: bool,
+}
+
+/// Stdout, escaped and failure-remembering.
+pub fn stdout() -> Terminal<io::StdoutLock<'static>> {
+    Terminal {
+        inner: io::stdout().lock(),
+        remember_failure: true,
+    }
+}
+
+/// Stderr, escaped.
+pub fn stderr() -> Terminal<io::StderrLock<'static>> {
+    Terminal {
+        inner: io::stderr().lock(),
+        remember_failure: false,
+    }
+}
+
+/// True for a byte that starts a control character to escape: C0 but LF and TAB, DEL,
+/// and the lead byte of a UTF-8-encoded C1 control (U+0080–U+009F is `C2 80`–`C2 9F`).
+fn is_control_start(bytes: &[u8], at: usize) -> Option<(char, usize)> {
+    match bytes[at] {
+        b'\n' | b'\t' => None,
+        b @ (0x00..=0x1f | 0x7f) => Some((char::from(b), 1)),
+        0xc2 => match bytes.get(at + 1) {
+            Some(&next @ 0x80..=0x9f) => Some((char::from_u32(u32::from(next)).unwrap_or('?'), 2)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `bytes` with every control character written as `\uXXXX` (valid inside JSON strings,
+/// where C1 controls and DEL are the only ones serde_json leaves raw).
+pub fn escape_controls(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if !(0..bytes.len()).any(|at| is_control_start(bytes, at).is_some()) {
+        return std::borrow::Cow::Borrowed(bytes);
+    }
+    let mut out = Vec::with_capacity(bytes.len() + 16);
+    let mut at = 0;
+    while at < bytes.len() {
+        match is_control_start(bytes, at) {
+            Some((control, len)) => {
+                out.extend_from_slice(format!("\\u{:04x}", u32::from(control)).as_bytes());
+                at += len;
+            }
+            None => {
+                out.push(bytes[at]);
+                at += 1;
+            }
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+impl<W: Write> Terminal<W> {
+    fn remember<T>(&self, result: io::Result<T>) -> io::Result<T> {
+        if let Err(error) = &result
+            && self.remember_failure
+        {
+            let mut failure = STDOUT_FAILURE.lock().unwrap_or_else(|e| e.into_inner());
+            failure.get_or_insert(error.kind());
+        }
+        result
+    }
+}
+
+impl<W: Write> Write for Terminal<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let escaped = escape_controls(buf);
+        let result = self.inner.write_all(&escaped).map(|()| buf.len());
+        self.remember(result)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let result = self.inner.flush();
+        self.remember(result)
+    }
+}
 
 use babel::archive::ArchiveError;
 use babel::archive::validate::Finding;
@@ -21,6 +138,9 @@ pub enum Exit {
     Busy = 3,
     /// 4: the network or the Hub failed (unreachable, timed out, still busy after retries).
     Network = 4,
+    /// 5: the write committed, but its output could not be written to stdout (a closed
+    /// pipe, a full disk). Do not run it again.
+    Committed = 5,
 }
 
 impl From<Exit> for ExitCode {
@@ -111,7 +231,7 @@ impl From<io::Error> for CliError {
 
 /// Prints an error (with its details and hint) and gives its exit code.
 pub fn report(error: &CliError) -> ExitCode {
-    let mut stderr = io::stderr().lock();
+    let mut stderr = stderr();
     let (message, hint) = match error {
         CliError::Usage { message, hint } => (message.clone(), hint.clone()),
         CliError::Io(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Ok.into(),
@@ -145,7 +265,7 @@ pub fn report(error: &CliError) -> ExitCode {
 
 /// Writes a value as pretty JSON on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), CliError> {
-    let mut stdout = io::stdout().lock();
+    let mut stdout = stdout();
     serde_json::to_writer_pretty(&mut stdout, value).map_err(io::Error::from)?;
     writeln!(stdout)?;
     Ok(())

@@ -82,7 +82,7 @@ fn create(globals: &Globals, args: CreateArgs) -> Result<Exit, CliError> {
         },
     )?;
     if !globals.quiet {
-        println!("created run {run}");
+        outln!("created run {run}");
     }
     Ok(Exit::Ok)
 }

@@ -21,7 +21,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     )?;
     runs::seal(&session, &run)?;
     if !globals.quiet {
-        println!("sealed run {run}");
+        outln!("sealed run {run}");
     }
     Ok(Exit::Ok)
 }

@@ -137,7 +137,7 @@ pub fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
         print_json(&value)?;
         return Ok(Exit::Ok);
     }
-    let mut out = io::stdout().lock();
+    let mut out = super::output::stdout();
     writeln!(
         out,
         "run {}  ({}, created {})",
@@ -204,11 +204,11 @@ pub fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
         return Ok(exit);
     }
     for (run, reason) in &damaged {
-        eprintln!(
+        errln!(
             "error: run {run} cannot be read: {reason}\n\nhint: `babel validate {run}` lists its problems"
         );
     }
-    let mut out = io::stdout().lock();
+    let mut out = super::output::stdout();
     if manifests.is_empty() {
         if damaged.is_empty() {
             writeln!(

@@ -5,11 +5,14 @@ use super::{CliError, Exit, Globals, run_id};
 use babel::archive::history::Head;
 use babel::archive::validate;
 use std::io::{self, Write};
+use std::time::Duration;
 
 /// Prove the archive is whole: every registered file present with its registered size and
 /// SHA-256, every record valid schema v1 pointing at a real nonblank raw line, no duplicate
 /// identities, counts that match, no untracked files in run folders, no pending journal.
-/// Lists every finding with its path; exits 0 only when there is none, else 1.
+/// Lists every finding with its path; exits 0 only when there is none, else 1. Takes the
+/// writer lock: waits for a write under way to finish (up to --wait, if given), and
+/// writers wait for (or are refused during) validation.
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Examples:\n  babel validate                  the whole archive\n  babel validate r1 r2 --json     two runs, findings as JSON (path, line, check, message)"
@@ -45,6 +48,13 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         })
         .transpose()?;
     let archive = globals.archive()?;
+    // A write under way is waited for (without --wait, as long as it takes), and none
+    // starts until validation ends, so a finding is never a write half done.
+    let wait = globals.wait.or(Some(Duration::MAX));
+    let lock = archive.hold_still("babel validate", wait, &mut globals.announce_wait())?;
+    if lock.is_none() && !globals.quiet {
+        errln!("note: the archive is read-only; validating without the writer lock");
+    }
     let report = match &since {
         Some(since) => validate::validate_since(&archive, &runs, since)?,
         None => validate::validate(&archive, &runs)?,
@@ -64,7 +74,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
 }
 
 fn print_text(report: &validate::ValidationReport, quiet: bool) -> io::Result<()> {
-    let mut out = io::stdout().lock();
+    let mut out = super::output::stdout();
     for finding in &report.findings {
         writeln!(out, "{}", finding_line(finding))?;
     }

@@ -53,7 +53,7 @@ fn run_metadata_is_stored_with_json_values_where_they_parse() {
 #[test]
 fn bad_run_creations_are_usage_errors_with_reasons() {
     let env = Env::with_run();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["run", "create", "r1", "--model", "m"],
             "run \"r1\" already exists",
@@ -92,7 +92,19 @@ fn bad_run_creations_are_usage_errors_with_reasons() {
                 "--meta",
                 "n=9007199254740993",
             ],
-            "no exact canonical form",
+            "integers beyond ±2^53 (9007199254740992) cannot be stored exactly",
+        ),
+        (
+            &[
+                "run",
+                "create",
+                "r2",
+                "--model",
+                "m",
+                "--meta",
+                "n=18446744073709551617",
+            ],
+            "integers beyond ±2^53 (9007199254740992) cannot be stored exactly",
         ),
     ];
     for (args, expected) in cases {
@@ -102,7 +114,7 @@ fn bad_run_creations_are_usage_errors_with_reasons() {
             "{args:?}: {}",
             stderr(&output)
         );
-        assert!(!output.status.success(), "{args:?}");
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
     }
     assert_eq!(
         env.babel(&["run", "create", "../x", "--model", "m"])
@@ -270,9 +282,34 @@ fn a_second_writer_is_refused_at_once_and_told_who_holds_the_lock() {
     hint: wait for it to finish, or pass --wait SECONDS to queue behind it
     ");
     // Readers take no lock.
-    env.babel(&["validate"]).assert().success();
     env.babel(&["records", "r1"]).assert().success();
+    env.babel(&["show", "r1"]).assert().success();
+    // validate waits for the write under way to finish, so that it never reports a write
+    // half done; with --wait it gives up after that long, as a writer does.
+    let mut validate = std::process::Command::new(env!("CARGO_BIN_EXE_babel"))
+        .current_dir(env.path())
+        .args(["--root", "archive", "validate"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        validate.try_wait().unwrap().is_none(),
+        "validate waits for the writer"
+    );
+    let impatient = env.babel(&["--wait", "0.2", "validate"]).output().unwrap();
+    assert_eq!(impatient.status.code(), Some(3), "{}", stderr(&impatient));
     drop(lock);
+    let output = validate.wait_with_output().unwrap();
+    assert!(output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains(
+            "Blocking: waiting for the archive lock archive/.babel/lock held by pid 4242"
+        ),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     env.babel(&["seal", "r1"]).assert().success();
 }
 

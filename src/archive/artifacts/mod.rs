@@ -382,6 +382,9 @@ pub fn load(archive: &Archive, kind: Kind, id: &str) -> Result<Registered, Archi
     })
 }
 
+/// The largest payload file `artifact add` reads (into memory): 1 GiB.
+const MAX_PAYLOAD_SIZE: u64 = 1 << 30;
+
 /// Reads a payload file as the user wrote it: one strict JSON object, in any layout
 /// (pretty-printed or not); it is canonicalized before it is stored.
 pub fn read_payload_file(file: &Path) -> Result<Map<String, Value>, ArchiveError> {
@@ -390,7 +393,24 @@ pub fn read_payload_file(file: &Path) -> Result<Map<String, Value>, ArchiveError
         file: label.clone(),
         message,
     };
-    let bytes = durable::read_small(file)?;
+    let (input, size) = crate::archive::open_input(file, None)?;
+    let too_large = || {
+        unreadable(format!(
+            "larger than {MAX_PAYLOAD_SIZE} bytes, the most a payload may hold"
+        ))
+    };
+    if size > MAX_PAYLOAD_SIZE {
+        return Err(too_large().into());
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(input, MAX_PAYLOAD_SIZE + 1),
+        &mut bytes,
+    )
+    .map_err(durable::io_at("reading", file))?;
+    if bytes.len() as u64 > MAX_PAYLOAD_SIZE {
+        return Err(too_large().into());
+    }
     let bytes = bytes.strip_prefix(jsonl::BOM).unwrap_or(&bytes);
     let text = std::str::from_utf8(bytes)
         .map_err(|e| unreadable(format!("not UTF-8 (byte {})", e.valid_up_to() + 1)))?;
