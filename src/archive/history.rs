@@ -226,14 +226,26 @@ pub fn read(layout: &Layout) -> Result<History, PathIoError> {
                     None,
                     "not a history head ({\"seq\", \"sha256\"} as canonical JSON)".into(),
                 )),
-                (Some(head), last) if Some(&head) != last.as_ref() => history.problems.push((
-                    HEAD,
-                    None,
-                    match last {
-                        Some(last) => format!("it names entry {head}, but the log ends at {last}"),
-                        None => format!("it names entry {head}, but the log is empty"),
-                    },
-                )),
+                (Some(head), last) if Some(&head) != last.as_ref() => {
+                    history.problems.push((
+                        HEAD,
+                        None,
+                        match &last {
+                            Some(last) => {
+                                format!("it names entry {head}, but the log ends at {last}")
+                            }
+                            None => format!("it names entry {head}, but the log is empty"),
+                        },
+                    ));
+                    // Either file may be the changed one: name the log's end too.
+                    if let Some(last) = last {
+                        history.problems.push((
+                            LOG,
+                            Some(last.seq),
+                            format!("the log ends here, but history/HEAD names entry {head}: this entry or the head was changed, or entries were dropped"),
+                        ));
+                    }
+                }
                 _ => {}
             }
         }

@@ -119,10 +119,16 @@ impl ArchiveError {
 
 /// Reads and checks a JSON file written by babel (manifest, marker): one strict object.
 pub(crate) fn read_json_object(path: &Path) -> Result<(Vec<u8>, serde_json::Value), ArchiveError> {
-    let bytes = durable::read_small(path)?;
     let damaged = |reason: String| ArchiveError::Damaged {
         path: path.to_owned(),
         reason,
+    };
+    let bytes = match durable::read_small(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.source.kind() == io::ErrorKind::NotFound => {
+            return Err(damaged("the file is missing".into()));
+        }
+        Err(error) => return Err(error.into()),
     };
     let text = std::str::from_utf8(&bytes).map_err(|e| damaged(format!("not UTF-8 ({e})")))?;
     let text = text.strip_suffix('\n').unwrap_or(text);
@@ -294,6 +300,21 @@ impl Archive {
             )));
         }
         Ok(Self { layout })
+    }
+
+    /// Opens the archive at `root` for validation: a damaged marker, or a missing one in a
+    /// folder that holds an archive history, is a finding of validate, not a refusal.
+    pub fn open_for_validation(root: &Path) -> Result<Self, ArchiveError> {
+        let layout = Layout::new(root);
+        match Self::open(root) {
+            Err(ArchiveError::BadMarker { .. } | ArchiveError::Damaged { .. }) => {
+                Ok(Self { layout })
+            }
+            Err(ArchiveError::NotAnArchive { .. }) if history::exists(&layout) => {
+                Ok(Self { layout })
+            }
+            other => other,
+        }
     }
 
     /// Creates an archive at `root`, or recreates the empty operational folders of an

@@ -47,7 +47,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             })
         })
         .transpose()?;
-    let archive = globals.archive()?;
+    let archive = babel::archive::Archive::open_for_validation(&globals.root)?;
     // A write under way is waited for (without --wait, as long as it takes), and none
     // starts until validation ends, so a finding is never a write half done.
     let wait = globals.wait.or(Some(Duration::MAX));

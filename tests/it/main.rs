@@ -25,6 +25,7 @@ mod import_canonical;
 mod paired_import;
 mod properties;
 mod records_readers;
+mod reliability;
 mod report_browser;
 mod report_golden;
 mod runs_and_lock;

@@ -15,6 +15,7 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
     ParquetRecordBatchReaderBuilder,
 };
+use parquet::file::metadata::ParquetMetaData;
 use serde_json::{Map, Value};
 
 use super::write::to_io;
@@ -62,6 +63,11 @@ impl RecordsFile {
         let found = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
             .map_err(|e| format!("not a readable Parquet file ({e})"))?;
         check_schema(&found)?;
+        let length = file
+            .metadata()
+            .map_err(|e| format!("its size cannot be read ({e})"))?
+            .len();
+        check_chunks(found.metadata(), length)?;
         let options = ArrowReaderOptions::new().with_schema(read_schema());
         let metadata = ArrowReaderMetadata::try_new(Arc::clone(found.metadata()), options)
             .map_err(|e| format!("its columns cannot be read ({e})"))?;
@@ -86,6 +92,36 @@ impl RecordsFile {
             .map_err(to_io)?;
         Ok(Batches { reader, columns })
     }
+}
+
+/// Checks that every column chunk the footer describes lies inside the file, with sizes
+/// and counts that are not negative. The Parquet reader trusts these numbers (a negative
+/// start makes it panic), so a damaged footer is refused here, with what is wrong.
+fn check_chunks(metadata: &ParquetMetaData, length: u64) -> Result<(), String> {
+    let length = i64::try_from(length).unwrap_or(i64::MAX);
+    for (group, row_group) in metadata.row_groups().iter().enumerate() {
+        if row_group.num_rows() < 0 {
+            return Err(format!("row group {group} has a negative row count"));
+        }
+        for column in row_group.columns() {
+            let start = column
+                .dictionary_page_offset()
+                .filter(|&offset| offset < column.data_page_offset())
+                .unwrap_or(column.data_page_offset());
+            let size = column.compressed_size();
+            let inside = start >= 0
+                && size >= 0
+                && column.num_values() >= 0
+                && start.checked_add(size).is_some_and(|end| end <= length);
+            if !inside {
+                return Err(format!(
+                    "the footer places column {} of row group {group} at bytes {start}..+{size}, outside the {length}-byte file",
+                    column.column_path()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_schema(found: &ArrowReaderMetadata) -> Result<(), String> {

@@ -63,6 +63,29 @@ pub(super) fn check(
             format!("the history no longer holds entry {anchor} that you gave with --since: its past was rewritten, or it is another archive"),
         );
     }
+    let folder = archive.layout().resolve(history::HISTORY);
+    if let Ok(entries) = std::fs::read_dir(&folder) {
+        let mut strays: Vec<String> = entries
+            .filter_map(Result::ok)
+            .map(|entry| {
+                format!(
+                    "{}/{}",
+                    history::HISTORY,
+                    entry.file_name().to_string_lossy()
+                )
+            })
+            .filter(|path| path != history::LOG && path != history::HEAD)
+            .collect();
+        strays.sort();
+        for stray in strays {
+            out.add(
+                stray,
+                None,
+                "untracked",
+                "the history folder holds only log.jsonl and HEAD",
+            );
+        }
+    }
     if read.entries.is_empty() {
         return Ok(());
     }

@@ -164,8 +164,18 @@ fn validate_selection(
 
 /// The marker was read when the archive was opened; what is left to check is its bytes.
 fn check_marker(archive: &Archive, out: &mut Collector) -> Result<(), ArchiveError> {
-    let (bytes, value) = read_json_object(&archive.layout().marker())?;
+    let (bytes, value) = match read_json_object(&archive.layout().marker()) {
+        Ok(read) => read,
+        Err(ArchiveError::Damaged { reason, .. }) => {
+            out.add(layout::MARKER, None, "marker", reason);
+            return Ok(());
+        }
+        Err(other) => return Err(other),
+    };
     out.files += 1;
+    if let Err(ArchiveError::BadMarker { reason, .. }) = Archive::open(archive.layout().root()) {
+        out.add(layout::MARKER, None, "marker", reason);
+    }
     if !is_canonical(&bytes, &value) {
         out.add(
             layout::MARKER,

@@ -249,7 +249,7 @@ fn check_records(
     let second = File::open(&second).map_err(io_at("opening", &second))?;
     match RecordsFile::open(second) {
         Err(reason) => outcome.file_findings.push(("records", reason)),
-        Ok(records) => check_rows(records, path, context, identities, &mut outcome)?,
+        Ok(records) => check_rows(records, context, identities, &mut outcome)?,
     }
     outcome.digest = hashed
         .join()
@@ -260,18 +260,26 @@ fn check_records(
 
 fn check_rows(
     records: RecordsFile,
-    path: &Path,
     context: &RecordsContext<'_>,
     identities: &mut DigestMap<(u64, u64)>,
     outcome: &mut RecordsOutcome,
 ) -> Result<(), ArchiveError> {
     let footer_rows = records.rows();
-    let mut batches = records
-        .batches(Columns::ALL)
-        .map_err(io_at("reading", path))?;
+    // A file that does not decode (a changed byte inside a compressed page) is a finding
+    // about the file, not a failure of validation.
+    let mut batches = match records.batches(Columns::ALL) {
+        Ok(batches) => batches,
+        Err(error) => {
+            outcome
+                .file_findings
+                .push(("records", format!("the records cannot be read: {error}")));
+            return Ok(());
+        }
+    };
     let mut breakdown = BreakdownCounter::default();
     let mut first_row = 0u64;
     let mut read_rows = 0u64;
+    let mut undecodable = None;
     parallel::map_ordered(
         parallel::workers(),
         || match batches.next() {
@@ -281,7 +289,12 @@ fn check_rows(
                 first_row += batch.len() as u64;
                 Ok(Some((first, batch)))
             }
-            Some(Err(error)) => Err(ArchiveError::from(io_at("reading", path)(error))),
+            Some(Err(error)) => {
+                undecodable = Some(format!(
+                    "the records cannot be read after row {first_row}: {error}"
+                ));
+                Ok(None)
+            }
         },
         |(first, batch): (u64, Batch)| {
             (0..batch.len())
@@ -324,9 +337,13 @@ fn check_rows(
                     }
                 }
             }
-            Ok(())
+            Ok::<(), ArchiveError>(())
         },
     )?;
+    if let Some(message) = undecodable {
+        outcome.file_findings.push(("records", message));
+        return Ok(());
+    }
     if read_rows != footer_rows {
         outcome.file_findings.push((
             "records",
