@@ -153,6 +153,62 @@ fn run_create_and_seal_aborted_at_every_point_leave_a_valid_archive() {
 }
 
 #[test]
+fn attach_and_artifact_add_aborted_at_every_point_leave_a_valid_archive() {
+    let bank =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/benchmark/item-bank.json");
+    for point in points() {
+        let env = Env::with_run();
+        let results = env.input("results.json", "{\"acc\": 0.5}\n");
+        let attach = env
+            .babel(&["attach", "r1", &results])
+            .env("BABEL_FAULT", point)
+            .output()
+            .unwrap();
+        let passed = String::from_utf8_lossy(&attach.stderr).contains("fault injected");
+        assert!(
+            passed || point == "data-partly-written",
+            "attach passes {point}"
+        );
+        env.babel(&["init"]).assert().success();
+        assert_validates(&env);
+        let show = env.babel(&["show", "r1", "--json"]).output().unwrap();
+        let shown: serde_json::Value = serde_json::from_slice(&show.stdout).unwrap();
+        let attached = shown["attachments"].as_array().unwrap().len();
+        let committed = points().iter().position(|p| *p == point)
+            >= points().iter().position(|p| *p == COMMITTED_FROM);
+        assert_eq!(
+            attached,
+            usize::from(committed || !passed),
+            "attach at {point}"
+        );
+
+        let env = Env::with_archive();
+        let add = env
+            .babel(&[
+                "artifact",
+                "add",
+                "item-bank",
+                "bank",
+                bank.to_str().unwrap(),
+            ])
+            .env("BABEL_FAULT", point)
+            .output()
+            .unwrap();
+        let passed = String::from_utf8_lossy(&add.stderr).contains("fault injected");
+        assert!(
+            passed || point == "data-partly-written",
+            "artifact add passes {point}"
+        );
+        env.babel(&["init"]).assert().success();
+        assert_validates(&env);
+        let registered = env.archived("item-banks/bank/manifest.json").exists();
+        let committed = points().iter().position(|p| *p == point)
+            >= points().iter().position(|p| *p == COMMITTED_FROM);
+        assert_eq!(registered, committed || !passed, "artifact add at {point}");
+    }
+}
+
+#[test]
 fn an_import_killed_at_varying_moments_is_entire_or_absent() {
     // A large input, so the import takes long enough to be interrupted in every phase.
     let env = Env::with_run();

@@ -325,7 +325,10 @@ fn a_results_file_attaches_in_the_same_transaction_and_not_after_a_rejection() {
 
     let output = import(&env, "r", &samples, &["--attach", results_arg]);
     assert_ok(&output);
-    assert!(String::from_utf8_lossy(&output.stdout).contains("attached attachments/results_"));
+    insta::assert_snapshot!(crate::common::stable_output(
+        &env,
+        &String::from_utf8_lossy(&output.stdout)
+    ));
     let attachments = manifest(&env, "r")["attachments"].clone();
     assert_eq!(attachments.as_array().unwrap().len(), 1);
     let stored = env.archived(&format!(

@@ -60,7 +60,7 @@ impl RecordsFile {
     /// exactly [`COLUMNS`] (names, order, types, nullability) and [`SCHEMA_KEY`]; the
     /// error says what differs.
     pub fn open(file: File) -> Result<Self, String> {
-        let found = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+        let found = contained(|| ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()))?
             .map_err(|e| format!("not a readable Parquet file ({e})"))?;
         check_schema(&found)?;
         let length = file
@@ -69,8 +69,9 @@ impl RecordsFile {
             .len();
         check_chunks(found.metadata(), length)?;
         let options = ArrowReaderOptions::new().with_schema(read_schema());
-        let metadata = ArrowReaderMetadata::try_new(Arc::clone(found.metadata()), options)
-            .map_err(|e| format!("its columns cannot be read ({e})"))?;
+        let metadata =
+            contained(|| ArrowReaderMetadata::try_new(Arc::clone(found.metadata()), options))?
+                .map_err(|e| format!("its columns cannot be read ({e})"))?;
         Ok(Self { file, metadata })
     }
 
@@ -85,12 +86,19 @@ impl RecordsFile {
             self.metadata.parquet_schema(),
             columns.iter().map(Column::index),
         );
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(self.file, self.metadata)
-            .with_projection(mask)
-            .with_batch_size(BATCH_ROWS)
-            .build()
-            .map_err(to_io)?;
-        Ok(Batches { reader, columns })
+        let reader = contained(|| {
+            ParquetRecordBatchReaderBuilder::new_with_metadata(self.file, self.metadata)
+                .with_projection(mask)
+                .with_batch_size(BATCH_ROWS)
+                .build()
+        })
+        .map_err(io::Error::other)?
+        .map_err(to_io)?;
+        Ok(Batches {
+            reader,
+            columns,
+            failed: false,
+        })
     }
 }
 
@@ -168,19 +176,63 @@ fn check_schema(found: &ArrowReaderMetadata) -> Result<(), String> {
 pub struct Batches {
     reader: ParquetRecordBatchReader,
     columns: Columns,
+    /// The reader panicked: its state is not to be trusted, so reading stops.
+    failed: bool,
 }
 
 impl Iterator for Batches {
     type Item = io::Result<Batch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let batch = self.reader.next()?;
+        if self.failed {
+            return None;
+        }
+        let batch = match contained(|| self.reader.next()) {
+            Ok(batch) => batch?,
+            Err(message) => {
+                self.failed = true;
+                return Some(Err(io::Error::other(message)));
+            }
+        };
         Some(
             batch
                 .map_err(io::Error::other)
                 .and_then(|batch| Batch::new(&batch, self.columns)),
         )
     }
+}
+
+thread_local! {
+    /// Set while [`contained`] runs on this thread, so the panic hook stays quiet.
+    static CONTAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `read`, turning a panic into an error. The Parquet and Arrow readers trust some
+/// numbers in a file (offsets, lengths, bit widths) and panic on damaged ones; a records
+/// file may have been changed by anyone, and validate must report that, not crash. The
+/// panic is not printed: the first call wraps the process's panic hook in one that stays
+/// silent while a contained read runs on its thread.
+fn contained<T>(read: impl FnOnce() -> T) -> Result<T, String> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !CONTAINING.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    CONTAINING.with(|c| c.set(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read));
+    CONTAINING.with(|c| c.set(false));
+    result.map_err(|panic| {
+        let detail = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        format!("the Parquet reader failed on damaged data ({detail})")
+    })
 }
 
 /// UTF-8 text of a column: an offsets buffer into the bytes, and nulls.

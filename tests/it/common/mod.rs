@@ -227,11 +227,14 @@ pub fn write_records_file(path: &Path, rows: &[serde_json::Value]) -> Vec<u8> {
     bytes
 }
 
-/// CLI output made stable for a snapshot: the environment folder becomes `ENV` and every
+/// CLI output made stable for a snapshot: the environment folder becomes `ENV`, the
+/// repository (where fixtures are) `REPO`, and every
 /// run of 12 or more hex digits (a SHA-256 or its prefix, which varies with the babel
 /// version recorded in manifests and history) becomes `HASH`.
 pub fn stable_output(env: &Env, text: &str) -> String {
-    let text = text.replace(&env.path().to_string_lossy().into_owned(), "ENV");
+    let text = text
+        .replace(&env.path().to_string_lossy().into_owned(), "ENV")
+        .replace(env!("CARGO_MANIFEST_DIR"), "REPO");
     let mut out = String::with_capacity(text.len());
     let mut run = String::new();
     for c in text.chars().chain(std::iter::once('\n')) {

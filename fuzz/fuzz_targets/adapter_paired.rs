@@ -1,0 +1,9 @@
+//! Fuzzes the paired adapter: see common.rs for what is checked.
+#![no_main]
+
+#[path = "common.rs"]
+mod common;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    common::run(babel::adapters::Format::Paired, "input.jsonl", data);
+});

@@ -1,0 +1,75 @@
+//! Every input a `cargo fuzz` target crashed on becomes a regression test here
+//! (`tests/fuzz-regressions/<target>/`). Records-file crashes are stored as a run's records
+//! file, rehashed into its manifest and laundered into the history, so that only the
+//! records reader sees them: validate must report the file, not panic. (The adapter
+//! targets have found no crash so far; RELIABILITY.md has the figures.)
+
+use crate::common::{Env, canonical_line, launder_history};
+use std::path::{Path, PathBuf};
+
+fn inputs(target: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fuzz-regressions")
+        .join(target);
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|entries| entries.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+#[test]
+fn records_files_that_crashed_the_reader_are_findings() {
+    let crashes = inputs("records_file");
+    assert!(
+        !crashes.is_empty(),
+        "the regression corpus is in the repository"
+    );
+    for crash in crashes {
+        let env = Env::with_run();
+        let input = env.input(
+            "a.jsonl",
+            canonical_line("q1", "original", Some(true)) + "\n",
+        );
+        env.babel(&["import", "r1", "--format", "canonical", &input])
+            .assert()
+            .success();
+        let bytes = std::fs::read(&crash).unwrap();
+        let records = "runs/r1/records/0001.parquet";
+        std::fs::write(env.archived(records), &bytes).unwrap();
+        let manifest_path = env.archived("runs/r1/manifest.json");
+        let mut manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+        manifest["imports"][0]["records"]["sha256"] = crate::common::sha256_hex(&bytes).into();
+        manifest["imports"][0]["records"]["bytes"] = bytes.len().into();
+        std::fs::write(
+            &manifest_path,
+            babel::canonical_json::to_canonical_bytes(&manifest).unwrap(),
+        )
+        .unwrap();
+        launder_history(&env);
+        let output = env.babel(&["validate", "--json"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{}: {stderr}",
+            crash.display()
+        );
+        assert!(
+            !stderr.contains("panicked"),
+            "{}: {stderr}",
+            crash.display()
+        );
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert!(
+            report["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["path"] == records && f["check"] == "records"),
+            "{}: {report:#}",
+            crash.display()
+        );
+    }
+}
