@@ -10,7 +10,7 @@
   var N = meta.items;
   // A side in a detail chunk: the array SIDE_FIELDS names (html.rs write_side).
   var SIDE_FIELDS = ["correct", "input", "target", "prediction", "response", "scores",
-    "metrics", "warnings", "source", "line", "rephrasing_model", "extra"];
+    "metrics", "warnings", "source", "locator", "rephrasing_model", "extra"];
   var F = {};
   SIDE_FIELDS.forEach(function (name, i) { F[name] = i; });
   var OUTCOMES = meta.outcomes;
@@ -394,7 +394,7 @@
       box.appendChild(field("warnings", ul));
     }
     if (side[F.rephrasing_model] !== null) box.appendChild(field("rephrasing model", el("div", null, side[F.rephrasing_model])));
-    var where = meta.sources[side[F.source]] + (side[F.line] === null ? "" : ":" + side[F.line]);
+    var where = meta.sources[side[F.source]] + side[F.locator];
     box.appendChild(field("source", el("div", "source", where)));
     return box;
   }

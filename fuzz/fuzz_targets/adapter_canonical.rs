@@ -5,5 +5,5 @@
 mod common;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    common::run(babel::adapters::Format::Canonical, "input.jsonl", data);
+    common::run(babel::adapters::Format::CANONICAL, "input.jsonl", data);
 });

@@ -12,8 +12,16 @@ use crate::record::{
     DEFAULT_FILTER, Fields, IdentityScope, Record, SCHEMA_VERSION, Source, identity_scope,
 };
 
-/// Version of these normalization rules.
-pub const NORMALIZER_VERSION: &str = "canonical/1";
+/// The canonical format: records written directly in the schema-v1 contract.
+pub const ADAPTER: super::Adapter = super::Adapter {
+    name: "canonical",
+    summary: "records in babel's schema-v1 contract, one JSON object per line",
+    normalizer_version: "canonical/1",
+    reader: super::Reader::Lines(normalize),
+    check_options: super::no_option_rules,
+    check_source: super::any_source,
+    fixed_variants: &[],
+};
 
 /// Normalizes one canonical line into one record.
 pub fn normalize(

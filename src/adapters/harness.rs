@@ -14,8 +14,16 @@ use super::{AdapterError, ImportContext, optional_array, stable_id};
 use crate::jsonl::{FieldPath, Line};
 use crate::record::{DEFAULT_FILTER, Fields, Record, SCHEMA_VERSION, Source, fields::describe};
 
-/// Version of these normalization rules.
-pub const NORMALIZER_VERSION: &str = "harness/1";
+/// lm-evaluation-harness `samples_<task>_<date>.jsonl` (`--log_samples`).
+pub const ADAPTER: super::Adapter = super::Adapter {
+    name: "harness",
+    summary: "lm-evaluation-harness samples_<task>_<date>.jsonl (--log_samples)",
+    normalizer_version: "harness/1",
+    reader: super::Reader::Lines(normalize),
+    check_options: super::no_option_rules,
+    check_source,
+    fixed_variants: &[],
+};
 
 /// The variant of harness records unless `--variant` names another.
 pub const DEFAULT_VARIANT: &str = "original";

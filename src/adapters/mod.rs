@@ -1,10 +1,16 @@
-//! Input adapters: one parsed input line plus its import context in, zero or more schema-v1
-//! records (or a field-precise error) out.
+//! Input adapters: one item of an input (a JSON Lines line, a member of a ZIP log, an
+//! element of a JSON document) plus its import context in, zero or more schema-v1 records
+//! (or a field-precise error) out.
 //!
 //! This is where the data contract's semantics live: stable-ID lookup, answer keys,
 //! correctness, conversions. Adapters never touch the filesystem and hold no global state;
-//! the archive feeds them lines and stores what they return. A new input format is one new
-//! file here plus one arm in [`Format`].
+//! the archive (through `inputs` for documents and archives) feeds them items and stores
+//! what they return.
+//!
+//! The formats are a registry, [`REGISTRY`]: each adapter file defines one [`Adapter`]
+//! value (its name, normalizer version, how its input is read, its hooks) and joins the
+//! registry with one line. Nothing else matches on formats: a new format is one new file
+//! here plus that line.
 
 pub mod canonical;
 pub mod harness;
@@ -18,53 +24,102 @@ use serde_json::Value;
 use crate::jsonl::{FieldPath, Line};
 use crate::record::{FieldError, Fields, Record, fields::describe};
 
-/// The input formats `babel import --format` accepts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// Records written directly in the schema-v1 contract.
-    Canonical,
-    /// One line per question with an `original` and a `rephrased` result.
-    Paired,
-    /// lm-evaluation-harness `samples_<task>_<date>.jsonl` (`--log_samples`).
-    Harness,
+/// Every input format `babel import --format` accepts, in the order `--help` lists them.
+pub const REGISTRY: [&Adapter; 3] = [&canonical::ADAPTER, &paired::ADAPTER, &harness::ADAPTER];
+
+/// One input format.
+pub struct Adapter {
+    /// The name used on the command line and in manifests.
+    pub name: &'static str,
+    /// One line for `--help`.
+    pub summary: &'static str,
+    /// The version of the adapter's normalization rules, recorded with every import:
+    /// `<name>/<n>`. Bump `n` whenever the same input would normalize to other records.
+    pub normalizer_version: &'static str,
+    /// How the input is read and handed to the adapter.
+    pub reader: Reader,
+    /// Checks the per-import options once, before anything is read: a combination the
+    /// format cannot honour is a usage error, not a problem on every item.
+    pub check_options: fn(&AdapterOptions) -> Result<(), String>,
+    /// Checks what can be told about a file before its items (the harness reads its
+    /// benchmark from the file name), so a problem of the whole file is reported once.
+    pub check_source: fn(&ImportContext<'_>) -> Result<(), AdapterError>,
+    /// Variants an import writes besides its `--variant` (a paired import's `original`):
+    /// validate accepts them beside the variant override.
+    pub fixed_variants: &'static [&'static str],
+}
+
+/// How an adapter's input is read.
+pub enum Reader {
+    /// JSON Lines, one nonblank line at a time, read in parallel batches.
+    Lines(fn(Line, &ImportContext<'_>, &mut Vec<Record>) -> Result<(), AdapterError>),
+}
+
+/// A format: a reference into [`REGISTRY`].
+#[derive(Clone, Copy)]
+pub struct Format(&'static Adapter);
+
+impl PartialEq for Format {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.name == other.0.name
+    }
+}
+
+impl Eq for Format {}
+
+impl fmt::Debug for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.name)
+    }
 }
 
 impl Format {
-    /// Every format, for help texts.
-    pub const ALL: [Format; 3] = [Format::Canonical, Format::Paired, Format::Harness];
+    /// Records written directly in the schema-v1 contract.
+    pub const CANONICAL: Format = Format(&canonical::ADAPTER);
+    /// One line per question with an `original` and a `rephrased` result.
+    pub const PAIRED: Format = Format(&paired::ADAPTER);
+    /// lm-evaluation-harness `samples_<task>_<date>.jsonl` (`--log_samples`).
+    pub const HARNESS: Format = Format(&harness::ADAPTER);
 
-    /// The name used on the command line and in manifests.
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::Canonical => "canonical",
-            Format::Paired => "paired",
-            Format::Harness => "harness",
-        }
+    /// Every format, in registry order.
+    pub fn all() -> impl Iterator<Item = Format> {
+        REGISTRY.into_iter().map(Format)
     }
 
     /// Reads a format name.
     pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|f| f.name() == name)
+        Self::all().find(|f| f.name() == name)
+    }
+
+    /// The name used on the command line and in manifests.
+    pub fn name(self) -> &'static str {
+        self.0.name
+    }
+
+    /// The adapter behind the format.
+    pub fn adapter(self) -> &'static Adapter {
+        self.0
     }
 
     /// The version of this adapter's normalization rules, recorded with every import.
-    /// Bump it whenever the same input would normalize to different records.
     pub fn normalizer_version(self) -> &'static str {
-        match self {
-            Format::Canonical => canonical::NORMALIZER_VERSION,
-            Format::Paired => paired::NORMALIZER_VERSION,
-            Format::Harness => harness::NORMALIZER_VERSION,
-        }
+        self.0.normalizer_version
     }
 
-    /// Checks the per-import options once, before any line is read: a combination this
-    /// format cannot honour is a usage error, not a problem on every line.
+    /// See [`Adapter::check_options`].
     pub fn check_options(self, options: &AdapterOptions) -> Result<(), String> {
-        match self {
-            Format::Paired => paired::check_options(options),
-            Format::Canonical | Format::Harness => Ok(()),
-        }
+        (self.0.check_options)(options)
     }
+}
+
+/// An adapter hook that accepts everything.
+pub fn no_option_rules(_: &AdapterOptions) -> Result<(), String> {
+    Ok(())
+}
+
+/// An adapter hook that accepts every file.
+pub fn any_source(_: &ImportContext<'_>) -> Result<(), AdapterError> {
+    Ok(())
 }
 
 /// What the destination run says about every record imported into it.
@@ -156,20 +211,6 @@ impl fmt::Display for AdapterError {
     }
 }
 
-/// Normalizes one input line into records, appended to `out`.
-pub fn normalize(
-    format: Format,
-    line: Line,
-    context: &ImportContext<'_>,
-    out: &mut Vec<Record>,
-) -> Result<(), AdapterError> {
-    match format {
-        Format::Canonical => canonical::normalize(line, context, out),
-        Format::Paired => paired::normalize(line, context, out),
-        Format::Harness => harness::normalize(line, context, out),
-    }
-}
-
 /// The benchmark of a line that may name its own: the line's value, `--benchmark` and the
 /// run's benchmark must agree wherever two of them are given; at least one must be.
 pub fn benchmark(
@@ -207,16 +248,6 @@ pub fn optional_array(f: &mut Fields, name: &str) -> Result<Option<Vec<Value>>, 
             f.path(name),
             format!("expected an array, found {}", describe(&other)),
         )),
-    }
-}
-
-/// Checks what an adapter can tell about a file before reading its lines (the harness
-/// reads its benchmark from the file name), so a problem of the whole file is reported
-/// once rather than on every line.
-pub fn check_source(format: Format, context: &ImportContext<'_>) -> Result<(), AdapterError> {
-    match format {
-        Format::Harness => harness::check_source(context),
-        Format::Canonical | Format::Paired => Ok(()),
     }
 }
 

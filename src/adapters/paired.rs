@@ -14,8 +14,16 @@ use super::{AdapterError, AdapterOptions, ImportContext, agree, optional_array, 
 use crate::jsonl::{FieldPath, Line, PathSegment};
 use crate::record::{DEFAULT_FILTER, Fields, Record, SCHEMA_VERSION, Source, fields::describe};
 
-/// Version of these normalization rules.
-pub const NORMALIZER_VERSION: &str = "paired/1";
+/// The paired format: one line per question with `original` and `rephrased` objects.
+pub const ADAPTER: super::Adapter = super::Adapter {
+    name: "paired",
+    summary: "one line per question with `original` and `rephrased` objects (two records)",
+    normalizer_version: "paired/1",
+    reader: super::Reader::Lines(normalize),
+    check_options,
+    check_source: super::any_source,
+    fixed_variants: &[ORIGINAL],
+};
 
 /// The variant ID of the `original` object's record.
 pub const ORIGINAL: &str = "original";

@@ -18,7 +18,7 @@ use super::manifest::{
     BreakdownCounter, CountEntry, FileEntry, ImportEntry, RecordsEntry, RunManifest,
 };
 use super::read;
-use super::records::{Column, Columns, EncodedRecord, ThreadedWriter};
+use super::records::{Columns, EncodedRecord, ThreadedWriter};
 use super::runs::{open_for_write, plan_attachments, run_context};
 use super::transaction::{Transaction, abort_after};
 use super::{ArchiveError, WriteSession, faults};
@@ -165,11 +165,38 @@ impl ImportReport {
     }
 }
 
-/// Where an identity was first seen: the import and line (for duplicate messages).
-#[derive(Debug, Clone, Copy)]
+/// Where an identity was first seen: the import and the place in its file (for
+/// duplicate messages).
+#[derive(Debug, Clone)]
 struct Seen {
     seq: u64,
-    line: u64,
+    place: Place,
+}
+
+/// The place of an item in its file: a line, or (for structured inputs) a ZIP member or
+/// JSON Pointer as `!member` or `#pointer`.
+#[derive(Debug, Clone)]
+enum Place {
+    Line(u64),
+    Other(Box<str>),
+}
+
+impl Place {
+    fn of(locator: &crate::record::Locator) -> Self {
+        match locator {
+            crate::record::Locator::Line(line) => Place::Line(*line),
+            crate::record::Locator::Member(member) => Place::Other(format!("!{member}").into()),
+            crate::record::Locator::Pointer(pointer) => Place::Other(format!("#{pointer}").into()),
+        }
+    }
+
+    /// `:N` for a line, `!member` or `#pointer` otherwise: what follows a file name.
+    fn suffix(&self) -> String {
+        match self {
+            Place::Line(line) => format!(":{line}"),
+            Place::Other(other) => other.to_string(),
+        }
+    }
 }
 
 /// Where the first record with an identity came from.
@@ -183,18 +210,20 @@ enum Origin {
 impl Origin {
     /// The place of `line` of this origin, as a duplicate message names it, seen from the
     /// file whose sequence number is `current`.
-    fn describe(origins: &HashMap<u64, Origin>, first: Seen, current: u64) -> String {
+    fn describe(origins: &HashMap<u64, Origin>, first: &Seen, current: u64) -> String {
+        let place = first.place.suffix();
         if first.seq == current {
-            return format!("at line {} of this file", first.line);
+            return match &first.place {
+                Place::Line(line) => format!("at line {line} of this file"),
+                Place::Other(other) => format!("at {other} of this file"),
+            };
         }
         match origins.get(&first.seq) {
-            Some(Origin::Published(raw)) => {
-                format!("at {raw}:{} (import {})", first.line, first.seq)
-            }
+            Some(Origin::Published(raw)) => format!("at {raw}{place} (import {})", first.seq),
             Some(Origin::Batch(given, position)) => {
-                format!("at {given}:{} (file {position} of this batch)", first.line)
+                format!("at {given}{place} (file {position} of this batch)")
             }
-            None => format!("at raw line {} of import {}", first.line, first.seq),
+            None => format!("at {place} of import {}", first.seq),
         }
     }
 }
@@ -468,7 +497,8 @@ fn normalize_batch(
         };
         let replaced = std::mem::take(&mut line.replaced);
         records.clear();
-        if let Err(error) = adapters::normalize(options.format, line, context, &mut records) {
+        let adapters::Reader::Lines(normalize) = options.format.adapter().reader;
+        if let Err(error) = normalize(line, context, &mut records) {
             out.push(Normalized::Refused {
                 line: number,
                 column: None,
@@ -583,7 +613,7 @@ fn import_file(
     let mut partly_written = false;
     // A problem of the whole file is reported once, alone: its lines are then only read
     // through (to finish the raw copy), not parsed, so one cause is not reported per line.
-    let source_refused = match adapters::check_source(options.format, &import_context) {
+    let source_refused = match (options.format.adapter().check_source)(&import_context) {
         Ok(()) => false,
         Err(error) => {
             reject(report, None, None, None, error.message, error.hint);
@@ -622,7 +652,7 @@ fn import_file(
                         } => {
                             match seen.entry(digest) {
                                 Entry::Occupied(first) => {
-                                    let first = *first.get();
+                                    let first = first.get().clone();
                                     reject(
                                         report,
                                         Some(line),
@@ -631,7 +661,7 @@ fn import_file(
                                         format!(
                                             "duplicate record identity ({}); the same identity is {}",
                                             record.identity().record_key(context.strict),
-                                            Origin::describe(plan.origins, first, plan.seq)
+                                            Origin::describe(plan.origins, &first, plan.seq)
                                         ),
                                         Some(duplicate_hint(context.strict).into()),
                                     );
@@ -640,7 +670,7 @@ fn import_file(
                                 Entry::Vacant(slot) => {
                                     slot.insert(Seen {
                                         seq: plan.seq,
-                                        line,
+                                        place: Place::Line(line),
                                     });
                                 }
                             }
@@ -731,7 +761,9 @@ fn existing_identities(
                     batch.identity(row).record_digest(strict),
                     Seen {
                         seq: entry.seq,
-                        line: batch.integer(Column::SourceLine, row).unwrap_or_default(),
+                        place: batch
+                            .locator(row)
+                            .map_or(Place::Line(0), |locator| Place::of(&locator)),
                     },
                 );
             }

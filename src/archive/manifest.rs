@@ -168,7 +168,7 @@ impl ImportEntry {
             None => problems.push(format!(
                 "unknown format {:?} (one of {})",
                 self.format,
-                Format::ALL.map(Format::name).join(", ")
+                Format::all().map(Format::name).collect::<Vec<_>>().join(", ")
             )),
             Some(format) => {
                 if !is_normalizer_version_of(format, &self.normalizer_version) {
@@ -238,9 +238,13 @@ impl ImportEntry {
             if let Some(override_) = &self.variant_override {
                 // A paired import's --variant names its rephrased side; its original side
                 // keeps the variant "original".
-                let paired_original = format == Some(Format::Paired)
-                    && entry.variant_id == crate::adapters::paired::ORIGINAL;
-                if entry.variant_id != *override_ && !paired_original {
+                let fixed = format.is_some_and(|format| {
+                    format
+                        .adapter()
+                        .fixed_variants
+                        .contains(&entry.variant_id.as_str())
+                });
+                if entry.variant_id != *override_ && !fixed {
                     problems.push(format!(
                         "records of variant {:?} contradict its variant_override {override_:?}",
                         entry.variant_id

@@ -128,7 +128,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     )?;
     outln!("created run {run}");
 
-    let canonical = ImportOptions::new(Format::Canonical);
+    let canonical = ImportOptions::new(Format::CANONICAL);
     let capitals = inputs.join("canonical/capitals.jsonl");
     step("babel import capitals-demo --format canonical inputs/canonical/capitals.jsonl");
     let report = import::import(
@@ -179,7 +179,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         &session,
         &paired,
         &[inputs.join("paired/capitals-paired.jsonl")],
-        &ImportOptions::new(Format::Paired),
+        &ImportOptions::new(Format::PAIRED),
         &NoProgress,
     )?;
     for file in &report.files {
@@ -201,7 +201,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     step(&format!(
         "babel import harness-demo --format harness inputs/{HARNESS_SAMPLES} --attach inputs/{HARNESS_RESULTS}   (real lm-evaluation-harness 0.4.13 output)"
     ));
-    let mut harness_options = ImportOptions::new(Format::Harness);
+    let mut harness_options = ImportOptions::new(Format::HARNESS);
     harness_options.attachments = vec![inputs.join(HARNESS_RESULTS)];
     let report = import::import(
         &session,

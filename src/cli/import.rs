@@ -72,7 +72,7 @@ lookup; --id-field overrides it), the benchmark from the file name, and correctn
 binary acc or exact_match (run metadata correctness_metric picks another, e.g. acc_norm).";
 
 fn format_names() -> Vec<&'static str> {
-    Format::ALL.iter().map(|f| f.name()).collect()
+    Format::all().map(Format::name).collect()
 }
 
 struct Bar(ProgressBar);

@@ -62,6 +62,11 @@ pub struct Source {
 pub enum Locator {
     /// A one-based line of a JSON Lines file.
     Line(u64),
+    /// A member of a ZIP archive (an Inspect `.eval` log: `samples/q001_epoch_1.json`).
+    Member(String),
+    /// An RFC 6901 JSON Pointer into a JSON document (`/samples/3` of an Inspect `.json`
+    /// log, `/request_states/12` of a HELM `scenario_state.json`).
+    Pointer(String),
 }
 
 impl Source {
@@ -77,27 +82,41 @@ impl Source {
     pub fn line_number(&self) -> Option<u64> {
         match self.locator {
             Locator::Line(line) => Some(line),
+            _ => None,
+        }
+    }
+}
+
+impl Locator {
+    /// What follows a file name to point at the item: `:12`, `!samples/q1_epoch_1.json`
+    /// or `#/samples/3`.
+    pub fn suffix(&self) -> String {
+        match self {
+            Locator::Line(line) => format!(":{line}"),
+            Locator::Member(member) => format!("!{member}"),
+            Locator::Pointer(pointer) => format!("#{pointer}"),
         }
     }
 }
 
 impl fmt::Display for Source {
-    /// `path:line`, as messages and reports show a source.
+    /// `path:line`, `path!member` or `path#pointer`, as messages and reports show a source.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.locator {
-            Locator::Line(line) => write!(f, "{}:{line}", self.path),
-        }
+        write!(f, "{}{}", self.path, self.locator.suffix())
     }
 }
 
 impl Serialize for Source {
-    /// `{"path": ..., "line": N}`: the form `babel records` and the JSONL report write.
+    /// `{"path": ..., "line": N}`, `{"path": ..., "member": "..."}` or `{"path": ...,
+    /// "pointer": "..."}`: the form `babel records` and the JSONL report write.
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut map = serializer.serialize_map(Some(2))?;
         map.serialize_entry("path", &self.path)?;
         match &self.locator {
             Locator::Line(line) => map.serialize_entry("line", line)?,
+            Locator::Member(member) => map.serialize_entry("member", member)?,
+            Locator::Pointer(pointer) => map.serialize_entry("pointer", pointer)?,
         }
         map.end()
     }
@@ -359,15 +378,38 @@ fn json_source(f: &mut Fields) -> Result<Source, FieldError> {
     let base = f.path("source");
     let mut inner = Fields::new(f.object("source", true)?, base.clone());
     let path = inner.required_string("path")?;
-    let line = required_index(&mut inner, "line")?;
-    if line == 0 {
-        return Err(FieldError::new(
-            base.key("line"),
-            "line numbers are one-based",
-        ));
-    }
+    let present = ["line", "member", "pointer"].map(|key| inner.peek(key).is_some());
+    let locator = match present {
+        [true, false, false] => {
+            let line = required_index(&mut inner, "line")?;
+            if line == 0 {
+                return Err(FieldError::new(
+                    base.key("line"),
+                    "line numbers are one-based",
+                ));
+            }
+            Locator::Line(line)
+        }
+        [false, true, false] => Locator::Member(inner.required_string("member")?),
+        [false, false, true] => {
+            let pointer = inner.required_string("pointer")?;
+            if !pointer.starts_with('/') {
+                return Err(FieldError::new(
+                    base.key("pointer"),
+                    "a JSON Pointer starts with /",
+                ));
+            }
+            Locator::Pointer(pointer)
+        }
+        _ => {
+            return Err(FieldError::new(
+                base,
+                "a source names exactly one of line, member and pointer",
+            ));
+        }
+    };
     inner.deny_unknown()?;
-    Ok(Source::line(path, line))
+    Ok(Source { path, locator })
 }
 
 /// Reads `identity_scope` (`stable` or `run-local`); `None` when absent and not required.

@@ -12,7 +12,7 @@ use std::io::{self, Write};
 
 use super::{Load, LoadedItem};
 use crate::compare::{Comparison, Side};
-use crate::record::Record;
+use crate::record::{Locator, Record};
 
 /// The identity columns, in order.
 const IDENTITY_COLUMNS: [&str; 7] = [
@@ -26,7 +26,7 @@ const IDENTITY_COLUMNS: [&str; 7] = [
 ];
 
 /// The per-side columns, in order, each written once with `baseline_` and `variant_`.
-const SIDE_COLUMNS: [&str; 15] = [
+const SIDE_COLUMNS: [&str; 17] = [
     "run_id",
     "variant_id",
     "model",
@@ -42,6 +42,8 @@ const SIDE_COLUMNS: [&str; 15] = [
     "extra",
     "source_path",
     "source_line",
+    "source_member",
+    "source_pointer",
 ];
 
 /// Characters that make a spreadsheet read a cell as a formula.
@@ -97,6 +99,14 @@ fn side_cells(record: Option<&Record>, row: &mut Vec<String>) {
             .line_number()
             .map(|line| line.to_string())
             .unwrap_or_default(),
+        match &r.source.locator {
+            Locator::Member(member) => text_cell(member),
+            _ => String::new(),
+        },
+        match &r.source.locator {
+            Locator::Pointer(pointer) => text_cell(pointer),
+            _ => String::new(),
+        },
     ]);
 }
 

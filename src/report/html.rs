@@ -462,7 +462,7 @@ fn write_side(
     );
     out.extend_from_slice(format!(",{source},").as_bytes());
     out.extend_from_slice(
-        serde_json::to_string(&r.source.line_number())
+        serde_json::to_string(&r.source.locator.suffix())
             .unwrap_or_default()
             .as_bytes(),
     );

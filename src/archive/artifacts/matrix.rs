@@ -77,9 +77,8 @@ const OBSERVATION: Columns = Columns::of(&[
     Column::Filter,
     Column::RepeatId,
     Column::Correct,
-    Column::SourcePath,
-    Column::SourceLine,
-]);
+])
+.with(Columns::SOURCE);
 
 fn selected_runs(
     archive: &Archive,
@@ -247,11 +246,9 @@ pub fn build(archive: &Archive, request: &MatrixRequest) -> Result<BuiltMatrix, 
                         outside_bank += 1;
                         continue;
                     };
-                    let source = format!(
-                        "{}:{}",
-                        batch.text(Column::SourcePath, row).unwrap_or_default(),
-                        batch.integer(Column::SourceLine, row).unwrap_or_default()
-                    );
+                    let source = batch
+                        .source(row)
+                        .map_or_else(|error| error.to_string(), |source| source.to_string());
                     let observed = builder
                         .observe(
                             language,

@@ -69,18 +69,16 @@ impl SideFiles {
     /// Row `row` of the side as a message shows it: its item identity and its source,
     /// read again from its records file.
     fn describe(&self, row: usize) -> (String, String) {
-        let columns = Columns::JOIN.with(Columns::of(&[Column::SourcePath, Column::SourceLine]));
+        let columns = Columns::JOIN.with(Columns::SOURCE);
         let mut seen = 0;
         let mut found = None;
         let scanned = self.scan(columns, |batch, rows| {
             if let Some(&at) = rows.get(row - seen) {
                 found = Some((
                     batch.identity(at).item_key(),
-                    format!(
-                        "{}:{}",
-                        batch.text(Column::SourcePath, at).unwrap_or_default(),
-                        batch.integer(Column::SourceLine, at).unwrap_or_default()
-                    ),
+                    batch
+                        .source(at)
+                        .map_or_else(|error| error.to_string(), |source| source.to_string()),
                 ));
                 return Ok(false);
             }

@@ -26,8 +26,12 @@ pub use write::{EncodedRecord, RecordsWriter, ThreadedWriter};
 
 /// The key-value metadata entry every records file carries: this store's schema version.
 pub const SCHEMA_KEY: &str = "babel.records_schema";
-/// The records schema version this build writes and reads.
-pub const SCHEMA_VALUE: &str = "1";
+/// The records schema version this build writes. It also reads version 1, which lacks
+/// the last two columns (`source_member`, `source_pointer`) and has `source_line`
+/// required: every source was a line then.
+pub const SCHEMA_VALUE: &str = "2";
+/// The schema versions this build reads, with their number of columns.
+pub const READABLE: [(&str, usize); 2] = [("1", COLUMNS.len() - 2), ("2", COLUMNS.len())];
 
 /// One column of a records file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +59,8 @@ pub enum Column {
     SourceLine,
     Warnings,
     Extra,
+    SourceMember,
+    SourcePointer,
 }
 
 /// How a column is stored.
@@ -73,7 +79,7 @@ pub enum Kind {
 }
 
 /// The columns of a records file, in file order, with their kinds.
-pub const COLUMNS: [(Column, &str, Kind); 23] = [
+pub const COLUMNS: [(Column, &str, Kind); 25] = [
     (
         Column::SchemaVersion,
         "schema_version",
@@ -125,10 +131,20 @@ pub const COLUMNS: [(Column, &str, Kind); 23] = [
     (
         Column::SourceLine,
         "source_line",
-        Kind::Integer { nullable: false },
+        Kind::Integer { nullable: true },
     ),
     (Column::Warnings, "warnings", Kind::Json),
     (Column::Extra, "extra", Kind::Json),
+    (
+        Column::SourceMember,
+        "source_member",
+        Kind::Label { nullable: true },
+    ),
+    (
+        Column::SourcePointer,
+        "source_pointer",
+        Kind::Label { nullable: true },
+    ),
 ];
 
 impl Column {
@@ -169,8 +185,16 @@ impl Columns {
         Column::Correct,
     ]);
 
-    /// The record key within a run and its source line: what an import's duplicate
-    /// check needs of the records already stored.
+    /// Where a record came from: its source path and locator.
+    pub const SOURCE: Columns = Columns::of(&[
+        Column::SourcePath,
+        Column::SourceLine,
+        Column::SourceMember,
+        Column::SourcePointer,
+    ]);
+
+    /// The record key within a run and its source: what an import's duplicate check
+    /// needs of the records already stored.
     pub const KEY: Columns = Columns::of(&[
         Column::Benchmark,
         Column::Language,
@@ -179,8 +203,8 @@ impl Columns {
         Column::VariantId,
         Column::Filter,
         Column::RepeatId,
-        Column::SourceLine,
-    ]);
+    ])
+    .with(Columns::SOURCE);
 
     /// A set of the given columns.
     pub const fn of(columns: &[Column]) -> Columns {
@@ -196,6 +220,16 @@ impl Columns {
     /// This set and `other`.
     pub const fn with(self, other: Columns) -> Columns {
         Columns(self.0 | other.0)
+    }
+
+    /// The columns in both sets.
+    pub const fn and(self, other: Columns) -> Columns {
+        Columns(self.0 & other.0)
+    }
+
+    /// The first `count` columns in file order.
+    pub const fn first(count: usize) -> Columns {
+        Columns((1u32 << count) - 1)
     }
 
     /// True when `column` is in the set.
@@ -229,25 +263,35 @@ fn field(name: &str, kind: Kind, dictionary: bool) -> Field {
 /// The Arrow schema of a records file as written: plain UTF-8 text (the Parquet encoder
 /// dictionary-encodes the label columns itself), so every reader sees strings.
 pub fn file_schema() -> Arc<Schema> {
-    Arc::new(Schema::new(
-        COLUMNS
-            .iter()
-            .map(|(_, name, kind)| field(name, *kind, false))
-            .collect::<Vec<_>>(),
-    ))
+    schema_of(SCHEMA_VALUE, false)
 }
 
-/// The same schema as babel reads it: required label columns as dictionaries, so a
-/// million records hold each benchmark or filter name once per page, not once per row.
-/// Nullable labels (language, script, rephrasing model) are read as plain text: the
-/// Parquet reader takes a slow path for a dictionary column that is all null (150 ms per
-/// million rows, against 1 ms as text), and these are often all null.
-fn read_schema() -> Arc<Schema> {
+/// The Arrow schema of a records file of schema `version` (one of [`READABLE`]), as
+/// written (`dictionary` false) or as babel reads it (`dictionary` true: required label
+/// columns as dictionaries, so a million records hold each benchmark or filter name once
+/// per page, not once per row). Nullable labels (language, script, rephrasing model, the
+/// source member and pointer) are read as plain text: the Parquet reader takes a slow path
+/// for a dictionary column that is all null (150 ms per million rows, against 1 ms as
+/// text), and these are often all null.
+fn schema_of(version: &str, dictionary: bool) -> Arc<Schema> {
+    let count = READABLE
+        .iter()
+        .find(|(v, _)| *v == version)
+        .map_or(COLUMNS.len(), |(_, count)| *count);
     Arc::new(Schema::new(
-        COLUMNS
+        COLUMNS[..count]
             .iter()
-            .map(|(_, name, kind)| {
-                field(name, *kind, matches!(kind, Kind::Label { nullable: false }))
+            .map(|(column, name, kind)| {
+                // Version 1 had only line locators: source_line was required.
+                let kind = match (version, column) {
+                    ("1", Column::SourceLine) => Kind::Integer { nullable: false },
+                    _ => *kind,
+                };
+                field(
+                    name,
+                    kind,
+                    dictionary && matches!(kind, Kind::Label { nullable: false }),
+                )
             })
             .collect::<Vec<_>>(),
     ))

@@ -19,11 +19,11 @@ use parquet::file::metadata::ParquetMetaData;
 use serde_json::{Map, Value};
 
 use super::write::to_io;
-use super::{COLUMNS, Column, Columns, Kind, SCHEMA_KEY, SCHEMA_VALUE, file_schema, read_schema};
+use super::{COLUMNS, Column, Columns, Kind, READABLE, SCHEMA_KEY, schema_of};
 use crate::canonical_json;
 use crate::jsonl;
 use crate::record::fields::MAX_SAFE_INTEGER;
-use crate::record::{Identity, IdentityScope, Record, SCHEMA_VERSION, Source};
+use crate::record::{Identity, IdentityScope, Locator, Record, SCHEMA_VERSION, Source};
 
 /// Rows per batch read.
 const BATCH_ROWS: usize = 4096;
@@ -53,26 +53,34 @@ fn row_error(column: Column, message: impl Into<String>) -> RowError {
 pub struct RecordsFile {
     file: File,
     metadata: ArrowReaderMetadata,
+    /// The columns the file has (a version 1 file lacks the last two).
+    present: Columns,
 }
 
 impl RecordsFile {
-    /// Opens a records file: its footer must parse and its schema and metadata must be
-    /// exactly [`COLUMNS`] (names, order, types, nullability) and [`SCHEMA_KEY`]; the
-    /// error says what differs.
+    /// Opens a records file: its footer must parse and its schema must be exactly that of
+    /// the version its [`SCHEMA_KEY`] metadata names, one of [`READABLE`] (names, order,
+    /// types, nullability); the error says what differs.
     pub fn open(file: File) -> Result<Self, String> {
         let found = contained(|| ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()))?
             .map_err(|e| format!("not a readable Parquet file ({e})"))?;
-        check_schema(&found)?;
+        let version = check_schema(&found)?;
         let length = file
             .metadata()
             .map_err(|e| format!("its size cannot be read ({e})"))?
             .len();
         check_chunks(found.metadata(), length)?;
-        let options = ArrowReaderOptions::new().with_schema(read_schema());
+        let read_schema = schema_of(version, true);
+        let present = Columns::first(read_schema.fields().len());
+        let options = ArrowReaderOptions::new().with_schema(read_schema);
         let metadata =
             contained(|| ArrowReaderMetadata::try_new(Arc::clone(found.metadata()), options))?
                 .map_err(|e| format!("its columns cannot be read ({e})"))?;
-        Ok(Self { file, metadata })
+        Ok(Self {
+            file,
+            metadata,
+            present,
+        })
     }
 
     /// Rows in the file, as its footer says.
@@ -80,8 +88,10 @@ impl RecordsFile {
         self.metadata.metadata().file_metadata().num_rows().max(0) as u64
     }
 
-    /// Reads the file in batches of the `columns` only.
+    /// Reads the file in batches of the `columns` only (a column the file's version lacks
+    /// reads as null).
     pub fn batches(self, columns: Columns) -> io::Result<Batches> {
+        let columns = columns.and(self.present);
         let mask = ProjectionMask::roots(
             self.metadata.parquet_schema(),
             columns.iter().map(Column::index),
@@ -132,11 +142,29 @@ fn check_chunks(metadata: &ParquetMetaData, length: u64) -> Result<(), String> {
     Ok(())
 }
 
-fn check_schema(found: &ArrowReaderMetadata) -> Result<(), String> {
-    let expected = file_schema();
+/// Checks the file's schema against the one its version names; returns the version.
+fn check_schema(found: &ArrowReaderMetadata) -> Result<&'static str, String> {
+    let named = found
+        .metadata()
+        .file_metadata()
+        .key_value_metadata()
+        .and_then(|pairs| pairs.iter().find(|kv| kv.key == SCHEMA_KEY))
+        .and_then(|kv| kv.value.clone());
+    let Some((version, _)) = READABLE
+        .iter()
+        .find(|(v, _)| Some(*v) == named.as_deref())
+    else {
+        let readable: Vec<String> = READABLE.iter().map(|(v, _)| format!("{v:?}")).collect();
+        return Err(format!(
+            "its metadata {SCHEMA_KEY} is {}, not one this babel reads ({})",
+            named.map_or("missing".to_owned(), |v| format!("{v:?}")),
+            readable.join(" or ")
+        ));
+    };
+    let expected = schema_of(version, false);
     let schema = found.schema();
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-    let wanted: Vec<&str> = COLUMNS.iter().map(|(_, name, _)| *name).collect();
+    let wanted: Vec<&str> = expected.fields().iter().map(|f| f.name().as_str()).collect();
     if names != wanted {
         return Err(format!(
             "its columns are [{}], not the records schema's [{}]",
@@ -157,19 +185,7 @@ fn check_schema(found: &ArrowReaderMetadata) -> Result<(), String> {
             ));
         }
     }
-    let version = found
-        .metadata()
-        .file_metadata()
-        .key_value_metadata()
-        .and_then(|pairs| pairs.iter().find(|kv| kv.key == SCHEMA_KEY))
-        .and_then(|kv| kv.value.clone());
-    if version.as_deref() != Some(SCHEMA_VALUE) {
-        return Err(format!(
-            "its metadata {SCHEMA_KEY} is {}, not {SCHEMA_VALUE:?}",
-            version.map_or("missing".to_owned(), |v| format!("{v:?}"))
-        ));
-    }
-    Ok(())
+    Ok(version)
 }
 
 /// The batches of one records file, in row order.
@@ -431,6 +447,51 @@ impl Batch {
         }
     }
 
+    /// The source of a row: its path and locator (the [`Columns::SOURCE`] columns).
+    pub fn source(&self, row: usize) -> Result<Source, RowError> {
+        Ok(Source {
+            path: self
+                .text(Column::SourcePath, row)
+                .unwrap_or_default()
+                .to_owned(),
+            locator: self.locator(row)?,
+        })
+    }
+
+    /// The source locator of a row: exactly one of `source_line` (one-based),
+    /// `source_member` and `source_pointer` is set. (The last two read as null in a
+    /// version 1 file, which has no such columns.)
+    pub fn locator(&self, row: usize) -> Result<Locator, RowError> {
+        let optional_text = |column: Column| match self.views[column.index()] {
+            View::Absent => None,
+            _ => self.text(column, row),
+        };
+        let line = self.integer(Column::SourceLine, row);
+        let member = optional_text(Column::SourceMember);
+        let pointer = optional_text(Column::SourcePointer);
+        match (line, member, pointer) {
+            (Some(0), None, None) => Err(row_error(
+                Column::SourceLine,
+                "line numbers are one-based",
+            )),
+            (Some(line), None, None) => Ok(Locator::Line(line)),
+            (None, Some(member), None) if !member.is_empty() => {
+                Ok(Locator::Member(member.to_owned()))
+            }
+            (None, None, Some(pointer)) if pointer.starts_with('/') => {
+                Ok(Locator::Pointer(pointer.to_owned()))
+            }
+            (None, None, Some(_)) => Err(row_error(
+                Column::SourcePointer,
+                "a JSON Pointer starts with /",
+            )),
+            _ => Err(row_error(
+                Column::SourceLine,
+                "exactly one of source_line, source_member (non-empty) and source_pointer must be set",
+            )),
+        }
+    }
+
     /// An integer column's value.
     pub fn integer(&self, column: Column, row: usize) -> Option<u64> {
         match &self.views[column.index()] {
@@ -569,10 +630,7 @@ impl Batch {
                 ));
             }
         };
-        let line = self.integer(Column::SourceLine, row).unwrap_or_default();
-        if line == 0 {
-            return Err(row_error(Column::SourceLine, "line numbers are one-based"));
-        }
+        let locator = self.locator(row)?;
         Ok(Record {
             schema_version: SCHEMA_VERSION,
             run_id: required(Column::RunId)?,
@@ -593,7 +651,10 @@ impl Batch {
             scores: object(Column::Scores)?,
             metrics: object(Column::Metrics)?,
             response: json(Column::Response)?,
-            source: Source::line(required(Column::SourcePath)?, line),
+            source: Source {
+                path: required(Column::SourcePath)?,
+                locator,
+            },
             warnings,
             extra: object(Column::Extra)?,
         })
@@ -675,8 +736,20 @@ impl Batch {
         }
         out.extend_from_slice(b",\"source\":{\"path\":");
         text(out, Column::SourcePath);
-        out.extend_from_slice(b",\"line\":");
-        integer(out, Column::SourceLine);
+        match self.locator(row) {
+            Ok(Locator::Member(member)) => {
+                out.extend_from_slice(b",\"member\":");
+                canonical_json::write_string(&member, out);
+            }
+            Ok(Locator::Pointer(pointer)) => {
+                out.extend_from_slice(b",\"pointer\":");
+                canonical_json::write_string(&pointer, out);
+            }
+            Ok(Locator::Line(_)) | Err(_) => {
+                out.extend_from_slice(b",\"line\":");
+                integer(out, Column::SourceLine);
+            }
+        }
         out.extend_from_slice(b"},\"warnings\":");
         raw(out, Column::Warnings);
         out.extend_from_slice(b",\"extra\":");

@@ -153,13 +153,31 @@ fn a_file_with_another_schema_is_refused_with_what_differs() {
     )]));
     let column: ArrayRef = Arc::new(StringArray::from(vec!["q1"]));
     let batch = RecordBatch::try_new(schema.clone(), vec![column]).unwrap();
-    let mut bytes = Vec::new();
-    let mut writer = parquet::arrow::ArrowWriter::try_new(&mut bytes, schema, None).unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
-    let mut file = tempfile::tempfile().unwrap();
-    file.write_all(&bytes).unwrap();
-    let error = RecordsFile::open(file).err().unwrap();
+    let parquet_with = |metadata: Option<&str>| {
+        let mut bytes = Vec::new();
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_key_value_metadata(metadata.map(|value| {
+                vec![parquet::file::metadata::KeyValue::new(
+                    SCHEMA_KEY.to_owned(),
+                    value.to_owned(),
+                )]
+            }))
+            .build();
+        let mut writer =
+            parquet::arrow::ArrowWriter::try_new(&mut bytes, schema.clone(), Some(props))
+                .unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&bytes).unwrap();
+        RecordsFile::open(file).err().unwrap()
+    };
+    let error = parquet_with(None);
+    assert!(
+        error.starts_with("its metadata babel.records_schema is missing, not one this babel reads (\"1\" or \"2\")"),
+        "{error}"
+    );
+    let error = parquet_with(Some("2"));
     assert!(
         error.starts_with("its columns are [question_id]"),
         "{error}"
@@ -225,4 +243,76 @@ fn non_canonical_or_mistyped_json_in_a_column_is_a_row_error() {
         error.to_string(),
         "field metrics: expected a JSON object, found an array"
     );
+}
+
+#[test]
+fn every_kind_of_locator_round_trips() {
+    use crate::record::Locator;
+    let mut line = record("q1", Some(true));
+    line.source = Source::line("runs/r1/raw/0001-x.jsonl", 3);
+    let mut member = record("q2", None);
+    member.source = Source {
+        path: "runs/r1/raw/0002-log.eval".into(),
+        locator: Locator::Member("samples/q2_epoch_1.json".into()),
+    };
+    let mut pointer = record("q3", Some(false));
+    pointer.source = Source {
+        path: "runs/r1/raw/0003-run/scenario_state.json".into(),
+        locator: Locator::Pointer("/request_states/12".into()),
+    };
+    let written = vec![line, member, pointer];
+    let batches = read_all(&write(&written), Columns::ALL);
+    let canonical = |r: &Record| crate::canonical_json::to_canonical_bytes(r).unwrap();
+    for (row, record) in written.iter().enumerate() {
+        assert_eq!(canonical(&batches[0].record(row, true).unwrap()), canonical(record));
+    }
+    let mut json = Vec::new();
+    batches[0].write_json_line(1, &mut json);
+    let value: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(
+        value["source"],
+        json!({"path": "runs/r1/raw/0002-log.eval", "member": "samples/q2_epoch_1.json"})
+    );
+}
+
+#[test]
+fn a_version_1_file_reads_with_line_locators() {
+    // Version 1: the first 23 columns, source_line required, metadata "1".
+    let written = record("q1", Some(true));
+    let current = read_all(&write(std::slice::from_ref(&written)), Columns::ALL);
+    let schema = schema_of("1", false);
+    let columns: Vec<arrow_array::ArrayRef> = COLUMNS[..schema.fields().len()]
+        .iter()
+        .map(|(column, _, kind)| -> arrow_array::ArrayRef {
+            match kind {
+                Kind::Integer { .. } => std::sync::Arc::new(arrow_array::UInt64Array::from(vec![
+                    current[0].integer(*column, 0).unwrap(),
+                ])),
+                Kind::Boolean => std::sync::Arc::new(arrow_array::BooleanArray::from(vec![
+                    current[0].correct(0),
+                ])),
+                _ => std::sync::Arc::new(arrow_array::StringArray::from(vec![
+                    current[0].text(*column, 0),
+                ])),
+            }
+        })
+        .collect();
+    let batch = arrow_array::RecordBatch::try_new(schema.clone(), columns).unwrap();
+    let mut bytes = Vec::new();
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
+            SCHEMA_KEY.to_owned(),
+            "1".to_owned(),
+        )]))
+        .build();
+    let options = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
+        .with_properties(props)
+        .with_skip_arrow_metadata(true);
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new_with_options(&mut bytes, schema, options).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let batches = read_all(&bytes, Columns::ALL);
+    let canonical = |r: &Record| crate::canonical_json::to_canonical_bytes(r).unwrap();
+    assert_eq!(canonical(&batches[0].record(0, true).unwrap()), canonical(&written));
 }

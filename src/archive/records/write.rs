@@ -37,8 +37,8 @@ const PAGE_ROWS: usize = 4096;
 const ZSTD_LEVEL: i32 = 1;
 
 /// The text fields of an [`EncodedRecord`], in the order it keeps them: the text columns,
-/// then the JSON columns.
-const TEXT_FIELDS: [Column; 18] = [
+/// the JSON columns, then the source member and pointer.
+const TEXT_FIELDS: [Column; 20] = [
     Column::RunId,
     Column::Benchmark,
     Column::Script,
@@ -57,6 +57,8 @@ const TEXT_FIELDS: [Column; 18] = [
     Column::Response,
     Column::Warnings,
     Column::Extra,
+    Column::SourceMember,
+    Column::SourcePointer,
 ];
 
 fn slot(column: Column) -> usize {
@@ -74,13 +76,13 @@ fn slot(column: Column) -> usize {
 pub struct EncodedRecord {
     text: Vec<u8>,
     /// Where each of [`TEXT_FIELDS`] ends in `text`.
-    ends: [u32; 18],
+    ends: [u32; 20],
     /// Bit `i` set: text field `i` is null.
     nulls: u32,
     repeat_id: u64,
     identity_scope: IdentityScope,
     correct: Option<bool>,
-    source_line: u64,
+    source_line: Option<u64>,
 }
 
 impl EncodedRecord {
@@ -89,13 +91,14 @@ impl EncodedRecord {
     pub fn encode(record: Record) -> Result<Self, CanonicalError> {
         let mut encoded = Self {
             text: Vec::with_capacity(1024),
-            ends: [0; 18],
+            ends: [0; 20],
             nulls: 0,
             repeat_id: record.repeat_id,
             identity_scope: record.identity_scope,
             correct: record.correct,
             source_line: match record.source.locator {
-                Locator::Line(line) => line,
+                Locator::Line(line) => Some(line),
+                _ => None,
             },
         };
         let texts: [Option<&str>; 10] = [
@@ -158,6 +161,21 @@ impl EncodedRecord {
             },
         )?;
         encoded.ends[slot(Column::Extra)] = encoded.text.len() as u32;
+        let (member, pointer) = match &record.source.locator {
+            Locator::Line(_) => (None, None),
+            Locator::Member(member) => (Some(member.as_str()), None),
+            Locator::Pointer(pointer) => (None, Some(pointer.as_str())),
+        };
+        for (column, text) in [
+            (Column::SourceMember, member),
+            (Column::SourcePointer, pointer),
+        ] {
+            match text {
+                Some(text) => encoded.text.extend_from_slice(text.as_bytes()),
+                None => encoded.nulls |= 1 << slot(column),
+            }
+            encoded.ends[slot(column)] = encoded.text.len() as u32;
+        }
         Ok(encoded)
     }
 
@@ -198,7 +216,7 @@ impl EncodedRecord {
 struct Builders {
     schema_version: UInt64Builder,
     /// One builder per [`TEXT_FIELDS`] entry.
-    texts: [StringBuilder; 18],
+    texts: [StringBuilder; 20],
     repeat_id: UInt64Builder,
     identity_scope: StringBuilder,
     correct: BooleanBuilder,
@@ -231,7 +249,7 @@ impl Builders {
         self.identity_scope
             .append_value(record.identity_scope.as_str());
         self.correct.append_option(record.correct);
-        self.source_line.append_value(record.source_line);
+        self.source_line.append_option(record.source_line);
         self.rows += 1;
     }
 
