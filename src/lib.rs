@@ -13,6 +13,7 @@ pub mod clock;
 pub mod compare;
 pub mod durable;
 pub mod hub;
+pub mod inputs;
 pub mod jsonl;
 pub mod matrix;
 pub mod parallel;

@@ -3,7 +3,7 @@
 //! file that reads back as the same record (compared as canonical JSON, the form stored).
 
 use babel::canonical_json::to_canonical_bytes;
-use babel::adapters::{self, AdapterOptions, Format, ImportContext, RunContext, SourceFile};
+use babel::adapters::{AdapterOptions, Format, ImportContext, Reader, RunContext, SourceFile};
 use babel::archive::records::{Columns, EncodedRecord, RecordsFile, RecordsWriter};
 use babel::jsonl::{self, NonFinitePolicy};
 use babel::record::Record;
@@ -30,7 +30,11 @@ pub fn run(format: Format, basename: &str, data: &[u8]) {
             basename,
         },
     };
-    if adapters::check_source(format, &context).is_err() {
+    let adapter = format.adapter();
+    let Reader::Lines(normalize) = adapter.reader else {
+        panic!("the line targets fuzz JSON Lines formats only");
+    };
+    if (adapter.check_source)(&context).is_err() {
         return;
     }
     let mut records: Vec<Record> = Vec::new();
@@ -41,7 +45,7 @@ pub fn run(format: Format, basename: &str, data: &[u8]) {
         let Ok(parsed) = jsonl::parse_bytes(line, index as u64 + 1, NonFinitePolicy::Null) else {
             continue;
         };
-        let _ = adapters::normalize(format, parsed, &context, &mut records);
+        let _ = normalize(parsed, &context, &mut records);
     }
     round_trip(records);
 }

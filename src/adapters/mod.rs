@@ -53,6 +53,62 @@ pub struct Adapter {
 pub enum Reader {
     /// JSON Lines, one nonblank line at a time, read in parallel batches.
     Lines(fn(Line, &ImportContext<'_>, &mut Vec<Record>) -> Result<(), AdapterError>),
+    /// A structured file (a ZIP log, a JSON document): its header first, then its items.
+    Items(Structured),
+}
+
+/// The hooks of a format whose input is not JSON Lines. The archive reads the file (with
+/// `inputs`) as [`Structured::layout`] says, hands the header to [`Structured::begin`],
+/// then each item, with its locator, to [`Structured::normalize`].
+pub struct Structured {
+    /// How a file is laid out, by its name (an Inspect log is a `.eval` ZIP or a `.json`
+    /// document); an error says what the file should be.
+    pub layout: fn(&str) -> Result<Layout, String>,
+    /// Reads the header (the members [`Layout`] names, parsed) into what every item
+    /// needs, and the producer's facts the manifest keeps.
+    pub begin:
+        fn(&serde_json::Map<String, Value>, &ImportContext<'_>) -> Result<Begun, AdapterError>,
+    /// Normalizes one item into records, appended to `out`.
+    pub normalize:
+        fn(&Begun, Item, &ImportContext<'_>, &mut Vec<Record>) -> Result<(), AdapterError>,
+}
+
+/// Where a structured file's header and items are.
+#[derive(Debug, Clone, Copy)]
+pub enum Layout {
+    /// A ZIP archive: `header` members are read first, whole (missing ones are absent from
+    /// the header); the items are the members for which `item` is true, in the order of
+    /// the central directory.
+    Zip {
+        header: &'static [&'static str],
+        item: fn(&str) -> bool,
+    },
+    /// A JSON document: the top-level members named in `header` are kept, the items are
+    /// the elements of `items`.
+    Document {
+        header: &'static [&'static str],
+        items: crate::inputs::document::Items<'static>,
+    },
+}
+
+/// What [`Structured::begin`] made of a header.
+pub struct Begun {
+    /// The adapter's own state for its items.
+    pub state: Box<dyn std::any::Any + Send + Sync>,
+    /// The producer's facts (framework and version, model, task, dataset, revision), kept
+    /// in the import's manifest entry as `producer`.
+    pub producer: serde_json::Map<String, Value>,
+}
+
+/// One item of a structured file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// The item's JSON object.
+    pub object: serde_json::Map<String, Value>,
+    /// Non-finite tokens (`NaN`) read as null.
+    pub replaced: Vec<crate::jsonl::NonFiniteReplacement>,
+    /// Where it is in the file.
+    pub locator: crate::record::Locator,
 }
 
 /// A format: a reference into [`REGISTRY`].

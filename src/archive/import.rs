@@ -18,7 +18,7 @@ use super::manifest::{
     BreakdownCounter, CountEntry, FileEntry, ImportEntry, RecordsEntry, RunManifest,
 };
 use super::read;
-use super::records::{Columns, EncodedRecord, ThreadedWriter};
+use super::records::{Columns, EncodedRecord, RecordsWriter, ThreadedWriter};
 use super::runs::{open_for_write, plan_attachments, run_context};
 use super::transaction::{Transaction, abort_after};
 use super::{ArchiveError, WriteSession, faults};
@@ -28,7 +28,7 @@ use crate::clock::now_rfc3339;
 use crate::durable::{NewFile, io_at};
 use crate::jsonl::{self, NonFinitePolicy};
 use crate::parallel;
-use crate::record::{DigestMap, KeyDigest};
+use crate::record::{DigestMap, KeyDigest, Locator};
 
 /// How many problems an import reports in detail (all are counted).
 pub const MAX_REPORTED: usize = 20;
@@ -94,6 +94,8 @@ pub struct Rejection {
     pub file: String,
     pub line: Option<u64>,
     pub column: Option<usize>,
+    /// The item at fault in a structured file: `!member` or `#pointer`.
+    pub item: Option<String>,
     /// The field at fault, as a path (`doc.choices[2]`).
     pub field: Option<String>,
     pub message: String,
@@ -108,6 +110,9 @@ impl std::fmt::Display for Rejection {
             if let Some(column) = self.column {
                 write!(f, ":{column}")?;
             }
+        }
+        if let Some(item) = &self.item {
+            f.write_str(item)?;
         }
         if let Some(field) = &self.field {
             write!(f, ": field {field}")?;
@@ -327,20 +332,30 @@ pub fn import(
             records_rel: run_relative(run, &records),
         };
         progress.begin_file(&given, bytes);
-        let outcome = import_file(
-            &transaction,
-            &plan,
-            file,
-            &context,
-            bank.as_ref(),
+        let importing = FileImport {
+            transaction: &transaction,
+            plan: &plan,
+            context: &context,
+            bank: bank.as_ref(),
             options,
-            &mut seen,
-            &mut report,
             progress,
-        );
+        };
+        let outcome = match &options.format.adapter().reader {
+            adapters::Reader::Lines(normalize) => {
+                importing.lines(*normalize, file, &mut seen, &mut report)
+            }
+            adapters::Reader::Items(structured) => {
+                importing.items(structured, file, &mut seen, &mut report)
+            }
+        };
         progress.end_file();
         match outcome {
-            Ok((raw_digest, records_entry, breakdown)) => {
+            Ok(FileOutcome {
+                raw: raw_digest,
+                records: records_entry,
+                breakdown,
+                producer,
+            }) => {
                 report.files.push(ImportedFile {
                     seq,
                     given: path.clone(),
@@ -365,6 +380,7 @@ pub fn import(
                     id_field: options.adapter.id_field.as_ref().map(|f| f.to_string()),
                     options: options.recorded_options(),
                     normalizer_version: options.format.normalizer_version().into(),
+                    producer,
                     babel_version: env!("CARGO_PKG_VERSION").into(),
                     imported_at: now_rfc3339(),
                 });
@@ -435,7 +451,14 @@ impl<R: Read> Read for Tee<'_, R> {
     }
 }
 
-type FileOutcome = (crate::durable::ContentDigest, RecordsEntry, Vec<CountEntry>);
+/// What importing one file made: its raw copy, its records file, the breakdown, and (for
+/// a structured input) the producer's facts from its header.
+struct FileOutcome {
+    raw: crate::durable::ContentDigest,
+    records: RecordsEntry,
+    breakdown: Vec<CountEntry>,
+    producer: Option<Map<String, Value>>,
+}
 
 #[allow(clippy::too_many_arguments)]
 fn duplicate_hint(strict: bool) -> &'static str {
@@ -448,11 +471,11 @@ fn duplicate_hint(strict: bool) -> &'static str {
     }
 }
 
-/// What a worker made of one input line.
+/// What a worker made of one input item (a line, a member, an element).
 enum Normalized {
-    /// The line (or one of its records) is refused.
+    /// The item (or one of its records) is refused.
     Refused {
-        line: u64,
+        place: Place,
         column: Option<usize>,
         field: Option<String>,
         message: String,
@@ -460,16 +483,77 @@ enum Normalized {
     },
     /// A record, encoded for the records file, with the digest of its key.
     Record {
-        line: u64,
+        place: Place,
         digest: KeyDigest,
         record: Box<EncodedRecord>,
     },
+}
+
+/// An adapter's line hook.
+type LinesAdapter = fn(
+    jsonl::Line,
+    &ImportContext<'_>,
+    &mut Vec<crate::record::Record>,
+) -> Result<(), adapters::AdapterError>;
+
+/// The last steps of every record, whatever its input: a warning for each non-finite
+/// token read as null (`note` says how), the strict run's bank check, the identity
+/// digest, and the encoding into columns.
+fn finish_record(
+    mut record: crate::record::Record,
+    replaced: &[jsonl::NonFiniteReplacement],
+    note: &dyn Fn(&jsonl::NonFiniteReplacement) -> String,
+    bank: Option<&BankIndex>,
+    context: &ImportContext<'_>,
+    place: Place,
+) -> Normalized {
+    record.warnings.extend(replaced.iter().map(note));
+    // A strict run holds only its item bank's instances, each naming its script.
+    if let Some(bank) = bank
+        && let Err(refused) = bank.check(&record)
+    {
+        return Normalized::Refused {
+            place,
+            column: None,
+            field: (!refused.path.is_root()).then(|| refused.path.to_string()),
+            message: refused.message,
+            hint: Some(refused.hint),
+        };
+    }
+    let digest = record.identity().record_digest(context.run.strict);
+    match EncodedRecord::encode(record) {
+        Ok(record) => Normalized::Record {
+            place,
+            digest,
+            record: Box::new(record),
+        },
+        Err(CanonicalError::UnsafeInteger { path, value }) => Normalized::Refused {
+            place,
+            column: None,
+            field: Some(path.to_string()),
+            message: format!(
+                "the integer {value} has no exact JSON double (RFC 8785 stores numbers as doubles)"
+            ),
+            hint: Some(
+                "write integers beyond 2^53 as strings; as numbers every JSON reader may round them"
+                    .into(),
+            ),
+        },
+        Err(other) => Normalized::Refused {
+            place,
+            column: None,
+            field: None,
+            message: other.to_string(),
+            hint: None,
+        },
+    }
 }
 
 /// Parses and normalizes one batch of lines (on a worker thread): everything that needs
 /// no knowledge of the other lines, down to the canonical JSON of every nested value.
 fn normalize_batch(
     batch: jsonl::LineBatch,
+    normalize: LinesAdapter,
     options: &ImportOptions,
     context: &ImportContext<'_>,
     bank: Option<&BankIndex>,
@@ -486,7 +570,7 @@ fn normalize_batch(
             Ok(None) => continue,
             Err(error) => {
                 out.push(Normalized::Refused {
-                    line: number,
+                    place: Place::Line(number),
                     column: error.column,
                     field: (!error.path.is_root()).then(|| error.path.to_string()),
                     message: error.message(),
@@ -497,10 +581,9 @@ fn normalize_batch(
         };
         let replaced = std::mem::take(&mut line.replaced);
         records.clear();
-        let adapters::Reader::Lines(normalize) = options.format.adapter().reader;
         if let Err(error) = normalize(line, context, &mut records) {
             out.push(Normalized::Refused {
-                line: number,
+                place: Place::Line(number),
                 column: None,
                 field: (!error.path.is_root()).then(|| error.path.to_string()),
                 message: error.message,
@@ -508,240 +591,537 @@ fn normalize_batch(
             });
             continue;
         }
-        for mut record in records.drain(..) {
-            for r in &replaced {
-                record.warnings.push(format!(
-                    "non-finite number {} at {} was read as null (--non-finite null)",
-                    r.token, r.path
-                ));
-            }
-            // A strict run holds only its item bank's instances, each naming its script.
-            if let Some(bank) = bank
-                && let Err(refused) = bank.check(&record)
-            {
-                out.push(Normalized::Refused {
-                    line: number,
-                    column: None,
-                    field: (!refused.path.is_root()).then(|| refused.path.to_string()),
-                    message: refused.message,
-                    hint: Some(refused.hint),
-                });
-                continue;
-            }
-            let digest = record.identity().record_digest(context.run.strict);
-            match EncodedRecord::encode(record) {
-                Ok(record) => out.push(Normalized::Record {
-                    line: number,
-                    digest,
-                    record: Box::new(record),
-                }),
-                Err(CanonicalError::UnsafeInteger { path, value }) => {
-                    out.push(Normalized::Refused {
-                        line: number,
-                        column: None,
-                        field: Some(path.to_string()),
-                        message: format!(
-                            "the integer {value} has no exact JSON double (RFC 8785 stores numbers as doubles)"
-                        ),
-                        hint: Some(
-                            "write integers beyond 2^53 as strings; as numbers every JSON reader may round them"
-                                .into(),
-                        ),
-                    })
-                }
-                Err(other) => out.push(Normalized::Refused {
-                    line: number,
-                    column: None,
-                    field: None,
-                    message: other.to_string(),
-                    hint: None,
-                }),
-            }
+        let note = |r: &jsonl::NonFiniteReplacement| {
+            format!(
+                "non-finite number {} at {} was read as null (--non-finite null)",
+                r.token, r.path
+            )
+        };
+        for record in records.drain(..) {
+            out.push(finish_record(
+                record,
+                &replaced,
+                &note,
+                bank,
+                context,
+                Place::Line(number),
+            ));
         }
     }
     out
 }
 
-#[allow(clippy::too_many_arguments)]
-fn import_file(
-    transaction: &Transaction<'_>,
-    plan: &FilePlan<'_>,
-    source: File,
-    context: &crate::adapters::RunContext,
-    bank: Option<&BankIndex>,
-    options: &ImportOptions,
-    seen: &mut DigestMap<Seen>,
-    report: &mut ImportReport,
-    progress: &dyn Progress,
-) -> Result<FileOutcome, ArchiveError> {
-    let raw_path = transaction.path(&plan.raw_rel);
-    let records_path = transaction.path(&plan.records_rel);
-    let tee = Tee {
-        inner: source,
-        copy: NewFile::create(&raw_path)?,
-        copy_error: None,
-        progress,
-        since_report: 0,
-    };
-    let mut records = NewFile::create(&records_path)?;
-    let mut batcher = jsonl::Batcher::new(BufReader::with_capacity(256 * 1024, tee));
-    let import_context = ImportContext {
-        run: context,
-        options: &options.adapter,
-        source: SourceFile {
-            raw_path: &plan.raw_rel,
-            basename: plan.given_name,
-        },
-    };
-    let file_label = plan.given_path.display().to_string();
-    let reject = |report: &mut ImportReport,
-                  line,
-                  column,
-                  field: Option<String>,
-                  message: String,
-                  hint: Option<String>| {
+/// Everything one file's import shares with the rest of the batch, and what it builds:
+/// where records go and what they are checked against.
+struct FileImport<'a, 'p> {
+    transaction: &'a Transaction<'a>,
+    plan: &'a FilePlan<'a>,
+    context: &'a crate::adapters::RunContext,
+    bank: Option<&'a BankIndex>,
+    options: &'a ImportOptions,
+    progress: &'p dyn Progress,
+}
+
+/// Takes normalized items in order: reports refusals, refuses duplicate identities,
+/// counts the breakdown, and says which records to write.
+struct Sink<'a> {
+    seen: &'a mut DigestMap<Seen>,
+    plan: &'a FilePlan<'a>,
+    strict: bool,
+    file_label: String,
+    breakdown: BreakdownCounter,
+    partly_written: bool,
+}
+
+impl Sink<'_> {
+    fn reject(
+        &self,
+        report: &mut ImportReport,
+        place: Option<&Place>,
+        column: Option<usize>,
+        field: Option<String>,
+        message: String,
+        hint: Option<String>,
+    ) {
+        let (line, item) = match place {
+            Some(Place::Line(line)) => (Some(*line), None),
+            Some(Place::Other(other)) => (None, Some(other.to_string())),
+            None => (None, None),
+        };
         report.reject(Rejection {
-            file: file_label.clone(),
+            file: self.file_label.clone(),
             line,
             column,
+            item,
             field,
             message,
             hint,
         });
-    };
-    let mut breakdown = BreakdownCounter::default();
-    let mut partly_written = false;
-    // A problem of the whole file is reported once, alone: its lines are then only read
-    // through (to finish the raw copy), not parsed, so one cause is not reported per line.
-    let source_refused = match (options.format.adapter().check_source)(&import_context) {
-        Ok(()) => false,
-        Err(error) => {
-            reject(report, None, None, None, error.message, error.hint);
-            true
-        }
-    };
-    let mut read_error = None;
-    let (parsed, written) = std::thread::scope(|scope| {
-        let mut writer = ThreadedWriter::spawn(scope, records.writer());
-        let parsed = parallel::map_ordered(
-            parallel::workers(),
-            || match batcher.next_batch() {
-                Ok(batch) => Ok(batch),
-                Err(error) => {
-                    read_error = Some(error);
-                    Err(None)
+    }
+
+    /// The record to write, if `item` is one that may be written.
+    fn take(&mut self, item: Normalized, report: &mut ImportReport) -> Option<Box<EncodedRecord>> {
+        match item {
+            Normalized::Refused {
+                place,
+                column,
+                field,
+                message,
+                hint,
+            } => {
+                self.reject(report, Some(&place), column, field, message, hint);
+                None
+            }
+            Normalized::Record {
+                place,
+                digest,
+                record,
+            } => {
+                match self.seen.entry(digest) {
+                    Entry::Occupied(first) => {
+                        let first = first.get().clone();
+                        self.reject(
+                            report,
+                            Some(&place),
+                            None,
+                            None,
+                            format!(
+                                "duplicate record identity ({}); the same identity is {}",
+                                record.identity().record_key(self.strict),
+                                Origin::describe(self.plan.origins, &first, self.plan.seq)
+                            ),
+                            Some(duplicate_hint(self.strict).into()),
+                        );
+                        return None;
+                    }
+                    Entry::Vacant(slot) => {
+                        slot.insert(Seen {
+                            seq: self.plan.seq,
+                            place,
+                        });
+                    }
                 }
+                // A rejected batch publishes nothing, so the file need not be written once
+                // a problem is known.
+                if report.rejected_total > 0 {
+                    return None;
+                }
+                let identity = record.identity();
+                self.breakdown
+                    .add(identity.benchmark, identity.language, identity.variant_id);
+                Some(record)
+            }
+        }
+    }
+
+    /// Marks that records were written (the fault point of a partly written file).
+    fn wrote(&mut self) {
+        if !self.partly_written {
+            self.partly_written = true;
+            faults::point("data-partly-written");
+        }
+    }
+}
+
+impl FileImport<'_, '_> {
+    fn import_context(&self) -> ImportContext<'_> {
+        ImportContext {
+            run: self.context,
+            options: &self.options.adapter,
+            source: SourceFile {
+                raw_path: &self.plan.raw_rel,
+                basename: self.plan.given_name,
             },
-            |batch| normalize_batch(batch, options, &import_context, bank, source_refused),
-            |batch: Vec<Normalized>| {
-                for item in batch {
-                    match item {
-                        Normalized::Refused {
-                            line,
-                            column,
-                            field,
-                            message,
-                            hint,
-                        } => {
-                            reject(report, Some(line), column, field, message, hint);
-                        }
-                        Normalized::Record {
-                            line,
-                            digest,
-                            record,
-                        } => {
-                            match seen.entry(digest) {
-                                Entry::Occupied(first) => {
-                                    let first = first.get().clone();
-                                    reject(
-                                        report,
-                                        Some(line),
-                                        None,
-                                        None,
-                                        format!(
-                                            "duplicate record identity ({}); the same identity is {}",
-                                            record.identity().record_key(context.strict),
-                                            Origin::describe(plan.origins, &first, plan.seq)
-                                        ),
-                                        Some(duplicate_hint(context.strict).into()),
-                                    );
-                                    continue;
-                                }
-                                Entry::Vacant(slot) => {
-                                    slot.insert(Seen {
-                                        seq: plan.seq,
-                                        place: Place::Line(line),
-                                    });
-                                }
-                            }
-                            // A rejected batch publishes nothing, so the file need not be
-                            // written once a problem is known.
-                            if report.rejected_total > 0 {
-                                continue;
-                            }
-                            let identity = record.identity();
-                            breakdown.add(
-                                identity.benchmark,
-                                identity.language,
-                                identity.variant_id,
-                            );
+        }
+    }
+
+    fn sink<'s>(&'s self, seen: &'s mut DigestMap<Seen>) -> Sink<'s> {
+        Sink {
+            seen,
+            plan: self.plan,
+            strict: self.context.strict,
+            file_label: self.plan.given_path.display().to_string(),
+            breakdown: BreakdownCounter::default(),
+            partly_written: false,
+        }
+    }
+
+    /// A problem of the whole file is reported once, alone.
+    fn source_refused(&self, sink: &Sink<'_>, report: &mut ImportReport) -> bool {
+        match (self.options.format.adapter().check_source)(&self.import_context()) {
+            Ok(()) => false,
+            Err(error) => {
+                sink.reject(report, None, None, None, error.message, error.hint);
+                true
+            }
+        }
+    }
+
+    /// The end of every file: at least one record, and the entries of its files.
+    fn finish(
+        &self,
+        sink: Sink<'_>,
+        raw_digest: crate::durable::ContentDigest,
+        records: NewFile,
+        count: u64,
+        report: &mut ImportReport,
+    ) -> Result<FileOutcome, ArchiveError> {
+        if count == 0 && report.rejected_total == 0 {
+            sink.reject(
+                report,
+                None,
+                None,
+                None,
+                "the file holds no records".into(),
+                Some("an input needs at least one item that makes a record".into()),
+            );
+        }
+        let digest = records.finish()?;
+        Ok(FileOutcome {
+            raw: raw_digest,
+            records: RecordsEntry {
+                path: String::new(),
+                sha256: digest.sha256,
+                bytes: digest.bytes,
+                count,
+            },
+            breakdown: sink.breakdown.finish(),
+            producer: None,
+        })
+    }
+
+    /// A JSON Lines file: copied to its raw file while it is read in batches of lines,
+    /// normalized on worker threads and written in order.
+    fn lines(
+        &self,
+        normalize: LinesAdapter,
+        source: File,
+        seen: &mut DigestMap<Seen>,
+        report: &mut ImportReport,
+    ) -> Result<FileOutcome, ArchiveError> {
+        let raw_path = self.transaction.path(&self.plan.raw_rel);
+        let records_path = self.transaction.path(&self.plan.records_rel);
+        let tee = Tee {
+            inner: source,
+            copy: NewFile::create(&raw_path)?,
+            copy_error: None,
+            progress: self.progress,
+            since_report: 0,
+        };
+        let mut records = NewFile::create(&records_path)?;
+        let mut batcher = jsonl::Batcher::new(BufReader::with_capacity(256 * 1024, tee));
+        let import_context = self.import_context();
+        let mut sink = self.sink(seen);
+        // A problem of the whole file: its lines are then only read through (to finish the
+        // raw copy), not parsed, so one cause is not reported per line.
+        let source_refused = self.source_refused(&sink, report);
+        let (options, bank) = (self.options, self.bank);
+        let mut read_error = None;
+        let (parsed, written) = std::thread::scope(|scope| {
+            let mut writer = ThreadedWriter::spawn(scope, records.writer());
+            let parsed = parallel::map_ordered(
+                parallel::workers(),
+                || match batcher.next_batch() {
+                    Ok(batch) => Ok(batch),
+                    Err(error) => {
+                        read_error = Some(error);
+                        Err(None)
+                    }
+                },
+                |batch| {
+                    normalize_batch(
+                        batch,
+                        normalize,
+                        options,
+                        &import_context,
+                        bank,
+                        source_refused,
+                    )
+                },
+                |batch: Vec<Normalized>| {
+                    for item in batch {
+                        if let Some(record) = sink.take(item, report) {
                             // A failed push means the writer stopped; its error comes from
                             // `finish` below.
                             writer.push(*record).map_err(|_| None)?;
-                            if !partly_written {
-                                partly_written = true;
-                                faults::point("data-partly-written");
-                            }
+                            sink.wrote();
                         }
                     }
+                    Ok(())
+                },
+            );
+            (parsed, writer.finish())
+        });
+        let count = written.map_err(io_at("writing", &records_path))?;
+        parsed.or_else(|error: Option<ArchiveError>| match error {
+            Some(error) => Err(error),
+            None => Ok(()),
+        })?;
+        if let Some(error) = read_error {
+            let tee = batcher.get_ref().get_ref();
+            return Err(match &tee.copy_error {
+                Some(copy) => {
+                    io_at("writing", &raw_path)(io::Error::new(copy.kind(), copy.to_string()))
                 }
-                Ok(())
-            },
-        );
-        (parsed, writer.finish())
-    });
-    let count = written.map_err(io_at("writing", &records_path))?;
-    parsed.or_else(|error: Option<ArchiveError>| match error {
-        Some(error) => Err(error),
-        None => Ok(()),
-    })?;
-    if let Some(error) = read_error {
-        let tee = batcher.get_ref().get_ref();
-        return Err(match &tee.copy_error {
-            Some(copy) => {
-                io_at("writing", &raw_path)(io::Error::new(copy.kind(), copy.to_string()))
+                None => io_at("reading", self.plan.given_path)(error),
             }
-            None => io_at("reading", plan.given_path)(error),
+            .into());
         }
-        .into());
+        let mut buffered = batcher.into_inner();
+        // The batcher stops at the end of the input, so nothing is left unread in the
+        // buffer; draining keeps that true even for an input without a final newline.
+        let _ = buffered.fill_buf();
+        let raw_digest = buffered.into_inner().copy.finish()?;
+        self.finish(sink, raw_digest, records, count, report)
     }
-    let mut buffered = batcher.into_inner();
-    // The batcher stops at the end of the input, so nothing is left unread in the buffer;
-    // draining keeps that true even for an input without a final newline.
-    let _ = buffered.fill_buf();
-    let raw_digest = buffered.into_inner().copy.finish()?;
-    if count == 0 && report.rejected_total == 0 {
-        reject(
-            report,
-            None,
-            None,
-            None,
-            "the file holds no records".into(),
-            Some("an input needs at least one nonblank JSON Lines record".into()),
-        );
+
+    /// A structured file (a ZIP log, a JSON document): copied whole to its raw file
+    /// first, then read from that copy, so every locator points into the archived bytes.
+    fn items(
+        &self,
+        structured: &adapters::Structured,
+        mut source: File,
+        seen: &mut DigestMap<Seen>,
+        report: &mut ImportReport,
+    ) -> Result<FileOutcome, ArchiveError> {
+        let raw_path = self.transaction.path(&self.plan.raw_rel);
+        let records_path = self.transaction.path(&self.plan.records_rel);
+        let mut tee = Tee {
+            inner: &mut source,
+            copy: NewFile::create(&raw_path)?,
+            copy_error: None,
+            progress: self.progress,
+            since_report: 0,
+        };
+        if let Err(error) = io::copy(&mut tee, &mut io::sink()) {
+            return Err(match tee.copy_error {
+                Some(copy) => io_at("writing", &raw_path)(copy),
+                None => io_at("reading", self.plan.given_path)(error),
+            }
+            .into());
+        }
+        let raw_digest = tee.copy.finish()?;
+        let mut records = NewFile::create(&records_path)?;
+        let import_context = self.import_context();
+        let mut sink = self.sink(seen);
+        let mut count = 0;
+        let mut producer = None;
+        if !self.source_refused(&sink, report) {
+            let mut writer =
+                RecordsWriter::new(records.writer()).map_err(io_at("writing", &records_path))?;
+            let read = structured_items(
+                structured,
+                &raw_path,
+                &import_context,
+                self.bank,
+                |normalized| {
+                    if let Some(record) = sink.take(normalized, report) {
+                        writer
+                            .push(&record)
+                            .map_err(io_at("writing", &records_path))?;
+                        sink.wrote();
+                    }
+                    Ok(())
+                },
+            )?;
+            match read {
+                Ok(facts) => producer = Some(facts),
+                Err((message, hint)) => sink.reject(report, None, None, None, message, hint),
+            }
+            count = writer.finish().map_err(io_at("writing", &records_path))?.1;
+        }
+        let mut outcome = self.finish(sink, raw_digest, records, count, report)?;
+        outcome.producer = producer;
+        Ok(outcome)
     }
-    let digest = records.finish()?;
-    let breakdown = breakdown.finish();
-    Ok((
-        raw_digest,
-        RecordsEntry {
-            path: String::new(),
-            sha256: digest.sha256,
-            bytes: digest.bytes,
-            count,
-        },
-        breakdown,
-    ))
+}
+
+/// The largest item of a structured file (a ZIP member, a document element): the same
+/// bound as a JSON Lines line.
+const MAX_ITEM_BYTES: usize = jsonl::MAX_LINE_BYTES;
+
+/// A problem of a whole structured file: the message and a hint.
+type FileProblem = (String, Option<String>);
+
+/// Reads the archived structured file at `raw` as `structured` lays it out: its header
+/// first (a second pass over a document, so the header may come after the items), then
+/// every item, normalized and handed to `take` in file order. Returns the producer's
+/// facts, or the problem that stopped the file (after the items before it were handed
+/// out).
+fn structured_items(
+    structured: &adapters::Structured,
+    raw: &Path,
+    context: &ImportContext<'_>,
+    bank: Option<&BankIndex>,
+    mut take: impl FnMut(Normalized) -> Result<(), ArchiveError>,
+) -> Result<Result<Map<String, Value>, FileProblem>, ArchiveError> {
+    use crate::inputs::document::{self, DocumentError, Part};
+    use crate::inputs::zip::ZipInput;
+    let layout = match (structured.layout)(context.source.basename) {
+        Ok(layout) => layout,
+        Err(message) => return Ok(Err((message, None))),
+    };
+    let parse_value = |bytes: &[u8], what: &str| -> Result<Value, FileProblem> {
+        let mut wrapped = b"{\"v\":".to_vec();
+        wrapped.extend_from_slice(bytes);
+        wrapped.push(b'}');
+        jsonl::parse_bytes(&wrapped, 1, NonFinitePolicy::Null)
+            .map(|mut line| line.object.shift_remove("v").unwrap_or_default())
+            .map_err(|e| (format!("{what}: {}", e.message()), None))
+    };
+    let mut normalize_item = |item_bytes: &[u8],
+                              locator: Locator,
+                              begun: &adapters::Begun|
+     -> Result<(), ArchiveError> {
+        let place = Place::of(&locator);
+        let parsed = match jsonl::parse_bytes(item_bytes, 1, NonFinitePolicy::Null) {
+            Ok(parsed) => parsed,
+            Err(error) => {
+                return take(Normalized::Refused {
+                    place,
+                    column: None,
+                    field: (!error.path.is_root()).then(|| error.path.to_string()),
+                    message: error.message(),
+                    hint: None,
+                });
+            }
+        };
+        let item = adapters::Item {
+            object: parsed.object,
+            replaced: parsed.replaced,
+            locator,
+        };
+        let replaced = item.replaced.clone();
+        let mut records = Vec::new();
+        if let Err(error) = (structured.normalize)(begun, item, context, &mut records) {
+            return take(Normalized::Refused {
+                place,
+                column: None,
+                field: (!error.path.is_root()).then(|| error.path.to_string()),
+                message: error.message,
+                hint: error.hint,
+            });
+        }
+        let note = |r: &jsonl::NonFiniteReplacement| {
+            format!(
+                "non-finite number {} at {} was read as null",
+                r.token, r.path
+            )
+        };
+        for record in records {
+            take(finish_record(
+                record,
+                &replaced,
+                &note,
+                bank,
+                context,
+                place.clone(),
+            ))?;
+        }
+        Ok(())
+    };
+    let mut header = Map::new();
+    match layout {
+        adapters::Layout::Zip {
+            header: wanted,
+            item,
+        } => {
+            let mut zip = match ZipInput::open(raw) {
+                Ok(zip) => zip,
+                Err(error) => return Ok(Err((error.to_string(), None))),
+            };
+            let names = match zip.names() {
+                Ok(names) => names,
+                Err(error) => return Ok(Err((error.to_string(), None))),
+            };
+            for name in wanted.iter().filter(|w| names.iter().any(|n| n == *w)) {
+                let value = zip
+                    .read(name, MAX_ITEM_BYTES as u64)
+                    .map_err(|e| (e.to_string(), None))
+                    .and_then(|bytes| parse_value(&bytes, name));
+                match value {
+                    Ok(value) => header.insert((*name).to_owned(), value),
+                    Err(problem) => return Ok(Err(problem)),
+                };
+            }
+            let begun = match (structured.begin)(&header, context) {
+                Ok(begun) => begun,
+                Err(error) => return Ok(Err((error.message, error.hint))),
+            };
+            for name in names.iter().filter(|n| item(n)) {
+                let bytes = match zip.read(name, MAX_ITEM_BYTES as u64) {
+                    Ok(bytes) => bytes,
+                    Err(error) => return Ok(Err((error.to_string(), None))),
+                };
+                normalize_item(&bytes, Locator::Member(name.clone()), &begun)?;
+            }
+            Ok(Ok(begun.producer))
+        }
+        adapters::Layout::Document {
+            header: wanted,
+            items,
+        } => {
+            let open = || -> Result<BufReader<File>, ArchiveError> {
+                Ok(BufReader::with_capacity(
+                    256 * 1024,
+                    File::open(raw).map_err(io_at("reading", raw))?,
+                ))
+            };
+            let shape = |error: DocumentError<ArchiveError>| match error {
+                DocumentError::Visit(error) => Err(error),
+                DocumentError::Io(error) => Err(io_at("reading", raw)(error).into()),
+                other => Ok((
+                    format!("not the JSON document the format reads: {other}"),
+                    None,
+                )),
+            };
+            let mut problem = None;
+            let first = document::read(
+                open()?,
+                items,
+                &|key| wanted.contains(&key),
+                MAX_ITEM_BYTES,
+                |part| {
+                    if let Part::Member { key, value } = part {
+                        match parse_value(value, key) {
+                            Ok(value) => {
+                                header.insert(key.to_owned(), value);
+                            }
+                            Err(found) => problem = Some(found),
+                        }
+                    }
+                    Ok::<(), ArchiveError>(())
+                },
+            );
+            if let Err(error) = first {
+                return shape(error).map(Err);
+            }
+            if let Some(problem) = problem {
+                return Ok(Err(problem));
+            }
+            let begun = match (structured.begin)(&header, context) {
+                Ok(begun) => begun,
+                Err(error) => return Ok(Err((error.message, error.hint))),
+            };
+            let second =
+                document::read(
+                    open()?,
+                    items,
+                    &|_| false,
+                    MAX_ITEM_BYTES,
+                    |part| match part {
+                        Part::Item { index, value } => {
+                            normalize_item(value, Locator::Pointer(items.pointer(index)), &begun)
+                        }
+                        Part::Member { .. } => Ok(()),
+                    },
+                );
+            match second {
+                Ok(()) => Ok(Ok(begun.producer)),
+                Err(error) => shape(error).map(Err),
+            }
+        }
+    }
 }
 
 /// The identity set of the records already in the run.

@@ -143,6 +143,10 @@ pub struct ImportEntry {
     pub options: Map<String, Value>,
     /// The adapter's normalization rules version (`canonical/1`).
     pub normalizer_version: String,
+    /// What a structured input's header says of its producer (framework and version,
+    /// model, task, dataset, revision); absent for JSON Lines inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub producer: Option<Map<String, Value>>,
     /// The babel version that imported it.
     pub babel_version: String,
     pub imported_at: String,
@@ -168,7 +172,10 @@ impl ImportEntry {
             None => problems.push(format!(
                 "unknown format {:?} (one of {})",
                 self.format,
-                Format::all().map(Format::name).collect::<Vec<_>>().join(", ")
+                Format::all()
+                    .map(Format::name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )),
             Some(format) => {
                 if !is_normalizer_version_of(format, &self.normalizer_version) {

@@ -150,10 +150,7 @@ fn check_schema(found: &ArrowReaderMetadata) -> Result<&'static str, String> {
         .key_value_metadata()
         .and_then(|pairs| pairs.iter().find(|kv| kv.key == SCHEMA_KEY))
         .and_then(|kv| kv.value.clone());
-    let Some((version, _)) = READABLE
-        .iter()
-        .find(|(v, _)| Some(*v) == named.as_deref())
-    else {
+    let Some((version, _)) = READABLE.iter().find(|(v, _)| Some(*v) == named.as_deref()) else {
         let readable: Vec<String> = READABLE.iter().map(|(v, _)| format!("{v:?}")).collect();
         return Err(format!(
             "its metadata {SCHEMA_KEY} is {}, not one this babel reads ({})",
@@ -164,7 +161,11 @@ fn check_schema(found: &ArrowReaderMetadata) -> Result<&'static str, String> {
     let expected = schema_of(version, false);
     let schema = found.schema();
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-    let wanted: Vec<&str> = expected.fields().iter().map(|f| f.name().as_str()).collect();
+    let wanted: Vec<&str> = expected
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect();
     if names != wanted {
         return Err(format!(
             "its columns are [{}], not the records schema's [{}]",
@@ -470,10 +471,9 @@ impl Batch {
         let member = optional_text(Column::SourceMember);
         let pointer = optional_text(Column::SourcePointer);
         match (line, member, pointer) {
-            (Some(0), None, None) => Err(row_error(
-                Column::SourceLine,
-                "line numbers are one-based",
-            )),
+            (Some(0), None, None) => {
+                Err(row_error(Column::SourceLine, "line numbers are one-based"))
+            }
             (Some(line), None, None) => Ok(Locator::Line(line)),
             (None, Some(member), None) if !member.is_empty() => {
                 Ok(Locator::Member(member.to_owned()))

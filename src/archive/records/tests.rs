@@ -164,8 +164,7 @@ fn a_file_with_another_schema_is_refused_with_what_differs() {
             }))
             .build();
         let mut writer =
-            parquet::arrow::ArrowWriter::try_new(&mut bytes, schema.clone(), Some(props))
-                .unwrap();
+            parquet::arrow::ArrowWriter::try_new(&mut bytes, schema.clone(), Some(props)).unwrap();
         writer.write(&batch).unwrap();
         writer.close().unwrap();
         let mut file = tempfile::tempfile().unwrap();
@@ -264,7 +263,10 @@ fn every_kind_of_locator_round_trips() {
     let batches = read_all(&write(&written), Columns::ALL);
     let canonical = |r: &Record| crate::canonical_json::to_canonical_bytes(r).unwrap();
     for (row, record) in written.iter().enumerate() {
-        assert_eq!(canonical(&batches[0].record(row, true).unwrap()), canonical(record));
+        assert_eq!(
+            canonical(&batches[0].record(row, true).unwrap()),
+            canonical(record)
+        );
     }
     let mut json = Vec::new();
     batches[0].write_json_line(1, &mut json);
@@ -314,5 +316,8 @@ fn a_version_1_file_reads_with_line_locators() {
     writer.close().unwrap();
     let batches = read_all(&bytes, Columns::ALL);
     let canonical = |r: &Record| crate::canonical_json::to_canonical_bytes(r).unwrap();
-    assert_eq!(canonical(&batches[0].record(0, true).unwrap()), canonical(&written));
+    assert_eq!(
+        canonical(&batches[0].record(0, true).unwrap()),
+        canonical(&written)
+    );
 }

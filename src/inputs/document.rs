@@ -1,0 +1,369 @@
+//! A streaming reader of one JSON document: the members of its top-level object, and the
+//! elements of one array in it handed out one at a time, so a document of hundreds of MB
+//! never has to be in memory whole (an Inspect `.json` log, a HELM `scenario_state.json`).
+//!
+//! The reader only finds where each value begins and ends (strings, escapes and nesting
+//! are tracked byte by byte); the values themselves are parsed by the caller with the
+//! strict JSON reader, which also handles bare `NaN` tokens as the import policy says.
+
+use std::io::{self, BufRead};
+
+/// Where the items of a document are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Items<'a> {
+    /// The document is an array; its elements are the items (`/0`, `/1`, ...).
+    TopLevel,
+    /// The array under this key of the top-level object (`/samples/0`, ...).
+    Member(&'a str),
+}
+
+impl Items<'_> {
+    /// The JSON Pointer of item `index`.
+    pub fn pointer(self, index: u64) -> String {
+        match self {
+            Items::TopLevel => format!("/{index}"),
+            Items::Member(key) => format!("/{}/{index}", escape_pointer(key)),
+        }
+    }
+}
+
+/// A key as a JSON Pointer reference token (RFC 6901: `~` as `~0`, `/` as `~1`).
+pub fn escape_pointer(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// What the reader hands out.
+pub enum Part<'a> {
+    /// A top-level member the caller asked for, as its JSON text.
+    Member { key: &'a str, value: &'a [u8] },
+    /// One item, as its JSON text.
+    Item { index: u64, value: &'a [u8] },
+}
+
+/// Why a document could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentError<E> {
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// Not JSON of the expected shape, at this byte offset.
+    #[error("byte {offset}: {message}")]
+    Shape { offset: u64, message: String },
+    /// A value longer than the limit.
+    #[error("byte {offset}: a value longer than {limit} bytes")]
+    TooLong { offset: u64, limit: usize },
+    /// The caller's own failure, passed through.
+    #[error("{0}")]
+    Visit(E),
+}
+
+struct Lexer<R> {
+    reader: R,
+    offset: u64,
+}
+
+impl<R: BufRead> Lexer<R> {
+    fn peek(&mut self) -> io::Result<Option<u8>> {
+        Ok(self.reader.fill_buf()?.first().copied())
+    }
+
+    fn bump(&mut self) -> io::Result<Option<u8>> {
+        let byte = self.peek()?;
+        if byte.is_some() {
+            self.reader.consume(1);
+            self.offset += 1;
+        }
+        Ok(byte)
+    }
+
+    fn skip_whitespace(&mut self) -> io::Result<()> {
+        loop {
+            let buffer = self.reader.fill_buf()?;
+            let blank = buffer
+                .iter()
+                .take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+                .count();
+            let done = blank < buffer.len() || buffer.is_empty();
+            self.reader.consume(blank);
+            self.offset += blank as u64;
+            if done {
+                return Ok(());
+            }
+        }
+    }
+
+    fn shape<E>(&self, message: impl Into<String>) -> DocumentError<E> {
+        DocumentError::Shape {
+            offset: self.offset,
+            message: message.into(),
+        }
+    }
+
+    fn expect<E>(&mut self, wanted: u8, what: &str) -> Result<(), DocumentError<E>> {
+        self.skip_whitespace()?;
+        match self.bump()? {
+            Some(byte) if byte == wanted => Ok(()),
+            Some(byte) => Err(self.shape(format!("expected {what}, found {:?}", byte as char))),
+            None => Err(self.shape(format!("expected {what}, found the end of the file"))),
+        }
+    }
+
+    /// Reads one value; its bytes go to `out` when given (at most `limit` of them).
+    fn value<E>(
+        &mut self,
+        mut out: Option<&mut Vec<u8>>,
+        limit: usize,
+    ) -> Result<(), DocumentError<E>> {
+        self.skip_whitespace()?;
+        let start = self.offset;
+        let mut depth = 0usize;
+        let mut in_string = false;
+        let mut escaped = false;
+        loop {
+            let Some(byte) = self.peek()? else {
+                return if depth == 0 && !in_string && self.offset > start {
+                    Ok(())
+                } else {
+                    Err(self.shape("the file ends inside a value"))
+                };
+            };
+            if !in_string
+                && depth == 0
+                && self.offset > start
+                && matches!(byte, b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r')
+            {
+                return Ok(());
+            }
+            self.bump()?;
+            if let Some(out) = out.as_deref_mut() {
+                if out.len() >= limit {
+                    return Err(DocumentError::TooLong {
+                        offset: start,
+                        limit,
+                    });
+                }
+                out.push(byte);
+            }
+            if in_string {
+                match (escaped, byte) {
+                    (true, _) => escaped = false,
+                    (false, b'\\') => escaped = true,
+                    (false, b'"') => {
+                        in_string = false;
+                        if depth == 0 {
+                            return Ok(());
+                        }
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            match byte {
+                b'"' => in_string = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth = depth
+                        .checked_sub(1)
+                        .ok_or_else(|| self.shape("a closing bracket without its opening one"))?;
+                    if depth == 0 {
+                        return Ok(());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Reads a string value (an object key) and decodes it.
+    fn key<E>(&mut self) -> Result<String, DocumentError<E>> {
+        let mut raw = Vec::new();
+        self.skip_whitespace()?;
+        if self.peek()? != Some(b'"') {
+            return Err(self.shape("expected a key string"));
+        }
+        self.value(Some(&mut raw), 1 << 20)?;
+        serde_json::from_slice(&raw)
+            .map_err(|e| self.shape(format!("a key is not a JSON string ({e})")))
+    }
+}
+
+/// Reads the JSON document from `reader`: hands each top-level member named by
+/// `capture` (a document that is an object) and each item to `visit`, in document order;
+/// other members are skipped without being kept. No value may exceed `limit` bytes.
+pub fn read<R: BufRead, E>(
+    reader: R,
+    items: Items<'_>,
+    capture: &dyn Fn(&str) -> bool,
+    limit: usize,
+    mut visit: impl FnMut(Part<'_>) -> Result<(), E>,
+) -> Result<(), DocumentError<E>> {
+    let mut lexer = Lexer { reader, offset: 0 };
+    // A UTF-8 byte order mark is allowed at the very start.
+    if lexer.reader.fill_buf()?.starts_with(b"\xEF\xBB\xBF") {
+        lexer.reader.consume(3);
+        lexer.offset = 3;
+    }
+    let mut buffer = Vec::new();
+    let mut array = |lexer: &mut Lexer<R>,
+                     visit: &mut dyn FnMut(Part<'_>) -> Result<(), E>|
+     -> Result<(), DocumentError<E>> {
+        lexer.expect(b'[', "[ (an array)")?;
+        lexer.skip_whitespace()?;
+        if lexer.peek()? == Some(b']') {
+            lexer.bump()?;
+            return Ok(());
+        }
+        let mut index = 0u64;
+        loop {
+            buffer.clear();
+            lexer.value(Some(&mut buffer), limit)?;
+            visit(Part::Item {
+                index,
+                value: &buffer,
+            })
+            .map_err(DocumentError::Visit)?;
+            index += 1;
+            lexer.skip_whitespace()?;
+            match lexer.bump()? {
+                Some(b',') => {}
+                Some(b']') => return Ok(()),
+                _ => return Err(lexer.shape("expected , or ] after an item")),
+            }
+        }
+    };
+    match items {
+        Items::TopLevel => array(&mut lexer, &mut visit)?,
+        Items::Member(wanted) => {
+            lexer.expect(b'{', "{ (a JSON object)")?;
+            lexer.skip_whitespace()?;
+            if lexer.peek()? == Some(b'}') {
+                lexer.bump()?;
+            } else {
+                loop {
+                    let key = lexer.key()?;
+                    lexer.expect(b':', ":")?;
+                    if key == wanted {
+                        array(&mut lexer, &mut visit)?;
+                    } else if capture(&key) {
+                        let mut value = Vec::new();
+                        lexer.value(Some(&mut value), limit)?;
+                        visit(Part::Member {
+                            key: &key,
+                            value: &value,
+                        })
+                        .map_err(DocumentError::Visit)?;
+                    } else {
+                        lexer.value::<E>(None, limit)?;
+                    }
+                    lexer.skip_whitespace()?;
+                    match lexer.bump()? {
+                        Some(b',') => {}
+                        Some(b'}') => break,
+                        _ => return Err(lexer.shape("expected , or } after a member")),
+                    }
+                }
+            }
+        }
+    }
+    lexer.skip_whitespace()?;
+    if lexer.peek()?.is_some() {
+        return Err(lexer.shape("more after the end of the document"));
+    }
+    Ok(())
+}
+
+/// The number of items of a document (what a JSON Pointer to an item may index).
+pub fn count_items<R: BufRead>(
+    reader: R,
+    items: Items<'_>,
+) -> Result<u64, DocumentError<std::convert::Infallible>> {
+    let mut count = 0;
+    read(reader, items, &|_| false, usize::MAX, |part| {
+        if let Part::Item { .. } = part {
+            count += 1;
+        }
+        Ok(())
+    })?;
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(text: &str, items: Items<'_>) -> (Vec<(String, String)>, Vec<String>) {
+        let mut members = Vec::new();
+        let mut found = Vec::new();
+        read::<_, ()>(
+            text.as_bytes(),
+            items,
+            &|k| k != "skipped",
+            1 << 20,
+            |part| {
+                match part {
+                    Part::Member { key, value } => {
+                        members.push((key.to_owned(), String::from_utf8(value.to_vec()).unwrap()))
+                    }
+                    Part::Item { index, value } => {
+                        assert_eq!(index as usize, found.len());
+                        found.push(String::from_utf8(value.to_vec()).unwrap());
+                    }
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+        (members, found)
+    }
+
+    #[test]
+    fn members_and_items_come_out_whole_and_in_order() {
+        let text = r#"{"version": 2, "eval": {"a": [1, "]}"]}, "skipped": [[[]]], "samples": [ {"id": "q\"1"} , [1,2], "s", 3.5e1, NaN ], "tail": "x"}"#;
+        let (members, items) = parts(text, Items::Member("samples"));
+        assert_eq!(
+            members,
+            [
+                ("version".into(), "2".into()),
+                ("eval".into(), r#"{"a": [1, "]}"]}"#.into()),
+                ("tail".into(), "\"x\"".into())
+            ]
+        );
+        assert_eq!(
+            items,
+            [r#"{"id": "q\"1"}"#, "[1,2]", "\"s\"", "3.5e1", "NaN"]
+        );
+        let (_, items) = parts("\u{feff} [ {\"a\":1}, {} ]\n", Items::TopLevel);
+        assert_eq!(items, ["{\"a\":1}", "{}"]);
+        assert_eq!(Items::Member("a/b~c").pointer(3), "/a~1b~0c/3");
+    }
+
+    #[test]
+    fn broken_documents_are_refused_with_an_offset() {
+        for (text, items) in [
+            (r#"{"samples": [1, 2"#, Items::Member("samples")),
+            (r#"[1, 2] 3"#, Items::TopLevel),
+            (r#"{"samples": {}}"#, Items::Member("samples")),
+            (r#"[1 2]"#, Items::TopLevel),
+            (r#"{"a" 1}"#, Items::Member("samples")),
+        ] {
+            let error =
+                read::<_, ()>(text.as_bytes(), items, &|_| true, 100, |_| Ok(())).unwrap_err();
+            assert!(
+                matches!(error, DocumentError::Shape { .. }),
+                "{text}: {error:?}"
+            );
+        }
+        let error = read::<_, ()>(
+            r#"[ "long long long" ]"#.as_bytes(),
+            Items::TopLevel,
+            &|_| true,
+            5,
+            |_| Ok(()),
+        )
+        .unwrap_err();
+        assert!(matches!(error, DocumentError::TooLong { .. }));
+        assert_eq!(
+            count_items("[1,[2],{\"3\":[]}]".as_bytes(), Items::TopLevel).unwrap(),
+            3
+        );
+    }
+}

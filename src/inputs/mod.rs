@@ -1,0 +1,7 @@
+//! Reading inputs that are not JSON Lines: JSON documents streamed item by item
+//! ([`document`]) and ZIP archives read member by member ([`zip`]). The archive uses them
+//! to feed structured adapters at import and to resolve record locators in validate; the
+//! adapters never see files. (JSON Lines has its own reader, `jsonl`.)
+
+pub mod document;
+pub mod zip;

@@ -1,0 +1,68 @@
+//! ZIP archives as inputs (an Inspect `.eval` log): the member names, and one member's
+//! bytes at a time, inflated from Zstandard (method 93, what Inspect writes) or deflate
+//! (older logs) or stored. A member larger than the limit is refused before it is
+//! inflated, and its inflated size is counted as it streams, so a crafted archive cannot
+//! make babel hold more than one bounded member.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+/// Why a ZIP input could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ZipError {
+    #[error("not a ZIP archive, or a damaged one ({0})")]
+    Archive(String),
+    #[error("member {member}: {message}")]
+    Member { member: String, message: String },
+}
+
+/// An open ZIP archive.
+pub struct ZipInput {
+    archive: zip::ZipArchive<File>,
+}
+
+impl ZipInput {
+    /// Opens the archive at `path` (its central directory is read now).
+    pub fn open(path: &Path) -> Result<Self, ZipError> {
+        let file = File::open(path).map_err(|e| ZipError::Archive(e.to_string()))?;
+        let archive = zip::ZipArchive::new(file).map_err(|e| ZipError::Archive(e.to_string()))?;
+        Ok(Self { archive })
+    }
+
+    /// Every member name, in the order of the central directory.
+    pub fn names(&self) -> Result<Vec<String>, ZipError> {
+        self.archive
+            .file_names()
+            .map(|name| name.map(|n| n.into_owned()))
+            .collect::<Result<_, _>>()
+            .map_err(|e| ZipError::Archive(e.to_string()))
+    }
+
+    /// The bytes of one member, at most `limit` once inflated.
+    pub fn read(&mut self, name: &str, limit: u64) -> Result<Vec<u8>, ZipError> {
+        let failure = |message: String| ZipError::Member {
+            member: name.to_owned(),
+            message,
+        };
+        let member = self
+            .archive
+            .by_name(name)
+            .map_err(|e| failure(e.to_string()))?;
+        if member.size() > limit {
+            return Err(failure(format!(
+                "{} bytes once inflated, more than the {limit} a member may hold",
+                member.size()
+            )));
+        }
+        let mut bytes = Vec::with_capacity(member.size() as usize);
+        member
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| failure(format!("cannot be inflated ({e})")))?;
+        if bytes.len() as u64 > limit {
+            return Err(failure(format!("inflates past {limit} bytes")));
+        }
+        Ok(bytes)
+    }
+}
