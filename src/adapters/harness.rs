@@ -173,31 +173,15 @@ pub fn normalize(
     Ok(())
 }
 
-/// `--benchmark`, else the task name in the file name, else the run's benchmark; a run
-/// that names a benchmark accepts no other.
+/// `--benchmark`, else the task name in the file name, else the run's benchmark.
 fn benchmark(context: &ImportContext<'_>) -> Result<String, AdapterError> {
     let basename = context.source.basename;
-    let (given, from) = match (&context.options.benchmark, task_from_file_name(basename)) {
-        (Some(given), _) => (Some(given.as_str()), "--benchmark".to_owned()),
-        (None, Some(task)) => (Some(task), format!("the file name {basename}")),
-        (None, None) => (None, String::new()),
-    };
-    match (given, context.run.benchmark.as_deref()) {
-        (Some(given), Some(run)) if given != run => Err(AdapterError::new(
-            FieldPath::root(),
-            format!("benchmark {given:?} (from {from}) contradicts the run's benchmark {run:?}"),
-        )
-        .with_hint(format!(
-            "pass --benchmark {run} to file this task under the run's benchmark, or import it into a run without one"
-        ))),
-        (Some(given), _) => Ok(given.to_owned()),
-        (None, Some(run)) => Ok(run.to_owned()),
-        (None, None) => Err(AdapterError::new(
-            FieldPath::root(),
-            format!("no benchmark: {basename:?} is not named samples_<task>_<date>.jsonl"),
-        )
-        .with_hint("pass --benchmark B (or give the run a benchmark)")),
-    }
+    super::named_benchmark(
+        context,
+        task_from_file_name(basename),
+        &format!("the file name {basename}"),
+        &format!("no benchmark: {basename:?} is not named samples_<task>_<date>.jsonl"),
+    )
 }
 
 /// In a strict run the script must come from the dataset row: the harness has no field

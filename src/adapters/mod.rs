@@ -14,6 +14,7 @@
 
 pub mod canonical;
 pub mod harness;
+pub mod inspect;
 pub mod paired;
 pub mod stable_id;
 
@@ -25,7 +26,12 @@ use crate::jsonl::{FieldPath, Line};
 use crate::record::{FieldError, Fields, Record, fields::describe};
 
 /// Every input format `babel import --format` accepts, in the order `--help` lists them.
-pub const REGISTRY: [&Adapter; 3] = [&canonical::ADAPTER, &paired::ADAPTER, &harness::ADAPTER];
+pub const REGISTRY: [&Adapter; 4] = [
+    &canonical::ADAPTER,
+    &paired::ADAPTER,
+    &harness::ADAPTER,
+    &inspect::ADAPTER,
+];
 
 /// One input format.
 pub struct Adapter {
@@ -136,6 +142,8 @@ impl Format {
     pub const PAIRED: Format = Format(&paired::ADAPTER);
     /// lm-evaluation-harness `samples_<task>_<date>.jsonl` (`--log_samples`).
     pub const HARNESS: Format = Format(&harness::ADAPTER);
+    /// Inspect AI eval logs, `.eval` or `.json`.
+    pub const INSPECT: Format = Format(&inspect::ADAPTER);
 
     /// Every format, in registry order.
     pub fn all() -> impl Iterator<Item = Format> {
@@ -293,6 +301,35 @@ pub fn benchmark(
             "name the benchmark in each line, with --benchmark, or in the run (`babel run create --benchmark`)",
         )
     })
+}
+
+/// The benchmark of a file whose producer names its task (`named`, found in `from`):
+/// `--benchmark` wins over that name, else the name, else the run's benchmark; a run that
+/// names a benchmark accepts no other. `missing` says why there is none.
+pub fn named_benchmark(
+    context: &ImportContext<'_>,
+    named: Option<&str>,
+    from: &str,
+    missing: &str,
+) -> Result<String, AdapterError> {
+    let (given, from) = match (&context.options.benchmark, named) {
+        (Some(given), _) => (Some(given.as_str()), "--benchmark"),
+        (None, Some(task)) => (Some(task), from),
+        (None, None) => (None, ""),
+    };
+    match (given, context.run.benchmark.as_deref()) {
+        (Some(given), Some(run)) if given != run => Err(AdapterError::new(
+            FieldPath::root(),
+            format!("benchmark {given:?} (from {from}) contradicts the run's benchmark {run:?}"),
+        )
+        .with_hint(format!(
+            "pass --benchmark {run} to file this task under the run's benchmark, or import it into a run without one"
+        ))),
+        (Some(given), _) => Ok(given.to_owned()),
+        (None, Some(run)) => Ok(run.to_owned()),
+        (None, None) => Err(AdapterError::new(FieldPath::root(), missing)
+            .with_hint("pass --benchmark B (or give the run a benchmark)")),
+    }
 }
 
 /// An array field, if present and not null.

@@ -22,9 +22,7 @@ pub struct Args {
     /// The input files.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// The input format: canonical (records in the schema-v1 contract), paired (one line
-    /// per question with `original` and `rephrased` objects), harness
-    /// (lm-evaluation-harness samples_<task>_<date>.jsonl).
+    /// The input format (FORMAT.md maps each one's fields).
     #[arg(long, value_parser = format_names())]
     format: String,
     /// The variant of every record of this import (e.g. original, rephrased). For paired
@@ -66,13 +64,20 @@ Examples:
       --attach out/model/results_2026-12-02T12-39-41.211128.json
   babel import r1 --format harness --benchmark mc --variant rephrased samples_mc_rephrased_*.jsonl
   babel import r1 --format harness --non-finite null samples_with_nan_*.jsonl
+  babel import r1 --format inspect --benchmark mc logs/2026-12-03T14-54-39-00-00_mc_*.eval
 
 The harness adapter reads the question ID from doc.id (or another place of the automatic
 lookup; --id-field overrides it), the benchmark from the file name, and correctness from a
-binary acc or exact_match (run metadata correctness_metric picks another, e.g. acc_norm).";
+binary acc or exact_match (run metadata correctness_metric picks another, e.g. acc_norm).
+The inspect adapter reads samples[].id (integer ids 1..N may be positions: run-local unless
+--id-field id), epochs as repeat_id, and correctness from the scorer the run's
+correctness_metric names (or the log's only scorer): C right, I and N wrong, P and NaN unknown.";
 
-fn format_names() -> Vec<&'static str> {
-    Format::all().map(Format::name).collect()
+fn format_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        Format::all()
+            .map(|f| clap::builder::PossibleValue::new(f.name()).help(f.adapter().summary)),
+    )
 }
 
 struct Bar(ProgressBar);

@@ -25,7 +25,11 @@ pub struct ZipInput {
 impl ZipInput {
     /// Opens the archive at `path` (its central directory is read now).
     pub fn open(path: &Path) -> Result<Self, ZipError> {
-        let file = File::open(path).map_err(|e| ZipError::Archive(e.to_string()))?;
+        Self::new(File::open(path).map_err(|e| ZipError::Archive(e.to_string()))?)
+    }
+
+    /// Reads the archive in an open file (from its start, whatever the file's offset).
+    pub fn new(file: File) -> Result<Self, ZipError> {
         let archive = zip::ZipArchive::new(file).map_err(|e| ZipError::Archive(e.to_string()))?;
         Ok(Self { archive })
     }

@@ -81,7 +81,8 @@ fn classify(text: &str, error: serde_json::Error, state: State) -> ParseFailure 
         // The parser notices only after the repeated key's value; the path says where.
         column = None;
         FailureKind::DuplicateKey(key)
-    } else if let Some((token, offset)) = column.and_then(|c| non_finite_at(text.as_bytes(), c - 1))
+    } else if let Some((token, offset)) =
+        column.and_then(|c| non_finite_at(text.as_bytes(), line_start(text, error.line()) + c - 1))
     {
         FailureKind::NonFinite { token, offset }
     } else {
@@ -92,6 +93,16 @@ fn classify(text: &str, error: serde_json::Error, state: State) -> ParseFailure 
         path: state.path,
         kind,
     }
+}
+
+/// The byte offset where one-based `line` of `text` starts (a value read from a JSON
+/// document, pretty-printed, spans lines; serde_json counts columns within a line).
+fn line_start(text: &str, line: usize) -> usize {
+    text.bytes()
+        .enumerate()
+        .filter(|(_, b)| *b == b'\n')
+        .nth(line.saturating_sub(2))
+        .map_or(0, |(at, _)| if line > 1 { at + 1 } else { 0 })
 }
 
 /// serde_json appends " at line 1 column N"; we print our own position.
@@ -277,6 +288,17 @@ mod tests {
     #[test]
     fn a_nan_inside_a_string_is_only_text() {
         let map = parse_object(r#"{"answer": "NaN", "n": "Infinity"}"#).unwrap();
+        let pretty = failure("{\n  \"a\": 1,\n  \"b\": {\n    \"v\": NaN\n  }\n}");
+        assert!(
+            matches!(
+                pretty.kind,
+                FailureKind::NonFinite {
+                    token: "NaN",
+                    offset: 30
+                }
+            ),
+            "a token on a later line of a pretty-printed value is found: {pretty:?}"
+        );
         assert_eq!(map["answer"], "NaN");
     }
 

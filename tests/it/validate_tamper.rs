@@ -139,21 +139,8 @@ fn a_symlink_in_place_of_a_registered_file_is_refused() {
     assert!(findings(&env).contains(&(relative.to_owned(), "file-type".to_owned())));
 }
 
-/// Rewrites a records file and its manifest entry consistently, as a careless tool would,
-/// so that only the record-level checks can notice.
 fn rewrite_records(env: &Env, edit: impl Fn(&mut Vec<Value>)) {
-    let path = env.archived("runs/r1/records/0001.parquet");
-    let mut records = crate::common::records_file_rows(&path);
-    edit(&mut records);
-    let bytes = crate::common::write_records_file(&path, &records);
-    let manifest_path = env.archived("runs/r1/manifest.json");
-    let mut manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
-    let entry = &mut manifest["imports"][0]["records"];
-    entry["sha256"] = Value::String(babel::durable::digest_of(&bytes).sha256);
-    entry["bytes"] = bytes.len().into();
-    let canonical = babel::canonical_json::to_canonical_bytes(&manifest).unwrap();
-    std::fs::write(manifest_path, canonical).unwrap();
+    crate::common::rewrite_records(env, "r1", 0, edit);
 }
 
 fn validate_text(env: &Env) -> String {

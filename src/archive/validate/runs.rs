@@ -4,21 +4,26 @@
 //! nonblank source line); duplicate identities; record counts and breakdowns; files in the
 //! run folder that no manifest registers.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
 use std::path::Path;
 
 use super::Collector;
+use crate::adapters::{Format, Layout, Reader};
 use crate::archive::layout::{self, RunId, run_relative};
-use crate::archive::manifest::{BreakdownCounter, CountEntry, RUN_MANIFEST_FORMAT, RunManifest};
+use crate::archive::manifest::{
+    BreakdownCounter, CountEntry, ImportEntry, RUN_MANIFEST_FORMAT, RunManifest,
+};
 use crate::archive::records::{Batch, Columns, RecordsFile};
 use crate::archive::{Archive, ArchiveError, read_json_object};
 use crate::canonical_json::{is_canonical, to_canonical_bytes};
 use crate::durable::{ContentDigest, HashingReader, io_at};
+use crate::inputs::document::{self, Items};
+use crate::inputs::zip::ZipInput;
 use crate::jsonl::{self, BOM};
 use crate::parallel;
-use crate::record::{DigestMap, KeyDigest};
+use crate::record::{DigestMap, KeyDigest, Locator};
 
 fn load_manifest(
     archive: &Archive,
@@ -153,24 +158,98 @@ fn compare_digest(
     }
 }
 
-/// Which lines of a raw file hold something (what a record's `source.line` may point at).
-struct LineMap {
-    nonblank: Vec<bool>,
+/// Where the items of a raw file are: what a record's `source` locator may point at.
+enum RawIndex {
+    /// Which lines of a JSON Lines file hold something.
+    Lines(Vec<bool>),
+    /// The item members of a ZIP log.
+    Members(HashSet<String>),
+    /// The number of items of a JSON document, and the pointer prefix they share.
+    Items { items: Items<'static>, count: u64 },
+    /// The file cannot be read as its format says; no locator resolves.
+    Unreadable(String),
 }
 
-impl LineMap {
-    fn has(&self, line: u64) -> bool {
-        line >= 1
-            && self
-                .nonblank
-                .get(line as usize - 1)
-                .copied()
-                .unwrap_or(false)
+impl RawIndex {
+    /// Why `locator` does not resolve in the raw file `raw_rel`, if it does not.
+    fn problem(&self, locator: &Locator, raw_rel: &str) -> Option<String> {
+        let resolves = match (self, locator) {
+            (RawIndex::Lines(nonblank), Locator::Line(line)) => {
+                *line >= 1 && nonblank.get(*line as usize - 1).copied().unwrap_or(false)
+            }
+            (RawIndex::Members(names), Locator::Member(name)) => names.contains(name),
+            (RawIndex::Items { items, count }, Locator::Pointer(pointer)) => {
+                let prefix = items.pointer(0);
+                let prefix = &prefix[..prefix.len() - 1];
+                pointer
+                    .strip_prefix(prefix)
+                    .and_then(|index| index.parse::<u64>().ok())
+                    .is_some_and(|index| index < *count && items.pointer(index) == *pointer)
+            }
+            (RawIndex::Unreadable(reason), _) => {
+                return Some(format!(
+                    "source {raw_rel}{} cannot be resolved: the raw file {reason}",
+                    locator.suffix()
+                ));
+            }
+            _ => false,
+        };
+        (!resolves).then(|| match (self, locator) {
+            (RawIndex::Lines(_), Locator::Line(line)) => {
+                format!("source line {line} is not a nonblank line of {raw_rel}")
+            }
+            (RawIndex::Members(_), Locator::Member(name)) => {
+                format!("source member {name:?} is not an item member of {raw_rel}")
+            }
+            (RawIndex::Items { .. }, Locator::Pointer(pointer)) => {
+                format!("source pointer {pointer:?} is not an item of {raw_rel}")
+            }
+            _ => format!(
+                "source {raw_rel}{} is not the kind of locator {raw_rel}'s format has",
+                locator.suffix()
+            ),
+        })
     }
 }
 
-fn scan_raw(file: File, relative: &str) -> Result<(LineMap, ContentDigest), ArchiveError> {
+/// Hashes a raw file and indexes its items as its import's format reads them (`None` for
+/// a format this babel does not know, which the manifest check reports).
+fn scan_raw(
+    file: File,
+    relative: &str,
+    entry: &ImportEntry,
+) -> Result<(RawIndex, ContentDigest), ArchiveError> {
     let path = Path::new(relative);
+    let layout = match Format::parse(&entry.format).map(|f| &f.adapter().reader) {
+        Some(Reader::Items(structured)) => Some((structured.layout)(&entry.source_basename)),
+        _ => None,
+    };
+    let Some(layout) = layout else {
+        return scan_lines(file, path);
+    };
+    let mut hashing = HashingReader::new(file.try_clone().map_err(io_at("reading", path))?);
+    std::io::copy(&mut hashing, &mut std::io::sink()).map_err(io_at("reading", path))?;
+    let digest = hashing.finish();
+    let index = match layout {
+        Err(reason) => RawIndex::Unreadable(reason),
+        Ok(Layout::Zip { item, .. }) => match ZipInput::new(file).and_then(|zip| zip.names()) {
+            Ok(names) => RawIndex::Members(names.into_iter().filter(|n| item(n)).collect()),
+            Err(error) => RawIndex::Unreadable(format!("cannot be read: {error}")),
+        },
+        Ok(Layout::Document { items, .. }) => {
+            let mut file = file;
+            file.seek(SeekFrom::Start(0))
+                .map_err(io_at("reading", path))?;
+            match document::count_items(BufReader::with_capacity(256 * 1024, file), items) {
+                Ok(count) => RawIndex::Items { items, count },
+                Err(error) => RawIndex::Unreadable(format!("cannot be read: {error}")),
+            }
+        }
+    };
+    Ok((index, digest))
+}
+
+fn scan_lines(file: File, path: &Path) -> Result<(RawIndex, ContentDigest), ArchiveError> {
     let mut reader = BufReader::with_capacity(256 * 1024, HashingReader::new(file));
     let mut nonblank = Vec::new();
     let mut buffer = Vec::new();
@@ -188,7 +267,7 @@ fn scan_raw(file: File, relative: &str) -> Result<(LineMap, ContentDigest), Arch
         }
         nonblank.push(!jsonl::is_blank(line));
     }
-    Ok((LineMap { nonblank }, reader.into_inner().finish()))
+    Ok((RawIndex::Lines(nonblank), reader.into_inner().finish()))
 }
 
 /// What checking one records file found.
@@ -202,8 +281,8 @@ struct RecordsOutcome {
     file_findings: Vec<(&'static str, String)>,
     /// Findings about single rows: (row, check, message).
     findings: Vec<(u64, &'static str, String)>,
-    /// (row, source line) pairs to check against the raw file.
-    source_lines: Vec<(u64, u64)>,
+    /// (row, source locator) pairs to check against the raw file.
+    sources: Vec<(u64, Locator)>,
     breakdown: Vec<CountEntry>,
 }
 
@@ -242,7 +321,7 @@ fn check_records(
         records: 0,
         file_findings: Vec::new(),
         findings: Vec::new(),
-        source_lines: Vec::new(),
+        sources: Vec::new(),
         breakdown: Vec::new(),
     };
     let second = archive.layout().resolve(records_rel);
@@ -312,7 +391,7 @@ fn check_rows(
                         row,
                         digest,
                         key,
-                        source_line,
+                        source,
                         counted,
                         findings,
                     } => {
@@ -329,8 +408,8 @@ fn check_rows(
                                 format!("duplicate record identity ({key}); first at row {first_row} of import {first_seq}'s records"),
                             ));
                         }
-                        if let Some(line) = source_line {
-                            outcome.source_lines.push((row, line));
+                        if let Some(locator) = source {
+                            outcome.sources.push((row, locator));
                         }
                         let (benchmark, language, variant_id) = &counted;
                         breakdown.add(benchmark, language.as_deref(), variant_id);
@@ -365,7 +444,7 @@ enum Checked {
         row: u64,
         digest: KeyDigest,
         key: String,
-        source_line: Option<u64>,
+        source: Option<Locator>,
         counted: (String, Option<String>, String),
         findings: Vec<(&'static str, String)>,
     },
@@ -404,8 +483,8 @@ fn check_record(batch: &Batch, row: usize, number: u64, context: &RecordsContext
             "a strict benchmark run's record has no script".into(),
         ));
     }
-    let source_line = if record.source.path == context.raw_rel {
-        record.source.line_number()
+    let source = if record.source.path == context.raw_rel {
+        Some(record.source.locator.clone())
     } else {
         findings.push((
             "source",
@@ -421,7 +500,7 @@ fn check_record(batch: &Batch, row: usize, number: u64, context: &RecordsContext
         row: number,
         digest: identity.record_digest(context.strict),
         key: identity.record_key(context.strict),
-        source_line,
+        source,
         counted: (record.benchmark, record.language, record.variant_id),
         findings,
     }
@@ -456,16 +535,20 @@ pub(super) fn validate_run(
         };
         // The raw file is scanned on its own thread while the records are checked.
         let (raw_outcome, records_outcome) = std::thread::scope(|scope| {
-            let raw = scope.spawn(|| raw_file.map(|file| scan_raw(file, &raw_rel)).transpose());
+            let raw = scope.spawn(|| {
+                raw_file
+                    .map(|file| scan_raw(file, &raw_rel, entry))
+                    .transpose()
+            });
             let records = records_file
                 .map(|file| check_records(file, archive, &records_rel, &context, &mut identities))
                 .transpose();
             (raw.join().expect("the raw scan does not panic"), records)
         });
-        let lines = match raw_outcome? {
-            Some((lines, digest)) => {
+        let index = match raw_outcome? {
+            Some((index, digest)) => {
                 compare_digest(&raw_rel, &entry.raw.sha256, entry.raw.bytes, &digest, out);
-                Some(lines)
+                Some(index)
             }
             None => None,
         };
@@ -479,15 +562,10 @@ pub(super) fn validate_run(
         for (row, check, message) in outcome.findings {
             out.add_row(&records_rel, row, check, message);
         }
-        if let Some(lines) = &lines {
-            for (row, source_line) in outcome.source_lines {
-                if !lines.has(source_line) {
-                    out.add_row(
-                        &records_rel,
-                        row,
-                        "source",
-                        format!("source line {source_line} is not a nonblank line of {raw_rel}"),
-                    );
+        if let Some(index) = &index {
+            for (row, locator) in outcome.sources {
+                if let Some(problem) = index.problem(&locator, &raw_rel) {
+                    out.add_row(&records_rel, row, "source", problem);
                 }
             }
         }

@@ -1,0 +1,525 @@
+//! The Inspect AI adapter: eval logs, `.eval` (a ZIP archive, one member per sample and
+//! epoch) or `.json` (one document with a `samples` array), log format version 2. One
+//! record per sample and epoch.
+//!
+//! Owns the Inspect rules of the data contract: identity from `samples[].id`, where the
+//! integer ids 1..N that Inspect gives a dataset without ids are run-local (they are
+//! positions, not names) unless `--id-field` says otherwise; `epoch` as `repeat_id`;
+//! correctness from one scorer's value (`C` right, `I` and `N` wrong, partial credit and
+//! NaN unknown), the scorer chosen by the run's `correctness_metric` or by being the only
+//! one. The field mapping and the traps are in FORMAT.md ("The Inspect adapter"). No
+//! filesystem access: the archive reads the log and hands over its header and samples.
+
+use serde_json::{Map, Value};
+
+use super::{AdapterError, Begun, ImportContext, Item, Layout, stable_id};
+use crate::jsonl::FieldPath;
+use crate::record::fields::describe;
+use crate::record::{DEFAULT_FILTER, IdentityScope, Record, SCHEMA_VERSION, Source};
+
+/// Inspect AI eval logs.
+pub const ADAPTER: super::Adapter = super::Adapter {
+    name: "inspect",
+    summary: "Inspect AI eval logs (.eval or .json, log format 2)",
+    normalizer_version: "inspect/1",
+    reader: super::Reader::Items(super::Structured {
+        layout,
+        begin,
+        normalize,
+    }),
+    check_options: super::no_option_rules,
+    check_source: super::any_source,
+    fixed_variants: &[],
+};
+
+/// The variant of Inspect records unless `--variant` names another: a log has no variant
+/// of its own (a task's variants differ only in its arguments).
+pub const DEFAULT_VARIANT: &str = "original";
+
+/// The header of a `.eval` log (`header.json` once the run has ended; only
+/// `_journal/start.json` while it runs or after it was killed).
+const ZIP_HEADER: &str = "header.json";
+const ZIP_START: &str = "_journal/start.json";
+
+/// A `.eval` file is a ZIP log, a `.json` file a JSON document.
+fn layout(basename: &str) -> Result<Layout, String> {
+    if basename.ends_with(".eval") {
+        Ok(Layout::Zip {
+            header: &[ZIP_HEADER, ZIP_START],
+            item: |name| name.starts_with("samples/") && name.ends_with(".json"),
+        })
+    } else if basename.ends_with(".json") {
+        Ok(Layout::Document {
+            header: &["version", "status", "eval", "results"],
+            items: crate::inputs::document::Items::Member("samples"),
+        })
+    } else {
+        Err(format!(
+            "{basename} is not an Inspect log: Inspect writes <date>_<task>_<id>.eval (or .json with --log-format json)"
+        ))
+    }
+}
+
+/// What every sample of one log needs.
+struct Log {
+    benchmark: String,
+    /// The dataset's ids are Inspect's positions 1..N (or cannot be told from them).
+    positional_ids: bool,
+    scorer: Scorer,
+    /// Warnings every record of the log carries.
+    warnings: Vec<String>,
+}
+
+/// The scorer whose value sets `correct`.
+enum Scorer {
+    /// Named by the run's `correctness_metric`, or the log's only scorer.
+    Chosen(String),
+    /// The log has several scorers and the run names none of them.
+    Ambiguous(Vec<String>),
+    /// The header lists no scorers (a log that has not ended): a sample's only score.
+    OnlyOfEachSample,
+}
+
+/// Reads the log's header: its task, dataset ids, scorers, status and producer facts.
+fn begin(header: &Map<String, Value>, context: &ImportContext<'_>) -> Result<Begun, AdapterError> {
+    let (top, status, at) = match (header.get(ZIP_HEADER), header.get(ZIP_START)) {
+        (Some(Value::Object(top)), _) => {
+            (top, top.get("status"), FieldPath::root().key(ZIP_HEADER))
+        }
+        (None, Some(Value::Object(start))) => (start, None, FieldPath::root().key(ZIP_START)),
+        (None, None) if header.contains_key("eval") => {
+            (header, header.get("status"), FieldPath::root())
+        }
+        _ => {
+            return Err(AdapterError::new(
+                FieldPath::root(),
+                "no eval header (a .eval log has header.json or _journal/start.json; a .json log an \"eval\" member)",
+            )
+            .with_hint("is this a log written by Inspect AI?"));
+        }
+    };
+    let status = match status {
+        None => "started",
+        Some(Value::String(status)) => status.as_str(),
+        Some(other) => {
+            return Err(AdapterError::new(
+                at.key("status"),
+                format!("expected a string, found {}", describe(other)),
+            ));
+        }
+    };
+    if let Some(version) = top.get("version").filter(|v| v.as_u64() != Some(2)) {
+        return Err(AdapterError::new(
+            at.key("version"),
+            format!("log format version {version}, but babel reads version 2 (Inspect AI 0.3.x)"),
+        )
+        .with_hint("convert the log with `inspect log convert` of an Inspect release that writes version 2"));
+    }
+    let eval_at = at.key("eval");
+    let Some(Value::Object(eval)) = top.get("eval") else {
+        return Err(AdapterError::new(eval_at, "required object is missing"));
+    };
+    let task = match eval.get("task") {
+        Some(Value::String(task)) if !task.is_empty() => task.as_str(),
+        other => {
+            return Err(AdapterError::new(
+                eval_at.key("task"),
+                format!(
+                    "expected the task's name, found {}",
+                    other.map_or("nothing".into(), describe)
+                ),
+            ));
+        }
+    };
+    let benchmark = super::named_benchmark(context, Some(task), "the log's eval.task", "")?;
+    let positional_ids = match eval.get("dataset").and_then(|d| d.get("sample_ids")) {
+        Some(Value::Array(ids)) => {
+            !ids.is_empty()
+                && ids
+                    .iter()
+                    .enumerate()
+                    .all(|(index, id)| id.as_u64() == Some(index as u64 + 1))
+        }
+        // Without the list, any integer id may be a position.
+        _ => true,
+    };
+    let scorer = choose_scorer(top, eval, context, &at)?;
+
+    let mut warnings = Vec::new();
+    if status != "success" {
+        warnings.push(format!(
+            "the log's status is {status:?}, not \"success\": the evaluation did not finish, so its samples may be incomplete"
+        ));
+    }
+    if let Scorer::Ambiguous(names) = &scorer {
+        warnings.push(format!(
+            "the log has {} scorers ({}) and the run's correctness_metric names none of them: correctness is unknown",
+            names.len(),
+            names.join(", ")
+        ));
+    }
+    let task_args = eval
+        .get("task_args")
+        .filter(|a| a.as_object().is_some_and(|a| !a.is_empty()));
+    if let (Some(args), None) = (task_args, &context.options.variant) {
+        warnings.push(format!(
+            "the task ran with arguments {args}, and no --variant was given: filed as variant {DEFAULT_VARIANT:?}"
+        ));
+    }
+    Ok(Begun {
+        state: Box::new(Log {
+            benchmark,
+            positional_ids,
+            scorer,
+            warnings,
+        }),
+        producer: producer(top, eval, status),
+    })
+}
+
+/// The scorer names of the header: `eval.scorers[].name`, else `results.scores[].name`.
+fn header_scorers(top: &Map<String, Value>, eval: &Map<String, Value>) -> Option<Vec<String>> {
+    let names = |list: Option<&Value>| -> Option<Vec<String>> {
+        let list = list?.as_array()?;
+        let mut names: Vec<String> = list
+            .iter()
+            .filter_map(|s| s.get("name")?.as_str().map(str::to_owned))
+            .collect();
+        names.dedup();
+        (!names.is_empty()).then_some(names)
+    };
+    names(eval.get("scorers")).or_else(|| names(top.get("results").and_then(|r| r.get("scores"))))
+}
+
+fn choose_scorer(
+    top: &Map<String, Value>,
+    eval: &Map<String, Value>,
+    context: &ImportContext<'_>,
+    at: &FieldPath,
+) -> Result<Scorer, AdapterError> {
+    let listed = header_scorers(top, eval);
+    match (context.run.correctness_metric.as_deref(), listed) {
+        (Some(named), Some(listed)) if !listed.iter().any(|s| s == named) => {
+            Err(AdapterError::new(
+                at.key("eval").key("scorers"),
+                format!(
+                    "the run's correctness_metric {named:?} is none of this log's scorers ({})",
+                    listed.join(", ")
+                ),
+            )
+            .with_hint("import it into a run whose correctness_metric names one of them"))
+        }
+        (Some(named), _) => Ok(Scorer::Chosen(named.to_owned())),
+        (None, Some(mut listed)) if listed.len() == 1 => Ok(Scorer::Chosen(listed.remove(0))),
+        (None, Some(listed)) => Ok(Scorer::Ambiguous(listed)),
+        (None, None) => Ok(Scorer::OnlyOfEachSample),
+    }
+}
+
+/// What the manifest keeps about the producer.
+fn producer(
+    top: &Map<String, Value>,
+    eval: &Map<String, Value>,
+    status: &str,
+) -> Map<String, Value> {
+    let mut producer = Map::new();
+    producer.insert("framework".into(), "inspect_ai".into());
+    if let Some(version) = eval.get("packages").and_then(|p| p.get("inspect_ai")) {
+        producer.insert("version".into(), version.clone());
+    }
+    if let Some(version) = top.get("version") {
+        producer.insert("log_version".into(), version.clone());
+    }
+    producer.insert("status".into(), status.into());
+    for key in [
+        "eval_id",
+        "run_id",
+        "created",
+        "model",
+        "task",
+        "task_version",
+        "task_args",
+        "revision",
+    ] {
+        if let Some(value) = eval.get(key).filter(|v| !v.is_null()) {
+            producer.insert(key.into(), value.clone());
+        }
+    }
+    if let Some(Value::Object(dataset)) = eval.get("dataset") {
+        let kept: Map<String, Value> = ["name", "location", "samples", "shuffled"]
+            .into_iter()
+            .filter_map(|key| {
+                Some((
+                    key.to_owned(),
+                    dataset.get(key).filter(|v| !v.is_null())?.clone(),
+                ))
+            })
+            .collect();
+        producer.insert("dataset".into(), Value::Object(kept));
+    }
+    producer
+}
+
+/// Normalizes one sample (of one epoch) into one record.
+fn normalize(
+    begun: &Begun,
+    item: Item,
+    context: &ImportContext<'_>,
+    out: &mut Vec<Record>,
+) -> Result<(), AdapterError> {
+    let log: &Log = begun.state.downcast_ref().expect("begun by this adapter");
+    let mut object = item.object;
+    let root = FieldPath::root();
+    let mut warnings = log.warnings.clone();
+    let (question_id, identity_scope) = identity(&object, log, context, &mut warnings)?;
+    let epoch = match object.get("epoch") {
+        None | Some(Value::Null) => 1,
+        Some(value) => value.as_u64().filter(|e| *e >= 1).ok_or_else(|| {
+            AdapterError::new(
+                root.key("epoch"),
+                format!("expected an epoch from 1, found {value}"),
+            )
+        })?,
+    };
+    let mut input = Map::new();
+    match object.shift_remove("input") {
+        Some(Value::String(question)) => input.insert("question".into(), Value::String(question)),
+        Some(Value::Array(messages)) => input.insert("messages".into(), Value::Array(messages)),
+        other => {
+            return Err(AdapterError::new(
+                root.key("input"),
+                format!(
+                    "expected the question (a string or a list of messages), found {}",
+                    other.as_ref().map_or("nothing".into(), describe)
+                ),
+            ));
+        }
+    };
+    if let Some(choices) = object.shift_remove("choices").filter(|c| !c.is_null()) {
+        input.insert("choices".into(), choices);
+    }
+    let target = object.shift_remove("target").unwrap_or(Value::Null);
+    let completion = object
+        .get("output")
+        .and_then(|o| o.get("completion"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let scores = match object.shift_remove("scores") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(scores)) => scores,
+        Some(other) => {
+            return Err(AdapterError::new(
+                root.key("scores"),
+                format!(
+                    "expected an object of scores by scorer, found {}",
+                    describe(&other)
+                ),
+            ));
+        }
+    };
+    let error = object.shift_remove("error").filter(|e| !e.is_null());
+    if let Some(error) = &error {
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("(no message)");
+        warnings.push(format!("the sample failed with an error: {message}"));
+    }
+
+    let metrics: Map<String, Value> = scores
+        .iter()
+        .filter_map(|(name, score)| Some((name.clone(), score.get("value")?.clone())))
+        .collect();
+    let chosen = match &log.scorer {
+        Scorer::Chosen(name) => Some(name.clone()),
+        Scorer::Ambiguous(_) => None,
+        Scorer::OnlyOfEachSample => match scores.keys().collect::<Vec<_>>()[..] {
+            [only] => Some(only.clone()),
+            [] => None,
+            ref several => {
+                warnings.push(format!(
+                    "the sample has several scores ({}) and the run's correctness_metric names none of them: correctness is unknown",
+                    several.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                ));
+                None
+            }
+        },
+    };
+    let (correct, answer) = match &chosen {
+        None => (None, None),
+        Some(name) => match scores.get(name) {
+            None => {
+                if error.is_none() {
+                    warnings.push(format!(
+                        "scorer {name} gave this sample no score: correctness is unknown"
+                    ));
+                }
+                (None, None)
+            }
+            Some(score) => (
+                correctness(
+                    score.get("value").unwrap_or(&Value::Null),
+                    name,
+                    &mut warnings,
+                ),
+                score.get("answer").filter(|a| !a.is_null()).cloned(),
+            ),
+        },
+    };
+
+    let mut extra = Map::new();
+    extra.insert("epoch".into(), epoch.into());
+    for key in ["uuid", "metadata"] {
+        if let Some(value) = object.shift_remove(key).filter(|v| !v.is_null()) {
+            extra.insert(key.into(), value);
+        }
+    }
+    if !scores.is_empty() {
+        extra.insert("scores".into(), Value::Object(scores));
+    }
+    if let Some(error) = error {
+        extra.insert(
+            "error".into(),
+            error.get("message").cloned().unwrap_or(error),
+        );
+    }
+    out.push(Record {
+        schema_version: SCHEMA_VERSION,
+        run_id: context.run.run_id.clone(),
+        benchmark: log.benchmark.clone(),
+        script: None,
+        language: context.options.language.clone(),
+        question_id,
+        variant_id: context
+            .options
+            .variant
+            .clone()
+            .unwrap_or_else(|| DEFAULT_VARIANT.to_owned()),
+        filter: DEFAULT_FILTER.to_owned(),
+        repeat_id: epoch - 1,
+        identity_scope,
+        model: context.run.model.clone(),
+        rephrasing_model: None,
+        input: Value::Object(input),
+        target,
+        prediction: answer.unwrap_or_else(|| completion.clone()),
+        correct,
+        scores: Map::new(),
+        metrics,
+        response: completion,
+        source: Source {
+            path: context.source.raw_path.to_owned(),
+            locator: item.locator,
+        },
+        warnings,
+        extra,
+    });
+    Ok(())
+}
+
+/// The sample's question ID: `--id-field`, else `id`, where an integer that may be a
+/// position (see [`Log::positional_ids`]) gives a run-local ID that never pairs.
+fn identity(
+    object: &Map<String, Value>,
+    log: &Log,
+    context: &ImportContext<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<(String, IdentityScope), AdapterError> {
+    if let Some(field) = &context.options.id_field {
+        let found = stable_id::at_field(object, field)?;
+        return Ok((found.question_id, found.scope));
+    }
+    let at = FieldPath::root().key("id");
+    match object.get("id") {
+        Some(Value::String(id)) if !id.is_empty() => Ok((id.clone(), IdentityScope::Stable)),
+        Some(Value::Number(id)) if id.is_u64() || id.is_i64() => {
+            if log.positional_ids {
+                warnings.push(format!(
+                    "sample id {id} may be Inspect's position of an item without an id (the log's ids are 1..N): \
+                     run-local, it never pairs; if the dataset's own ids are these integers, import with --id-field id"
+                ));
+                Ok((
+                    format!("{}#{id}", context.source.raw_path),
+                    IdentityScope::RunLocal,
+                ))
+            } else {
+                Ok((id.to_string(), IdentityScope::Stable))
+            }
+        }
+        other => Err(AdapterError::new(
+            at,
+            format!(
+                "expected the sample's id (a non-empty string or an integer), found {}",
+                other.map_or("nothing".into(), describe)
+            ),
+        )),
+    }
+}
+
+/// `correct` from a score value, as Inspect's own `value_to_float` reads it: `C` right,
+/// `I` wrong, `N` (no answer) wrong as Inspect scores it 0, `P` and other partial values
+/// unknown, NaN (read as null) unknown.
+fn correctness(value: &Value, scorer: &str, warnings: &mut Vec<String>) -> Option<bool> {
+    match value {
+        Value::String(letter) if letter == "C" => Some(true),
+        Value::String(letter) if letter == "I" => Some(false),
+        Value::String(letter) if letter == "N" => {
+            warnings.push(format!(
+                "scorer {scorer} gave N (no answer): counted wrong, as Inspect scores it 0"
+            ));
+            Some(false)
+        }
+        Value::Bool(value) => Some(*value),
+        Value::Number(number) if number.as_f64() == Some(1.0) => Some(true),
+        Value::Number(number) if number.as_f64() == Some(0.0) => Some(false),
+        Value::Null => {
+            warnings.push(format!(
+                "scorer {scorer} left this sample unscored (NaN): correctness is unknown"
+            ));
+            None
+        }
+        other => {
+            warnings.push(format!(
+                "scorer {scorer} gave {other}, partial or not a right/wrong value: correctness is unknown (the value is in metrics)"
+            ));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn score_values_read_as_inspect_reads_them() {
+        let mut warnings = Vec::new();
+        let read = |v: Value, w: &mut Vec<String>| correctness(&v, "s", w);
+        assert_eq!(read(json!("C"), &mut warnings), Some(true));
+        assert_eq!(read(json!("I"), &mut warnings), Some(false));
+        assert_eq!(read(json!(1.0), &mut warnings), Some(true));
+        assert_eq!(read(json!(0), &mut warnings), Some(false));
+        assert_eq!(read(json!(true), &mut warnings), Some(true));
+        assert!(warnings.is_empty());
+        assert_eq!(read(json!("N"), &mut warnings), Some(false));
+        assert_eq!(warnings.len(), 1, "N is wrong, with a warning");
+        for unknown in [
+            json!("P"),
+            json!(0.5),
+            json!(null),
+            json!({"a": 1}),
+            json!("yes"),
+        ] {
+            assert_eq!(read(unknown, &mut warnings), None);
+        }
+        assert_eq!(warnings.len(), 6, "every unknown says why");
+    }
+
+    #[test]
+    fn only_eval_and_json_files_are_logs() {
+        assert!(matches!(layout("a.eval"), Ok(Layout::Zip { .. })));
+        assert!(matches!(layout("a.json"), Ok(Layout::Document { .. })));
+        assert!(layout("a.jsonl").is_err());
+    }
+}

@@ -1,0 +1,423 @@
+//! `babel import --format inspect` on real Inspect AI 0.3.285 logs
+//! (`tests/fixtures/inspect-ai-0.3.285/`, see its NOTES.md): for every scorer whose
+//! values are only `C`, `I` and `N`, babel's accuracy equals the log's own
+//! `results.scores[].metrics.accuracy`; unknown scores stay unknown; positional ids never
+//! pair; `.eval` and `.json` logs of the same task give the same records; every record's
+//! locator resolves in the archived log, and validate finds one that does not.
+
+use crate::common::Env;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const LOGS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/inspect-ai-0.3.285/logs/seed1"
+);
+
+/// Every log of the fixture, sorted by name.
+fn logs() -> Vec<PathBuf> {
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(LOGS)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    logs.sort();
+    assert_eq!(logs.len(), 10, "five tasks, each as .eval and .json");
+    logs
+}
+
+/// The log of `task` (`mc`, `gen`, `noid`, `epochs`) in `extension`; for `mc` the first
+/// (the original variant) unless `rephrased`.
+fn log(task: &str, extension: &str, rephrased: bool) -> PathBuf {
+    let matching: Vec<PathBuf> = logs()
+        .into_iter()
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_str().unwrap();
+            name.contains(&format!("_babel-{task}_")) && name.ends_with(extension)
+        })
+        .collect();
+    matching[usize::from(rephrased)].clone()
+}
+
+/// What the log itself says, read without babel's adapter: its header (`header.json` of
+/// a `.eval`, the document of a `.json` with its bare `NaN` tokens made null) and, per
+/// score name, the value every sample got (`None` where a sample has none).
+fn log_truth(path: &Path) -> (Value, BTreeMap<String, Vec<Option<Value>>>) {
+    let (header, samples) = if path.extension().unwrap() == "eval" {
+        let mut zip = babel::inputs::zip::ZipInput::open(path).unwrap();
+        let header: Value =
+            serde_json::from_slice(&zip.read("header.json", 1 << 30).unwrap()).unwrap();
+        // The light per-sample rows Inspect writes beside the samples.
+        let summaries = zip.read("summaries.json", 1 << 30).unwrap();
+        let summaries = String::from_utf8(summaries)
+            .unwrap()
+            .replace(":NaN", ":null");
+        let summaries: Vec<Value> = serde_json::from_str(&summaries).unwrap();
+        (header, summaries)
+    } else {
+        let text = std::fs::read_to_string(path)
+            .unwrap()
+            .replace(": NaN", ": null");
+        let document: Value = serde_json::from_str(&text).unwrap();
+        let samples = document["samples"].as_array().unwrap().clone();
+        (document, samples)
+    };
+    let mut values: BTreeMap<String, Vec<Option<Value>>> = BTreeMap::new();
+    for score in header["results"]["scores"].as_array().unwrap() {
+        let name = score["name"].as_str().unwrap();
+        let column = samples
+            .iter()
+            .map(|s| s["scores"].get(name).map(|v| v["value"].clone()))
+            .collect();
+        values.insert(name.to_owned(), column);
+    }
+    (header, values)
+}
+
+fn import(env: &Env, run: &str, file: &Path, meta: &[&str], extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["run", "create", run, "--model", "mockllm/model"];
+    for m in meta {
+        args.extend(["--meta", m]);
+    }
+    env.babel(&args).assert().success();
+    env.babel(&["import", run, "--format", "inspect"])
+        .arg(file)
+        .args(extra)
+        .assert()
+        .success();
+    env.records(run)
+}
+
+/// The mean of the known `correct` values, and how many were known.
+fn accuracy(records: &[Value]) -> (f64, usize) {
+    let known: Vec<bool> = records
+        .iter()
+        .filter_map(|r| r["correct"].as_bool())
+        .collect();
+    let right = known.iter().filter(|c| **c).count();
+    (right as f64 / known.len() as f64, known.len())
+}
+
+#[test]
+fn every_c_i_n_scorer_of_every_log_has_the_logs_own_accuracy() {
+    // "For every scorer with only C/I/N values, babel's accuracy must equal the log's own
+    // results.scores[].metrics.accuracy to 1e-12" (issue 14).
+    let env = Env::with_archive();
+    let mut checked = 0;
+    for (index, path) in logs().iter().enumerate() {
+        let (header, values) = log_truth(path);
+        for score in header["results"]["scores"].as_array().unwrap() {
+            let name = score["name"].as_str().unwrap();
+            let only_cin = values[name]
+                .iter()
+                .all(|v| matches!(v.as_ref().and_then(Value::as_str), Some("C" | "I" | "N")));
+            if !only_cin {
+                continue;
+            }
+            let run = format!("r{index}-{name}");
+            let metric = format!("correctness_metric={name}");
+            let records = import(&env, &run, path, &[&metric], &[]);
+            let (babel, known) = accuracy(&records);
+            // choice(), match() and includes() report `accuracy`; exact() reports `mean`,
+            // the same mean of 1 (C) and 0 (I, N) per sample.
+            let metrics = &score["metrics"];
+            let theirs = metrics.get("accuracy").unwrap_or(&metrics["mean"])["value"]
+                .as_f64()
+                .unwrap();
+            assert!(
+                (babel - theirs).abs() <= 1e-12,
+                "{}: scorer {name}: babel {babel}, Inspect {theirs}",
+                path.display()
+            );
+            assert_eq!(
+                known,
+                records.len(),
+                "a C/I/N scorer leaves nothing unknown"
+            );
+            checked += 1;
+        }
+    }
+    // mc ×4 logs (choice), gen ×2 (match, includes), epochs ×2 (exact); noid's graded
+    // scorer has P, NaN and a missing score, so it is not a C/I/N scorer.
+    assert_eq!(checked, 10);
+}
+
+#[test]
+fn unknown_scores_stay_unknown_and_n_counts_as_wrong_with_a_warning() {
+    for extension in ["eval", "json"] {
+        let env = Env::with_archive();
+        let path = log("noid", extension, false);
+        let records = import(&env, "noid", &path, &[], &[]);
+        let (_, values) = log_truth(&path);
+        let graded = &values["graded"];
+        assert_eq!(records.len(), graded.len());
+        for (record, value) in records.iter().zip(graded) {
+            let expected = match value.as_ref().map(|v| v.as_str()) {
+                Some(Some("C")) => Some(true),
+                Some(Some("I" | "N")) => Some(false),
+                // P (partial credit), NaN (read as null) and no score at all.
+                _ => None,
+            };
+            assert_eq!(record["correct"].as_bool(), expected, "{record}");
+            if let Some(Some(letter)) = value.as_ref().map(|v| v.as_str()) {
+                assert_eq!(record["metrics"]["graded"], letter, "the value is kept");
+            }
+            if value.as_ref().and_then(|v| v.as_str()) == Some("N") {
+                assert!(
+                    record["warnings"]
+                        .to_string()
+                        .contains("gave N (no answer)"),
+                    "{record}"
+                );
+            }
+        }
+        // The fixture has all five kinds (NOTES.md): C, P, I, N, NaN and {}.
+        let unknown = records.iter().filter(|r| r["correct"].is_null()).count();
+        assert_eq!(unknown, 3, "P, NaN and the missing score");
+    }
+}
+
+#[test]
+fn positional_ids_are_run_local_and_never_pair_unless_the_user_says_they_are_names() {
+    // noid has no ids in its data: Inspect numbered the samples 1..6. epochs has integer
+    // ids 1..4 of its own, which nothing in the log tells apart from positions.
+    let env = Env::with_archive();
+    let eval = import(&env, "a", &log("noid", "eval", false), &[], &[]);
+    let json = import(&env, "b", &log("noid", "json", false), &[], &[]);
+    for record in eval.iter().chain(&json) {
+        assert_eq!(record["identity_scope"], "run-local", "{record}");
+        assert!(
+            record["warnings"].to_string().contains("--id-field id"),
+            "the warning says how to declare them names: {record}"
+        );
+    }
+    let compared = env
+        .babel(&["compare", "a", "--other-run", "b", "--json"])
+        .output()
+        .unwrap();
+    let summary: Value = serde_json::from_slice(&compared.stdout).unwrap();
+    assert_eq!(summary["matched"], 0, "{summary}");
+    assert_eq!(summary["baseline"]["run_local_excluded"], 6);
+
+    let declared = import(
+        &env,
+        "c",
+        &log("epochs", "eval", false),
+        &[],
+        &["--id-field", "id"],
+    );
+    assert!(declared.iter().all(|r| r["identity_scope"] == "stable"));
+    let ids: Vec<&str> = declared
+        .iter()
+        .map(|r| r["question_id"].as_str().unwrap())
+        .collect();
+    let mut distinct = ids.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct, ["1", "2", "3", "4"]);
+}
+
+#[test]
+fn epochs_are_repeats_of_one_question() {
+    for extension in ["eval", "json"] {
+        let env = Env::with_archive();
+        let records = import(
+            &env,
+            "e",
+            &log("epochs", extension, false),
+            &[],
+            &["--id-field", "id"],
+        );
+        assert_eq!(records.len(), 8, "4 ids × 2 epochs");
+        let mut keys: Vec<(String, u64)> = records
+            .iter()
+            .map(|r| {
+                assert_eq!(
+                    r["repeat_id"].as_u64().unwrap() + 1,
+                    r["extra"]["epoch"].as_u64().unwrap()
+                );
+                (
+                    r["question_id"].as_str().unwrap().to_owned(),
+                    r["repeat_id"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), 8, "(id, epoch) is the key");
+    }
+}
+
+#[test]
+fn several_scorers_and_no_choice_leave_correctness_unknown_naming_them() {
+    let env = Env::with_archive();
+    let records = import(&env, "g", &log("gen", "eval", false), &[], &[]);
+    for record in &records {
+        assert!(record["correct"].is_null(), "{record}");
+        let warnings = record["warnings"].to_string();
+        assert!(
+            warnings.contains("match") && warnings.contains("includes"),
+            "{warnings}"
+        );
+        assert!(
+            record["metrics"]["match"].is_string() && record["metrics"]["includes"].is_string()
+        );
+    }
+    // A correctness_metric that names no scorer of the log is refused, with the scorers.
+    env.babel(&[
+        "run",
+        "create",
+        "x",
+        "--model",
+        "m",
+        "--meta",
+        "correctness_metric=acc",
+    ])
+    .assert()
+    .success();
+    let output = env
+        .babel(&["import", "x", "--format", "inspect"])
+        .arg(log("gen", "eval", false))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("\"acc\" is none of this log's scorers (match, includes)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn eval_and_json_logs_of_one_task_give_the_same_records() {
+    // The two formats come from two runs with identical outputs; only uuids, timestamps
+    // and the locators differ (NOTES.md).
+    let env = Env::with_archive();
+    for task in ["mc", "gen", "noid", "epochs"] {
+        let eval = import(
+            &env,
+            &format!("{task}-eval"),
+            &log(task, "eval", false),
+            &[],
+            &[],
+        );
+        let json = import(
+            &env,
+            &format!("{task}-json"),
+            &log(task, "json", false),
+            &[],
+            &[],
+        );
+        let comparable = |records: &[Value]| -> Vec<Value> {
+            let mut rows: Vec<Value> = records
+                .iter()
+                .map(|r| {
+                    let mut r = r.clone();
+                    let object = r.as_object_mut().unwrap();
+                    for key in ["run_id", "source", "question_id", "extra"] {
+                        object.remove(key);
+                    }
+                    let warnings: Vec<Value> = object["warnings"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter(|w| !w.as_str().unwrap().contains("may be Inspect's position"))
+                        .cloned()
+                        .collect();
+                    object.insert("warnings".into(), warnings.into());
+                    r
+                })
+                .collect();
+            rows.sort_by_key(|r| r.to_string());
+            rows
+        };
+        assert_eq!(comparable(&eval), comparable(&json), "task {task}");
+        let source = &eval[0]["source"];
+        assert!(
+            source["member"].as_str().unwrap().starts_with("samples/"),
+            "{source}"
+        );
+        assert_eq!(json[0]["source"]["pointer"], "/samples/0");
+    }
+}
+
+#[test]
+fn the_manifest_keeps_the_producer_and_the_item_list_shows_the_question() {
+    let env = Env::with_archive();
+    import(
+        &env,
+        "mc",
+        &log("mc", "eval", true),
+        &[],
+        &["--variant", "rephrased"],
+    );
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.archived("runs/mc/manifest.json")).unwrap(),
+    )
+    .unwrap();
+    let producer = &manifest["imports"][0]["producer"];
+    assert_eq!(producer["framework"], "inspect_ai");
+    assert_eq!(producer["version"], "0.3.285");
+    assert_eq!(producer["model"], "mockllm/model");
+    assert_eq!(producer["task"], "babel_mc");
+    assert_eq!(producer["task_version"], 1);
+    assert_eq!(producer["task_args"]["variant"], "rephrased");
+    assert_eq!(producer["dataset"]["name"], "babel_mc_rephrased");
+    assert_eq!(producer["revision"]["commit"], "d198661");
+    let records = env.records("mc");
+    assert!(records.iter().all(|r| r["variant_id"] == "rephrased"));
+    assert!(records[0]["input"]["question"].is_string());
+    assert_eq!(records[0]["input"]["choices"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn validate_resolves_every_locator_in_the_archived_log() {
+    let env = Env::with_archive();
+    import(&env, "r", &log("mc", "eval", false), &[], &[]);
+    import(&env, "s", &log("mc", "json", false), &[], &[]);
+    env.babel(&["validate"]).assert().success();
+    crate::common::rewrite_records(&env, "r", 0, |records| {
+        records[0]["source"]["member"] = "samples/q999_epoch_1.json".into();
+        records[1]["source"] = serde_json::json!({"path": records[1]["source"]["path"], "line": 3});
+    });
+    crate::common::rewrite_records(&env, "s", 0, |records| {
+        records[0]["source"]["pointer"] = "/samples/20".into();
+        records[1]["source"]["pointer"] = "/samples/01".into();
+    });
+    crate::common::launder_history(&env);
+    let output = env.babel(&["validate"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let text = String::from_utf8(output.stdout).unwrap();
+    for expected in [
+        "source member \"samples/q999_epoch_1.json\" is not an item member of",
+        ":3 is not the kind of locator",
+        "source pointer \"/samples/20\" is not an item of",
+        "source pointer \"/samples/01\" is not an item of",
+    ] {
+        assert!(text.contains(expected), "{expected:?} not in:\n{text}");
+    }
+}
+
+#[test]
+fn a_file_that_is_not_an_inspect_log_is_refused_whole_and_nothing_is_written() {
+    let env = Env::with_archive();
+    env.babel(&["run", "create", "r", "--model", "m"])
+        .assert()
+        .success();
+    let before = env.files();
+    let not_zip = env.input("log.eval", b"{\"not\": \"a zip\"}");
+    let jsonl = env.input("log.jsonl", b"{}\n");
+    for (file, expected) in [
+        (not_zip, "not a ZIP archive"),
+        (jsonl, "is not an Inspect log"),
+    ] {
+        let output = env
+            .babel(&["import", "r", "--format", "inspect", &file])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{file}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+    assert_eq!(env.files(), before);
+}
