@@ -119,19 +119,8 @@ fn begin(header: &Map<String, Value>, context: &ImportContext<'_>) -> Result<Beg
     let Some(Value::Object(eval)) = top.get("eval") else {
         return Err(AdapterError::new(eval_at, "required object is missing"));
     };
-    let task = match eval.get("task") {
-        Some(Value::String(task)) if !task.is_empty() => task.as_str(),
-        other => {
-            return Err(AdapterError::new(
-                eval_at.key("task"),
-                format!(
-                    "expected the task's name, found {}",
-                    other.map_or("nothing".into(), describe)
-                ),
-            ));
-        }
-    };
-    let benchmark = super::named_benchmark(context, Some(task), "the log's eval.task", "")?;
+    let task = super::required_text(eval.get("task"), eval_at.key("task"), "the task's name")?;
+    let benchmark = super::named_benchmark(context, Some(&task), "the log's eval.task", "")?;
     let positional_ids = match eval.get("dataset").and_then(|d| d.get("sample_ids")) {
         Some(Value::Array(ids)) => {
             !ids.is_empty()

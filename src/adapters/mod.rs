@@ -14,6 +14,7 @@
 
 pub mod canonical;
 pub mod harness;
+pub mod helm;
 pub mod inspect;
 pub mod paired;
 pub mod stable_id;
@@ -26,11 +27,12 @@ use crate::jsonl::{FieldPath, Line};
 use crate::record::{FieldError, Fields, Record, fields::describe};
 
 /// Every input format `babel import --format` accepts, in the order `--help` lists them.
-pub const REGISTRY: [&Adapter; 4] = [
+pub const REGISTRY: [&Adapter; 5] = [
     &canonical::ADAPTER,
     &paired::ADAPTER,
     &harness::ADAPTER,
     &inspect::ADAPTER,
+    &helm::ADAPTER,
 ];
 
 /// One input format.
@@ -67,8 +69,8 @@ pub enum Reader {
 /// `inputs`) as [`Structured::layout`] says, hands the header to [`Structured::begin`],
 /// then each item, with its locator, to [`Structured::normalize`].
 pub struct Structured {
-    /// How a file is laid out, by its name (an Inspect log is a `.eval` ZIP or a `.json`
-    /// document); an error says what the file should be.
+    /// How an input is laid out, by its name (an Inspect log is a `.eval` ZIP or a
+    /// `.json` document; a HELM run is a folder); an error says what it should be.
     pub layout: fn(&str) -> Result<Layout, String>,
     /// Reads the header (the members [`Layout`] names, parsed) into what every item
     /// needs, and the producer's facts the manifest keeps.
@@ -93,6 +95,14 @@ pub enum Layout {
     /// the elements of `items`.
     Document {
         header: &'static [&'static str],
+        items: crate::inputs::document::Items<'static>,
+    },
+    /// A folder of JSON files (a HELM run): every regular file is archived; the files
+    /// named in `header` are read whole (missing ones are absent from the header, keyed
+    /// by file name); the items are the elements of `items` in the document `items_file`.
+    Folder {
+        header: &'static [&'static str],
+        items_file: &'static str,
         items: crate::inputs::document::Items<'static>,
     },
 }
@@ -144,6 +154,8 @@ impl Format {
     pub const HARNESS: Format = Format(&harness::ADAPTER);
     /// Inspect AI eval logs, `.eval` or `.json`.
     pub const INSPECT: Format = Format(&inspect::ADAPTER);
+    /// A HELM run folder.
+    pub const HELM: Format = Format(&helm::ADAPTER);
 
     /// Every format, in registry order.
     pub fn all() -> impl Iterator<Item = Format> {
@@ -171,6 +183,16 @@ impl Format {
     }
 
     /// See [`Adapter::check_options`].
+    /// Whether the format's inputs are folders (a HELM run), not files.
+    pub fn reads_folders(self) -> bool {
+        match &self.0.reader {
+            Reader::Items(structured) => {
+                matches!((structured.layout)(""), Ok(Layout::Folder { .. }))
+            }
+            Reader::Lines(_) => false,
+        }
+    }
+
     pub fn check_options(self, options: &AdapterOptions) -> Result<(), String> {
         (self.0.check_options)(options)
     }
@@ -329,6 +351,24 @@ pub fn named_benchmark(
         (None, Some(run)) => Ok(run.to_owned()),
         (None, None) => Err(AdapterError::new(FieldPath::root(), missing)
             .with_hint("pass --benchmark B (or give the run a benchmark)")),
+    }
+}
+
+/// A non-empty string the producer must give (`what` names it in the error).
+pub fn required_text(
+    value: Option<&Value>,
+    path: FieldPath,
+    what: &str,
+) -> Result<String, AdapterError> {
+    match value {
+        Some(Value::String(text)) if !text.is_empty() => Ok(text.clone()),
+        other => Err(AdapterError::new(
+            path,
+            format!(
+                "expected {what}, found {}",
+                other.map_or("nothing".into(), describe)
+            ),
+        )),
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::fs::File;
+use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -22,7 +22,7 @@ use super::records::{Columns, EncodedRecord, RecordsWriter, ThreadedWriter};
 use super::runs::{open_for_write, plan_attachments, run_context};
 use super::transaction::{Transaction, abort_after};
 use super::{ArchiveError, WriteSession, faults};
-use crate::adapters::{self, AdapterOptions, Format, ImportContext, SourceFile};
+use crate::adapters::{self, AdapterOptions, Format, ImportContext, Layout, Reader, SourceFile};
 use crate::canonical_json::CanonicalError;
 use crate::clock::now_rfc3339;
 use crate::durable::{NewFile, io_at};
@@ -262,22 +262,31 @@ pub fn import(
         &options.attachments,
         options.max_attachment_size,
     )?;
+    let folders = options.format.reads_folders();
     let mut sources = Vec::new();
     for path in files {
-        let (file, size) = super::open_input(path, None)?;
-        sources.push((path, file, size));
+        let input = if folders {
+            open_folder(path, options.format)?
+        } else {
+            let (file, size) = super::open_input(path, None)?;
+            Input::File(file, size)
+        };
+        sources.push((path, input));
     }
     let first_seq = manifest.imports.last().map_or(1, |i| i.seq + 1);
     let planned: Vec<(u64, String, String, String)> = sources
         .iter()
         .enumerate()
-        .map(|(i, (path, _, _))| {
+        .map(|(i, (path, input))| {
             let seq = first_seq + i as u64;
             let given = path
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "input".into());
-            let raw = layout::raw_path(seq, &layout::stored_basename(&given));
+            let mut raw = layout::raw_path(seq, &layout::stored_basename(&given));
+            if let Input::Folder { items_file, .. } = input {
+                raw = format!("{raw}/{items_file}");
+            }
             (seq, given, raw, layout::records_path(seq))
         })
         .collect();
@@ -292,7 +301,7 @@ pub fn import(
             )
         })
         .collect();
-    for (position, ((path, _, _), (seq, _, _, _))) in sources.iter().zip(&planned).enumerate() {
+    for (position, ((path, _), (seq, _, _, _))) in sources.iter().zip(&planned).enumerate() {
         origins.insert(
             *seq,
             Origin::Batch(path.display().to_string(), position + 1),
@@ -304,11 +313,22 @@ pub fn import(
         .iter()
         .flat_map(|(_, _, raw, records)| [run_relative(run, raw), run_relative(run, records)])
         .collect();
-    created.extend(attachments.files());
     let mut dirs = vec![
         run_relative(run, layout::RAW),
         run_relative(run, layout::RECORDS),
     ];
+    for ((_, input), (_, _, raw, _)) in sources.iter().zip(&planned) {
+        if let Input::Folder { companions, .. } = input {
+            let folder = folder_of(raw);
+            dirs.push(run_relative(run, folder));
+            created.extend(
+                companions
+                    .iter()
+                    .map(|(name, _, _)| run_relative(run, &format!("{folder}/{name}"))),
+            );
+        }
+    }
+    created.extend(attachments.files());
     dirs.extend(attachments.dirs());
     let transaction = Transaction::begin(
         session,
@@ -322,7 +342,7 @@ pub fn import(
         ..Default::default()
     };
     let mut entries = Vec::new();
-    for ((path, file, bytes), (seq, given, raw, records)) in sources.into_iter().zip(planned) {
+    for ((path, input), (seq, given, raw, records)) in sources.into_iter().zip(planned) {
         let plan = FilePlan {
             given_path: path,
             given_name: &given,
@@ -331,7 +351,7 @@ pub fn import(
             raw_rel: run_relative(run, &raw),
             records_rel: run_relative(run, &records),
         };
-        progress.begin_file(&given, bytes);
+        progress.begin_file(&given, input.bytes());
         let importing = FileImport {
             transaction: &transaction,
             plan: &plan,
@@ -340,18 +360,28 @@ pub fn import(
             options,
             progress,
         };
-        let outcome = match &options.format.adapter().reader {
-            adapters::Reader::Lines(normalize) => {
+        let outcome = match (&options.format.adapter().reader, input) {
+            (adapters::Reader::Lines(normalize), Input::File(file, _)) => {
                 importing.lines(*normalize, file, &mut seen, &mut report)
             }
-            adapters::Reader::Items(structured) => {
-                importing.items(structured, file, &mut seen, &mut report)
+            (adapters::Reader::Items(structured), Input::File(file, _)) => {
+                importing.items(structured, file, Vec::new(), &mut seen, &mut report)
+            }
+            (
+                adapters::Reader::Items(structured),
+                Input::Folder {
+                    items, companions, ..
+                },
+            ) => importing.items(structured, items, companions, &mut seen, &mut report),
+            (adapters::Reader::Lines(_), Input::Folder { .. }) => {
+                unreachable!("only a format that reads folders opens one")
             }
         };
         progress.end_file();
         match outcome {
             Ok(FileOutcome {
                 raw: raw_digest,
+                companions,
                 records: records_entry,
                 breakdown,
                 producer,
@@ -367,10 +397,18 @@ pub fn import(
                     format: options.format.name().into(),
                     source_basename: given.clone(),
                     raw: FileEntry {
-                        path: raw,
+                        path: raw.clone(),
                         sha256: raw_digest.sha256,
                         bytes: raw_digest.bytes,
                     },
+                    companions: companions
+                        .into_iter()
+                        .map(|(name, digest)| FileEntry {
+                            path: format!("{}/{name}", folder_of(&raw)),
+                            sha256: digest.sha256,
+                            bytes: digest.bytes,
+                        })
+                        .collect(),
                     records: RecordsEntry {
                         path: records,
                         ..records_entry
@@ -411,6 +449,90 @@ pub fn import(
     };
     transaction.commit(&bytes)?;
     Ok(report)
+}
+
+/// One input as opened: a file, or a folder's files (the items file and the others,
+/// each `(stored name, file, bytes)`, sorted by name).
+enum Input {
+    File(File, u64),
+    Folder {
+        items_file: &'static str,
+        items: File,
+        companions: Vec<(String, File, u64)>,
+        bytes: u64,
+    },
+}
+
+impl Input {
+    fn bytes(&self) -> u64 {
+        match self {
+            Input::File(_, bytes) | Input::Folder { bytes, .. } => *bytes,
+        }
+    }
+}
+
+/// The folder a folder input's raw file is in.
+fn folder_of(raw: &str) -> &str {
+    raw.rsplit_once('/').map_or("", |(folder, _)| folder)
+}
+
+/// Opens a folder input: every entry must be a regular file (nothing in it would
+/// otherwise be left out of the archive), and the format's items file must be one.
+fn open_folder(path: &Path, format: adapters::Format) -> Result<Input, ArchiveError> {
+    let usage = |message: String, hint: &str| ArchiveError::Usage {
+        message,
+        hint: Some(hint.into()),
+    };
+    let Reader::Items(structured) = &format.adapter().reader else {
+        unreachable!("a format that reads folders reads items");
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Ok(Layout::Folder { items_file, .. }) = (structured.layout)(&name) else {
+        unreachable!("a format that reads folders lays them out");
+    };
+    if !path.is_dir() {
+        return Err(usage(
+            format!(
+                "{} is not a folder; --format {} reads a run folder",
+                path.display(),
+                format.name()
+            ),
+            "give the folder that holds the run's files (for HELM: benchmark_output/runs/<suite>/<run>)",
+        ));
+    }
+    let mut entries = Vec::new();
+    for entry in fs::read_dir(path).map_err(io_at("listing", path))? {
+        let entry = entry.map_err(io_at("listing", path))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let (file, bytes) = super::open_input(&entry.path(), None).map_err(|_| {
+            usage(
+                format!(
+                    "{} holds {name:?}, which is not a regular file",
+                    path.display()
+                ),
+                "a run folder is imported whole and holds only files; move the rest out",
+            )
+        })?;
+        entries.push((layout::stored_basename(&name), file, bytes));
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let total = entries.iter().map(|(_, _, bytes)| bytes).sum();
+    let Some(at) = entries.iter().position(|(name, _, _)| name == items_file) else {
+        return Err(usage(
+            format!("{} has no {items_file}", path.display()),
+            "is this a complete run folder? the items are read from that file",
+        ));
+    };
+    let (_, items, _) = entries.remove(at);
+    Ok(Input::Folder {
+        items_file,
+        items,
+        companions: entries,
+        bytes: total,
+    })
 }
 
 struct FilePlan<'a> {
@@ -455,6 +577,8 @@ impl<R: Read> Read for Tee<'_, R> {
 /// a structured input) the producer's facts from its header.
 struct FileOutcome {
     raw: crate::durable::ContentDigest,
+    /// A folder input's other files (stored name, digest), archived beside the raw file.
+    companions: Vec<(String, crate::durable::ContentDigest)>,
     records: RecordsEntry,
     breakdown: Vec<CountEntry>,
     producer: Option<Map<String, Value>>,
@@ -779,6 +903,7 @@ impl FileImport<'_, '_> {
         let digest = records.finish()?;
         Ok(FileOutcome {
             raw: raw_digest,
+            companions: Vec::new(),
             records: RecordsEntry {
                 path: String::new(),
                 sha256: digest.sha256,
@@ -881,11 +1006,31 @@ impl FileImport<'_, '_> {
         &self,
         structured: &adapters::Structured,
         mut source: File,
+        companions: Vec<(String, File, u64)>,
         seen: &mut DigestMap<Seen>,
         report: &mut ImportReport,
     ) -> Result<FileOutcome, ArchiveError> {
         let raw_path = self.transaction.path(&self.plan.raw_rel);
         let records_path = self.transaction.path(&self.plan.records_rel);
+        let mut copied = Vec::new();
+        for (name, mut file, _) in companions {
+            let path = raw_path.with_file_name(&name);
+            let mut tee = Tee {
+                inner: &mut file,
+                copy: NewFile::create(&path)?,
+                copy_error: None,
+                progress: self.progress,
+                since_report: 0,
+            };
+            if let Err(error) = io::copy(&mut tee, &mut io::sink()) {
+                return Err(match tee.copy_error {
+                    Some(copy) => io_at("writing", &path)(copy),
+                    None => io_at("reading", &self.plan.given_path.join(&name))(error),
+                }
+                .into());
+            }
+            copied.push((name, tee.copy.finish()?));
+        }
         let mut tee = Tee {
             inner: &mut source,
             copy: NewFile::create(&raw_path)?,
@@ -932,6 +1077,7 @@ impl FileImport<'_, '_> {
         }
         let mut outcome = self.finish(sink, raw_digest, records, count, report)?;
         outcome.producer = producer;
+        outcome.companions = copied;
         Ok(outcome)
     }
 }
@@ -939,6 +1085,54 @@ impl FileImport<'_, '_> {
 /// The largest item of a structured file (a ZIP member, a document element): the same
 /// bound as a JSON Lines line.
 const MAX_ITEM_BYTES: usize = jsonl::MAX_LINE_BYTES;
+
+/// Hands every item of a JSON document, with its pointer, to `item`.
+fn document_items<R: BufRead>(
+    reader: R,
+    items: crate::inputs::document::Items<'_>,
+    mut item: impl FnMut(&[u8], Locator) -> Result<(), ArchiveError>,
+) -> Result<(), crate::inputs::document::DocumentError<ArchiveError>> {
+    use crate::inputs::document::{self, Part};
+    document::read(
+        reader,
+        items,
+        &|_| false,
+        MAX_ITEM_BYTES,
+        |part| match part {
+            Part::Item { index, value } => item(value, Locator::Pointer(items.pointer(index))),
+            Part::Member { .. } => Ok(()),
+        },
+    )
+}
+
+/// The largest header file of a folder input (a HELM run's `per_instance_stats.json`,
+/// read whole because every item is joined with it).
+const MAX_HEADER_FILE_BYTES: u64 = 1 << 30;
+
+/// A whole file, refused when larger than `limit`: `Ok(problem)` for a file too large,
+/// `Err` for a failed read.
+fn read_whole(path: &Path, limit: u64) -> Result<Vec<u8>, Result<FileProblem, ArchiveError>> {
+    let file = File::open(path).map_err(|e| Err(io_at("reading", path)(e).into()))?;
+    let size = file
+        .metadata()
+        .map_err(|e| Err(io_at("reading", path)(e).into()))?
+        .len();
+    if size > limit {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        return Err(Ok((
+            format!("{name} is {size} bytes, more than the {limit} babel reads whole"),
+            None,
+        )));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    file.take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Err(io_at("reading", path)(e).into()))?;
+    Ok(bytes)
+}
 
 /// A problem of a whole structured file: the message and a hint.
 type FileProblem = (String, Option<String>);
@@ -1020,6 +1214,14 @@ fn structured_items(
         }
         Ok(())
     };
+    let shape = |error: DocumentError<ArchiveError>| match error {
+        DocumentError::Visit(error) => Err(error),
+        DocumentError::Io(error) => Err(io_at("reading", raw)(error).into()),
+        other => Ok((
+            format!("not the JSON document the format reads: {other}"),
+            None,
+        )),
+    };
     let mut header = Map::new();
     match layout {
         adapters::Layout::Zip {
@@ -1057,6 +1259,37 @@ fn structured_items(
             }
             Ok(Ok(begun.producer))
         }
+        adapters::Layout::Folder {
+            header: wanted,
+            items,
+            ..
+        } => {
+            for name in wanted.iter() {
+                let path = raw.with_file_name(name);
+                if !path.is_file() {
+                    continue;
+                }
+                let value = read_whole(&path, MAX_HEADER_FILE_BYTES)
+                    .and_then(|bytes| parse_value(&bytes, name).map_err(Ok));
+                match value {
+                    Ok(value) => header.insert((*name).to_owned(), value),
+                    Err(Ok(problem)) => return Ok(Err(problem)),
+                    Err(Err(error)) => return Err(error),
+                };
+            }
+            let begun = match (structured.begin)(&header, context) {
+                Ok(begun) => begun,
+                Err(error) => return Ok(Err((error.message, error.hint))),
+            };
+            let file = File::open(raw).map_err(io_at("reading", raw))?;
+            let reader = BufReader::with_capacity(256 * 1024, file);
+            match document_items(reader, items, |item, locator| {
+                normalize_item(item, locator, &begun)
+            }) {
+                Ok(()) => Ok(Ok(begun.producer)),
+                Err(error) => shape(error).map(Err),
+            }
+        }
         adapters::Layout::Document {
             header: wanted,
             items,
@@ -1066,14 +1299,6 @@ fn structured_items(
                     256 * 1024,
                     File::open(raw).map_err(io_at("reading", raw))?,
                 ))
-            };
-            let shape = |error: DocumentError<ArchiveError>| match error {
-                DocumentError::Visit(error) => Err(error),
-                DocumentError::Io(error) => Err(io_at("reading", raw)(error).into()),
-                other => Ok((
-                    format!("not the JSON document the format reads: {other}"),
-                    None,
-                )),
             };
             let mut problem = None;
             let first = document::read(
@@ -1103,19 +1328,9 @@ fn structured_items(
                 Ok(begun) => begun,
                 Err(error) => return Ok(Err((error.message, error.hint))),
             };
-            let second =
-                document::read(
-                    open()?,
-                    items,
-                    &|_| false,
-                    MAX_ITEM_BYTES,
-                    |part| match part {
-                        Part::Item { index, value } => {
-                            normalize_item(value, Locator::Pointer(items.pointer(index)), &begun)
-                        }
-                        Part::Member { .. } => Ok(()),
-                    },
-                );
+            let second = document_items(open()?, items, |item, locator| {
+                normalize_item(item, locator, &begun)
+            });
             match second {
                 Ok(()) => Ok(Ok(begun.producer)),
                 Err(error) => shape(error).map(Err),

@@ -129,9 +129,14 @@ pub struct ImportEntry {
     pub seq: u64,
     /// The adapter (`canonical`, `paired`, `harness`).
     pub format: String,
-    /// The input's file name as given.
+    /// The input's file (or folder) name as given.
     pub source_basename: String,
+    /// The archived input file; of a folder input, the file whose items became records.
     pub raw: FileEntry,
+    /// The other files of a folder input (a HELM run's `run_spec.json`, ...), archived
+    /// beside `raw` in the same folder; absent for a file input.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub companions: Vec<FileEntry>,
     pub records: RecordsEntry,
     /// Record counts per (benchmark, language, variant), sorted.
     pub breakdown: Vec<CountEntry>,
@@ -165,6 +170,16 @@ fn is_sha256(text: &str) -> bool {
 }
 
 impl ImportEntry {
+    /// Whether the import's format reads a folder (its raw files are in one).
+    pub fn format_reads_folders(&self) -> bool {
+        Format::parse(&self.format).is_some_and(Format::reads_folders)
+    }
+
+    /// Every archived input file of the import: the raw file, then its companions.
+    pub fn raw_files(&self) -> impl Iterator<Item = &FileEntry> {
+        std::iter::once(&self.raw).chain(&self.companions)
+    }
+
     fn contract_problems(&self, metadata: &RunMetadata) -> Vec<String> {
         let mut problems = Vec::new();
         let format = Format::parse(&self.format);
@@ -196,11 +211,38 @@ impl ImportEntry {
         }
         let expected_raw =
             layout::raw_path(self.seq, &layout::stored_basename(&self.source_basename));
-        if self.raw.path != expected_raw {
+        // A file input is the raw path itself; a folder input's files are in it.
+        let folder_is = |path: &str| {
+            path.strip_prefix(&expected_raw)
+                .and_then(|rest| rest.strip_prefix('/'))
+                .is_some_and(|name| !name.is_empty() && !name.contains('/'))
+        };
+        let folder = self.format_reads_folders();
+        if !(if folder {
+            folder_is(&self.raw.path)
+        } else {
+            self.raw.path == expected_raw
+        }) {
             problems.push(format!(
-                "raw path {:?} is not the one source_basename {:?} gives ({expected_raw:?})",
-                self.raw.path, self.source_basename
+                "raw path {:?} is not the one source_basename {:?} gives ({expected_raw:?}{})",
+                self.raw.path,
+                self.source_basename,
+                if folder { "/<file>" } else { "" }
             ));
+        }
+        if !folder && !self.companions.is_empty() {
+            problems.push("a file input has companions, which only folder inputs have".into());
+        }
+        for companion in &self.companions {
+            if !folder_is(&companion.path) || companion.path == self.raw.path {
+                problems.push(format!(
+                    "companion path {:?} is not another file of {expected_raw:?}",
+                    companion.path
+                ));
+            }
+            if !is_sha256(&companion.sha256) {
+                problems.push("a sha256 is not 64 lowercase hex digits".into());
+            }
         }
         if !is_sha256(&self.raw.sha256) || !is_sha256(&self.records.sha256) {
             problems.push("a sha256 is not 64 lowercase hex digits".into());
@@ -380,7 +422,8 @@ impl RunManifest {
             }
             let raw_prefix = format!("{}/{:04}-", layout::RAW, entry.seq);
             let raw_name = entry.raw.path.strip_prefix(&raw_prefix);
-            if raw_name.is_none_or(|name| name.is_empty() || name.contains('/')) {
+            let depth = if entry.format_reads_folders() { 1 } else { 0 };
+            if raw_name.is_none_or(|name| name.is_empty() || name.matches('/').count() != depth) {
                 problems.push(format!(
                     "import {} raw path {:?} is not {raw_prefix}<name>",
                     entry.seq, entry.raw.path
@@ -407,7 +450,11 @@ impl RunManifest {
         let paths = self
             .imports
             .iter()
-            .flat_map(|i| [&i.raw.path, &i.records.path])
+            .flat_map(|i| {
+                [&i.raw.path, &i.records.path]
+                    .into_iter()
+                    .chain(i.companions.iter().map(|c| &c.path))
+            })
             .chain(self.attachments.iter().map(|a| &a.path));
         for path in paths {
             if let Err(violation) = layout::check_package_path(path) {

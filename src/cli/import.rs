@@ -19,7 +19,7 @@ use babel::jsonl::{FieldPath, NonFinitePolicy};
 pub struct Args {
     /// The destination run (it must be open).
     run: String,
-    /// The input files.
+    /// The input files (for --format helm, run folders).
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// The input format (FORMAT.md maps each one's fields).
@@ -65,13 +65,17 @@ Examples:
   babel import r1 --format harness --benchmark mc --variant rephrased samples_mc_rephrased_*.jsonl
   babel import r1 --format harness --non-finite null samples_with_nan_*.jsonl
   babel import r1 --format inspect --benchmark mc logs/2026-12-03T14-54-39-00-00_mc_*.eval
+  babel import r1 --format helm 'benchmark_output/runs/suite/mmlu:subject=anatomy,model=m'
 
 The harness adapter reads the question ID from doc.id (or another place of the automatic
 lookup; --id-field overrides it), the benchmark from the file name, and correctness from a
 binary acc or exact_match (run metadata correctness_metric picks another, e.g. acc_norm).
 The inspect adapter reads samples[].id (integer ids 1..N may be positions: run-local unless
 --id-field id), epochs as repeat_id, and correctness from the scorer the run's
-correctness_metric names (or the log's only scorer): C right, I and N wrong, P and NaN unknown.";
+correctness_metric names (or the log's only scorer): C right, I and N wrong, P and NaN unknown.
+The helm adapter imports a run folder whole: variants are its perturbations, repeats its train
+trials, correctness the 0/1 stat exact_match (or correctness_metric); ids id0, id1, ... are
+HELM's positions and stay run-local.";
 
 fn format_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(

@@ -236,7 +236,7 @@ fn scan_raw(
             Ok(names) => RawIndex::Members(names.into_iter().filter(|n| item(n)).collect()),
             Err(error) => RawIndex::Unreadable(format!("cannot be read: {error}")),
         },
-        Ok(Layout::Document { items, .. }) => {
+        Ok(Layout::Document { items, .. } | Layout::Folder { items, .. }) => {
             let mut file = file;
             file.seek(SeekFrom::Start(0))
                 .map_err(io_at("reading", path))?;
@@ -593,19 +593,20 @@ pub(super) fn validate_run(
             }
         }
     }
-    for attachment in &manifest.attachments {
-        let relative = run_relative(run, &attachment.path);
+    let companions = manifest.imports.iter().flat_map(|i| &i.companions);
+    let whole_files = companions.map(|c| (&c.path, &c.sha256, c.bytes)).chain(
+        manifest
+            .attachments
+            .iter()
+            .map(|a| (&a.path, &a.sha256, a.bytes)),
+    );
+    for (path, sha256, bytes) in whole_files {
+        let relative = run_relative(run, path);
         if let Some(file) = open_registered(archive, &relative, out) {
             let mut reader = HashingReader::new(file);
             std::io::copy(&mut reader, &mut std::io::sink())
                 .map_err(io_at("reading", Path::new(&relative)))?;
-            compare_digest(
-                &relative,
-                &attachment.sha256,
-                attachment.bytes,
-                &reader.finish(),
-                out,
-            );
+            compare_digest(&relative, sha256, bytes, &reader.finish(), out);
         }
     }
     check_untracked(archive, run, Some(&manifest), out)
@@ -619,11 +620,18 @@ fn check_untracked(
     out: &mut Collector,
 ) -> Result<(), ArchiveError> {
     let mut registered: BTreeSet<String> = BTreeSet::new();
+    // The raw folders of folder inputs.
+    let mut folders: BTreeSet<String> = BTreeSet::new();
     registered.insert(layout::MANIFEST.to_owned());
     if let Some(manifest) = manifest {
         for entry in &manifest.imports {
-            registered.insert(entry.raw.path.clone());
+            registered.extend(entry.raw_files().map(|f| f.path.clone()));
             registered.insert(entry.records.path.clone());
+            if entry.format_reads_folders()
+                && let Some((folder, _)) = entry.raw.path.rsplit_once('/')
+            {
+                folders.insert(folder.to_owned());
+            }
         }
         for attachment in &manifest.attachments {
             registered.insert(attachment.path.clone());
@@ -651,7 +659,10 @@ fn check_untracked(
                 format!("{inside}/{name}")
             };
             let file_type = entry.file_type().map_err(io_at("reading", &entry.path()))?;
-            if file_type.is_dir() && inside.is_empty() && managed_dirs.contains(&name.as_str()) {
+            if file_type.is_dir()
+                && ((inside.is_empty() && managed_dirs.contains(&name.as_str()))
+                    || folders.contains(&relative))
+            {
                 stack.push(relative);
             } else if !registered.contains(&relative) || !file_type.is_file() {
                 let what = if file_type.is_dir() {

@@ -253,6 +253,22 @@ pub fn rewrite_records(
     std::fs::write(manifest_path, canonical).unwrap();
 }
 
+/// `babel compare ARGS --json`, which must succeed, parsed.
+pub fn compare_json(env: &Env, args: &[&str]) -> serde_json::Value {
+    let output = env
+        .babel(&["compare"])
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 /// CLI output made stable for a snapshot: the environment folder becomes `ENV`, the
 /// repository (where fixtures are) `REPO`, and every
 /// run of 12 or more hex digits (a SHA-256 or its prefix, which varies with the babel

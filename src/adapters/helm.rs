@@ -1,0 +1,413 @@
+//! The HELM adapter: a HELM run folder (`benchmark_output/runs/<suite>/<run>`, written by
+//! `helm-run`; checked on crfm-helm 0.5.16). One record per request state, that is per
+//! (instance, perturbation, train trial), joined with its `per_instance_stats.json` entry.
+//!
+//! Owns the HELM rules of the data contract: identity `(instance id, perturbation →
+//! variant, train_trial_index → repeat_id)`; ids HELM renumbered by position (`id0`, ...)
+//! are run-local; a multiple-choice prediction mapped through `output_mapping`;
+//! correctness from one 0/1 stat (`exact_match` unless the run's `correctness_metric`
+//! names another), a stat with `count: 0` unknown. The mapping is in FORMAT.md ("The HELM
+//! adapter"). No filesystem access: the archive reads the folder and hands over its files.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::{AdapterError, Begun, ImportContext, Item, Layout, stable_id};
+use crate::jsonl::FieldPath;
+use crate::record::fields::describe;
+use crate::record::{DEFAULT_FILTER, IdentityScope, Record, SCHEMA_VERSION, Source};
+
+/// A HELM run folder.
+pub const ADAPTER: super::Adapter = super::Adapter {
+    name: "helm",
+    summary: "a HELM run folder (benchmark_output/runs/<suite>/<run>)",
+    normalizer_version: "helm/1",
+    reader: super::Reader::Items(super::Structured {
+        layout,
+        begin,
+        normalize,
+    }),
+    check_options,
+    check_source: super::any_source,
+    fixed_variants: &[],
+};
+
+/// The variant of records without a perturbation.
+pub const ORIGINAL: &str = "original";
+
+/// The 0/1 stat that sets `correct` when the run names no `correctness_metric`.
+pub const DEFAULT_CORRECTNESS_STAT: &str = "exact_match";
+
+const RUN_SPEC: &str = "run_spec.json";
+const SCENARIO: &str = "scenario.json";
+const PER_INSTANCE_STATS: &str = "per_instance_stats.json";
+
+/// Every HELM run folder has the same layout, whatever its name.
+fn layout(_: &str) -> Result<Layout, String> {
+    Ok(Layout::Folder {
+        header: &[RUN_SPEC, SCENARIO, PER_INSTANCE_STATS],
+        items_file: "scenario_state.json",
+        items: crate::inputs::document::Items::Member("request_states"),
+    })
+}
+
+/// A HELM run's variants are its perturbations, so `--variant` has nothing to name.
+fn check_options(options: &super::AdapterOptions) -> Result<(), String> {
+    match &options.variant {
+        Some(_) => Err(
+            "--variant does not apply to HELM runs: their variants are their perturbations \
+             (original, lowercase, ...); compare two HELM runs with `babel compare --other-run`"
+                .into(),
+        ),
+        None => Ok(()),
+    }
+}
+
+/// The key that joins a request state with its stats.
+type StatsKey = (String, u64, Option<String>);
+
+/// What every request state of one run needs.
+struct Run {
+    benchmark: String,
+    /// Every instance id is `id<n>`: HELM's positions, renumbered over all splits.
+    positional_ids: bool,
+    /// Per (instance, trial, perturbation): stat name → mean (null when `count` is 0).
+    stats: HashMap<StatsKey, Map<String, Value>>,
+    correctness_stat: String,
+}
+
+fn begin(header: &Map<String, Value>, context: &ImportContext<'_>) -> Result<Begun, AdapterError> {
+    let file = |name: &str| -> Result<&Map<String, Value>, AdapterError> {
+        header.get(name).and_then(Value::as_object).ok_or_else(|| {
+            AdapterError::new(
+                FieldPath::root(),
+                format!("the run folder has no {name} (or it is not a JSON object)"),
+            )
+            .with_hint(
+                "import the whole folder helm-run wrote: benchmark_output/runs/<suite>/<run>",
+            )
+        })
+    };
+    let run_spec = file(RUN_SPEC)?;
+    let scenario_name = header
+        .get(SCENARIO)
+        .and_then(|s| s.get("name"))
+        .and_then(Value::as_str);
+    let benchmark = super::named_benchmark(context, scenario_name, "scenario.json's name", "")?;
+    let Some(Value::Array(entries)) = header.get(PER_INSTANCE_STATS) else {
+        return Err(AdapterError::new(
+            FieldPath::root(),
+            format!("the run folder has no {PER_INSTANCE_STATS} (an array)"),
+        )
+        .with_hint("import the whole folder helm-run wrote: benchmark_output/runs/<suite>/<run>"));
+    };
+    let mut stats = HashMap::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let at = FieldPath::root().key(PER_INSTANCE_STATS).index(index);
+        let key = stats_key(entry, &at)?;
+        let mut values = Map::new();
+        for stat in entry
+            .get("stats")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(name) = stat
+                .get("name")
+                .and_then(|n| n.get("name"))
+                .and_then(Value::as_str)
+            else {
+                continue;
+            };
+            let known = stat.get("count").and_then(Value::as_u64).unwrap_or(0) > 0;
+            let mean = stat
+                .get("mean")
+                .filter(|_| known)
+                .cloned()
+                .unwrap_or(Value::Null);
+            values.insert(name.to_owned(), mean);
+        }
+        stats.insert(key, values);
+    }
+    let positional_ids = !stats.is_empty() && stats.keys().all(|(id, _, _)| is_position(id));
+    let correctness_stat = context
+        .run
+        .correctness_metric
+        .clone()
+        .unwrap_or_else(|| DEFAULT_CORRECTNESS_STAT.to_owned());
+    let adapter_spec = run_spec.get("adapter_spec");
+    let mut producer = Map::new();
+    producer.insert("framework".into(), "helm".into());
+    for (key, value) in [
+        ("run", run_spec.get("name")),
+        ("scenario", run_spec.get("scenario_spec")),
+        ("scenario_name", scenario_name.map(Value::from).as_ref()),
+        ("model", adapter_spec.and_then(|a| a.get("model"))),
+        (
+            "model_deployment",
+            adapter_spec.and_then(|a| a.get("model_deployment")),
+        ),
+        ("method", adapter_spec.and_then(|a| a.get("method"))),
+        (
+            "num_train_trials",
+            adapter_spec.and_then(|a| a.get("num_train_trials")),
+        ),
+        ("groups", run_spec.get("groups")),
+    ] {
+        if let Some(value) = value.filter(|v| !v.is_null()) {
+            producer.insert(key.into(), value.clone());
+        }
+    }
+    Ok(Begun {
+        state: Box::new(Run {
+            benchmark,
+            positional_ids,
+            stats,
+            correctness_stat,
+        }),
+        producer,
+    })
+}
+
+/// `id` followed by digits: what HELM gives every instance when any lacks an id.
+fn is_position(id: &str) -> bool {
+    id.strip_prefix("id")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// (instance id, train trial, perturbation name) of a stats entry or a request state.
+fn stats_key(entry: &Value, at: &FieldPath) -> Result<StatsKey, AdapterError> {
+    let id = entry
+        .get("instance_id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| AdapterError::new(at.key("instance_id"), "expected a string"))?;
+    let trial = entry
+        .get("train_trial_index")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| AdapterError::new(at.key("train_trial_index"), "expected an integer ≥ 0"))?;
+    let perturbation = perturbation_name(entry.get("perturbation"), &at.key("perturbation"))?;
+    Ok((id.to_owned(), trial, perturbation))
+}
+
+fn perturbation_name(
+    value: Option<&Value>,
+    at: &FieldPath,
+) -> Result<Option<String>, AdapterError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(p) => match p.get("name").and_then(Value::as_str) {
+            Some(name) if !name.is_empty() => Ok(Some(name.to_owned())),
+            _ => Err(AdapterError::new(
+                at.key("name"),
+                format!("expected the perturbation's name, found {}", describe(p)),
+            )),
+        },
+    }
+}
+
+fn normalize(
+    begun: &Begun,
+    item: Item,
+    context: &ImportContext<'_>,
+    out: &mut Vec<Record>,
+) -> Result<(), AdapterError> {
+    let run: &Run = begun.state.downcast_ref().expect("begun by this adapter");
+    let object = item.object;
+    let root = FieldPath::root();
+    let at_instance = root.key("instance");
+    let Some(Value::Object(instance)) = object.get("instance") else {
+        return Err(AdapterError::new(at_instance, "required object is missing"));
+    };
+    let id = super::required_text(
+        instance.get("id"),
+        at_instance.key("id"),
+        "the instance's id",
+    )?;
+    let trial = object
+        .get("train_trial_index")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| {
+            AdapterError::new(root.key("train_trial_index"), "expected an integer ≥ 0")
+        })?;
+    let perturbation = perturbation_name(
+        instance.get("perturbation"),
+        &at_instance.key("perturbation"),
+    )?;
+    let mut warnings = Vec::new();
+    let (question_id, identity_scope) = match &context.options.id_field {
+        Some(field) => {
+            let found = stable_id::at_field(&object, field)?;
+            (found.question_id, found.scope)
+        }
+        None if run.positional_ids => {
+            warnings.push(format!(
+                "instance id {id} is HELM's position (it renumbers every instance id<n> when any lacks an id): run-local, it never pairs"
+            ));
+            (
+                format!("{}:{id}", context.source.raw_path),
+                IdentityScope::RunLocal,
+            )
+        }
+        None => (id.clone(), IdentityScope::Stable),
+    };
+
+    let references: Vec<&Value> = instance
+        .get("references")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().collect())
+        .unwrap_or_default();
+    let text_of = |reference: &Value| reference.get("output").and_then(|o| o.get("text")).cloned();
+    let correct_texts: Vec<Value> = references
+        .iter()
+        .filter(|r| {
+            r.get("tags")
+                .and_then(Value::as_array)
+                .is_some_and(|tags| tags.iter().any(|t| t == "correct"))
+        })
+        .filter_map(|r| text_of(r))
+        .collect();
+    let target = match correct_texts.len() {
+        0 => Value::Null,
+        1 => correct_texts[0].clone(),
+        _ => Value::Array(correct_texts),
+    };
+    let output_mapping = object.get("output_mapping").filter(|m| m.is_object());
+    let mut input = Map::new();
+    if let Some(text) = instance.get("input").and_then(|i| i.get("text")) {
+        input.insert("question".into(), text.clone());
+    }
+    if output_mapping.is_some() {
+        let choices: Vec<Value> = references.iter().filter_map(|r| text_of(r)).collect();
+        input.insert("choices".into(), Value::Array(choices));
+    }
+    if let Some(prompt) = object.get("request").and_then(|r| r.get("prompt")) {
+        input.insert("prompt".into(), prompt.clone());
+    }
+
+    let result = object.get("result");
+    let succeeded = result
+        .and_then(|r| r.get("success"))
+        .and_then(Value::as_bool)
+        != Some(false);
+    let completions: Vec<Value> = result
+        .and_then(|r| r.get("completions"))
+        .and_then(Value::as_array)
+        .map(|c| c.iter().filter_map(|c| c.get("text").cloned()).collect())
+        .unwrap_or_default();
+    let response = completions.first().cloned().unwrap_or(Value::Null);
+    // A multiple-choice answer is a letter; output_mapping gives the choice it names.
+    let prediction = match (output_mapping, response.as_str()) {
+        (Some(mapping), Some(text)) => mapping
+            .get(text.trim())
+            .cloned()
+            .unwrap_or(response.clone()),
+        _ => response.clone(),
+    };
+
+    let key = (id.clone(), trial, perturbation.clone());
+    let metrics = run.stats.get(&key).cloned().unwrap_or_default();
+    let correct = if !succeeded {
+        let error = result
+            .and_then(|r| r.get("error"))
+            .and_then(Value::as_str)
+            .unwrap_or("no message");
+        warnings.push(format!(
+            "the request failed ({error}): correctness is unknown"
+        ));
+        None
+    } else if !run.stats.contains_key(&key) {
+        warnings.push(
+            "per_instance_stats.json has no entry for this instance, trial and perturbation: correctness is unknown"
+                .to_owned(),
+        );
+        None
+    } else {
+        match metrics.get(&run.correctness_stat) {
+            None => {
+                warnings.push(format!(
+                    "the run computed no {} stat for this item: correctness is unknown",
+                    run.correctness_stat
+                ));
+                None
+            }
+            Some(Value::Null) => {
+                warnings.push(format!(
+                    "stat {} has count 0 for this item: correctness is unknown",
+                    run.correctness_stat
+                ));
+                None
+            }
+            Some(value) => match value.as_f64() {
+                Some(1.0) => Some(true),
+                Some(0.0) => Some(false),
+                _ => {
+                    warnings.push(format!(
+                        "stat {} is {value}, not 0 or 1: correctness is unknown",
+                        run.correctness_stat
+                    ));
+                    None
+                }
+            },
+        }
+    };
+
+    let mut extra = Map::new();
+    for key in ["split", "perturbation"] {
+        if let Some(value) = instance.get(key) {
+            extra.insert(key.into(), value.clone());
+        }
+    }
+    for key in [
+        "train_trial_index",
+        "output_mapping",
+        "num_train_instances",
+        "prompt_truncated",
+    ] {
+        if let Some(value) = object.get(key) {
+            extra.insert(key.into(), value.clone());
+        }
+    }
+    if completions.len() > 1 {
+        extra.insert("completions".into(), Value::Array(completions));
+    }
+    out.push(Record {
+        schema_version: SCHEMA_VERSION,
+        run_id: context.run.run_id.clone(),
+        benchmark: run.benchmark.clone(),
+        script: None,
+        language: context.options.language.clone(),
+        question_id,
+        variant_id: perturbation.unwrap_or_else(|| ORIGINAL.to_owned()),
+        filter: DEFAULT_FILTER.to_owned(),
+        repeat_id: trial,
+        identity_scope,
+        model: context.run.model.clone(),
+        rephrasing_model: None,
+        input: Value::Object(input),
+        target,
+        prediction,
+        correct,
+        scores: Map::new(),
+        metrics,
+        response,
+        source: Source {
+            path: context.source.raw_path.to_owned(),
+            locator: item.locator,
+        },
+        warnings,
+        extra,
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_are_id_and_digits_only() {
+        assert!(is_position("id0") && is_position("id17"));
+        assert!(!is_position("id") && !is_position("q001") && !is_position("id1a"));
+    }
+}

@@ -1,0 +1,303 @@
+//! `babel import --format helm` on a real HELM 0.5.16 run folder
+//! (`tests/fixtures/crfm-helm-0.5.16/`, see its NOTES.md): the folder is archived whole,
+//! records are joined with their per-instance stats, babel's accuracy per variant equals
+//! the run's own `stats.json` mean, and the same questions compare item by item with the
+//! lm-eval and Inspect fixtures. Cases the real run lacks (positional ids, `count: 0`, no
+//! correctness stat) are derived from it by editing a copy, as each test says.
+
+use crate::common::Env;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const RUN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/crfm-helm-0.5.16/runs/babel_mc:model=simple_model1"
+);
+
+fn import(env: &Env, run: &str, folder: &Path, meta: &[&str]) -> Vec<Value> {
+    let mut args = vec!["run", "create", run, "--model", "simple/model1"];
+    for m in meta {
+        args.extend(["--meta", m]);
+    }
+    env.babel(&args).assert().success();
+    env.babel(&["import", run, "--format", "helm"])
+        .arg(folder)
+        .assert()
+        .success();
+    env.records(run)
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A copy of the real run folder under `env`, for a test to edit.
+fn copy_of_run(env: &Env, name: &str) -> PathBuf {
+    let copy = env.path().join(name);
+    std::fs::create_dir_all(&copy).unwrap();
+    for entry in std::fs::read_dir(RUN).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+    }
+    copy
+}
+
+#[test]
+fn accuracy_per_variant_equals_the_runs_own_stats_for_every_0_1_stat() {
+    // "babel's accuracy equals the run's stats.json mean for that stat and split"
+    // (issue 14). The original variant is the stat without a perturbation; lowercase is
+    // the one computed on the perturbed instances.
+    let env = Env::with_archive();
+    let stats = read_json(&Path::new(RUN).join("stats.json"));
+    let mut checked = 0;
+    for stat in [
+        "exact_match",
+        "quasi_exact_match",
+        "prefix_exact_match",
+        "quasi_prefix_exact_match",
+    ] {
+        let run = stat.replace('_', "-");
+        let meta = format!("correctness_metric={stat}");
+        let records = import(&env, &run, Path::new(RUN), &[&meta]);
+        for (variant, perturbation) in [("original", None), ("lowercase", Some("perturbed"))] {
+            let theirs = stats
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| {
+                    let name = &s["name"];
+                    name["name"] == stat
+                        && name["split"] == "test"
+                        && name["perturbation"]["computed_on"].as_str() == perturbation
+                })
+                .unwrap_or_else(|| panic!("stats.json has {stat} for {variant}"))["mean"]
+                .as_f64()
+                .unwrap();
+            let known: Vec<bool> = records
+                .iter()
+                .filter(|r| r["variant_id"] == variant)
+                .map(|r| r["correct"].as_bool().expect("every item has the stat"))
+                .collect();
+            assert_eq!(known.len(), 40, "20 questions × 2 train trials");
+            let babel = known.iter().filter(|c| **c).count() as f64 / known.len() as f64;
+            assert!(
+                (babel - theirs).abs() <= 1e-12,
+                "{stat} {variant}: babel {babel}, HELM {theirs}"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 8);
+}
+
+#[test]
+fn identity_is_instance_perturbation_and_trial_and_the_folder_is_archived_whole() {
+    let env = Env::with_archive();
+    let records = import(&env, "h", Path::new(RUN), &[]);
+    assert_eq!(records.len(), 80);
+    let mut keys: Vec<(String, String, u64)> = records
+        .iter()
+        .map(|r| {
+            assert_eq!(r["identity_scope"], "stable");
+            (
+                r["question_id"].as_str().unwrap().to_owned(),
+                r["variant_id"].as_str().unwrap().to_owned(),
+                r["repeat_id"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 80, "(id, perturbation, train trial) is the key");
+    // MC: the target is the correct choice's text, and a letter would map through
+    // output_mapping (this model answers "Answer:", which maps to nothing).
+    let first = &records[0];
+    assert_eq!(first["target"], "Paris");
+    assert_eq!(first["prediction"], "Answer:");
+    assert_eq!(first["input"]["question"], "What is the capital of France?");
+    assert_eq!(first["source"]["pointer"], "/request_states/0");
+    // Every file of the folder is archived byte for byte, and registered.
+    let manifest = read_json(&env.archived("runs/h/manifest.json"));
+    let import = &manifest["imports"][0];
+    let mut archived: Vec<&str> = std::iter::once(&import["raw"])
+        .chain(import["companions"].as_array().unwrap())
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    archived.sort();
+    let mut given: Vec<String> = std::fs::read_dir(RUN)
+        .unwrap()
+        .map(|e| {
+            format!(
+                "raw/0001-babel_mc_model=simple_model1/{}",
+                e.unwrap().file_name().to_str().unwrap()
+            )
+        })
+        .collect();
+    given.sort();
+    assert_eq!(archived, given);
+    for path in &given {
+        let name = path.rsplit('/').next().unwrap();
+        assert_eq!(
+            std::fs::read(env.archived(&format!("runs/h/{path}"))).unwrap(),
+            std::fs::read(Path::new(RUN).join(name)).unwrap()
+        );
+    }
+    assert_eq!(import["producer"]["framework"], "helm");
+    assert_eq!(import["producer"]["model"], "simple/model1");
+    assert_eq!(import["producer"]["run"], "babel_mc:model=simple_model1");
+    env.babel(&["validate"]).assert().success();
+}
+
+#[test]
+fn positional_ids_are_run_local_and_a_count_0_stat_is_unknown() {
+    // Derived from the real run: every instance id renamed to HELM's positional form
+    // (id0, id1, ...), as HELM writes when any instance lacks an id; and q001's
+    // exact_match given count 0 without a mean, as HELM writes for stats it could not
+    // compute.
+    let env = Env::with_archive();
+    let folder = copy_of_run(&env, "positional");
+    for file in ["scenario_state.json", "per_instance_stats.json"] {
+        let path = folder.join(file);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        for n in 1..=20 {
+            text = text.replace(&format!("\"q{n:03}\""), &format!("\"id{}\"", n - 1));
+        }
+        std::fs::write(&path, text).unwrap();
+    }
+    let path = folder.join("per_instance_stats.json");
+    let mut stats = read_json(&path);
+    for entry in stats.as_array_mut().unwrap() {
+        if entry["instance_id"] == "id0" {
+            for stat in entry["stats"].as_array_mut().unwrap() {
+                if stat["name"]["name"] == "exact_match" {
+                    *stat = serde_json::json!({"name": stat["name"].clone(), "count": 0, "sum": 0, "sum_squared": 0});
+                }
+            }
+        }
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&stats).unwrap()).unwrap();
+    let records = import(&env, "p", &folder, &[]);
+    for record in &records {
+        assert_eq!(record["identity_scope"], "run-local", "{record}");
+        let q1 = record["question_id"].as_str().unwrap().ends_with(":id0");
+        assert_eq!(record["correct"].is_null(), q1, "{record}");
+        if q1 {
+            assert!(
+                record["warnings"].to_string().contains("count 0"),
+                "{record}"
+            );
+        }
+    }
+    let other = import(&env, "p2", &folder, &[]);
+    assert_eq!(other.len(), 80);
+    let summary = crate::common::compare_json(&env, &["p", "--other-run", "p2"]);
+    assert_eq!(
+        summary["matched"], 0,
+        "positional ids never pair: {summary}"
+    );
+}
+
+#[test]
+fn a_run_without_its_correctness_stat_has_correct_null_everywhere() {
+    // Derived from the real run: every 0/1 stat removed from per_instance_stats.json,
+    // as in HELM runs whose metrics compute none (NOTES.md: simple1).
+    let env = Env::with_archive();
+    let folder = copy_of_run(&env, "no-stat");
+    let path = folder.join("per_instance_stats.json");
+    let mut stats = read_json(&path);
+    for entry in stats.as_array_mut().unwrap() {
+        entry["stats"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|s| !s["name"]["name"].as_str().unwrap().contains("exact_match"));
+    }
+    std::fs::write(&path, serde_json::to_string_pretty(&stats).unwrap()).unwrap();
+    let records = import(&env, "n", &folder, &[]);
+    assert!(records.iter().all(|r| r["correct"].is_null()));
+    assert!(
+        records[0]["warnings"]
+            .to_string()
+            .contains("no exact_match stat")
+    );
+}
+
+#[test]
+fn the_same_questions_compare_across_lm_eval_inspect_and_helm() {
+    // The fixtures share q001..q020; filed under one benchmark name they pair.
+    let env = Env::with_archive();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let harness: Vec<PathBuf> = std::fs::read_dir(fixtures.join("lm-eval-0.4.13/original/dummy-p"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_str().unwrap().contains("samples_babel_mc_original_"))
+        .collect();
+    let inspect = fixtures.join(
+        "inspect-ai-0.3.285/logs/seed1/2026-12-03T14-54-39-00-00_babel-mc_L3aC6TktMr8Qp7aQ5S3fqq.eval",
+    );
+    for (run, format, input) in [
+        ("h", "harness", &harness[0]),
+        ("i", "inspect", &inspect),
+        ("m", "helm", &PathBuf::from(RUN)),
+    ] {
+        env.babel(&["run", "create", run, "--model", "m"])
+            .assert()
+            .success();
+        env.babel(&["import", run, "--format", format, "--benchmark", "babel_mc"])
+            .arg(input)
+            .assert()
+            .success();
+    }
+    for (a, b) in [("h", "i"), ("h", "m"), ("i", "m")] {
+        let summary = crate::common::compare_json(&env, &[a, "--other-run", b]);
+        // HELM's second train trial (repeat 1) has no counterpart; q001..q020 pair.
+        assert_eq!(summary["matched"], 20, "{a} vs {b}: {summary}");
+    }
+}
+
+#[test]
+fn validate_finds_a_changed_or_stray_file_in_the_raw_folder() {
+    let env = Env::with_archive();
+    import(&env, "h", Path::new(RUN), &[]);
+    let folder = "runs/h/raw/0001-babel_mc_model=simple_model1";
+    let stats = env.archived(&format!("{folder}/per_instance_stats.json"));
+    let mut bytes = std::fs::read(&stats).unwrap();
+    bytes[100] ^= 1;
+    std::fs::write(&stats, bytes).unwrap();
+    std::fs::write(env.archived(&format!("{folder}/extra.json")), b"{}").unwrap();
+    let output = env.babel(&["validate"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains(&format!("{folder}/per_instance_stats.json")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{folder}/extra.json: [untracked]")),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_file_or_a_variant_is_a_usage_error() {
+    let env = Env::with_archive();
+    env.babel(&["run", "create", "h", "--model", "m"])
+        .assert()
+        .success();
+    let file = Path::new(RUN).join("scenario_state.json");
+    for (args, expected) in [
+        (vec![file.to_str().unwrap()], "is not a folder"),
+        (
+            vec![RUN, "--variant", "x"],
+            "--variant does not apply to HELM runs",
+        ),
+    ] {
+        let output = env
+            .babel(&["import", "h", "--format", "helm"])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{stderr}");
+    }
+}
