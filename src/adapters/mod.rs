@@ -13,6 +13,7 @@
 //! here plus that line.
 
 pub mod canonical;
+pub mod eee;
 pub mod harness;
 pub mod helm;
 pub mod inspect;
@@ -27,12 +28,13 @@ use crate::jsonl::{FieldPath, Line};
 use crate::record::{FieldError, Fields, Record, fields::describe};
 
 /// Every input format `babel import --format` accepts, in the order `--help` lists them.
-pub const REGISTRY: [&Adapter; 5] = [
+pub const REGISTRY: [&Adapter; 6] = [
     &canonical::ADAPTER,
     &paired::ADAPTER,
     &harness::ADAPTER,
     &inspect::ADAPTER,
     &helm::ADAPTER,
+    &eee::ADAPTER,
 ];
 
 /// One input format.
@@ -156,6 +158,8 @@ impl Format {
     pub const INSPECT: Format = Format(&inspect::ADAPTER);
     /// A HELM run folder.
     pub const HELM: Format = Format(&helm::ADAPTER);
+    /// Every Eval Ever instance-level rows.
+    pub const EEE: Format = Format(&eee::ADAPTER);
 
     /// Every format, in registry order.
     pub fn all() -> impl Iterator<Item = Format> {

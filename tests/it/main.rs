@@ -22,6 +22,7 @@ mod hub_pull;
 mod hub_push;
 mod hub_server_fidelity;
 mod import_canonical;
+mod import_eee;
 mod import_helm;
 mod import_inspect;
 mod paired_import;

@@ -1,0 +1,319 @@
+//! The Every Eval Ever adapter: EEE 0.3.x instance-level rows (`<uuid>_samples.jsonl`),
+//! one record per row, that is per (sample, evaluation result).
+//!
+//! Owns the EEE rules of the data contract: the row's `evaluation_result_id` is the
+//! record's filter (EEE writes one row per metric, so rows of the same metric pair);
+//! `sample_id`s that are positions (digits, HELM's `id<n>`) are run-local; correctness
+//! from `evaluation.score` 1 or 0 only, never from `is_correct` (whose meaning differs
+//! between EEE's converters), and a row without an evaluation result is unknown, not
+//! wrong. What EEE cannot carry is in FORMAT.md ("The Every Eval Ever adapter").
+
+use serde_json::{Map, Value};
+
+use super::{AdapterError, ImportContext, stable_id};
+use crate::jsonl::{FieldPath, Line};
+use crate::record::fields::describe;
+use crate::record::{DEFAULT_FILTER, Fields, IdentityScope, Record, SCHEMA_VERSION, Source};
+
+/// Every Eval Ever instance-level rows.
+pub const ADAPTER: super::Adapter = super::Adapter {
+    name: "eee",
+    summary: "Every Eval Ever 0.3 instance-level rows (<uuid>_samples.jsonl)",
+    normalizer_version: "eee/1",
+    reader: super::Reader::Lines(normalize),
+    check_options: super::no_option_rules,
+    check_source,
+    fixed_variants: &[],
+};
+
+/// The EEE schema versions this adapter reads.
+const SCHEMA_PREFIX: &str = "0.3.";
+
+/// The variant of EEE records unless `--variant` names another.
+pub const DEFAULT_VARIANT: &str = "original";
+
+/// An aggregate file is not instance-level output.
+fn check_source(context: &ImportContext<'_>) -> Result<(), AdapterError> {
+    let name = context.source.basename;
+    if name.ends_with(".json") {
+        return Err(AdapterError::new(
+            FieldPath::root(),
+            format!("{name} looks like an EEE aggregate file, not instance-level rows"),
+        )
+        .with_hint("import the <uuid>_samples.jsonl file, and keep the aggregate with --attach <uuid>.json"));
+    }
+    Ok(())
+}
+
+/// Normalizes one EEE row into one record.
+pub fn normalize(
+    line: Line,
+    context: &ImportContext<'_>,
+    out: &mut Vec<Record>,
+) -> Result<(), AdapterError> {
+    let selected = match &context.options.id_field {
+        Some(field) => Some(stable_id::at_field(&line.object, field)?),
+        None => None,
+    };
+    let mut f = Fields::new(line.object, FieldPath::root());
+    let version = f.required_string("schema_version")?;
+    if !version.starts_with(SCHEMA_PREFIX) {
+        return Err(AdapterError::new(
+            f.path("schema_version"),
+            format!("EEE schema version {version:?}, but babel reads 0.3.x"),
+        ));
+    }
+    let sample_id = f.required_string("sample_id")?;
+    let evaluation_name = f.required_string("evaluation_name")?;
+    let result_id = f.required_nullable_string("evaluation_result_id")?;
+    let mut warnings = Vec::new();
+    let (question_id, identity_scope) = match selected {
+        Some(found) => (found.question_id, found.scope),
+        None if is_position(&sample_id) => {
+            warnings.push(format!(
+                "sample_id {sample_id:?} is a position (EEE's lm-eval converter writes doc_id, HELM numbers id<n>): \
+                 run-local, it never pairs"
+            ));
+            (
+                format!("{}:{sample_id}", context.source.raw_path),
+                IdentityScope::RunLocal,
+            )
+        }
+        None => (sample_id.clone(), IdentityScope::Stable),
+    };
+    let benchmark = super::named_benchmark(
+        context,
+        Some(&evaluation_name),
+        "the row's evaluation_name",
+        "",
+    )?;
+
+    let input_path = f.path("input");
+    let mut input_fields = Fields::new(f.object("input", true)?, input_path);
+    let raw = input_fields.required_string("raw")?;
+    let target = input_fields.required("reference")?;
+    let mut input = Map::new();
+    input.insert("question".into(), Value::String(raw));
+    for key in ["choices", "formatted"] {
+        if let Some(value) = input_fields.take(key).filter(|v| !v.is_null()) {
+            input.insert(key.into(), value);
+        }
+    }
+    input.extend(input_fields.into_rest());
+
+    let output = f.object_or_null("output", false)?;
+    let response = output.get("raw").cloned().unwrap_or(Value::Null);
+    let prediction = match &response {
+        Value::Array(raw) if raw.len() == 1 => raw[0].clone(),
+        other => other.clone(),
+    };
+
+    let evaluation_path = f.path("evaluation");
+    let evaluation = f.object("evaluation", true)?;
+    let score = evaluation.get("score").cloned().unwrap_or(Value::Null);
+    if !score.is_number() {
+        return Err(AdapterError::new(
+            evaluation_path.key("score"),
+            format!("expected a number, found {}", describe(&score)),
+        ));
+    }
+    let claimed = evaluation.get("is_correct").and_then(Value::as_bool);
+    let error = f.take("error").filter(|e| !e.is_null());
+    let metric = result_id.clone().unwrap_or_else(|| "score".to_owned());
+    let correct = correctness(
+        result_id.as_deref(),
+        &score,
+        claimed,
+        error.as_ref(),
+        context.run.correctness_metric.as_deref(),
+        &mut warnings,
+    );
+    let repeat_id = match f.peek("metadata").and_then(|m| m.get("epoch")) {
+        None | Some(Value::Null) => 0,
+        Some(epoch) => epoch
+            .as_str()
+            .and_then(|e| e.parse::<u64>().ok())
+            .or_else(|| epoch.as_u64())
+            .filter(|e| *e >= 1)
+            .map(|e| e - 1)
+            .ok_or_else(|| {
+                AdapterError::new(
+                    f.path("metadata").key("epoch"),
+                    format!("expected an epoch from 1, found {epoch}"),
+                )
+            })?,
+    };
+
+    let mut metrics = Map::new();
+    metrics.insert(metric, score);
+    let mut extra = f.into_rest();
+    extra.insert("sample_id".into(), Value::String(sample_id));
+    extra.insert("evaluation_name".into(), Value::String(evaluation_name));
+    extra.insert("evaluation_result_id".into(), result_id.clone().into());
+    extra.insert("evaluation".into(), Value::Object(evaluation));
+    if !output.is_null() {
+        extra.insert("output".into(), output);
+    }
+    if let Some(error) = error {
+        extra.insert("error".into(), error);
+    }
+    out.push(Record {
+        schema_version: SCHEMA_VERSION,
+        run_id: context.run.run_id.clone(),
+        benchmark,
+        script: None,
+        language: context.options.language.clone(),
+        question_id,
+        variant_id: context
+            .options
+            .variant
+            .clone()
+            .unwrap_or_else(|| DEFAULT_VARIANT.to_owned()),
+        filter: result_id.unwrap_or_else(|| DEFAULT_FILTER.to_owned()),
+        repeat_id,
+        identity_scope,
+        model: context.run.model.clone(),
+        rephrasing_model: None,
+        input: Value::Object(input),
+        target,
+        prediction,
+        correct,
+        scores: Map::new(),
+        metrics,
+        response,
+        source: Source::line(context.source.raw_path, line.number),
+        warnings,
+        extra,
+    });
+    Ok(())
+}
+
+/// Digits (lm-eval's `doc_id`, Inspect's positions) or `id<digits>` (HELM's).
+fn is_position(id: &str) -> bool {
+    let digits = id.strip_prefix("id").unwrap_or(id);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `correct` from the row's score: 1 right, 0 wrong, anything else unknown. A row without
+/// an evaluation result, or with an error, is EEE's placeholder for a sample it could
+/// not score (written as 0 and false): unknown. With a `correctness_metric`, rows of other
+/// results are unknown.
+fn correctness(
+    result_id: Option<&str>,
+    score: &Value,
+    claimed: Option<bool>,
+    error: Option<&Value>,
+    correctness_metric: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Option<bool> {
+    let Some(result_id) = result_id else {
+        warnings.push(
+            "the row has no evaluation_result_id: EEE writes a sample it could not score as score 0 and \
+             is_correct false; correctness is unknown"
+                .to_owned(),
+        );
+        return None;
+    };
+    if let Some(error) = error {
+        warnings.push(format!(
+            "the sample failed ({error}): correctness is unknown"
+        ));
+        return None;
+    }
+    if let Some(metric) = correctness_metric {
+        let named = result_id == metric
+            || result_id
+                .strip_prefix(metric)
+                .is_some_and(|rest| rest.starts_with(':'));
+        if !named {
+            return None;
+        }
+    }
+    let correct = match score.as_f64() {
+        Some(1.0) => Some(true),
+        Some(0.0) => Some(false),
+        _ => {
+            warnings.push(format!(
+                "score {score} is neither 1 nor 0: correctness is unknown (EEE's is_correct is {}, and its \
+                 converters disagree on what it means)",
+                claimed.map_or("missing".into(), |c| c.to_string())
+            ));
+            None
+        }
+    };
+    if let (Some(correct), Some(claimed)) = (correct, claimed)
+        && correct != claimed
+    {
+        warnings.push(format!(
+            "is_correct is {claimed} but the score says {correct}: the score is kept"
+        ));
+    }
+    correct
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn positions_are_digits_or_helm_ids() {
+        assert!(is_position("0") && is_position("17") && is_position("id3"));
+        assert!(!is_position("q001") && !is_position("") && !is_position("id"));
+    }
+
+    #[test]
+    fn only_a_score_of_one_or_zero_is_known_and_placeholders_are_unknown() {
+        let mut w = Vec::new();
+        assert_eq!(
+            correctness(Some("acc"), &json!(1.0), Some(true), None, None, &mut w),
+            Some(true)
+        );
+        assert_eq!(
+            correctness(Some("acc"), &json!(0), Some(false), None, None, &mut w),
+            Some(false)
+        );
+        assert!(w.is_empty());
+        // Inspect's converter: is_correct = score > 0, so 0.5 is "correct".
+        assert_eq!(
+            correctness(
+                Some("graded:accuracy"),
+                &json!(0.5),
+                Some(true),
+                None,
+                None,
+                &mut w
+            ),
+            None
+        );
+        // The placeholder row of a sample without a score.
+        assert_eq!(
+            correctness(None, &json!(0.0), Some(false), None, None, &mut w),
+            None
+        );
+        assert_eq!(w.len(), 2);
+        // A correctness_metric leaves other results unknown.
+        assert_eq!(
+            correctness(
+                Some("acc_norm"),
+                &json!(1.0),
+                None,
+                None,
+                Some("acc"),
+                &mut w
+            ),
+            None
+        );
+        assert_eq!(
+            correctness(
+                Some("exact_match:strict-match"),
+                &json!(1.0),
+                None,
+                None,
+                Some("exact_match"),
+                &mut w
+            ),
+            Some(true)
+        );
+    }
+}
