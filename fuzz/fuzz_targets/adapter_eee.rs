@@ -1,0 +1,9 @@
+//! Fuzzes the Every Eval Ever adapter: see common.rs for what is checked.
+#![no_main]
+
+#[path = "common.rs"]
+mod common;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    common::run(babel::adapters::Format::EEE, "input_samples.jsonl", data);
+});
