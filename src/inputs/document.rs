@@ -238,8 +238,14 @@ pub fn read<R: BufRead, E>(
             if lexer.peek()? == Some(b'}') {
                 lexer.bump()?;
             } else {
+                // A repeated key is refused, as the strict reader refuses one at any
+                // depth: a second `samples` would otherwise add items, or replace a header.
+                let mut keys = std::collections::HashSet::new();
                 loop {
                     let key = lexer.key()?;
+                    if !keys.insert(key.clone()) {
+                        return Err(lexer.shape(format!("duplicate key {key:?} in the document")));
+                    }
                     lexer.expect(b':', ":")?;
                     if key == wanted {
                         array(&mut lexer, &mut visit)?;
@@ -344,6 +350,16 @@ mod tests {
             (r#"{"samples": {}}"#, Items::Member("samples")),
             (r#"[1 2]"#, Items::TopLevel),
             (r#"{"a" 1}"#, Items::Member("samples")),
+            // Found by the document_scanner fuzz target: a second `samples` added items
+            // numbered from 0 again (tests/fuzz-regressions/document_scanner/).
+            (
+                r#"{"samples": [1], "samples": [2]}"#,
+                Items::Member("samples"),
+            ),
+            (
+                r#"{"eval": 1, "samples": [], "eval": 2}"#,
+                Items::Member("samples"),
+            ),
         ] {
             let error =
                 read::<_, ()>(text.as_bytes(), items, &|_| true, 100, |_| Ok(())).unwrap_err();

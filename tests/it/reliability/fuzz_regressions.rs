@@ -1,8 +1,9 @@
 //! Every input a `cargo fuzz` target crashed on becomes a regression test here
 //! (`tests/fuzz-regressions/<target>/`). Records-file crashes are stored as a run's records
 //! file, rehashed into its manifest and laundered into the history, so that only the
-//! records reader sees them: validate must report the file, not panic. (The adapter
-//! targets have found no crash so far; RELIABILITY.md has the figures.)
+//! records reader sees them: validate must report the file, not panic. Document-scanner
+//! crashes are imported as Inspect `.json` logs: refused whole, nothing written. (The
+//! adapter targets have found no crash so far; RELIABILITY.md has the figures.)
 
 use crate::common::{Env, canonical_line, launder_history};
 use std::path::{Path, PathBuf};
@@ -71,5 +72,27 @@ fn records_files_that_crashed_the_reader_are_findings() {
             "{}: {report:#}",
             crash.display()
         );
+    }
+}
+
+#[test]
+fn documents_that_confused_the_scanner_are_refused_as_inspect_logs() {
+    let crashes = inputs("document_scanner");
+    assert!(
+        !crashes.is_empty(),
+        "the regression corpus is in the repository"
+    );
+    for crash in crashes {
+        let env = Env::with_run();
+        let before = env.files();
+        let log = env.input("log.json", std::fs::read(&crash).unwrap());
+        let output = env
+            .babel(&["import", "r1", "--format", "inspect", &log])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{}", crash.display());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("nothing was imported"), "{stderr}");
+        assert_eq!(env.files(), before, "{}", crash.display());
     }
 }
