@@ -74,6 +74,26 @@ pub fn format_unix_seconds(seconds: u64) -> String {
     )
 }
 
+/// Seconds since the Unix epoch of an RFC 3339 UTC time as babel writes it
+/// (`YYYY-MM-DDTHH:MM:SSZ`); `None` for anything else or a time before 1970.
+pub fn unix_seconds(text: &str) -> Option<u64> {
+    if !is_rfc3339_utc(text) {
+        return None;
+    }
+    let number = |range: std::ops::Range<usize>| text[range].parse::<i64>().ok();
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    // Hinnant's civil-to-days, the inverse of `civil_from_days`.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if month > 2 { month - 3 } else { month + 9 };
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let seconds = days * 86_400 + number(11..13)? * 3600 + number(14..16)? * 60 + number(17..19)?;
+    u64::try_from(seconds).ok()
+}
+
 /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
@@ -91,6 +111,15 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_back_what_it_formats() {
+        for seconds in [0, 951_782_400, 1_796_221_799, 4_102_444_799] {
+            assert_eq!(unix_seconds(&format_unix_seconds(seconds)), Some(seconds));
+        }
+        assert_eq!(unix_seconds("1969-12-31T23:59:59Z"), None);
+        assert_eq!(unix_seconds("2026-12-02T14:29:59+01:00"), None);
+    }
 
     #[test]
     fn formats_known_instants() {

@@ -12,6 +12,7 @@ pub mod canonical_json;
 pub mod clock;
 pub mod compare;
 pub mod durable;
+pub mod export;
 pub mod hub;
 pub mod inputs;
 pub mod jsonl;

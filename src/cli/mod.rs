@@ -8,6 +8,7 @@ mod artifact;
 mod attach;
 mod compare;
 mod demo;
+mod export_eee;
 mod hub;
 mod import;
 mod init;
@@ -76,6 +77,7 @@ enum Command {
     Seal(seal::Args),
     Validate(validate::Args),
     Log(log::Args),
+    ExportEee(export_eee::Args),
     Compare(compare::Args),
     Demo(demo::Args),
     /// Register, show and list item banks, protocols, model panels, calibrations and
@@ -185,6 +187,7 @@ pub fn main() -> ExitCode {
         Command::Seal(args) => seal::run(&globals, args),
         Command::Validate(args) => validate::run(&globals, args),
         Command::Log(args) => log::run(&globals, args),
+        Command::ExportEee(args) => export_eee::run(&globals, args),
         Command::Compare(args) => compare::run(&globals, args),
         Command::Demo(args) => demo::run(&globals, args),
         Command::Artifact(command) => artifact::run(&globals, command),

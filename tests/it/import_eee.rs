@@ -115,7 +115,7 @@ fn a_row_without_a_score_is_unknown_and_positional_ids_never_pair() {
         .1;
     import(&env, "a", &original, &["--benchmark", "mc"]);
     import(&env, "b", &rephrased, &["--benchmark", "mc"]);
-    let summary = crate::common::compare_json(&env, &["a", "--other-run", "b"]);
+    let summary = crate::common::babel_json(&env, &["compare", "a", "--other-run", "b"]);
     assert_eq!(
         summary["matched"], 0,
         "doc_id positions never pair: {summary}"
@@ -133,7 +133,7 @@ fn a_row_without_a_score_is_unknown_and_positional_ids_never_pair() {
         &rephrased,
         &["--benchmark", "mc", "--id-field", "sample_id"],
     );
-    let summary = crate::common::compare_json(&env, &["c", "--other-run", "d"]);
+    let summary = crate::common::babel_json(&env, &["compare", "c", "--other-run", "d"]);
     assert_eq!(summary["matched"], 60, "30 docs × acc, acc_norm: {summary}");
 }
 

@@ -190,7 +190,7 @@ fn positional_ids_are_run_local_and_a_count_0_stat_is_unknown() {
     }
     let other = import(&env, "p2", &folder, &[]);
     assert_eq!(other.len(), 80);
-    let summary = crate::common::compare_json(&env, &["p", "--other-run", "p2"]);
+    let summary = crate::common::babel_json(&env, &["compare", "p", "--other-run", "p2"]);
     assert_eq!(
         summary["matched"], 0,
         "positional ids never pair: {summary}"
@@ -248,7 +248,7 @@ fn the_same_questions_compare_across_lm_eval_inspect_and_helm() {
             .success();
     }
     for (a, b) in [("h", "i"), ("h", "m"), ("i", "m")] {
-        let summary = crate::common::compare_json(&env, &[a, "--other-run", b]);
+        let summary = crate::common::babel_json(&env, &["compare", a, "--other-run", b]);
         // HELM's second train trial (repeat 1) has no counterpart; q001..q020 pair.
         assert_eq!(summary["matched"], 20, "{a} vs {b}: {summary}");
     }

@@ -191,7 +191,7 @@ fn positional_ids_are_run_local_and_never_pair_unless_the_user_says_they_are_nam
             "the warning says how to declare them names: {record}"
         );
     }
-    let summary = crate::common::compare_json(&env, &["a", "--other-run", "b"]);
+    let summary = crate::common::babel_json(&env, &["compare", "a", "--other-run", "b"]);
     assert_eq!(summary["matched"], 0, "{summary}");
     assert_eq!(summary["baseline"]["run_local_excluded"], 6);
 

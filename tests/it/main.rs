@@ -15,6 +15,7 @@ mod compare;
 mod crash_recovery;
 mod demo;
 mod dependency_rule;
+mod export_eee;
 mod full_disk;
 mod harness_import;
 mod history;

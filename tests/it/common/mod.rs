@@ -253,14 +253,9 @@ pub fn rewrite_records(
     std::fs::write(manifest_path, canonical).unwrap();
 }
 
-/// `babel compare ARGS --json`, which must succeed, parsed.
-pub fn compare_json(env: &Env, args: &[&str]) -> serde_json::Value {
-    let output = env
-        .babel(&["compare"])
-        .args(args)
-        .arg("--json")
-        .output()
-        .unwrap();
+/// `babel ARGS --json`, which must succeed, its stdout parsed.
+pub fn babel_json(env: &Env, args: &[&str]) -> serde_json::Value {
+    let output = env.babel(args).arg("--json").output().unwrap();
     assert!(
         output.status.success(),
         "{}",

@@ -1,0 +1,467 @@
+//! `babel export-eee`: a run written as Every Eval Ever 0.3.0 files, one aggregate
+//! `<uuid>.json` and one instance-level `<uuid>_samples.jsonl` per (benchmark, variant),
+//! under `DIR/data/<benchmark>/<developer>/<model>/` as EEE's datastore lays them out.
+//!
+//! EEE cannot say "unknown": its rows require a numeric `score` and a boolean
+//! `is_correct`. So a record whose correctness is unknown is never written as a row (it
+//! would read as wrong); each aggregate result counts them in
+//! `metric_config.additional_details.unknown_correctness`, and a (benchmark, variant)
+//! without one known record gets no files. Question IDs are written as they are, with
+//! their identity scope in the row's metadata. The output is deterministic: UUIDs and
+//! times derive from the run (its manifest's hash, its creation time), not from the clock.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::archive::layout::{self, RunId, run_relative};
+use crate::archive::manifest::RunManifest;
+use crate::archive::read;
+use crate::archive::records::Columns;
+use crate::archive::{Archive, ArchiveError};
+use crate::canonical_json::to_canonical_string;
+use crate::compare::stats::{ConfidenceLevel, wilson_interval};
+use crate::durable::{self, hex, io_at};
+use crate::record::{IdentityScope, Record};
+use crate::report::question::question_text;
+
+/// The EEE schema version written.
+pub const SCHEMA_VERSION: &str = "0.3.0";
+
+/// What an export wrote.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct EeeExport {
+    /// The files written, aggregate then samples per (benchmark, variant).
+    pub files: Vec<PathBuf>,
+    /// Instance-level rows written (records with known correctness).
+    pub rows: u64,
+    /// Records left out because their correctness is unknown.
+    pub unknown: u64,
+    /// `benchmark/variant` selections with no known record, so no files.
+    pub without_known: Vec<String>,
+}
+
+/// One (benchmark, variant) of the run.
+#[derive(Default)]
+struct Group {
+    /// Per filter: (known, correct, unknown).
+    tallies: BTreeMap<String, (u64, u64, u64)>,
+    /// Instance rows, as JSON lines.
+    rows: Vec<String>,
+}
+
+/// Writes `run` of `archive` as EEE files under `dir` (created if missing). Refuses,
+/// before writing anything, when any file it would write exists.
+pub fn export_eee(
+    archive: &Archive,
+    run: &RunId,
+    dir: &Path,
+    developer: Option<&str>,
+) -> Result<EeeExport, ArchiveError> {
+    let manifest = archive.run_manifest(run)?;
+    let manifest_path = archive
+        .layout()
+        .resolve(&run_relative(run, layout::MANIFEST));
+    let manifest_sha256 = durable::digest_file(&manifest_path)?.sha256;
+    let (developer, model_dir) = model_path(manifest.model(), developer);
+    // EEE's model ID is `<developer>/<model>`, as its datastore folders are.
+    let model = match developer.as_str() {
+        "unknown" => manifest.model().to_owned(),
+        known => format!("{known}/{model_dir}"),
+    };
+    let evaluated_at = crate::clock::unix_seconds(&manifest.created_at)
+        .map_or_else(|| manifest.created_at.clone(), |s| s.to_string());
+
+    let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
+    let mut export = EeeExport::default();
+    for entry in &manifest.imports {
+        for batch in read::batches(archive, run, entry, Columns::ALL)? {
+            let batch = batch?;
+            for row in 0..batch.len() {
+                let record = batch.record(row, true).map_err(|e| ArchiveError::Damaged {
+                    path: archive
+                        .layout()
+                        .resolve(&run_relative(run, &entry.records.path)),
+                    reason: e.to_string(),
+                })?;
+                let group = groups
+                    .entry((record.benchmark.clone(), record.variant_id.clone()))
+                    .or_default();
+                let tally = group.tallies.entry(record.filter.clone()).or_default();
+                match record.correct {
+                    None => {
+                        tally.2 += 1;
+                        export.unknown += 1;
+                    }
+                    Some(correct) => {
+                        tally.0 += 1;
+                        tally.1 += u64::from(correct);
+                        group
+                            .rows
+                            .push(instance_row(&record, &model, run.as_str(), correct));
+                    }
+                }
+            }
+        }
+    }
+
+    let mut planned = Vec::new();
+    for ((benchmark, variant), group) in groups {
+        if group.rows.is_empty() {
+            export.without_known.push(format!("{benchmark}/{variant}"));
+            continue;
+        }
+        let uuid = uuid_for(&manifest_sha256, run.as_str(), &benchmark, &variant);
+        let folder = format!(
+            "data/{}/{}/{}",
+            component(&benchmark),
+            component(&developer),
+            component(&model_dir)
+        );
+        planned.push((benchmark, variant, group, uuid, folder));
+    }
+    for (_, _, _, uuid, folder) in &planned {
+        for name in [format!("{uuid}.json"), format!("{uuid}_samples.jsonl")] {
+            let path = dir.join(folder).join(name);
+            if path.symlink_metadata().is_ok() {
+                return Err(ArchiveError::Usage {
+                    message: format!("{} already exists; nothing was written", path.display()),
+                    hint: Some("export into an empty folder, or remove the earlier export".into()),
+                });
+            }
+        }
+    }
+    for (benchmark, variant, group, uuid, folder) in planned {
+        let target = dir.join(&folder);
+        std::fs::create_dir_all(&target).map_err(io_at("creating", &target))?;
+        let id = evaluation_id(&benchmark, &model, run.as_str(), &variant);
+        let mut samples = String::new();
+        for row in &group.rows {
+            samples.push_str(row);
+            samples.push('\n');
+        }
+        let samples_path = target.join(format!("{uuid}_samples.jsonl"));
+        let digest = durable::write_new_atomically(&samples_path, |out| {
+            out.write_all(samples.as_bytes())
+                .map_err(io_at("writing", &samples_path))
+        })?;
+        let aggregate = aggregate(AggregateFacts {
+            manifest: &manifest,
+            manifest_sha256: &manifest_sha256,
+            run: run.as_str(),
+            model: &model,
+            developer: &developer,
+            benchmark: &benchmark,
+            variant: &variant,
+            evaluation_id: &id,
+            evaluated_at: &evaluated_at,
+            group: &group,
+            samples_path: &format!("{folder}/{uuid}_samples.jsonl"),
+            samples_sha256: &digest.sha256,
+        });
+        let aggregate_path = target.join(format!("{uuid}.json"));
+        let mut text = serde_json::to_string_pretty(&aggregate).expect("JSON values serialize");
+        text.push('\n');
+        durable::write_new_atomically(&aggregate_path, |out| {
+            out.write_all(text.as_bytes())
+                .map_err(io_at("writing", &aggregate_path))
+        })?;
+        export.rows += group.rows.len() as u64;
+        export.files.push(aggregate_path);
+        export.files.push(samples_path);
+    }
+    Ok(export)
+}
+
+/// The evaluation ID of one (benchmark, variant) of a run.
+fn evaluation_id(benchmark: &str, model: &str, run: &str, variant: &str) -> String {
+    format!("{benchmark}/{model}/{run}/{variant}")
+}
+
+/// EEE's model folder: `--developer` or the model's `org/` part, else `unknown`; and the
+/// model's name without its organisation.
+fn model_path(model: &str, developer: Option<&str>) -> (String, String) {
+    let (org, name) = match model.split_once('/') {
+        Some((org, name)) if !org.is_empty() && !name.is_empty() => (Some(org), name),
+        _ => (None, model),
+    };
+    let developer = developer.or(org).unwrap_or("unknown").to_owned();
+    (developer, name.replace('/', "_"))
+}
+
+/// A portable path component, as EEE's validator requires: no `<>:"\|?*` or control
+/// characters, no trailing dot or space, not the reserved name `data`.
+fn component(name: &str) -> String {
+    let mut safe: String = name
+        .chars()
+        .map(|c| match c {
+            '<' | '>' | ':' | '"' | '\\' | '|' | '?' | '*' | '/' => '_',
+            c if c.is_control() => '_',
+            c => c,
+        })
+        .collect();
+    while safe.ends_with(['.', ' ']) {
+        safe.pop();
+    }
+    let reserved = ["CON", "PRN", "AUX", "NUL"]
+        .iter()
+        .chain(&["COM1", "COM2", "COM3", "COM4", "LPT1", "LPT2", "LPT3"])
+        .any(|r| safe.split('.').next().unwrap_or("").eq_ignore_ascii_case(r));
+    if safe.is_empty() || safe == "data" || reserved {
+        safe.insert(0, '_');
+    }
+    safe
+}
+
+/// A version-4-shaped UUID derived from the run's manifest and the selection, so that
+/// the same archive state exports the same files.
+fn uuid_for(manifest_sha256: &str, run: &str, benchmark: &str, variant: &str) -> String {
+    let mut hasher = Sha256::new();
+    for part in ["babel export-eee", manifest_sha256, run, benchmark, variant] {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+    }
+    let mut bytes: [u8; 16] = hasher.finalize()[..16].try_into().expect("16 bytes");
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let h = hex(&bytes);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+/// The `evaluation_result_id` of a filter.
+fn result_id(filter: &str) -> String {
+    if filter == crate::record::DEFAULT_FILTER {
+        "accuracy".to_owned()
+    } else {
+        format!("accuracy:{filter}")
+    }
+}
+
+/// JSON text as EEE's string fields hold it.
+fn as_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => to_canonical_string(other).unwrap_or_else(|_| other.to_string()),
+    }
+}
+
+/// One instance-level row.
+fn instance_row(record: &Record, model: &str, run: &str, correct: bool) -> String {
+    let reference: Vec<String> = match &record.target {
+        Value::Null => Vec::new(),
+        Value::Array(items) if items.iter().all(Value::is_string) => {
+            items.iter().map(as_text).collect()
+        }
+        other => vec![as_text(other)],
+    };
+    let choices = record
+        .input
+        .get("choices")
+        .and_then(Value::as_array)
+        .filter(|c| c.iter().all(Value::is_string))
+        .cloned();
+    let raw = question_text(&record.input).unwrap_or_else(|| as_text(&record.input));
+    // EEE requires an output for a single-turn row; a producer without a prediction
+    // (the harness records none) gives an empty one.
+    let raw_output: Vec<String> = match &record.prediction {
+        Value::Null => Vec::new(),
+        prediction => vec![as_text(prediction)],
+    };
+    let output = json!({"raw": raw_output, "reasoning_trace": null});
+    let mut metadata = Map::new();
+    let scope = match record.identity_scope {
+        IdentityScope::Stable => "stable",
+        IdentityScope::RunLocal => "run-local",
+    };
+    for (key, value) in [
+        ("variant_id", record.variant_id.clone()),
+        ("filter", record.filter.clone()),
+        ("repeat_id", record.repeat_id.to_string()),
+        ("epoch", (record.repeat_id + 1).to_string()),
+        ("identity_scope", scope.to_owned()),
+        ("babel_source", record.source.to_string()),
+    ] {
+        metadata.insert(key.into(), Value::String(value));
+    }
+    if let Some(language) = &record.language {
+        metadata.insert("language".into(), Value::String(language.clone()));
+    }
+    let row = json!({
+        "schema_version": SCHEMA_VERSION,
+        "evaluation_id": evaluation_id(&record.benchmark, model, run, &record.variant_id),
+        "model_id": model,
+        "evaluation_name": record.benchmark,
+        "evaluation_result_id": result_id(&record.filter),
+        "sample_id": record.question_id,
+        "sample_hash": null,
+        "interaction_type": "single_turn",
+        "input": {"raw": raw, "formatted": null, "reference": reference, "choices": choices},
+        "output": output,
+        "messages": null,
+        "answer_attribution": [],
+        "evaluation": {
+            "score": if correct { 1.0 } else { 0.0 },
+            "is_correct": correct,
+            "num_turns": null,
+            "tool_calls_count": null
+        },
+        "token_usage": null,
+        "performance": null,
+        "error": null,
+        "metadata": metadata,
+    });
+    serde_json::to_string(&row).expect("JSON values serialize")
+}
+
+/// Everything an aggregate file says.
+struct AggregateFacts<'a> {
+    manifest: &'a RunManifest,
+    manifest_sha256: &'a str,
+    run: &'a str,
+    model: &'a str,
+    developer: &'a str,
+    benchmark: &'a str,
+    variant: &'a str,
+    evaluation_id: &'a str,
+    evaluated_at: &'a str,
+    group: &'a Group,
+    samples_path: &'a str,
+    samples_sha256: &'a str,
+}
+
+fn aggregate(facts: AggregateFacts<'_>) -> Value {
+    let results: Vec<Value> = facts
+        .group
+        .tallies
+        .iter()
+        .filter(|(_, (known, _, _))| *known > 0)
+        .map(|(filter, (known, correct, unknown))| {
+            let mut uncertainty = json!({"num_samples": known});
+            if let Some(interval) = wilson_interval(*correct, *known, ConfidenceLevel::NINETY_FIVE) {
+                uncertainty["confidence_interval"] = json!({
+                    "lower": interval.low,
+                    "upper": interval.high,
+                    "confidence_level": 0.95,
+                    "method": "wilson"
+                });
+            }
+            json!({
+                "evaluation_result_id": result_id(filter),
+                "evaluation_name": facts.benchmark,
+                "source_data": {
+                    "dataset_name": facts.benchmark,
+                    "source_type": "other",
+                    "additional_details": {"variant": facts.variant, "filter": filter}
+                },
+                "evaluation_timestamp": facts.evaluated_at,
+                "metric_config": {
+                    "evaluation_description": "share of the records babel knows to be correct; records of unknown correctness are left out, not counted wrong",
+                    "metric_id": "accuracy",
+                    "metric_name": "accuracy",
+                    "metric_kind": "accuracy",
+                    "metric_unit": "proportion",
+                    "lower_is_better": false,
+                    "score_type": "continuous",
+                    "min_score": 0.0,
+                    "max_score": 1.0,
+                    "additional_details": {"unknown_correctness": unknown.to_string()}
+                },
+                "score_details": {
+                    "score": *correct as f64 / *known as f64,
+                    "uncertainty": uncertainty
+                }
+            })
+        })
+        .collect();
+    let formats: Vec<&str> = {
+        let mut formats: Vec<&str> = facts
+            .manifest
+            .imports
+            .iter()
+            .map(|i| i.format.as_str())
+            .collect();
+        formats.sort_unstable();
+        formats.dedup();
+        formats
+    };
+    json!({
+        "schema_version": SCHEMA_VERSION,
+        "evaluation_id": facts.evaluation_id,
+        "evaluation_timestamp": facts.evaluated_at,
+        "retrieved_timestamp": facts.evaluated_at,
+        "source_metadata": {
+            "source_name": "babel",
+            "source_type": "evaluation_run",
+            "source_organization_name": "unknown",
+            "evaluator_relationship": "other",
+            "additional_details": {
+                "babel_run": facts.run,
+                "babel_run_manifest_sha256": facts.manifest_sha256,
+                "babel_import_formats": formats.join(",")
+            }
+        },
+        "eval_library": {"name": "babel", "version": env!("CARGO_PKG_VERSION")},
+        "model_info": {
+            "name": facts.model,
+            "id": facts.model,
+            "developer": facts.developer,
+            "additional_details": {
+                "deployment_type": "unknown",
+                "model_availability": "unknown"
+            }
+        },
+        "evaluation_results": results,
+        "detailed_evaluation_results": {
+            "format": "jsonl",
+            "file_path": facts.samples_path,
+            "hash_algorithm": "sha256",
+            "checksum": facts.samples_sha256,
+            "total_rows": facts.group.rows.len()
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_have_the_version_4_shape_and_depend_on_every_part() {
+        let a = uuid_for("m", "r", "b", "v");
+        assert_eq!(a.len(), 36);
+        assert_eq!(&a[14..15], "4");
+        assert!(matches!(&a[19..20], "8" | "9" | "a" | "b"));
+        assert_eq!(a, uuid_for("m", "r", "b", "v"));
+        assert_ne!(a, uuid_for("m", "r", "b", "w"));
+        assert_ne!(uuid_for("m", "rb", "", "v"), uuid_for("m", "r", "b", "v"));
+    }
+
+    #[test]
+    fn path_components_are_portable() {
+        assert_eq!(component("babel_mc:model=x"), "babel_mc_model=x");
+        assert_eq!(component("data"), "_data");
+        assert_eq!(component("con.txt"), "_con.txt");
+        assert_eq!(component("a. "), "a");
+        assert_eq!(
+            model_path("EleutherAI/pythia-dummy", None),
+            ("EleutherAI".into(), "pythia-dummy".into())
+        );
+        assert_eq!(
+            model_path("dummy-a", None),
+            ("unknown".into(), "dummy-a".into())
+        );
+        assert_eq!(
+            model_path("a/b/c", Some("lab")),
+            ("lab".into(), "b_c".into())
+        );
+    }
+}
