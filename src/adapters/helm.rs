@@ -214,6 +214,14 @@ fn normalize(
 ) -> Result<(), AdapterError> {
     let run: &Run = begun.state.downcast_ref().expect("begun by this adapter");
     let object = item.object;
+    // Multiple choice asked one request per choice (`multiple_choice_separate_*`): the
+    // instance is one item, carried by its first choice's request; the other choices'
+    // requests and the calibration requests make no record (they stay in the raw file).
+    let per_choice = object.get("reference_index").and_then(Value::as_u64);
+    let calibration = object.get("request_mode").and_then(Value::as_str) == Some("calibration");
+    if calibration || per_choice.is_some_and(|index| index > 0) {
+        return Ok(());
+    }
     let root = FieldPath::root();
     let at_instance = root.key("instance");
     let Some(Value::Object(instance)) = object.get("instance") else {
@@ -235,6 +243,13 @@ fn normalize(
         &at_instance.key("perturbation"),
     )?;
     let mut warnings = Vec::new();
+    if per_choice.is_some() {
+        warnings.push(
+            "HELM scored each choice in its own request (multiple_choice_separate): no prediction is \
+             reconstructed; correctness comes from the instance's stats"
+                .to_owned(),
+        );
+    }
     let (question_id, identity_scope) = match &context.options.id_field {
         Some(field) => {
             let found = stable_id::at_field(&object, field)?;
@@ -277,7 +292,7 @@ fn normalize(
     if let Some(text) = instance.get("input").and_then(|i| i.get("text")) {
         input.insert("question".into(), text.clone());
     }
-    if output_mapping.is_some() {
+    if output_mapping.is_some() || per_choice.is_some() {
         let choices: Vec<Value> = references.iter().filter_map(|r| text_of(r)).collect();
         input.insert("choices".into(), Value::Array(choices));
     }
@@ -295,7 +310,11 @@ fn normalize(
         .and_then(Value::as_array)
         .map(|c| c.iter().filter_map(|c| c.get("text").cloned()).collect())
         .unwrap_or_default();
-    let response = completions.first().cloned().unwrap_or(Value::Null);
+    let response = match per_choice {
+        // This request scored one choice; HELM's answer is the likeliest of all of them.
+        Some(_) => Value::Null,
+        None => completions.first().cloned().unwrap_or(Value::Null),
+    };
     // A multiple-choice answer is a letter; output_mapping gives the choice it names.
     let prediction = match (output_mapping, response.as_str()) {
         (Some(mapping), Some(text)) => mapping
@@ -404,6 +423,64 @@ fn normalize(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_choice_per_request_is_one_record_from_the_instance_stats() {
+        use crate::adapters::{AdapterOptions, RunContext, SourceFile};
+        use serde_json::json;
+        let run = RunContext {
+            run_id: "r".into(),
+            model: "m".into(),
+            benchmark: None,
+            correctness_metric: None,
+            shared_answer_key: false,
+            strict: false,
+        };
+        let options = AdapterOptions::default();
+        let context = ImportContext {
+            run: &run,
+            options: &options,
+            source: SourceFile {
+                raw_path: "runs/r/raw/0001-x/scenario_state.json",
+                basename: "x",
+            },
+        };
+        let mut header = Map::new();
+        header.insert(RUN_SPEC.into(), json!({"name": "x"}));
+        header.insert(SCENARIO.into(), json!({"name": "hellaswag"}));
+        let stat =
+            json!([{"name": {"name": "exact_match", "split": "test"}, "count": 1, "mean": 1.0}]);
+        header.insert(
+            PER_INSTANCE_STATS.into(),
+            json!([{"instance_id": "h1", "train_trial_index": 0, "stats": stat}]),
+        );
+        let begun = begin(&header, &context).unwrap();
+        let instance = json!({"id": "h1", "split": "test", "input": {"text": "A man"},
+            "references": [{"output": {"text": "runs"}, "tags": ["correct"]}, {"output": {"text": "flies"}, "tags": []}]});
+        let mut out = Vec::new();
+        for (index, mode) in [
+            (0, "original"),
+            (1, "original"),
+            (0, "calibration"),
+            (1, "calibration"),
+        ] {
+            let state = json!({"instance": instance, "train_trial_index": 0, "reference_index": index,
+                "request_mode": mode, "result": {"success": true, "completions": [{"text": " runs"}]}});
+            let Value::Object(object) = state else {
+                unreachable!()
+            };
+            let item = Item {
+                object,
+                replaced: Vec::new(),
+                locator: crate::record::Locator::Pointer(format!("/request_states/{index}")),
+            };
+            normalize(&begun, item, &context, &mut out).unwrap();
+        }
+        assert_eq!(out.len(), 1, "one instance, one record");
+        assert_eq!(out[0].correct, Some(true));
+        assert_eq!(out[0].prediction, Value::Null);
+        assert_eq!(out[0].input["choices"], json!(["runs", "flies"]));
+    }
 
     #[test]
     fn positions_are_id_and_digits_only() {
