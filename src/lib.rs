@@ -8,6 +8,7 @@
 
 pub mod adapters;
 pub mod archive;
+pub mod bundle;
 pub mod canonical_json;
 pub mod clock;
 pub mod compare;

@@ -6,6 +6,7 @@
 mod output;
 mod artifact;
 mod attach;
+mod bundle;
 mod compare;
 mod demo;
 mod export_eee;
@@ -78,6 +79,8 @@ enum Command {
     Validate(validate::Args),
     Log(log::Args),
     ExportEee(export_eee::Args),
+    Export(bundle::ExportArgs),
+    VerifyBundle(bundle::VerifyArgs),
     Compare(compare::Args),
     Demo(demo::Args),
     /// Register, show and list item banks, protocols, model panels, calibrations and
@@ -188,6 +191,8 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => validate::run(&globals, args),
         Command::Log(args) => log::run(&globals, args),
         Command::ExportEee(args) => export_eee::run(&globals, args),
+        Command::Export(args) => bundle::export(&globals, args),
+        Command::VerifyBundle(args) => bundle::verify(args),
         Command::Compare(args) => compare::run(&globals, args),
         Command::Demo(args) => demo::run(&globals, args),
         Command::Artifact(command) => artifact::run(&globals, command),

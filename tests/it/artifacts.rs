@@ -51,7 +51,7 @@ fn sorted_compact(value: &Value) -> String {
 }
 
 /// An archive with the example bank, protocol and panel registered.
-fn registered() -> Env {
+pub(crate) fn registered() -> Env {
     let env = Env::with_archive();
     for (kind, id, file) in [
         ("item-bank", "capitals-bank", "item-bank.json"),
@@ -89,7 +89,7 @@ fn add(env: &Env, kind: &str, id: &str, value: &Value) -> std::process::Output {
 }
 
 /// Creates a strict run of the example bank and protocol and imports one example file.
-fn strict_run(env: &Env, run: &str, results: &str, seal: bool) {
+pub(crate) fn strict_run(env: &Env, run: &str, results: &str, seal: bool) {
     let mut create = vec![
         "run",
         "create",

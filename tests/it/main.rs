@@ -10,6 +10,7 @@ mod hub_support;
 mod artifacts;
 mod bench_smoke;
 mod benchmark_workflow;
+mod bundle;
 mod cli_robustness;
 mod compare;
 mod crash_recovery;

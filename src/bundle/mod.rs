@@ -1,0 +1,168 @@
+//! Release bundles: sealed runs and every artifact they depend on as one deterministic,
+//! verifiable file (`babel export`, `babel verify-bundle`). FORMAT.md ("Release
+//! bundles") is the contract; this module owns it: the layout, the bundle manifest, the
+//! hash envelopes, `checksums.sha256` and the transport ([`tar`] inside one zstd frame).
+//!
+//! The envelopes follow the corpus-package ADR: a record's row hash is the SHA-256 of its
+//! RFC 8785 canonical JSON (so it does not depend on how records files encode it); a
+//! records file's row root, a component's root and the bundle root hash canonical JSON
+//! envelopes, never concatenated bytes, and nothing hashes itself. A bundle holds no wall
+//! clock, host, user or random value: the same archive state exports the same bytes.
+//!
+//! Reads the archive only through its readers, under the writer lock (so nothing changes
+//! while a bundle is written); writes only the output file, atomically and never over an
+//! existing one.
+
+pub mod export;
+pub mod tar;
+pub mod verify;
+
+use std::fs::File;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::archive::records::{Columns, RecordsFile};
+use crate::canonical_json::to_canonical_bytes;
+use crate::durable::digest_of;
+
+/// The one top-level folder of every bundle.
+pub const TOP: &str = "babel-bundle";
+/// `manifest.json`'s `format`.
+pub const FORMAT: &str = "babel-bundle";
+/// `manifest.json`'s `format_version`.
+pub const FORMAT_VERSION: u64 = 1;
+/// The zstd level of the transport (`zstd-frame-v1`): fixed, never chosen by size.
+pub const ZSTD_LEVEL: i32 = 9;
+/// The transport profiles, as the manifest names them.
+pub const TRANSPORT: &str = "tar-ustar-v1+zstd-frame-v1";
+
+/// The bundle's `manifest.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BundleManifest {
+    pub format: String,
+    pub format_version: u64,
+    /// What was asked for: `{"runs": [...]}` or `{"release": ID}`.
+    pub selection: Value,
+    pub transport: Transport,
+    /// Every component (a run or an artifact), sorted by name.
+    pub components: Vec<Component>,
+    pub bundle_root: String,
+}
+
+/// The transport profile and the pinned encoder.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Transport {
+    pub profile: String,
+    pub zstd_level: i32,
+    /// The zstd library that compressed it (`libzstd 1.5.7`): another encoder may keep
+    /// the content but not the transport bytes.
+    pub encoder: String,
+}
+
+/// A run (`runs/<id>`) or an artifact (`<registry>/<id>`) and its files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Component {
+    pub name: String,
+    /// Files sorted by path bytes.
+    pub files: Vec<BundleFile>,
+    pub root: String,
+}
+
+/// One file of a component (its path relative to the bundle's top folder).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BundleFile {
+    pub path: String,
+    /// `run-manifest`, `raw`, `raw-companion`, `records`, `attachment`,
+    /// `artifact-manifest` or `artifact-payload`.
+    pub role: String,
+    pub sha256: String,
+    pub bytes: u64,
+    /// Records files: the row count and the ordered root over `[identity, row_sha256]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_root: Option<String>,
+}
+
+fn sha256_of_canonical(value: &Value) -> String {
+    digest_of(&to_canonical_bytes(value).expect("envelopes are canonical JSON")).sha256
+}
+
+/// A records file's row count and row root: `{"algorithm":"sha256-ordered-rows-v1",
+/// "rows":[[identity, row_sha256], ...]}` in stored order, where identity is `[benchmark,
+/// language, script, question_id, variant_id, filter, repeat_id]` and a row hash is the
+/// SHA-256 of the record's canonical JSON.
+pub fn row_root(file: File) -> Result<(u64, String), String> {
+    let records = RecordsFile::open(file)?;
+    let mut rows = Vec::new();
+    for batch in records.batches(Columns::ALL).map_err(|e| e.to_string())? {
+        let batch = batch.map_err(|e| e.to_string())?;
+        for row in 0..batch.len() {
+            let record = batch.record(row, true).map_err(|e| e.to_string())?;
+            let bytes = to_canonical_bytes(&record).map_err(|e| e.to_string())?;
+            let identity = json!([
+                record.benchmark,
+                record.language,
+                record.script,
+                record.question_id,
+                record.variant_id,
+                record.filter,
+                record.repeat_id
+            ]);
+            rows.push(json!([identity, digest_of(&bytes).sha256]));
+        }
+    }
+    let count = rows.len() as u64;
+    let envelope = json!({"algorithm": "sha256-ordered-rows-v1", "rows": rows});
+    Ok((count, sha256_of_canonical(&envelope)))
+}
+
+/// A component's root: `{"algorithm":"babel-bundle-component-v1","component":NAME,
+/// "files":[[path, role, bytes, sha256, rows, row_root], ...]}` (files sorted by path;
+/// rows and row_root null for files that are not records files).
+pub fn component_root(name: &str, files: &[BundleFile]) -> String {
+    let files: Vec<Value> = files
+        .iter()
+        .map(|f| json!([f.path, f.role, f.bytes, f.sha256, f.rows, f.row_root]))
+        .collect();
+    sha256_of_canonical(&json!({
+        "algorithm": "babel-bundle-component-v1",
+        "component": name,
+        "files": files
+    }))
+}
+
+/// The bundle root: `{"algorithm":"babel-bundle-v1","components":[[name, root], ...]}`
+/// (sorted by name); it excludes `manifest.json` and `checksums.sha256`.
+pub fn bundle_root(components: &[Component]) -> String {
+    let components: Vec<Value> = components.iter().map(|c| json!([c.name, c.root])).collect();
+    sha256_of_canonical(&json!({"algorithm": "babel-bundle-v1", "components": components}))
+}
+
+/// `checksums.sha256`: `<sha256>  <path>` for `manifest.json` and every component file,
+/// sorted by path bytes, LF-terminated; paths relative to the top folder, so
+/// `sha256sum -c checksums.sha256` run inside it checks every file but itself.
+pub fn checksums(manifest_sha256: &str, components: &[Component]) -> String {
+    let mut lines: Vec<(String, String)> = vec![("manifest.json".into(), manifest_sha256.into())];
+    for component in components {
+        for file in &component.files {
+            lines.push((file.path.clone(), file.sha256.clone()));
+        }
+    }
+    lines.sort();
+    lines
+        .iter()
+        .map(|(path, sha256)| format!("{sha256}  {path}\n"))
+        .collect()
+}
+
+/// The zstd library babel links (what `Transport::encoder` pins).
+pub fn encoder() -> String {
+    let n = zstd::zstd_safe::version_number();
+    format!("libzstd {}.{}.{}", n / 10000, n / 100 % 100, n % 100)
+}

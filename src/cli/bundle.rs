@@ -1,0 +1,168 @@
+//! `babel export` and `babel verify-bundle`: release bundles (`babel::bundle`; this
+//! parses arguments and prints).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::output::print_json;
+use super::{CliError, Exit, Globals, run_id};
+use babel::archive::ArchiveError;
+use babel::bundle::export::{self, Selection};
+use babel::bundle::verify::{self, BundleError, Ceilings};
+
+const EXPORT_HELP: &str = "\
+The bundle is one file: a tar archive (profile tar-ustar-v1: sorted members, fixed modes,
+zero owners and times) inside one zstd frame (level 9, with its content size and checksum),
+holding one folder babel-bundle/ with the selected sealed runs, every artifact they
+depend on (strict runs' item banks and protocols, and whatever those pin), manifest.json
+(every file's role, SHA-256 and size; for records files the row count and a root over
+every record's identity and row hash; a root per run and artifact, and one bundle root)
+and checksums.sha256. The same archive state always gives the same bytes.
+
+Check an extracted bundle with standard tools:
+  tar -xf study.tar.zst && (cd babel-bundle && sha256sum -c checksums.sha256)
+
+Examples:
+  babel export --run llama-3-mmlu --run llama-3.1-mmlu study.tar.zst
+  babel export --release paper-2026 paper-2026.tar.zst";
+
+/// Export sealed runs, or a release, with everything they depend on, as one deterministic
+/// bundle file.
+#[derive(Debug, clap::Args)]
+#[command(after_help = EXPORT_HELP)]
+pub struct ExportArgs {
+    /// A sealed run to export (repeat for several).
+    #[arg(
+        long = "run",
+        value_name = "RUN",
+        required_unless_present = "release",
+        conflicts_with = "release"
+    )]
+    runs: Vec<String>,
+    /// A registered release: its pinned runs and artifacts.
+    #[arg(long, value_name = "ID")]
+    release: Option<String>,
+    /// The bundle file to write (it must not exist; `.tar.zst` by convention).
+    out: PathBuf,
+    /// Print what was written as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn export(globals: &Globals, args: ExportArgs) -> Result<Exit, CliError> {
+    let selection = match args.release {
+        Some(release) => Selection::Release(release),
+        None => Selection::Runs(
+            args.runs
+                .iter()
+                .map(|r| run_id(r))
+                .collect::<Result<_, _>>()?,
+        ),
+    };
+    let archive = globals.archive()?;
+    // No write starts while the files are hashed and copied.
+    let wait = globals.wait.or(Some(Duration::MAX));
+    let _lock = archive.hold_still("babel export", wait, &mut globals.announce_wait())?;
+    let exported = export::export(&archive, &selection, &args.out)?;
+    if args.json {
+        print_json(&serde_json::to_value(&exported).unwrap_or_default())?;
+        return Ok(Exit::Ok);
+    }
+    outln!(
+        "wrote {} ({} bytes)",
+        exported.path.display(),
+        exported.bytes
+    );
+    outln!("  sha256       {}", exported.sha256);
+    outln!("  bundle root  {}", exported.bundle_root);
+    for component in &exported.components {
+        outln!("  {component}");
+    }
+    Ok(Exit::Ok)
+}
+
+const VERIFY_HELP: &str = "\
+Checks everything without touching any archive: the file's SHA-256 (--expect-sha256), the
+zstd frame and every tar member under this verifier's ceilings (unsafe, duplicate,
+case-colliding, out-of-order or undeclared members, links and devices are refused), then
+manifest.json's canonical bytes, every file's SHA-256 and size, every record's row hash and
+each records file's row root, every run's and artifact's root, the bundle root,
+checksums.sha256, and that every pin a run or artifact makes is in the bundle. The members
+are unpacked into a private temporary folder, removed afterwards.
+
+Exit status: 0 valid, 1 not valid (the message says why), 2 usage.
+
+Examples:
+  babel verify-bundle study.tar.zst
+  babel verify-bundle study.tar.zst --expect-sha256 3f2a...";
+
+/// Verify a bundle file completely.
+#[derive(Debug, clap::Args)]
+#[command(after_help = VERIFY_HELP)]
+pub struct VerifyArgs {
+    /// The bundle file.
+    file: PathBuf,
+    /// The SHA-256 the bundle file must have (64 hex digits).
+    #[arg(long, value_name = "HEX")]
+    expect_sha256: Option<String>,
+    /// The most bytes the decompressed tar stream may hold.
+    #[arg(long, value_name = "BYTES", default_value_t = Ceilings::default().expanded)]
+    max_expanded_bytes: u64,
+    /// The most bytes one file of the bundle may hold.
+    #[arg(long, value_name = "BYTES", default_value_t = Ceilings::default().member)]
+    max_file_bytes: u64,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn verify(args: VerifyArgs) -> Result<Exit, CliError> {
+    if let Some(hex) = &args.expect_sha256
+        && (hex.len() != 64
+            || !hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    {
+        return Err(CliError::usage(
+            format!("--expect-sha256 {hex:?} is not 64 lowercase hex digits"),
+            None,
+        ));
+    }
+    let ceilings = Ceilings {
+        expanded: args.max_expanded_bytes,
+        member: args.max_file_bytes,
+        ..Ceilings::default()
+    };
+    let scratch = std::env::temp_dir();
+    match verify::verify(
+        &args.file,
+        args.expect_sha256.as_deref(),
+        &ceilings,
+        &scratch,
+    ) {
+        Ok(staged) => {
+            let verified = &staged.verified;
+            if args.json {
+                print_json(&serde_json::to_value(verified).unwrap_or_default())?;
+            } else {
+                outln!(
+                    "valid bundle: {} component(s), {} file(s), {} record(s)",
+                    verified.components.len(),
+                    verified.files,
+                    verified.rows
+                );
+                outln!("  sha256       {}", verified.sha256);
+                outln!("  bundle root  {}", verified.bundle_root);
+            }
+            Ok(Exit::Ok)
+        }
+        Err(BundleError::Invalid(reason)) => {
+            errln!(
+                "error: {} is not a valid bundle: {reason}",
+                args.file.display()
+            );
+            Ok(Exit::Failure)
+        }
+        Err(BundleError::Io(error)) => Err(CliError::Archive(ArchiveError::Io(error))),
+    }
+}

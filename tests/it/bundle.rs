@@ -1,0 +1,437 @@
+//! `babel export` and `babel verify-bundle` (FORMAT.md "Release bundles"): the same
+//! archive state gives the same bundle bytes, from two processes and from a second archive
+//! built from the same inputs; GNU tar, zstd and sha256sum accept it; and hand-built
+//! hostile bundles are each refused with a clear message.
+
+use crate::common::Env;
+use babel::bundle::tar;
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A study: the example item bank, protocol and model panel, two sealed strict runs and
+/// an open run.
+fn study() -> Env {
+    let env = crate::artifacts::registered();
+    for run in ["demo-7b-step1000", "demo-7b-step2000"] {
+        crate::artifacts::strict_run(&env, run, run, true);
+    }
+    env.babel(&["run", "create", "open-run", "--model", "m"])
+        .assert()
+        .success();
+    env
+}
+
+fn export(env: &Env, out: &str) -> std::process::Output {
+    env.babel(&[
+        "export",
+        "--run",
+        "demo-7b-step1000",
+        "--run",
+        "demo-7b-step2000",
+        out,
+    ])
+    .output()
+    .unwrap()
+}
+
+fn verify(env: &Env, file: &Path, extra: &[&str]) -> (Option<i32>, String) {
+    let output = env
+        .babel(&["verify-bundle"])
+        .arg(file)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr),
+    )
+}
+
+#[test]
+fn the_same_archive_state_exports_the_same_bytes_from_two_processes_and_two_archives() {
+    let (a, b) = (study(), study());
+    for (env, out) in [
+        (&a, "one.tar.zst"),
+        (&a, "two.tar.zst"),
+        (&b, "one.tar.zst"),
+    ] {
+        let output = export(env, out);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let sha = |env: &Env, name: &str| {
+        crate::common::sha256_hex(&std::fs::read(env.path().join(name)).unwrap())
+    };
+    assert_eq!(
+        sha(&a, "one.tar.zst"),
+        sha(&a, "two.tar.zst"),
+        "two processes"
+    );
+    assert_eq!(
+        sha(&a, "one.tar.zst"),
+        sha(&b, "one.tar.zst"),
+        "a second archive from the same inputs"
+    );
+    let (code, text) = verify(
+        &a,
+        &a.path().join("one.tar.zst"),
+        &["--expect-sha256", &sha(&a, "one.tar.zst")],
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("valid bundle: 4 component(s)"), "{text}");
+    let (code, text) = verify(
+        &a,
+        &a.path().join("one.tar.zst"),
+        &["--expect-sha256", &"0".repeat(64)],
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("not the expected"), "{text}");
+}
+
+#[test]
+fn gnu_tar_zstd_and_sha256sum_accept_the_bundle() {
+    let env = study();
+    assert!(export(&env, "study.tar.zst").status.success());
+    let run = |program: &str, args: &[&str], at: &Path| {
+        let output = Command::new(program)
+            .args(args)
+            .current_dir(at)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("{program} is needed (.ci/setup-bundle-tools installs it): {e}")
+            });
+        assert!(
+            output.status.success(),
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    run("zstd", &["-t", "study.tar.zst"], env.path());
+    let listing = run("tar", &["-tvf", "study.tar.zst"], env.path());
+    assert!(listing.contains("babel-bundle/manifest.json"), "{listing}");
+    assert!(
+        listing.lines().all(|l| l.contains(" 0/0 ")),
+        "owners are 0: {listing}"
+    );
+    let out = env.path().join("extracted");
+    std::fs::create_dir(&out).unwrap();
+    run("tar", &["-xf", "../study.tar.zst"], &out);
+    let checked = run(
+        "sha256sum",
+        &["-c", "checksums.sha256"],
+        &out.join("babel-bundle"),
+    );
+    assert_eq!(
+        checked.lines().count(),
+        11,
+        "every file but checksums.sha256: {checked}"
+    );
+}
+
+#[test]
+fn open_runs_are_refused_and_nothing_is_written() {
+    let env = study();
+    let output = env
+        .babel(&["export", "--run", "open-run", "b.tar.zst"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("babel seal open-run"));
+    assert!(!env.path().join("b.tar.zst").exists());
+}
+
+/// A bundle unpacked for editing: the top folder's files by path.
+fn unpack(env: &Env, bundle: &Path) -> PathBuf {
+    let dir = env.path().join(format!(
+        "edit-{}",
+        bundle.file_name().unwrap().to_str().unwrap()
+    ));
+    std::fs::create_dir(&dir).unwrap();
+    let status = Command::new("tar")
+        .arg("-xf")
+        .arg(bundle)
+        .current_dir(&dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    dir
+}
+
+/// Packs raw tar members (header block, payload) into a zstd frame like babel's.
+fn pack(members: &[(Vec<u8>, Vec<u8>)], out: &Path) {
+    let mut tar_bytes = Vec::new();
+    for (header, payload) in members {
+        tar_bytes.extend_from_slice(header);
+        tar_bytes.extend_from_slice(payload);
+        tar_bytes.resize(tar_bytes.len().div_ceil(512) * 512, 0);
+    }
+    tar_bytes.extend_from_slice(&tar::END);
+    let mut encoder =
+        zstd::stream::write::Encoder::new(std::fs::File::create(out).unwrap(), 9).unwrap();
+    encoder.include_checksum(true).unwrap();
+    encoder.include_contentsize(true).unwrap();
+    encoder
+        .set_pledged_src_size(Some(tar_bytes.len() as u64))
+        .unwrap();
+    encoder.write_all(&tar_bytes).unwrap();
+    encoder.finish().unwrap();
+}
+
+/// Every folder and file under `dir`, as profile members, in path byte order.
+fn members_of(dir: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut paths = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            let relative = path.strip_prefix(dir).unwrap().to_str().unwrap().to_owned();
+            if path.is_dir() {
+                paths.push((format!("{relative}/"), Vec::new()));
+                stack.push(path);
+            } else {
+                paths.push((relative, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|(path, bytes)| {
+            (
+                tar::header(&path, bytes.len() as u64).unwrap().to_vec(),
+                bytes,
+            )
+        })
+        .collect()
+}
+
+/// A raw header with any typeflag, name and size (what a hostile tool writes).
+fn raw_header(name: &str, typeflag: u8, size: u64, link: &str) -> Vec<u8> {
+    let mut block = tar::header("babel-bundle/x", size).unwrap();
+    block[..100].fill(0);
+    block[..name.len()].copy_from_slice(name.as_bytes());
+    block[156] = typeflag;
+    block[157..157 + link.len()].copy_from_slice(link.as_bytes());
+    if typeflag == b'2' {
+        block[124..136].copy_from_slice(b"00000000000\0");
+    }
+    block[148..156].copy_from_slice(b"        ");
+    let sum: u32 = block.iter().map(|b| u32::from(*b)).sum();
+    block[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    block.to_vec()
+}
+
+/// Re-derives manifest.json's file hashes, roots and checksums.sha256 after an edit, as a
+/// careful forger would (the records files' row roots are left as they were).
+fn reseal(top: &Path) {
+    let path = top.join("manifest.json");
+    let mut manifest: babel::bundle::BundleManifest =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for component in &mut manifest.components {
+        for file in &mut component.files {
+            let bytes = std::fs::read(top.join(&file.path)).unwrap();
+            file.sha256 = crate::common::sha256_hex(&bytes);
+            file.bytes = bytes.len() as u64;
+        }
+        component.root = babel::bundle::component_root(&component.name, &component.files);
+    }
+    manifest.bundle_root = babel::bundle::bundle_root(&manifest.components);
+    let mut bytes = babel::canonical_json::to_canonical_bytes(&manifest).unwrap();
+    bytes.push(b'\n');
+    std::fs::write(&path, &bytes).unwrap();
+    let checksums =
+        babel::bundle::checksums(&crate::common::sha256_hex(&bytes), &manifest.components);
+    std::fs::write(top.join("checksums.sha256"), checksums).unwrap();
+}
+
+#[test]
+fn hostile_bundles_are_each_refused_with_what_is_wrong() {
+    let env = study();
+    assert!(export(&env, "good.tar.zst").status.success());
+    let good = env.path().join("good.tar.zst");
+    let unpacked = unpack(&env, &good);
+    let top = unpacked.join("babel-bundle");
+    let valid = members_of(&unpacked);
+    let hostile = env.path().join("hostile.tar.zst");
+    let refused = |members: &[(Vec<u8>, Vec<u8>)], extra: &[&str], expected: &str| {
+        pack(members, &hostile);
+        let (code, text) = verify(&env, &hostile, extra);
+        assert_eq!(code, Some(1), "{expected}: {text}");
+        assert!(text.contains(expected), "expected {expected:?} in: {text}");
+    };
+    // The repacked original is valid: the cases below differ from it in one way each.
+    pack(&valid, &hostile);
+    assert_eq!(verify(&env, &hostile, &[]).0, Some(0));
+
+    let with = |member: (Vec<u8>, Vec<u8>)| {
+        let mut members = valid.clone();
+        members.insert(1, member);
+        members
+    };
+    refused(
+        &with((
+            raw_header("babel-bundle/../evil", b'0', 4, ""),
+            b"evil".to_vec(),
+        )),
+        &[],
+        ".. path component",
+    );
+    refused(
+        &with((raw_header("/etc/evil", b'0', 4, ""), b"evil".to_vec())),
+        &[],
+        "an absolute path",
+    );
+    refused(
+        &with((raw_header("babel-bundle/a\\b", b'0', 1, ""), b"x".to_vec())),
+        &[],
+        "backslash",
+    );
+    refused(
+        &with((
+            raw_header("babel-bundle/link", b'2', 0, "/etc/passwd"),
+            Vec::new(),
+        )),
+        &[],
+        "a link member",
+    );
+    refused(
+        &with((raw_header("babel-bundle/dev", b'3', 0, ""), Vec::new())),
+        &[],
+        "a device",
+    );
+    refused(
+        &with((raw_header("babel-bundle/pax", b'x', 0, ""), Vec::new())),
+        &[],
+        "PAX or GNU",
+    );
+    refused(
+        &[valid.clone(), vec![valid[1].clone()]].concat(),
+        &[],
+        "out of order or repeated",
+    );
+    // Declared nowhere, though in order.
+    let mut extra = valid.clone();
+    extra.insert(
+        2,
+        (
+            tar::header("babel-bundle/checksums.sha257", 1)
+                .unwrap()
+                .to_vec(),
+            b"x".to_vec(),
+        ),
+    );
+    refused(&extra, &[], "not declared in manifest.json");
+    // A member longer than its header says: its header claims 10 bytes of a longer file.
+    let mut longer = valid.clone();
+    let at = longer
+        .iter()
+        .position(|(h, _)| h.starts_with(b"babel-bundle/manifest.json"))
+        .unwrap();
+    let payload = longer[at].1.clone();
+    longer[at].0 = tar::header("babel-bundle/manifest.json", 10)
+        .unwrap()
+        .to_vec();
+    longer[at].1 = payload;
+    pack(&longer, &hostile);
+    let (code, text) = verify(&env, &hostile, &[]);
+    assert_eq!(code, Some(1), "{text}");
+    // A bomb: 64 MiB of zeros compress to almost nothing; the ceilings stop it.
+    let bomb = with((
+        tar::header("babel-bundle/bomb", 64 << 20).unwrap().to_vec(),
+        vec![0; 64 << 20],
+    ));
+    refused(
+        &bomb,
+        &["--max-expanded-bytes", "1000000"],
+        "exceeds this verifier's ceiling",
+    );
+    refused(
+        &bomb,
+        &["--max-file-bytes", "1000000"],
+        "more than the 1000000 this verifier accepts",
+    );
+
+    // A changed record, with every file hash, root and checksum updated to match: only
+    // the records file's row root can tell.
+    let records = top.join("runs/demo-7b-step1000/records/0001.parquet");
+    let mut rows = crate::common::records_file_rows(&records);
+    rows[0]["correct"] = Value::Bool(!rows[0]["correct"].as_bool().unwrap());
+    crate::common::write_records_file(&records, &rows);
+    reseal(&top);
+    refused(&members_of(&unpacked), &[], "row root");
+
+    // A missing dependency: the item bank left out, everything else consistent.
+    std::fs::remove_dir_all(&unpacked).unwrap();
+    let unpacked = unpack(&env, &good);
+    let top = unpacked.join("babel-bundle");
+    std::fs::remove_dir_all(top.join("item-banks")).unwrap();
+    let path = top.join("manifest.json");
+    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    manifest["components"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|c| c["name"] != "item-banks/capitals-bank");
+    std::fs::write(
+        &path,
+        babel::canonical_json::to_canonical_bytes(&manifest).unwrap(),
+    )
+    .unwrap();
+    reseal(&top);
+    refused(&members_of(&unpacked), &[], "a missing dependency");
+
+    // Bytes after the frame, and a file that is not zstd at all.
+    let mut trailing = std::fs::read(&good).unwrap();
+    trailing.extend_from_slice(b"more");
+    std::fs::write(&hostile, trailing).unwrap();
+    let (code, text) = verify(&env, &hostile, &[]);
+    assert_eq!(code, Some(1));
+    assert!(text.contains("bytes after the zstd frame"), "{text}");
+    std::fs::write(&hostile, b"not a bundle").unwrap();
+    let (code, text) = verify(&env, &hostile, &[]);
+    assert_eq!(code, Some(1));
+    assert!(text.contains("not a zstd"), "{text}");
+}
+
+#[test]
+fn a_release_exports_with_everything_it_pins() {
+    let env = study();
+    let sha =
+        |relative: &str| crate::common::sha256_hex(&std::fs::read(env.archived(relative)).unwrap());
+    let release = serde_json::json!({
+        "format": "babel-release",
+        "schema_version": 1,
+        "name": "capitals 2026.1",
+        "artifacts": [
+            {"kind": "item-bank", "id": "capitals-bank", "sha256": sha("item-banks/capitals-bank/artifact.json")},
+            {"kind": "protocol", "id": "capitals-0shot", "sha256": sha("protocols/capitals-0shot/artifact.json")}
+        ],
+        "runs": [
+            {"run_id": "demo-7b-step2000", "manifest_sha256": sha("runs/demo-7b-step2000/manifest.json")}
+        ]
+    });
+    let file = env.input("release.json", release.to_string());
+    env.babel(&["artifact", "add", "release", "paper", &file])
+        .assert()
+        .success();
+    let exported =
+        crate::common::babel_json(&env, &["export", "--release", "paper", "paper.tar.zst"]);
+    // The release's members and the release itself; not the study's other run.
+    assert_eq!(
+        exported["components"],
+        serde_json::json!([
+            "item-banks/capitals-bank",
+            "protocols/capitals-0shot",
+            "releases/paper",
+            "runs/demo-7b-step2000"
+        ])
+    );
+    let (code, text) = verify(&env, &env.path().join("paper.tar.zst"), &[]);
+    assert_eq!(code, Some(0), "{text}");
+}
