@@ -42,8 +42,9 @@ pub const HEAD: &str = "history/HEAD";
 /// The operations a history entry can name. `adopt` starts the history of an archive
 /// written before babel kept one (`babel init` records its manifests as they are);
 /// `hub-pull` records, in an archive restored from a publication of some runs, the runs
-/// that were not published.
-pub const OPERATIONS: [&str; 8] = [
+/// that were not published; `import-bundle` records the runs and artifacts a release
+/// bundle brought, and the bundle (its SHA-256 and root).
+pub const OPERATIONS: [&str; 9] = [
     "init",
     "run create",
     "import",
@@ -52,6 +53,7 @@ pub const OPERATIONS: [&str; 8] = [
     "artifact add",
     "adopt",
     "hub-pull",
+    "import-bundle",
 ];
 
 /// One committed write.
@@ -71,6 +73,18 @@ pub struct Entry {
     /// ROOT-relative path → SHA-256 of every manifest the write produced, or null for a
     /// manifest the write removed from this copy of the archive (`hub-pull`).
     pub manifests: BTreeMap<String, Option<String>>,
+    /// The release bundle an `import-bundle` write came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<BundleRef>,
+}
+
+/// A release bundle as the history names it: the SHA-256 of the bundle file and its
+/// bundle root (FORMAT.md, "Release bundles").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BundleRef {
+    pub sha256: String,
+    pub root: String,
 }
 
 impl Entry {
@@ -273,6 +287,14 @@ fn check_line(line: &[u8]) -> Result<Entry, String> {
             entry.babel_version
         ));
     }
+    if entry.bundle.is_some() != (entry.operation == "import-bundle")
+        || entry
+            .bundle
+            .as_ref()
+            .is_some_and(|b| !is_sha256(&b.sha256) || !is_sha256(&b.root))
+    {
+        return Err("only an import-bundle entry names a bundle, by two SHA-256".into());
+    }
     if entry.manifests.iter().any(|(path, sha)| {
         super::layout::check_package_path(path).is_err()
             || sha.as_deref().is_some_and(|sha| !is_sha256(sha))
@@ -292,6 +314,7 @@ pub fn next_entry(
     operation: &str,
     subject: &str,
     manifests: BTreeMap<String, Option<String>>,
+    bundle: Option<BundleRef>,
 ) -> Result<Entry, PathIoError> {
     let head = read_head(layout)?;
     Ok(Entry {
@@ -302,6 +325,7 @@ pub fn next_entry(
         operation: operation.into(),
         subject: subject.into(),
         manifests,
+        bundle,
     })
 }
 

@@ -109,9 +109,20 @@ impl<'s> Transaction<'s> {
     /// manifest this copy of the archive no longer holds): how `adopt` records every
     /// manifest of an archive, and `hub-pull` the runs a publication left out.
     pub fn commit_recording(
+        self,
+        manifest: &[u8],
+        also: BTreeMap<String, Option<String>>,
+    ) -> Result<(), ArchiveError> {
+        self.commit_from(manifest, also, None)
+    }
+
+    /// Commits as [`Self::commit_recording`], naming in the history entry the release
+    /// bundle the write came from (`import-bundle`).
+    pub fn commit_from(
         mut self,
         manifest: &[u8],
         mut also: BTreeMap<String, Option<String>>,
+        bundle: Option<history::BundleRef>,
     ) -> Result<(), ArchiveError> {
         faults::point("data-written");
         let temp = self.layout.resolve(&self.entry.commit.temp);
@@ -128,6 +139,7 @@ impl<'s> Transaction<'s> {
             &self.entry.operation,
             if subject.is_empty() { "." } else { &subject },
             also,
+            bundle,
         )?;
         history::prepare(self.layout, &entry)?;
         faults::point("history-prepared");

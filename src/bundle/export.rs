@@ -176,6 +176,25 @@ fn component(
     Ok((Component { name, files, root }, sources))
 }
 
+/// A sealed run of the archive as a bundle component (what an importer compares with).
+pub(crate) fn component_of_run(archive: &Archive, run: &str) -> Result<Component, ArchiveError> {
+    Ok(component(archive, format!("runs/{run}"), run_files(archive, run)?)?.0)
+}
+
+/// A registered artifact as a bundle component.
+pub(crate) fn component_of_artifact(
+    archive: &Archive,
+    kind: Kind,
+    id: &str,
+) -> Result<Component, ArchiveError> {
+    Ok(component(
+        archive,
+        artifacts::artifact_dir(kind, id),
+        artifact_files(kind, id),
+    )?
+    .0)
+}
+
 /// Writes the bundle of `selection` to `out`, which must not exist.
 pub fn export(
     archive: &Archive,

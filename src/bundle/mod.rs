@@ -1,5 +1,5 @@
 //! Release bundles: sealed runs and every artifact they depend on as one deterministic,
-//! verifiable file (`babel export`, `babel verify-bundle`). FORMAT.md ("Release
+//! verifiable file (`babel export`, `babel verify-bundle`, `babel import-bundle`). FORMAT.md ("Release
 //! bundles") is the contract; this module owns it: the layout, the bundle manifest, the
 //! hash envelopes, `checksums.sha256` and the transport ([`tar`] inside one zstd frame).
 //!
@@ -9,11 +9,12 @@
 //! envelopes, never concatenated bytes, and nothing hashes itself. A bundle holds no wall
 //! clock, host, user or random value: the same archive state exports the same bytes.
 //!
-//! Reads the archive only through its readers, under the writer lock (so nothing changes
-//! while a bundle is written); writes only the output file, atomically and never over an
-//! existing one.
+//! Export reads the archive only through its readers, under the writer lock (so nothing
+//! changes while a bundle is written), and writes only the output file, atomically and
+//! never over an existing one. Import writes into the archive as one journalled write.
 
 pub mod export;
+pub mod import;
 pub mod tar;
 pub mod verify;
 

@@ -19,6 +19,9 @@ use crate::archive::manifest::{RunManifest, RunStatus};
 use crate::canonical_json::to_canonical_bytes;
 use crate::durable::{self, PathIoError, digest_of, io_at};
 
+/// The name prefix of the private folder a bundle is unpacked into.
+pub const STAGING_PREFIX: &str = ".babel-bundle-";
+
 /// Limits the verifier (not the bundle) sets, checked while streaming.
 #[derive(Debug, Clone, Copy)]
 pub struct Ceilings {
@@ -108,7 +111,7 @@ pub fn verify(
         )));
     }
     let dir = tempfile::Builder::new()
-        .prefix(".babel-bundle-")
+        .prefix(STAGING_PREFIX)
         .tempdir_in(scratch)
         .map_err(io_at("creating a folder in", scratch))?;
     let extracted = extract(file, dir.path(), ceilings)?;

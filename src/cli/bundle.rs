@@ -8,6 +8,7 @@ use super::output::print_json;
 use super::{CliError, Exit, Globals, run_id};
 use babel::archive::ArchiveError;
 use babel::bundle::export::{self, Selection};
+use babel::bundle::import::ImportError;
 use babel::bundle::verify::{self, BundleError, Ceilings};
 
 const EXPORT_HELP: &str = "\
@@ -96,50 +97,65 @@ Examples:
   babel verify-bundle study.tar.zst
   babel verify-bundle study.tar.zst --expect-sha256 3f2a...";
 
+/// What every reader of a bundle file checks it against.
+#[derive(Debug, clap::Args)]
+struct Checks {
+    /// The SHA-256 the bundle file must have (64 hex digits).
+    #[arg(long, value_name = "HEX")]
+    expect_sha256: Option<String>,
+    /// The most bytes the decompressed tar stream may hold (e.g. 500MiB, 2TiB).
+    #[arg(long, value_name = "SIZE", default_value = "256GiB", value_parser = babel::hub::pull::parse_size)]
+    max_expanded_bytes: u64,
+    /// The most bytes one file of the bundle may hold.
+    #[arg(long, value_name = "SIZE", default_value = "64GiB", value_parser = babel::hub::pull::parse_size)]
+    max_file_bytes: u64,
+}
+
+impl Checks {
+    /// The expected SHA-256, checked for shape.
+    fn expected(&self) -> Result<Option<&str>, CliError> {
+        match self.expect_sha256.as_deref() {
+            Some(hex)
+                if hex.len() != 64
+                    || !hex
+                        .bytes()
+                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) =>
+            {
+                Err(CliError::usage(
+                    format!("--expect-sha256 {hex:?} is not 64 lowercase hex digits"),
+                    None,
+                ))
+            }
+            other => Ok(other),
+        }
+    }
+
+    fn ceilings(&self) -> Ceilings {
+        Ceilings {
+            expanded: self.max_expanded_bytes,
+            member: self.max_file_bytes,
+            ..Ceilings::default()
+        }
+    }
+}
+
 /// Verify a bundle file completely.
 #[derive(Debug, clap::Args)]
 #[command(after_help = VERIFY_HELP)]
 pub struct VerifyArgs {
     /// The bundle file.
     file: PathBuf,
-    /// The SHA-256 the bundle file must have (64 hex digits).
-    #[arg(long, value_name = "HEX")]
-    expect_sha256: Option<String>,
-    /// The most bytes the decompressed tar stream may hold.
-    #[arg(long, value_name = "BYTES", default_value_t = Ceilings::default().expanded)]
-    max_expanded_bytes: u64,
-    /// The most bytes one file of the bundle may hold.
-    #[arg(long, value_name = "BYTES", default_value_t = Ceilings::default().member)]
-    max_file_bytes: u64,
+    #[command(flatten)]
+    checks: Checks,
     /// Print the outcome as JSON.
     #[arg(long)]
     json: bool,
 }
 
 pub fn verify(args: VerifyArgs) -> Result<Exit, CliError> {
-    if let Some(hex) = &args.expect_sha256
-        && (hex.len() != 64
-            || !hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-    {
-        return Err(CliError::usage(
-            format!("--expect-sha256 {hex:?} is not 64 lowercase hex digits"),
-            None,
-        ));
-    }
-    let ceilings = Ceilings {
-        expanded: args.max_expanded_bytes,
-        member: args.max_file_bytes,
-        ..Ceilings::default()
-    };
+    let expected = args.checks.expected()?;
     let scratch = std::env::temp_dir();
-    match verify::verify(
-        &args.file,
-        args.expect_sha256.as_deref(),
-        &ceilings,
-        &scratch,
-    ) {
+    match verify::verify(&args.file, expected, &args.checks.ceilings(), &scratch) {
         Ok(staged) => {
             let verified = &staged.verified;
             if args.json {
@@ -164,5 +180,85 @@ pub fn verify(args: VerifyArgs) -> Result<Exit, CliError> {
             Ok(Exit::Failure)
         }
         Err(BundleError::Io(error)) => Err(CliError::Archive(ArchiveError::Io(error))),
+    }
+}
+
+const IMPORT_HELP: &str = "\
+Verifies the bundle completely (as verify-bundle does, under the importer's ceilings) in a
+private staging folder inside the archive, then publishes every run and artifact the
+archive does not hold yet, as one write under the writer lock: all of them or none. A run
+or artifact the archive already holds with the same root is left as it is, so importing the
+same bundle again changes nothing; one it holds with another root (or an open run, or an
+ID that differs only in letter case) is a conflict, and nothing is imported. The history
+records the import with the bundle's SHA-256 and root (`babel log` shows them).
+
+Exit status: 0 imported or already present, 1 invalid bundle or conflict, 2 usage,
+3 another writer holds the lock.
+
+Examples:
+  babel import-bundle study.tar.zst
+  babel import-bundle study.tar.zst --expect-sha256 3f2a...";
+
+/// Import a release bundle's runs and artifacts into this archive, verified first.
+#[derive(Debug, clap::Args)]
+#[command(after_help = IMPORT_HELP)]
+pub struct ImportArgs {
+    /// The bundle file.
+    file: PathBuf,
+    #[command(flatten)]
+    checks: Checks,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn import(globals: &Globals, args: ImportArgs) -> Result<Exit, CliError> {
+    let expected = args.checks.expected()?;
+    let archive = globals.archive()?;
+    let session = archive.write_session(
+        &globals.invocation,
+        globals.wait,
+        &mut globals.announce_wait(),
+    )?;
+    match babel::bundle::import::import(&session, &args.file, expected, &args.checks.ceilings()) {
+        Ok(imported) => {
+            if args.json {
+                print_json(&serde_json::to_value(&imported).unwrap_or_default())?;
+            } else if imported.published.is_empty() {
+                outln!(
+                    "nothing to import: the archive already holds all {} run(s) and artifact(s) of this bundle, identical",
+                    imported.already_present.len()
+                );
+            } else {
+                outln!(
+                    "imported bundle {} (root {})",
+                    imported.sha256,
+                    imported.bundle_root
+                );
+                for name in &imported.published {
+                    outln!("  {name}");
+                }
+                for name in &imported.already_present {
+                    outln!("  {name} (already here, identical)");
+                }
+            }
+            Ok(Exit::Ok)
+        }
+        Err(ImportError::Invalid(reason)) => {
+            errln!(
+                "error: {} is not a valid bundle: {reason}; nothing was imported",
+                args.file.display()
+            );
+            Ok(Exit::Failure)
+        }
+        Err(ImportError::Conflict(reason)) => {
+            errln!("error: {reason}; nothing was imported");
+            errln!();
+            errln!(
+                "hint: a run or artifact never changes once published; import the bundle into another archive, or ask its author which is right"
+            );
+            Ok(Exit::Failure)
+        }
+        Err(ImportError::Archive(error)) => Err(error.into()),
     }
 }

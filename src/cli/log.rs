@@ -40,7 +40,13 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         .entries
         .iter()
         .zip(&read.hashes)
-        .filter(|(entry, _)| subject.is_none_or(|s| entry.subject == s))
+        // An entry about the run: written to its folder, or recording its manifest (an
+        // import-bundle that brought it).
+        .filter(|(entry, _)| {
+            subject.is_none_or(|s| {
+                entry.subject == s || entry.manifests.contains_key(&format!("{s}/manifest.json"))
+            })
+        })
         .collect();
     if args.json {
         let value = serde_json::json!({
@@ -72,9 +78,12 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
                     None => format!("{path} removed"),
                 })
                 .collect();
+            let from = entry.bundle.as_ref().map_or(String::new(), |b| {
+                format!("  from bundle {} (root {})", &b.sha256[..12], &b.root[..12])
+            });
             writeln!(
                 out,
-                "{:>5}  {}  {:<12}  {:<24}  {}  (entry {})",
+                "{:>5}  {}  {:<12}  {:<24}  {}{from}  (entry {})",
                 entry.seq,
                 entry.at,
                 entry.operation,

@@ -81,6 +81,7 @@ enum Command {
     ExportEee(export_eee::Args),
     Export(bundle::ExportArgs),
     VerifyBundle(bundle::VerifyArgs),
+    ImportBundle(bundle::ImportArgs),
     Compare(compare::Args),
     Demo(demo::Args),
     /// Register, show and list item banks, protocols, model panels, calibrations and
@@ -178,6 +179,9 @@ pub fn main() -> ExitCode {
             | Command::Artifact(artifact::ArtifactCommand::Add(_))
             | Command::HubPush(_)
             | Command::HubPull(_)
+            | Command::Export(_)
+            | Command::ExportEee(_)
+            | Command::ImportBundle(_)
     );
     let result = match cli.command {
         Command::Init(args) => init::run(&globals, args),
@@ -193,6 +197,7 @@ pub fn main() -> ExitCode {
         Command::ExportEee(args) => export_eee::run(&globals, args),
         Command::Export(args) => bundle::export(&globals, args),
         Command::VerifyBundle(args) => bundle::verify(args),
+        Command::ImportBundle(args) => bundle::import(&globals, args),
         Command::Compare(args) => compare::run(&globals, args),
         Command::Demo(args) => demo::run(&globals, args),
         Command::Artifact(command) => artifact::run(&globals, command),

@@ -260,11 +260,32 @@ fn hostile_bundles_are_each_refused_with_what_is_wrong() {
     let top = unpacked.join("babel-bundle");
     let valid = members_of(&unpacked);
     let hostile = env.path().join("hostile.tar.zst");
+    // Every hostile bundle is also offered to another archive's import-bundle, which must
+    // refuse it the same way and write nothing.
+    let target = Env::with_archive();
+    let before = target.files();
     let refused = |members: &[(Vec<u8>, Vec<u8>)], extra: &[&str], expected: &str| {
         pack(members, &hostile);
         let (code, text) = verify(&env, &hostile, extra);
         assert_eq!(code, Some(1), "{expected}: {text}");
         assert!(text.contains(expected), "expected {expected:?} in: {text}");
+        let output = target
+            .babel(&["import-bundle"])
+            .arg(&hostile)
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{expected}: {stderr}");
+        assert!(
+            stderr.contains(expected) && stderr.contains("nothing was imported"),
+            "{stderr}"
+        );
+        assert_eq!(
+            target.files(),
+            before,
+            "{expected}: the archive is as it was"
+        );
     };
     // The repacked original is valid: the cases below differ from it in one way each.
     pack(&valid, &hostile);
@@ -434,4 +455,83 @@ fn a_release_exports_with_everything_it_pins() {
     );
     let (code, text) = verify(&env, &env.path().join("paper.tar.zst"), &[]);
     assert_eq!(code, Some(0), "{text}");
+}
+
+#[test]
+fn an_imported_bundle_is_published_whole_validates_and_names_its_bundle_in_the_history() {
+    let source = study();
+    assert!(export(&source, "study.tar.zst").status.success());
+    let bundle = source.path().join("study.tar.zst");
+    let sha = crate::common::sha256_hex(&std::fs::read(&bundle).unwrap());
+    let target = Env::with_archive();
+    let imported = crate::common::babel_json(
+        &target,
+        &[
+            "import-bundle",
+            bundle.to_str().unwrap(),
+            "--expect-sha256",
+            &sha,
+        ],
+    );
+    assert_eq!(
+        imported["published"].as_array().unwrap().len(),
+        4,
+        "{imported}"
+    );
+    target.babel(&["validate"]).assert().success();
+    for run in ["demo-7b-step1000", "demo-7b-step2000"] {
+        assert_eq!(target.records(run), source.records(run), "{run}");
+    }
+    let log = crate::common::babel_json(&target, &["log"]);
+    let last = log["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["operation"], "import-bundle");
+    assert_eq!(last["bundle"]["sha256"], sha.as_str());
+    assert_eq!(last["bundle"]["root"], imported["bundle_root"]);
+    assert!(
+        last["manifests"]
+            .get("runs/demo-7b-step1000/manifest.json")
+            .is_some(),
+        "{last}"
+    );
+
+    // Again: nothing changes, not even the history.
+    let head = std::fs::read(target.archived("history/HEAD")).unwrap();
+    let again = crate::common::babel_json(&target, &["import-bundle", bundle.to_str().unwrap()]);
+    assert_eq!(again["published"], serde_json::json!([]));
+    assert_eq!(again["already_present"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        std::fs::read(target.archived("history/HEAD")).unwrap(),
+        head
+    );
+    // And the archive exports the same bundle, byte for byte.
+    assert!(export(&target, "again.tar.zst").status.success());
+    assert_eq!(
+        std::fs::read(target.path().join("again.tar.zst")).unwrap(),
+        std::fs::read(&bundle).unwrap()
+    );
+}
+
+#[test]
+fn a_bundle_that_contradicts_the_archive_is_refused_and_nothing_is_written() {
+    let source = study();
+    assert!(export(&source, "study.tar.zst").status.success());
+    let bundle = source.path().join("study.tar.zst");
+    // The same run ID, other results.
+    let target = crate::artifacts::registered();
+    crate::artifacts::strict_run(&target, "demo-7b-step1000", "demo-7b-step2000", true);
+    let before = target.files();
+    let output = target
+        .babel(&["import-bundle"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("runs/demo-7b-step1000 is in this archive with root"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nothing was imported"), "{stderr}");
+    assert_eq!(target.files(), before);
+    target.babel(&["validate"]).assert().success();
 }

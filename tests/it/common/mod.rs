@@ -253,6 +253,25 @@ pub fn rewrite_records(
     std::fs::write(manifest_path, canonical).unwrap();
 }
 
+/// How long importing `input` (canonical lines) into a fresh run takes: the fastest of
+/// three imports, since one slowed by tests running beside it would overstate it (the
+/// crash tests spread their kills over this duration).
+pub fn fastest_import(input: &[u8]) -> std::time::Duration {
+    (0..3)
+        .map(|_| {
+            let scratch = Env::with_run();
+            let path = scratch.input("timed.jsonl", input);
+            let started = std::time::Instant::now();
+            scratch
+                .babel(&["import", "r1", "--format", "canonical", &path])
+                .assert()
+                .success();
+            started.elapsed()
+        })
+        .min()
+        .expect("three timings")
+}
+
 /// `babel ARGS --json`, which must succeed, its stdout parsed.
 pub fn babel_json(env: &Env, args: &[&str]) -> serde_json::Value {
     let output = env.babel(args).arg("--json").output().unwrap();

@@ -1,0 +1,230 @@
+//! `babel import-bundle`: a verified bundle's runs and artifacts published into the
+//! archive, as one write under the writer lock.
+//!
+//! The bundle is verified completely first ([`super::verify`]) in a private staging
+//! folder inside the archive's operational folder, under the importer's ceilings. Then
+//! each component is compared with the archive: one already there with the same root is
+//! skipped (re-importing a bundle is a no-op); one there with another root, an open run,
+//! or an ID that differs from a present one only in letter case is a conflict, and the
+//! import is refused before anything is written. The new components are published in one
+//! transaction (journalled, so a crash leaves all of them or none), whose history entry
+//! (`import-bundle`) records every manifest published and the bundle's SHA-256 and root.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::Path;
+
+use super::verify::{self, BundleError, Ceilings};
+use crate::archive::artifacts::{self, Kind};
+use crate::archive::history::BundleRef;
+use crate::archive::layout::{self, RunId};
+use crate::archive::transaction::{Transaction, abort_after};
+use crate::archive::{ArchiveError, WriteSession};
+use crate::durable::{self, NewFile, io_at};
+
+/// What an import did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Imported {
+    pub sha256: String,
+    pub bundle_root: String,
+    /// Components published by this import.
+    pub published: Vec<String>,
+    /// Components the archive already held, identical.
+    pub already_present: Vec<String>,
+}
+
+/// Why an import did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Archive(#[from] ArchiveError),
+    /// The bundle is not valid.
+    #[error("{0}")]
+    Invalid(String),
+    /// The bundle contradicts the archive.
+    #[error("{0}")]
+    Conflict(String),
+}
+
+impl From<BundleError> for ImportError {
+    fn from(error: BundleError) -> Self {
+        match error {
+            BundleError::Io(error) => Self::Archive(ArchiveError::Io(error)),
+            BundleError::Invalid(reason) => Self::Invalid(reason),
+        }
+    }
+}
+
+/// The archive's root of a component, `None` when the archive does not hold it.
+fn present_root(session: &WriteSession<'_>, name: &str) -> Result<Option<String>, ImportError> {
+    let archive = session.archive();
+    if let Some(run) = name.strip_prefix("runs/") {
+        let Ok(id) = RunId::parse(run) else {
+            return Err(ImportError::Invalid(format!("{name}: not a valid run ID")));
+        };
+        let present = archive.run_ids()?;
+        if let Some(other) = present
+            .iter()
+            .find(|p| p.as_str() != run && p.as_str().eq_ignore_ascii_case(run))
+        {
+            return Err(ImportError::Conflict(format!(
+                "the bundle's run {run} differs only in letter case from this archive's run {other}"
+            )));
+        }
+        if !present.contains(&id) {
+            return Ok(None);
+        }
+        return match super::export::component_of_run(archive, run) {
+            Ok(component) => Ok(Some(component.root)),
+            Err(ArchiveError::Usage { message, .. }) => Err(ImportError::Conflict(message)),
+            Err(other) => Err(other.into()),
+        };
+    }
+    let (registry, id) = name
+        .split_once('/')
+        .ok_or_else(|| ImportError::Invalid(format!("{name}: not a run or an artifact")))?;
+    let kind = Kind::ALL
+        .into_iter()
+        .find(|k| k.registry() == registry)
+        .ok_or_else(|| ImportError::Invalid(format!("{name}: unknown registry {registry}")))?;
+    if let Some(other) = artifacts::registered_ids(archive, kind)?
+        .into_iter()
+        .find(|p| p != id && p.eq_ignore_ascii_case(id))
+    {
+        return Err(ImportError::Conflict(format!(
+            "the bundle's {kind} {id} differs only in letter case from this archive's {other}"
+        )));
+    }
+    if !artifacts::is_registered(archive, kind, id) {
+        return Ok(None);
+    }
+    Ok(Some(
+        super::export::component_of_artifact(archive, kind, id)?.root,
+    ))
+}
+
+/// Verifies `file` and publishes what the archive does not hold yet.
+pub fn import(
+    session: &WriteSession<'_>,
+    file: &Path,
+    expect_sha256: Option<&str>,
+    ceilings: &Ceilings,
+) -> Result<Imported, ImportError> {
+    let layout = session.layout();
+    // Staging folders of imports that died (the lock is ours: none is running).
+    let operational = layout.operational();
+    if let Ok(entries) = std::fs::read_dir(&operational) {
+        for entry in entries.flatten() {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(verify::STAGING_PREFIX)
+            {
+                std::fs::remove_dir_all(entry.path())
+                    .map_err(io_at("removing", &entry.path()))
+                    .map_err(ArchiveError::from)?;
+            }
+        }
+    }
+    let staged = verify::verify(file, expect_sha256, ceilings, &operational)?;
+    let manifest = &staged.verified.manifest;
+    let mut imported = Imported {
+        sha256: staged.verified.sha256.clone(),
+        bundle_root: manifest.bundle_root.clone(),
+        ..Imported::default()
+    };
+    let mut new = Vec::new();
+    for component in &manifest.components {
+        match present_root(session, &component.name)? {
+            Some(root) if root == component.root => {
+                imported.already_present.push(component.name.clone())
+            }
+            Some(root) => {
+                return Err(ImportError::Conflict(format!(
+                    "{} is in this archive with root {root}, and in the bundle with root {}: refusing to replace it",
+                    component.name, component.root
+                )));
+            }
+            None => new.push(component),
+        }
+    }
+    if new.is_empty() {
+        return Ok(imported);
+    }
+
+    // One write: every file of every new component, their folders, and the manifests in
+    // the history entry; the marker, rewritten with its own bytes, is the commit point.
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    for component in &new {
+        let mut folders = vec![component.name.clone()];
+        for file in &component.files {
+            files.push(file.path.clone());
+            let mut at = component.name.len() + 1;
+            while let Some(slash) = file.path[at..].find('/') {
+                at += slash;
+                folders.push(file.path[..at].to_owned());
+                at += 1;
+            }
+        }
+        if let Some((registry, _)) = component.name.split_once('/') {
+            dirs.push(registry.to_owned());
+        }
+        folders.sort();
+        folders.dedup();
+        dirs.extend(folders);
+    }
+    let mut seen = std::collections::HashSet::new();
+    dirs.retain(|d| seen.insert(d.clone()));
+    let transaction =
+        Transaction::begin(session, "import-bundle", files, dirs, layout::MARKER.into())?;
+    let mut recorded = BTreeMap::new();
+    let top = staged.top();
+    for component in &new {
+        for entry in &component.files {
+            let from = top.join(&entry.path);
+            let to = transaction.path(&entry.path);
+            let copied = (|| -> Result<durable::ContentDigest, ArchiveError> {
+                let mut source = File::open(&from).map_err(io_at("reading", &from))?;
+                let mut target = NewFile::create(&to)?;
+                std::io::copy(&mut source, target.writer()).map_err(io_at("writing", &to))?;
+                Ok(target.finish()?)
+            })();
+            match copied {
+                Ok(digest) if digest.sha256 == entry.sha256 => {}
+                Ok(_) => {
+                    return Err(abort_after(
+                        transaction,
+                        ArchiveError::Damaged {
+                            path: from,
+                            reason: "the staged file changed after it was verified".into(),
+                        },
+                    )
+                    .into());
+                }
+                Err(error) => return Err(abort_after(transaction, error).into()),
+            }
+            if entry.role == "run-manifest" || entry.role == "artifact-manifest" {
+                recorded.insert(entry.path.clone(), Some(entry.sha256.clone()));
+            }
+        }
+        imported.published.push(component.name.clone());
+    }
+    let marker = match std::fs::read(layout.marker()) {
+        Ok(marker) => marker,
+        Err(e) => {
+            return Err(
+                abort_after(transaction, io_at("reading", &layout.marker())(e).into()).into(),
+            );
+        }
+    };
+    transaction.commit_from(
+        &marker,
+        recorded,
+        Some(BundleRef {
+            sha256: imported.sha256.clone(),
+            root: imported.bundle_root.clone(),
+        }),
+    )?;
+    Ok(imported)
+}
