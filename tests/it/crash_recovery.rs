@@ -268,3 +268,59 @@ fn an_import_killed_at_varying_moments_is_entire_or_absent() {
         "most kills must land while the import runs ({killed_while_running} did; outcomes {outcomes:?})"
     );
 }
+
+#[test]
+fn import_bundle_aborted_at_every_point_publishes_all_of_the_bundle_or_none() {
+    let source = crate::artifacts::registered();
+    for run in ["demo-7b-step1000", "demo-7b-step2000"] {
+        crate::artifacts::strict_run(&source, run, run, true);
+    }
+    source
+        .babel(&[
+            "export",
+            "--run",
+            "demo-7b-step1000",
+            "--run",
+            "demo-7b-step2000",
+            "b.tar.zst",
+        ])
+        .assert()
+        .success();
+    let bundle = source.path().join("b.tar.zst");
+    let published = [
+        "runs/demo-7b-step1000/manifest.json",
+        "runs/demo-7b-step2000/manifest.json",
+        "item-banks/capitals-bank/manifest.json",
+        "protocols/capitals-0shot/manifest.json",
+    ];
+    for point in points() {
+        let env = Env::with_archive();
+        let output = env
+            .babel(&["import-bundle"])
+            .arg(&bundle)
+            .env("BABEL_FAULT", point)
+            .output()
+            .unwrap();
+        let passed = String::from_utf8_lossy(&output.stderr).contains("fault injected");
+        env.babel(&["init"]).assert().success();
+        assert_validates(&env);
+        let present: Vec<bool> = published.iter().map(|m| env.archived(m).exists()).collect();
+        assert!(
+            present == [true; 4] || present == [false; 4],
+            "import-bundle at {point}: {present:?}"
+        );
+        // The marker is the commit point, rewritten with its own bytes: once the write has
+        // journalled the hash of what it will rename into place, that hash already matches,
+        // so recovery completes the write rather than undoing it.
+        let position = |p: &str| points().iter().position(|q| *q == p);
+        let completes = position(point) >= position("commit-hash-journalled");
+        assert_eq!(present[0], completes || !passed, "import-bundle at {point}");
+        // Whatever happened, importing again completes it.
+        env.babel(&["import-bundle"])
+            .arg(&bundle)
+            .assert()
+            .success();
+        assert_validates(&env);
+        assert!(published.iter().all(|m| env.archived(m).exists()));
+    }
+}
