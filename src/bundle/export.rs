@@ -16,7 +16,6 @@ use crate::archive::artifacts::{self, Kind};
 use crate::archive::layout::{self, RunId, run_relative};
 use crate::archive::manifest::RunStatus;
 use crate::archive::{Archive, ArchiveError};
-use crate::canonical_json::to_canonical_bytes;
 use crate::durable::{self, digest_of, io_at};
 
 /// What to export.
@@ -63,10 +62,17 @@ fn closure(archive: &Archive, selection: &Selection) -> Result<Closure, ArchiveE
             if !runs.insert(run.clone()) {
                 continue;
             }
-            let manifest = archive.run_manifest(
-                &RunId::parse(&run).map_err(|e| usage(e.to_string(), "name a run by its ID"))?,
-            )?;
-            if let Ok(Some(contract)) = BenchmarkContract::of(&manifest.metadata) {
+            let id =
+                RunId::parse(&run).map_err(|e| usage(e.to_string(), "name a run by its ID"))?;
+            let manifest = archive.run_manifest(&id)?;
+            let contract =
+                BenchmarkContract::of(&manifest.metadata).map_err(|e| ArchiveError::Damaged {
+                    path: archive
+                        .layout()
+                        .resolve(&run_relative(&id, layout::MANIFEST)),
+                    reason: e.to_string(),
+                })?;
+            if let Some(contract) = contract {
                 pending_artifacts.push_back((Kind::ItemBank, contract.item_bank.id));
                 pending_artifacts.push_back((Kind::Protocol, contract.protocol.id));
             }
@@ -244,8 +250,7 @@ pub fn export(
         bundle_root: super::bundle_root(&components),
         components,
     };
-    let mut manifest_bytes = to_canonical_bytes(&manifest).expect("the manifest is canonical JSON");
-    manifest_bytes.push(b'\n');
+    let manifest_bytes = super::manifest_bytes(&manifest);
     let checksums = super::checksums(&digest_of(&manifest_bytes).sha256, &manifest.components);
 
     // Members: every folder on the way to a file, and the files, in path byte order.

@@ -90,8 +90,22 @@ pub struct BundleFile {
     pub row_root: Option<String>,
 }
 
+/// RFC 8785 canonical JSON of `value`, without a trailing LF: what every envelope and
+/// row hash is computed over.
+fn canonical(value: &impl Serialize) -> Result<Vec<u8>, String> {
+    let value = serde_json::to_value(value).map_err(|e| e.to_string())?;
+    let mut bytes = Vec::new();
+    crate::canonical_json::write_value(&value, &mut bytes).map_err(|e| e.to_string())?;
+    Ok(bytes)
+}
+
 fn sha256_of_canonical(value: &Value) -> String {
-    digest_of(&to_canonical_bytes(value).expect("envelopes are canonical JSON")).sha256
+    digest_of(&canonical(value).expect("envelopes are canonical JSON")).sha256
+}
+
+/// `manifest.json`'s bytes: canonical JSON and one LF.
+pub fn manifest_bytes(manifest: &BundleManifest) -> Vec<u8> {
+    to_canonical_bytes(manifest).expect("a bundle manifest is canonical JSON")
 }
 
 /// A records file's row count and row root: `{"algorithm":"sha256-ordered-rows-v1",
@@ -105,7 +119,7 @@ pub fn row_root(file: File) -> Result<(u64, String), String> {
         let batch = batch.map_err(|e| e.to_string())?;
         for row in 0..batch.len() {
             let record = batch.record(row, true).map_err(|e| e.to_string())?;
-            let bytes = to_canonical_bytes(&record).map_err(|e| e.to_string())?;
+            let bytes = canonical(&record)?;
             let identity = json!([
                 record.benchmark,
                 record.language,

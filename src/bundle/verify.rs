@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use super::{BundleManifest, Component, TOP, tar};
 use crate::archive::artifacts::contract::BenchmarkContract;
 use crate::archive::artifacts::{ArtifactManifest, Kind, artifact_dir};
+use crate::archive::layout;
 use crate::archive::manifest::{RunManifest, RunStatus};
-use crate::canonical_json::to_canonical_bytes;
 use crate::durable::{self, PathIoError, digest_of, io_at};
 
 /// The name prefix of the private folder a bundle is unpacked into.
@@ -179,6 +179,14 @@ fn extract(file: &Path, into: &Path, ceilings: &Ceilings) -> Result<Extracted, B
             }
             break;
         };
+        // Exactly the header babel writes for this path and size (which also fixes how a
+        // long path is split), so one archive has one byte form.
+        if tar::header(&member.path, member.size).ok().as_ref() != Some(&block) {
+            return Err(invalid(format!(
+                "member {:?}: its header is not the tar-ustar-v1 header of that path and size",
+                member.path
+            )));
+        }
         members += 1;
         if members > ceilings.members {
             return Err(invalid(format!("more than {} members", ceilings.members)));
@@ -320,10 +328,7 @@ fn check(
     let bytes = fs::read(&manifest_path).map_err(|_| invalid("the bundle has no manifest.json"))?;
     let manifest: BundleManifest =
         serde_json::from_slice(&bytes).map_err(|e| invalid(format!("manifest.json: {e}")))?;
-    let mut canonical =
-        to_canonical_bytes(&manifest).map_err(|e| invalid(format!("manifest.json: {e}")))?;
-    canonical.push(b'\n');
-    if canonical != bytes {
+    if super::manifest_bytes(&manifest) != bytes {
         return Err(invalid(
             "manifest.json is not RFC 8785 canonical JSON followed by one LF",
         ));
@@ -348,6 +353,7 @@ fn check(
         ["manifest.json".to_owned(), "checksums.sha256".to_owned()].into();
     let mut names = Vec::new();
     for component in &manifest.components {
+        check_name(&component.name)?;
         names.push(component.name.clone());
         let mut paths = Vec::new();
         for file in &component.files {
@@ -417,8 +423,10 @@ fn check(
                     super::row_root(opened).map_err(|e| invalid(format!("{}: {e}", file.path)))?;
                 if Some(count) != file.rows || Some(&root) != file.row_root.as_ref() {
                     return Err(invalid(format!(
-                        "{}: {count} rows with row root {root}, but manifest.json says {:?} rows with {:?}",
-                        file.path, file.rows, file.row_root
+                        "{}: {count} rows with row root {root}, but manifest.json says {} rows with row root {}",
+                        file.path,
+                        file.rows.map_or("no".into(), |r| r.to_string()),
+                        file.row_root.as_deref().unwrap_or("none")
                     )));
                 }
                 rows += count;
@@ -447,6 +455,9 @@ fn check(
             "checksums.sha256 does not list exactly manifest.json and every file with its SHA-256",
         ));
     }
+    for component in &manifest.components {
+        check_registered(&top, component)?;
+    }
     check_dependencies(&top, &manifest.components)?;
     Ok(Verified {
         sha256: transport.sha256,
@@ -457,6 +468,148 @@ fn check(
         rows,
         manifest,
     })
+}
+
+/// A component name is `runs/<run ID>` or `<registry>/<artifact ID>`, by the archive's ID
+/// rules (so no name can reach outside the folder it is published in).
+fn check_name(name: &str) -> Result<(), BundleError> {
+    let bad = |why: String| Err(invalid(format!("component {name:?}: {why}")));
+    let Some((registry, id)) = name.split_once('/') else {
+        return bad("not runs/<ID> or <registry>/<ID>".into());
+    };
+    let known = registry == "runs" || Kind::ALL.iter().any(|k| k.registry() == registry);
+    if !known {
+        return bad(format!("unknown folder {registry}"));
+    }
+    if let Err(rule) = crate::archive::layout::check_portable_id(id) {
+        return bad(rule.to_string());
+    }
+    Ok(())
+}
+
+/// A component's files are exactly those its manifest registers, with the hashes, sizes
+/// and row counts it records: a sealed run's manifest and an artifact's manifest are what
+/// the archive will check after an import, so the bundle must agree with them.
+fn check_registered(top: &Path, component: &Component) -> Result<(), BundleError> {
+    let name = &component.name;
+    let declared: BTreeMap<&str, &super::BundleFile> = component
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f))
+        .collect();
+    // Path (relative to the component) → (role, sha256, bytes, rows).
+    let mut expected: BTreeMap<String, (&str, String, u64, Option<u64>)> = BTreeMap::new();
+    let manifest_path = format!("{name}/manifest.json");
+    let Some(manifest_file) = declared.get(manifest_path.as_str()) else {
+        return Err(invalid(format!("{name} has no manifest.json")));
+    };
+    if let Some(run) = name.strip_prefix("runs/") {
+        let manifest: RunManifest = read_json(&top.join(&manifest_path), &manifest_path)?;
+        if manifest.run_id != run {
+            return Err(invalid(format!(
+                "{manifest_path} describes run {}, not {run}",
+                manifest.run_id
+            )));
+        }
+        for entry in &manifest.imports {
+            for file in entry.raw_files() {
+                let role = if file.path == entry.raw.path {
+                    "raw"
+                } else {
+                    "raw-companion"
+                };
+                expected.insert(
+                    file.path.clone(),
+                    (role, file.sha256.clone(), file.bytes, None),
+                );
+            }
+            let records = &entry.records;
+            expected.insert(
+                records.path.clone(),
+                (
+                    "records",
+                    records.sha256.clone(),
+                    records.bytes,
+                    Some(records.count),
+                ),
+            );
+        }
+        for attachment in &manifest.attachments {
+            expected.insert(
+                attachment.path.clone(),
+                (
+                    "attachment",
+                    attachment.sha256.clone(),
+                    attachment.bytes,
+                    None,
+                ),
+            );
+        }
+        expected.insert(
+            layout::MANIFEST.into(),
+            (
+                "run-manifest",
+                manifest_file.sha256.clone(),
+                manifest_file.bytes,
+                None,
+            ),
+        );
+    } else {
+        let manifest: ArtifactManifest = read_json(&top.join(&manifest_path), &manifest_path)?;
+        if artifact_dir(
+            Kind::parse(&manifest.kind)
+                .ok_or_else(|| invalid(format!("{manifest_path}: unknown kind")))?,
+            &manifest.id,
+        ) != *name
+        {
+            return Err(invalid(format!(
+                "{manifest_path} describes {} {}, which does not live in {name}",
+                manifest.kind, manifest.id
+            )));
+        }
+        let payload = &manifest.artifact;
+        expected.insert(
+            payload.path.clone(),
+            (
+                "artifact-payload",
+                payload.sha256.clone(),
+                payload.bytes,
+                None,
+            ),
+        );
+        expected.insert(
+            layout::MANIFEST.into(),
+            (
+                "artifact-manifest",
+                manifest_file.sha256.clone(),
+                manifest_file.bytes,
+                None,
+            ),
+        );
+    }
+    let found: BTreeMap<String, &super::BundleFile> = component
+        .files
+        .iter()
+        .map(|f| (f.path[name.len() + 1..].to_owned(), f))
+        .collect();
+    if found.keys().ne(expected.keys()) {
+        return Err(invalid(format!(
+            "{name}: its files are not exactly those its manifest.json registers"
+        )));
+    }
+    for (path, (role, sha256, bytes, rows)) in &expected {
+        let file = found[path];
+        if file.role != *role
+            || file.sha256 != *sha256
+            || file.bytes != *bytes
+            || (rows.is_some() && file.rows != *rows)
+        {
+            return Err(invalid(format!(
+                "{name}/{path}: the bundle's role, SHA-256, size or rows differ from what {manifest_path} registers"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Every run is sealed, and every pin a run or an artifact makes names a component of the
@@ -496,7 +649,9 @@ fn check_dependencies(top: &Path, components: &[Component]) -> Result<(), Bundle
             if manifest.status != RunStatus::Sealed {
                 return Err(invalid(format!("run {run} is not sealed")));
             }
-            if let Ok(Some(contract)) = BenchmarkContract::of(&manifest.metadata) {
+            let contract = BenchmarkContract::of(&manifest.metadata)
+                .map_err(|e| invalid(format!("{}: {e}", component.name)))?;
+            if let Some(contract) = contract {
                 for (kind, pin) in [
                     (Kind::ItemBank, &contract.item_bank),
                     (Kind::Protocol, &contract.protocol),

@@ -109,6 +109,12 @@ struct Checks {
     /// The most bytes one file of the bundle may hold.
     #[arg(long, value_name = "SIZE", default_value = "64GiB", value_parser = babel::hub::pull::parse_size)]
     max_file_bytes: u64,
+    /// The most bytes the bundle file itself may hold.
+    #[arg(long, value_name = "SIZE", default_value = "64GiB", value_parser = babel::hub::pull::parse_size)]
+    max_bundle_bytes: u64,
+    /// The most files and folders the bundle may hold.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    max_members: u64,
 }
 
 impl Checks {
@@ -132,9 +138,10 @@ impl Checks {
 
     fn ceilings(&self) -> Ceilings {
         Ceilings {
+            compressed: self.max_bundle_bytes,
             expanded: self.max_expanded_bytes,
+            members: self.max_members,
             member: self.max_file_bytes,
-            ..Ceilings::default()
         }
     }
 }

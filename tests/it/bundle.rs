@@ -229,8 +229,8 @@ fn raw_header(name: &str, typeflag: u8, size: u64, link: &str) -> Vec<u8> {
 }
 
 /// Re-derives manifest.json's file hashes, roots and checksums.sha256 after an edit, as a
-/// careful forger would (the records files' row roots are left as they were).
-fn reseal(top: &Path) {
+/// careful forger would; the records files' row roots too when `row_roots`.
+fn reseal(top: &Path, row_roots: bool) {
     let path = top.join("manifest.json");
     let mut manifest: babel::bundle::BundleManifest =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -239,12 +239,16 @@ fn reseal(top: &Path) {
             let bytes = std::fs::read(top.join(&file.path)).unwrap();
             file.sha256 = crate::common::sha256_hex(&bytes);
             file.bytes = bytes.len() as u64;
+            if row_roots && file.role == "records" {
+                let opened = std::fs::File::open(top.join(&file.path)).unwrap();
+                let (rows, root) = babel::bundle::row_root(opened).unwrap();
+                (file.rows, file.row_root) = (Some(rows), Some(root));
+            }
         }
         component.root = babel::bundle::component_root(&component.name, &component.files);
     }
     manifest.bundle_root = babel::bundle::bundle_root(&manifest.components);
-    let mut bytes = babel::canonical_json::to_canonical_bytes(&manifest).unwrap();
-    bytes.push(b'\n');
+    let bytes = babel::bundle::manifest_bytes(&manifest);
     std::fs::write(&path, &bytes).unwrap();
     let checksums =
         babel::bundle::checksums(&crate::common::sha256_hex(&bytes), &manifest.components);
@@ -360,9 +364,7 @@ fn hostile_bundles_are_each_refused_with_what_is_wrong() {
         .unwrap()
         .to_vec();
     longer[at].1 = payload;
-    pack(&longer, &hostile);
-    let (code, text) = verify(&env, &hostile, &[]);
-    assert_eq!(code, Some(1), "{text}");
+    refused(&longer, &[], "longer than its header says");
     // A bomb: 64 MiB of zeros compress to almost nothing; the ceilings stop it.
     let bomb = with((
         tar::header("babel-bundle/bomb", 64 << 20).unwrap().to_vec(),
@@ -385,8 +387,55 @@ fn hostile_bundles_are_each_refused_with_what_is_wrong() {
     let mut rows = crate::common::records_file_rows(&records);
     rows[0]["correct"] = Value::Bool(!rows[0]["correct"].as_bool().unwrap());
     crate::common::write_records_file(&records, &rows);
-    reseal(&top);
+    reseal(&top, false);
     refused(&members_of(&unpacked), &[], "row root");
+    // The row roots re-derived too: the run's sealed manifest still registers the old file.
+    reseal(&top, true);
+    refused(
+        &members_of(&unpacked),
+        &[],
+        "differ from what runs/demo-7b-step1000/manifest.json registers",
+    );
+
+    // An artifact copied into a folder of another ID, and a component named to escape.
+    for (name, expected) in [
+        ("item-banks/evil", "does not live in item-banks/evil"),
+        ("item-banks/..", "component \"item-banks/..\""),
+    ] {
+        std::fs::remove_dir_all(&unpacked).unwrap();
+        let unpacked = unpack(&env, &good);
+        let top = unpacked.join("babel-bundle");
+        let path = top.join("manifest.json");
+        let mut manifest: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let components = manifest["components"].as_array_mut().unwrap();
+        let mut copy = components[0].clone();
+        assert_eq!(copy["name"], "item-banks/capitals-bank");
+        copy["name"] = name.into();
+        for file in copy["files"].as_array_mut().unwrap() {
+            let renamed = file["path"]
+                .as_str()
+                .unwrap()
+                .replace("item-banks/capitals-bank", name);
+            if !name.ends_with("..") {
+                let from = top.join(file["path"].as_str().unwrap());
+                std::fs::create_dir_all(top.join(name)).unwrap();
+                std::fs::copy(from, top.join(&renamed)).unwrap();
+            }
+            file["path"] = renamed.into();
+        }
+        if name.ends_with("..") {
+            copy["files"] = serde_json::json!([]);
+        }
+        components.push(copy);
+        components.sort_by_key(|c| c["name"].as_str().unwrap().to_owned());
+        std::fs::write(
+            &path,
+            babel::canonical_json::to_canonical_bytes(&manifest).unwrap(),
+        )
+        .unwrap();
+        reseal(&top, false);
+        refused(&members_of(&unpacked), &[], expected);
+    }
 
     // A missing dependency: the item bank left out, everything else consistent.
     std::fs::remove_dir_all(&unpacked).unwrap();
@@ -404,7 +453,7 @@ fn hostile_bundles_are_each_refused_with_what_is_wrong() {
         babel::canonical_json::to_canonical_bytes(&manifest).unwrap(),
     )
     .unwrap();
-    reseal(&top);
+    reseal(&top, false);
     refused(&members_of(&unpacked), &[], "a missing dependency");
 
     // Bytes after the frame, and a file that is not zstd at all.
