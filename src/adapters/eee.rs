@@ -69,6 +69,21 @@ pub fn normalize(
     let mut warnings = Vec::new();
     let (question_id, identity_scope) = match selected {
         Some(found) => (found.question_id, found.scope),
+        // babel's own export says which IDs are run-local.
+        None if f
+            .peek("metadata")
+            .and_then(|m| m.get("identity_scope"))
+            .and_then(Value::as_str)
+            == Some("run-local") =>
+        {
+            warnings.push(format!(
+                "sample_id {sample_id:?} was run-local where it was exported (metadata.identity_scope): it stays run-local"
+            ));
+            (
+                format!("{}:{sample_id}", context.source.raw_path),
+                IdentityScope::RunLocal,
+            )
+        }
         None if is_position(&sample_id) => {
             warnings.push(format!(
                 "sample_id {sample_id:?} is a position (EEE's lm-eval converter writes doc_id, HELM numbers id<n>): \
@@ -188,6 +203,18 @@ pub fn normalize(
     Ok(())
 }
 
+/// Whether an evaluation result names an accuracy-like metric (any part, split at `:`, is
+/// `acc…`, `accuracy`, `…exact_match`, or an Inspect scorer that scores right/wrong:
+/// `choice`, `match`, `includes`, `exact`): lm-eval's `acc_norm`, `exact_match:strict-match`,
+/// Inspect's `choice:accuracy`, `exact:mean`, HELM's `exact_match:test`.
+fn is_accuracy_like(result_id: &str) -> bool {
+    result_id.split(':').any(|part| {
+        part.starts_with("acc")
+            || part.ends_with("exact_match")
+            || ["choice", "match", "includes", "exact"].contains(&part)
+    })
+}
+
 /// Digits (lm-eval's `doc_id`, Inspect's positions) or `id<digits>` (HELM's).
 fn is_position(id: &str) -> bool {
     let digits = id.strip_prefix("id").unwrap_or(id);
@@ -220,14 +247,26 @@ fn correctness(
         ));
         return None;
     }
-    if let Some(metric) = correctness_metric {
-        let named = result_id == metric
-            || result_id
-                .strip_prefix(metric)
-                .is_some_and(|rest| rest.starts_with(':'));
-        if !named {
+    match correctness_metric {
+        Some(metric) => {
+            let named = result_id == metric
+                || result_id
+                    .strip_prefix(metric)
+                    .is_some_and(|rest| rest.starts_with(':'));
+            if !named {
+                return None;
+            }
+        }
+        // A row does not say whether its metric is right/wrong; only accuracy-like names
+        // are read without the run naming one (a perplexity of 0 is not "wrong").
+        None if !is_accuracy_like(result_id) => {
+            warnings.push(format!(
+                "{result_id} is not known to be a right/wrong metric: correctness is unknown \
+                 (name it as the run's correctness_metric to read its 0/1 scores)"
+            ));
             return None;
         }
+        None => {}
     }
     let correct = match score.as_f64() {
         Some(1.0) => Some(true),
@@ -292,6 +331,23 @@ mod tests {
             None
         );
         assert_eq!(w.len(), 2);
+        // Without a correctness_metric, a metric that is not accuracy-like is unknown: a
+        // perplexity of 0 is not a wrong answer.
+        assert_eq!(
+            correctness(
+                Some("perplexity"),
+                &json!(0.0),
+                Some(false),
+                None,
+                None,
+                &mut w
+            ),
+            None
+        );
+        assert_eq!(w.len(), 3);
+        assert!(is_accuracy_like("acc_norm") && is_accuracy_like("choice:accuracy"));
+        assert!(is_accuracy_like("exact:mean") && is_accuracy_like("exact_match:test"));
+        assert!(!is_accuracy_like("word_perplexity") && !is_accuracy_like("brier_score"));
         // A correctness_metric leaves other results unknown.
         assert_eq!(
             correctness(

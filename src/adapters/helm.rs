@@ -75,6 +75,9 @@ struct Run {
     /// Per (instance, trial, perturbation): stat name → mean (null when `count` is 0).
     stats: HashMap<StatsKey, Map<String, Value>>,
     correctness_stat: String,
+    /// A language-modeling run (`adapter_spec.method`): HELM splits a long instance into
+    /// windows, one request state each; the instances already given their record.
+    windows_seen: Option<std::sync::Mutex<std::collections::HashSet<StatsKey>>>,
 }
 
 fn begin(header: &Map<String, Value>, context: &ImportContext<'_>) -> Result<Begun, AdapterError> {
@@ -165,6 +168,11 @@ fn begin(header: &Map<String, Value>, context: &ImportContext<'_>) -> Result<Beg
             positional_ids,
             stats,
             correctness_stat,
+            windows_seen: (adapter_spec
+                .and_then(|a| a.get("method"))
+                .and_then(Value::as_str)
+                == Some("language_modeling"))
+            .then(Default::default),
         }),
         producer,
     })
@@ -243,6 +251,17 @@ fn normalize(
         &at_instance.key("perturbation"),
     )?;
     let mut warnings = Vec::new();
+    if let Some(seen) = &run.windows_seen {
+        let key = (id.clone(), trial, perturbation.clone());
+        if !seen.lock().unwrap_or_else(|e| e.into_inner()).insert(key) {
+            return Ok(());
+        }
+        warnings.push(
+            "a language-modeling instance is one record, from its first window's request (HELM scores \
+             the windows together in its stats)"
+                .to_owned(),
+        );
+    }
     if per_choice.is_some() {
         warnings.push(
             "HELM scored each choice in its own request (multiple_choice_separate): no prediction is \
@@ -398,7 +417,12 @@ fn normalize(
         language: context.options.language.clone(),
         question_id,
         variant_id: perturbation.unwrap_or_else(|| ORIGINAL.to_owned()),
-        filter: DEFAULT_FILTER.to_owned(),
+        // The test split is HELM's headline; instances of another split (valid) are items of
+        // their own filter, so accuracy per filter is HELM's per split.
+        filter: match instance.get("split").and_then(Value::as_str) {
+            None | Some("test") => DEFAULT_FILTER.to_owned(),
+            Some(split) => split.to_owned(),
+        },
         repeat_id: trial,
         identity_scope,
         model: context.run.model.clone(),

@@ -2,9 +2,9 @@
 //! epoch) or `.json` (one document with a `samples` array), log format version 2. One
 //! record per sample and epoch.
 //!
-//! Owns the Inspect rules of the data contract: identity from `samples[].id`, where the
-//! integer ids 1..N that Inspect gives a dataset without ids are run-local (they are
-//! positions, not names) unless `--id-field` says otherwise; `epoch` as `repeat_id`;
+//! Owns the Inspect rules of the data contract: identity from `samples[].id`, where an
+//! integer id is run-local (Inspect gives a sample without an id its position) unless
+//! `--id-field` says otherwise; `epoch` as `repeat_id`;
 //! correctness from one scorer's value (`C` right, `I` and `N` wrong, partial credit and
 //! NaN unknown), the scorer chosen by the run's `correctness_metric` or by being the only
 //! one. The field mapping and the traps are in FORMAT.md ("The Inspect adapter"). No
@@ -63,8 +63,6 @@ fn layout(basename: &str) -> Result<Layout, String> {
 /// What every sample of one log needs.
 struct Log {
     benchmark: String,
-    /// The dataset's ids are Inspect's positions 1..N (or cannot be told from them).
-    positional_ids: bool,
     scorer: Scorer,
     /// Warnings every record of the log carries.
     warnings: Vec<String>,
@@ -121,23 +119,32 @@ fn begin(header: &Map<String, Value>, context: &ImportContext<'_>) -> Result<Beg
     };
     let task = super::required_text(eval.get("task"), eval_at.key("task"), "the task's name")?;
     let benchmark = super::named_benchmark(context, Some(&task), "the log's eval.task", "")?;
-    let positional_ids = match eval.get("dataset").and_then(|d| d.get("sample_ids")) {
-        Some(Value::Array(ids)) => {
-            !ids.is_empty()
-                && ids
-                    .iter()
-                    .enumerate()
-                    .all(|(index, id)| id.as_u64() == Some(index as u64 + 1))
-        }
-        // Without the list, any integer id may be a position.
-        _ => true,
-    };
     let scorer = choose_scorer(top, eval, context, &at)?;
 
     let mut warnings = Vec::new();
     if status != "success" {
         warnings.push(format!(
             "the log's status is {status:?}, not \"success\": the evaluation did not finish, so its samples may be incomplete"
+        ));
+    }
+    let epochs = eval
+        .get("config")
+        .and_then(|c| c.get("epochs"))
+        .and_then(Value::as_u64)
+        .unwrap_or(1);
+    let reducers: Vec<&str> = top
+        .get("results")
+        .and_then(|r| r.get("scores"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.get("reducer")?.as_str())
+        .filter(|r| *r != "mean")
+        .collect();
+    if epochs > 1 && !reducers.is_empty() {
+        warnings.push(format!(
+            "the log reduces its {epochs} epochs with {}: babel keeps every epoch as a repeat, so its accuracy is the mean over epochs, not the log's reduced score",
+            reducers.join(", ")
         ));
     }
     if let Scorer::Ambiguous(names) = &scorer {
@@ -158,7 +165,6 @@ fn begin(header: &Map<String, Value>, context: &ImportContext<'_>) -> Result<Beg
     Ok(Begun {
         state: Box::new(Log {
             benchmark,
-            positional_ids,
             scorer,
             warnings,
         }),
@@ -213,8 +219,11 @@ fn producer(
 ) -> Map<String, Value> {
     let mut producer = Map::new();
     producer.insert("framework".into(), "inspect_ai".into());
-    if let Some(version) = eval.get("packages").and_then(|p| p.get("inspect_ai")) {
-        producer.insert("version".into(), version.clone());
+    if let Some(packages) = eval.get("packages").filter(|p| p.is_object()) {
+        if let Some(version) = packages.get("inspect_ai") {
+            producer.insert("version".into(), version.clone());
+        }
+        producer.insert("packages".into(), packages.clone());
     }
     if let Some(version) = top.get("version") {
         producer.insert("log_version".into(), version.clone());
@@ -260,7 +269,7 @@ fn normalize(
     let mut object = item.object;
     let root = FieldPath::root();
     let mut warnings = log.warnings.clone();
-    let (question_id, identity_scope) = identity(&object, log, context, &mut warnings)?;
+    let (question_id, identity_scope) = identity(&object, context, &mut warnings)?;
     let epoch = match object.get("epoch") {
         None | Some(Value::Null) => 1,
         Some(value) => value.as_u64().filter(|e| *e >= 1).ok_or_else(|| {
@@ -406,11 +415,13 @@ fn normalize(
     Ok(())
 }
 
-/// The sample's question ID: `--id-field`, else `id`, where an integer that may be a
-/// position (see [`Log::positional_ids`]) gives a run-local ID that never pairs.
+/// The sample's question ID: `--id-field`, else `id`. An integer `id` is run-local: Inspect
+/// numbers every sample that has no id by its position (1-based, over the whole dataset),
+/// so an integer in a log may be a position, and nothing says which (a dataset can mix
+/// names and positions, and a slice of it starts anywhere). `--id-field id` declares them
+/// the data's own.
 fn identity(
     object: &Map<String, Value>,
-    log: &Log,
     context: &ImportContext<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<(String, IdentityScope), AdapterError> {
@@ -422,18 +433,14 @@ fn identity(
     match object.get("id") {
         Some(Value::String(id)) if !id.is_empty() => Ok((id.clone(), IdentityScope::Stable)),
         Some(Value::Number(id)) if id.is_u64() || id.is_i64() => {
-            if log.positional_ids {
-                warnings.push(format!(
-                    "sample id {id} may be Inspect's position of an item without an id (the log's ids are 1..N): \
-                     run-local, it never pairs; if the dataset's own ids are these integers, import with --id-field id"
-                ));
-                Ok((
-                    format!("{}#{id}", context.source.raw_path),
-                    IdentityScope::RunLocal,
-                ))
-            } else {
-                Ok((id.to_string(), IdentityScope::Stable))
-            }
+            warnings.push(format!(
+                "sample id {id} is an integer, which Inspect gives a sample without an id (its position): \
+                 run-local, it never pairs; if the dataset's own ids are these integers, import with --id-field id"
+            ));
+            Ok((
+                format!("{}:id={id}", context.source.raw_path),
+                IdentityScope::RunLocal,
+            ))
         }
         other => Err(AdapterError::new(
             at,

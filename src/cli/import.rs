@@ -9,8 +9,9 @@ use babel::adapters::{AdapterOptions, Format};
 use babel::archive::import::{self, ImportOptions, Progress};
 use babel::jsonl::{FieldPath, NonFinitePolicy};
 
-/// Import JSON Lines files into a run. The batch is one transaction: every file is
-/// published, or (if any line is rejected) none is, and every problem is listed.
+/// Import files (JSON Lines, Inspect logs, HELM run folders, ...) into a run. The batch is
+/// one transaction: every input is published, or (if any item is rejected) none is, and
+/// every problem is listed.
 ///
 /// Raw bytes are kept exactly in the run's raw/ folder; normalized schema-v1 records go to
 /// records/; both are hashed in the run manifest. FORMAT.md describes each format.
@@ -70,7 +71,7 @@ Examples:
 The harness adapter reads the question ID from doc.id (or another place of the automatic
 lookup; --id-field overrides it), the benchmark from the file name, and correctness from a
 binary acc or exact_match (run metadata correctness_metric picks another, e.g. acc_norm).
-The inspect adapter reads samples[].id (integer ids 1..N may be positions: run-local unless
+The inspect adapter reads samples[].id (integer ids may be positions: run-local unless
 --id-field id), epochs as repeat_id, and correctness from the scorer the run's
 correctness_metric names (or the log's only scorer): C right, I and N wrong, P and NaN unknown.
 The helm adapter imports a run folder whole: variants are its perturbations, repeats its train

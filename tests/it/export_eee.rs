@@ -199,3 +199,26 @@ fn two_exports_of_one_archive_state_are_the_same_bytes_and_nothing_is_overwritte
     );
     assert_eq!(tree(&a), first);
 }
+
+#[test]
+fn run_local_ids_stay_run_local_through_an_export_and_back() {
+    let env = archive_with_run();
+    let dir = env.path().join("eee");
+    export(&env, &dir);
+    env.babel(&["run", "create", "plain", "--model", "babel-test/model"])
+        .assert()
+        .success();
+    for (path, _) in tree(&dir) {
+        if path.ends_with("_samples.jsonl") && path.contains("babel_noid") {
+            env.babel(&["import", "plain", "--format", "eee"])
+                .arg(dir.join(&path))
+                .assert()
+                .success();
+        }
+    }
+    let records = env.records("plain");
+    assert!(!records.is_empty());
+    for record in records {
+        assert_eq!(record["identity_scope"], "run-local", "{record}");
+    }
+}

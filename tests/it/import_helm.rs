@@ -301,3 +301,68 @@ fn a_file_or_a_variant_is_a_usage_error() {
         assert!(stderr.contains(expected), "{stderr}");
     }
 }
+
+#[test]
+fn a_validation_split_is_its_own_filter_and_language_modeling_windows_are_one_record() {
+    // Derived from the real run: q001..q005 moved to a `valid` split (in the request
+    // states and in their stats) and scored right, as HELM runs that evaluate both splits.
+    let env = Env::with_archive();
+    let folder = copy_of_run(&env, "split");
+    let moved = |id: &str| ["q001", "q002", "q003", "q004", "q005"].contains(&id);
+    let state_path = folder.join("scenario_state.json");
+    let mut state = read_json(&state_path);
+    for request in state["request_states"].as_array_mut().unwrap() {
+        if moved(request["instance"]["id"].as_str().unwrap()) {
+            request["instance"]["split"] = "valid".into();
+        }
+    }
+    std::fs::write(&state_path, serde_json::to_string_pretty(&state).unwrap()).unwrap();
+    let stats_path = folder.join("per_instance_stats.json");
+    let mut stats = read_json(&stats_path);
+    for entry in stats.as_array_mut().unwrap() {
+        if moved(entry["instance_id"].as_str().unwrap()) {
+            for stat in entry["stats"].as_array_mut().unwrap() {
+                stat["name"]["split"] = "valid".into();
+                if stat["name"]["name"] == "exact_match" {
+                    stat["mean"] = 1.0.into();
+                }
+            }
+        }
+    }
+    std::fs::write(&stats_path, serde_json::to_string_pretty(&stats).unwrap()).unwrap();
+    let records = import(&env, "s", &folder, &[]);
+    for record in &records {
+        let valid = moved(record["question_id"].as_str().unwrap());
+        assert_eq!(
+            record["filter"],
+            if valid { "valid" } else { "none" },
+            "{record}"
+        );
+        assert_eq!(record["correct"], valid, "{record}");
+    }
+
+    // Derived from the real run: the method made language_modeling and every request
+    // state repeated, as HELM writes one request state per window of a long instance.
+    let folder = copy_of_run(&env, "lm");
+    let spec_path = folder.join("run_spec.json");
+    let mut spec = read_json(&spec_path);
+    spec["adapter_spec"]["method"] = "language_modeling".into();
+    std::fs::write(&spec_path, serde_json::to_string_pretty(&spec).unwrap()).unwrap();
+    let state_path = folder.join("scenario_state.json");
+    let mut state = read_json(&state_path);
+    let states = state["request_states"].as_array_mut().unwrap();
+    let windows: Vec<Value> = states.iter().flat_map(|s| [s.clone(), s.clone()]).collect();
+    *states = windows;
+    std::fs::write(&state_path, serde_json::to_string_pretty(&state).unwrap()).unwrap();
+    let records = import(&env, "l", &folder, &[]);
+    assert_eq!(
+        records.len(),
+        80,
+        "one record per instance, trial and perturbation"
+    );
+    assert!(
+        records[0]["warnings"]
+            .to_string()
+            .contains("language-modeling instance")
+    );
+}

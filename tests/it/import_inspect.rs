@@ -317,7 +317,11 @@ fn eval_and_json_logs_of_one_task_give_the_same_records() {
                         .as_array()
                         .unwrap()
                         .iter()
-                        .filter(|w| !w.as_str().unwrap().contains("may be Inspect's position"))
+                        .filter(|w| {
+                            !w.as_str()
+                                .unwrap()
+                                .contains("which Inspect gives a sample without an id")
+                        })
                         .cloned()
                         .collect();
                     object.insert("warnings".into(), warnings.into());
@@ -416,4 +420,39 @@ fn a_file_that_is_not_an_inspect_log_is_refused_whole_and_nothing_is_written() {
         assert!(stderr.contains(expected), "{stderr}");
     }
     assert_eq!(env.files(), before);
+}
+
+#[test]
+fn integer_ids_are_run_local_even_beside_named_ones_and_another_reducer_is_said() {
+    // Derived from the real noid log: its first sample given a name, as a dataset where
+    // only some records have ids would log (Inspect numbers the others by position).
+    let env = Env::with_archive();
+    let text = std::fs::read_to_string(log("noid", "json", false)).unwrap();
+    let mixed = text.replacen("\"id\": 1,", "\"id\": \"named\",", 1);
+    assert_ne!(mixed, text, "the fixture's first sample has id 1");
+    let path = env.input("2026-12-03T14-55-25-00-00_babel-noid_mixed.json", mixed);
+    let records = import(&env, "m", &env.path().join(path), &[], &[]);
+    for record in &records {
+        let named = record["question_id"] == "named";
+        assert_eq!(record["identity_scope"] == "stable", named, "{record}");
+    }
+    // Derived from the real epochs log: its scores reduced with max instead of mean.
+    let text = std::fs::read_to_string(log("epochs", "json", false)).unwrap();
+    let max = text.replace("\"reducer\": \"mean\"", "\"reducer\": \"max\"");
+    assert_ne!(max, text, "the fixture reduces with mean");
+    let path = env.input("2026-12-03T14-55-30-00-00_babel-epochs_max.json", max);
+    let records = import(
+        &env,
+        "e",
+        &env.path().join(path),
+        &[],
+        &["--id-field", "id"],
+    );
+    assert!(
+        records[0]["warnings"]
+            .to_string()
+            .contains("reduces its 2 epochs with max"),
+        "{}",
+        records[0]["warnings"]
+    );
 }
