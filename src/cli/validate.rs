@@ -8,8 +8,8 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 /// Prove the archive is whole: every registered file present with its registered size and
-/// SHA-256, every record valid schema v1 pointing at a real nonblank raw line, no duplicate
-/// identities, counts that match, no untracked files in run folders, no pending journal.
+/// SHA-256, every record valid schema v1 pointing at a real item of its raw file (a
+/// nonblank line, a ZIP member, a JSON Pointer), no duplicate identities, counts that match, no untracked files in run folders, no pending journal.
 /// Lists every finding with its path; exits 0 only when there is none, else 1. Takes the
 /// writer lock: waits for a write under way to finish (up to --wait, if given), and
 /// writers wait for (or are refused during) validation.
