@@ -584,7 +584,6 @@ struct FileOutcome {
     producer: Option<Map<String, Value>>,
 }
 
-#[allow(clippy::too_many_arguments)]
 fn duplicate_hint(strict: bool) -> &'static str {
     if strict {
         "each (benchmark, language, script, question_id, variant_id, filter, repeat_id) may occur once \
@@ -881,6 +880,31 @@ impl FileImport<'_, '_> {
         }
     }
 
+    /// Copies `source` (given as `from`) whole to the new file `to`, hashing it and
+    /// reporting progress; an error names the side that failed.
+    fn copy_whole(
+        &self,
+        source: File,
+        from: &Path,
+        to: &Path,
+    ) -> Result<crate::durable::ContentDigest, ArchiveError> {
+        let mut tee = Tee {
+            inner: source,
+            copy: NewFile::create(to)?,
+            copy_error: None,
+            progress: self.progress,
+            since_report: 0,
+        };
+        if let Err(error) = io::copy(&mut tee, &mut io::sink()) {
+            return Err(match tee.copy_error {
+                Some(copy) => io_at("writing", to)(copy),
+                None => io_at("reading", from)(error),
+            }
+            .into());
+        }
+        Ok(tee.copy.finish()?)
+    }
+
     /// The end of every file: at least one record, and the entries of its files.
     fn finish(
         &self,
@@ -1005,7 +1029,7 @@ impl FileImport<'_, '_> {
     fn items(
         &self,
         structured: &adapters::Structured,
-        mut source: File,
+        source: File,
         companions: Vec<(String, File, u64)>,
         seen: &mut DigestMap<Seen>,
         report: &mut ImportReport,
@@ -1013,39 +1037,12 @@ impl FileImport<'_, '_> {
         let raw_path = self.transaction.path(&self.plan.raw_rel);
         let records_path = self.transaction.path(&self.plan.records_rel);
         let mut copied = Vec::new();
-        for (name, mut file, _) in companions {
-            let path = raw_path.with_file_name(&name);
-            let mut tee = Tee {
-                inner: &mut file,
-                copy: NewFile::create(&path)?,
-                copy_error: None,
-                progress: self.progress,
-                since_report: 0,
-            };
-            if let Err(error) = io::copy(&mut tee, &mut io::sink()) {
-                return Err(match tee.copy_error {
-                    Some(copy) => io_at("writing", &path)(copy),
-                    None => io_at("reading", &self.plan.given_path.join(&name))(error),
-                }
-                .into());
-            }
-            copied.push((name, tee.copy.finish()?));
+        for (name, file, _) in companions {
+            let from = self.plan.given_path.join(&name);
+            let digest = self.copy_whole(file, &from, &raw_path.with_file_name(&name))?;
+            copied.push((name, digest));
         }
-        let mut tee = Tee {
-            inner: &mut source,
-            copy: NewFile::create(&raw_path)?,
-            copy_error: None,
-            progress: self.progress,
-            since_report: 0,
-        };
-        if let Err(error) = io::copy(&mut tee, &mut io::sink()) {
-            return Err(match tee.copy_error {
-                Some(copy) => io_at("writing", &raw_path)(copy),
-                None => io_at("reading", self.plan.given_path)(error),
-            }
-            .into());
-        }
-        let raw_digest = tee.copy.finish()?;
+        let raw_digest = self.copy_whole(source, self.plan.given_path, &raw_path)?;
         let mut records = NewFile::create(&records_path)?;
         let import_context = self.import_context();
         let mut sink = self.sink(seen);
@@ -1301,7 +1298,8 @@ fn structured_items(
                 ))
             };
             let mut problem = None;
-            let first = document::read(
+            // The header pass skips the items' bytes; the second pass reads them.
+            let first = document::read_members(
                 open()?,
                 items,
                 &|key| wanted.contains(&key),

@@ -194,8 +194,41 @@ pub fn read<R: BufRead, E>(
     items: Items<'_>,
     capture: &dyn Fn(&str) -> bool,
     limit: usize,
-    mut visit: impl FnMut(Part<'_>) -> Result<(), E>,
+    visit: impl FnMut(Part<'_>) -> Result<(), E>,
 ) -> Result<(), DocumentError<E>> {
+    scan(reader, items, capture, limit, true, visit).map(drop)
+}
+
+/// Reads the document as [`read`] does, handing `visit` only the captured members: the
+/// items are checked and counted but never copied. Returns the number of items.
+pub fn read_members<R: BufRead, E>(
+    reader: R,
+    items: Items<'_>,
+    capture: &dyn Fn(&str) -> bool,
+    limit: usize,
+    visit: impl FnMut(Part<'_>) -> Result<(), E>,
+) -> Result<u64, DocumentError<E>> {
+    scan(reader, items, capture, limit, false, visit)
+}
+
+/// The number of items of a document (what a JSON Pointer to an item may index).
+pub fn count_items<R: BufRead>(
+    reader: R,
+    items: Items<'_>,
+) -> Result<u64, DocumentError<std::convert::Infallible>> {
+    read_members(reader, items, &|_| false, usize::MAX, |_| Ok(()))
+}
+
+/// [`read`] and [`read_members`]: items are copied and visited only when `keep_items`.
+fn scan<R: BufRead, E>(
+    reader: R,
+    items: Items<'_>,
+    capture: &dyn Fn(&str) -> bool,
+    limit: usize,
+    keep_items: bool,
+    mut visit: impl FnMut(Part<'_>) -> Result<(), E>,
+) -> Result<u64, DocumentError<E>> {
+    let mut count = 0u64;
     let mut lexer = Lexer { reader, offset: 0 };
     // A UTF-8 byte order mark is allowed at the very start.
     if lexer.reader.fill_buf()?.starts_with(b"\xEF\xBB\xBF") {
@@ -212,16 +245,19 @@ pub fn read<R: BufRead, E>(
             lexer.bump()?;
             return Ok(());
         }
-        let mut index = 0u64;
         loop {
-            buffer.clear();
-            lexer.value(Some(&mut buffer), limit)?;
-            visit(Part::Item {
-                index,
-                value: &buffer,
-            })
-            .map_err(DocumentError::Visit)?;
-            index += 1;
+            if keep_items {
+                buffer.clear();
+                lexer.value(Some(&mut buffer), limit)?;
+                visit(Part::Item {
+                    index: count,
+                    value: &buffer,
+                })
+                .map_err(DocumentError::Visit)?;
+            } else {
+                lexer.value::<E>(None, limit)?;
+            }
+            count += 1;
             lexer.skip_whitespace()?;
             match lexer.bump()? {
                 Some(b',') => {}
@@ -274,21 +310,6 @@ pub fn read<R: BufRead, E>(
     if lexer.peek()?.is_some() {
         return Err(lexer.shape("more after the end of the document"));
     }
-    Ok(())
-}
-
-/// The number of items of a document (what a JSON Pointer to an item may index).
-pub fn count_items<R: BufRead>(
-    reader: R,
-    items: Items<'_>,
-) -> Result<u64, DocumentError<std::convert::Infallible>> {
-    let mut count = 0;
-    read(reader, items, &|_| false, usize::MAX, |part| {
-        if let Part::Item { .. } = part {
-            count += 1;
-        }
-        Ok(())
-    })?;
     Ok(count)
 }
 
@@ -336,6 +357,25 @@ mod tests {
         assert_eq!(
             items,
             [r#"{"id": "q\"1"}"#, "[1,2]", "\"s\"", "3.5e1", "NaN"]
+        );
+        let mut skipped = Vec::new();
+        let count = read_members::<_, ()>(
+            text.as_bytes(),
+            Items::Member("samples"),
+            &|k| k != "skipped",
+            1 << 20,
+            |part| {
+                if let Part::Member { key, .. } = part {
+                    skipped.push(key.to_owned());
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (count, skipped.len()),
+            (5, 3),
+            "the same members, the items only counted"
         );
         let (_, items) = parts("\u{feff} [ {\"a\":1}, {} ]\n", Items::TopLevel);
         assert_eq!(items, ["{\"a\":1}", "{}"]);

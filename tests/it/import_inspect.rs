@@ -456,3 +456,28 @@ fn integer_ids_are_run_local_even_beside_named_ones_and_another_reducer_is_said(
         records[0]["warnings"]
     );
 }
+
+#[test]
+fn a_changed_byte_in_an_archived_log_is_found() {
+    // The raw log is hashed while its items are counted (a document) or apart (a ZIP).
+    for extension in ["json", "eval"] {
+        let env = Env::with_archive();
+        import(&env, "r", &log("mc", extension, false), &[], &[]);
+        let manifest: Value = serde_json::from_str(
+            &std::fs::read_to_string(env.archived("runs/r/manifest.json")).unwrap(),
+        )
+        .unwrap();
+        let raw = format!(
+            "runs/r/{}",
+            manifest["imports"][0]["raw"]["path"].as_str().unwrap()
+        );
+        let mut bytes = std::fs::read(env.archived(&raw)).unwrap();
+        let at = bytes.len() - 3;
+        bytes[at] ^= 0x01;
+        std::fs::write(env.archived(&raw), bytes).unwrap();
+        let output = env.babel(&["validate"]).output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{extension}");
+        let text = String::from_utf8(output.stdout).unwrap();
+        assert!(text.contains(&format!("{raw}: [sha256]")), "{text}");
+    }
+}

@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use super::Collector;
@@ -227,26 +227,39 @@ fn scan_raw(
     let Some(layout) = layout else {
         return scan_lines(file, path);
     };
-    let mut hashing = HashingReader::new(file.try_clone().map_err(io_at("reading", path))?);
-    std::io::copy(&mut hashing, &mut std::io::sink()).map_err(io_at("reading", path))?;
-    let digest = hashing.finish();
-    let index = match layout {
-        Err(reason) => RawIndex::Unreadable(reason),
-        Ok(Layout::Zip { item, .. }) => match ZipInput::new(file).and_then(|zip| zip.names()) {
-            Ok(names) => RawIndex::Members(names.into_iter().filter(|n| item(n)).collect()),
-            Err(error) => RawIndex::Unreadable(format!("cannot be read: {error}")),
-        },
+    // A document is hashed while its items are counted (the hasher sees every byte read).
+    let hash_rest = |mut hashing: HashingReader<File>| -> Result<ContentDigest, ArchiveError> {
+        std::io::copy(&mut hashing, &mut std::io::sink()).map_err(io_at("reading", path))?;
+        Ok(hashing.finish())
+    };
+    let index_and_digest = match layout {
+        Err(reason) => (
+            RawIndex::Unreadable(reason),
+            hash_rest(HashingReader::new(file))?,
+        ),
+        // A ZIP archive is read from its end: hashed apart.
+        Ok(Layout::Zip { item, .. }) => {
+            let digest = hash_rest(HashingReader::new(
+                file.try_clone().map_err(io_at("reading", path))?,
+            ))?;
+            let index = match ZipInput::new(file).and_then(|zip| zip.names()) {
+                Ok(names) => RawIndex::Members(names.into_iter().filter(|n| item(n)).collect()),
+                Err(error) => RawIndex::Unreadable(format!("cannot be read: {error}")),
+            };
+            (index, digest)
+        }
         Ok(Layout::Document { items, .. } | Layout::Folder { items, .. }) => {
-            let mut file = file;
-            file.seek(SeekFrom::Start(0))
-                .map_err(io_at("reading", path))?;
-            match document::count_items(BufReader::with_capacity(256 * 1024, file), items) {
+            let mut reader = BufReader::with_capacity(256 * 1024, HashingReader::new(file));
+            let index = match document::count_items(&mut reader, items) {
                 Ok(count) => RawIndex::Items { items, count },
                 Err(error) => RawIndex::Unreadable(format!("cannot be read: {error}")),
-            }
+            };
+            // Bytes already buffered were hashed as they were read; what a refused
+            // document left unread is hashed now.
+            (index, hash_rest(reader.into_inner())?)
         }
     };
-    Ok((index, digest))
+    Ok(index_and_digest)
 }
 
 fn scan_lines(file: File, path: &Path) -> Result<(RawIndex, ContentDigest), ArchiveError> {
