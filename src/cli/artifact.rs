@@ -112,11 +112,7 @@ fn add(globals: &Globals, args: AddArgs) -> Result<Exit, CliError> {
     let kind = kind(&args.kind)?;
     let id = artifact_id(&args.id)?;
     let archive = globals.archive()?;
-    let session = archive.write_session(
-        &globals.invocation,
-        globals.wait,
-        &mut globals.announce_wait(),
-    )?;
+    let session = globals.write_session(&archive)?;
     let outcome = artifacts::add(&session, kind, &id, &args.file)?;
     if args.json {
         print_json(&json!({

@@ -25,11 +25,7 @@ pub struct Args {
 pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     let run = run_id(&args.run)?;
     let archive = globals.archive()?;
-    let session = archive.write_session(
-        &globals.invocation,
-        globals.wait,
-        &mut globals.announce_wait(),
-    )?;
+    let session = globals.write_session(&archive)?;
     let manifest = runs::attach(&session, &run, &args.files, args.max_attachment_size)?;
     if !globals.quiet {
         let added = &manifest.attachments[manifest.attachments.len() - args.files.len()..];

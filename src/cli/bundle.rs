@@ -222,11 +222,7 @@ pub struct ImportArgs {
 pub fn import(globals: &Globals, args: ImportArgs) -> Result<Exit, CliError> {
     let expected = args.checks.expected()?;
     let archive = globals.archive()?;
-    let session = archive.write_session(
-        &globals.invocation,
-        globals.wait,
-        &mut globals.announce_wait(),
-    )?;
+    let session = globals.write_session(&archive)?;
     match babel::bundle::import::import(&session, &args.file, expected, &args.checks.ceilings()) {
         Ok(imported) => {
             if args.json {

@@ -298,11 +298,7 @@ pub fn push(globals: &Globals, args: PushArgs) -> Result<Exit, CliError> {
     let selection = selection(args.runs)?;
     let client = client()?;
     let archive = globals.archive()?;
-    let session = archive.write_session(
-        &globals.invocation,
-        globals.wait,
-        &mut globals.announce_wait(),
-    )?;
+    let session = globals.write_session(&archive)?;
     let options = PushOptions {
         create: args.create,
         private: args.private,

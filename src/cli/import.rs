@@ -150,11 +150,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         max_attachment_size: args.max_attachment_size,
     };
     let archive = globals.archive()?;
-    let session = archive.write_session(
-        &globals.invocation,
-        globals.wait,
-        &mut globals.announce_wait(),
-    )?;
+    let session = globals.write_session(&archive)?;
     let bar = progress_bar(globals.quiet || args.json);
     let report = import::import(&session, &run, &args.files, &options, &bar)?;
     if args.json {

@@ -121,6 +121,15 @@ impl Globals {
             }
         }
     }
+
+    /// The write session of this command on `archive`: the writer lock, taken as the
+    /// command line names it, waiting as `--wait` says and announcing the wait.
+    pub fn write_session<'a>(
+        &self,
+        archive: &'a babel::archive::Archive,
+    ) -> Result<babel::archive::WriteSession<'a>, CliError> {
+        Ok(archive.write_session(&self.invocation, self.wait, &mut self.announce_wait())?)
+    }
 }
 
 /// Parses the command line, runs the command, and turns the outcome into an exit code.

@@ -67,11 +67,7 @@ fn create(globals: &Globals, args: CreateArgs) -> Result<Exit, CliError> {
             .map_err(super::artifact::unknown_is_usage)?;
         meta.push((contract::CONTRACT_KEY.to_owned(), contract));
     }
-    let session = archive.write_session(
-        &globals.invocation,
-        globals.wait,
-        &mut globals.announce_wait(),
-    )?;
+    let session = globals.write_session(&archive)?;
     runs::create(
         &session,
         &run,

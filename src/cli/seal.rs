@@ -14,11 +14,7 @@ pub struct Args {
 pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     let run = run_id(&args.run)?;
     let archive = globals.archive()?;
-    let session = archive.write_session(
-        &globals.invocation,
-        globals.wait,
-        &mut globals.announce_wait(),
-    )?;
+    let session = globals.write_session(&archive)?;
     runs::seal(&session, &run)?;
     if !globals.quiet {
         outln!("sealed run {run}");
