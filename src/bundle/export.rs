@@ -99,8 +99,9 @@ fn closure(archive: &Archive, selection: &Selection) -> Result<Closure, ArchiveE
     }
 }
 
-/// Where a component's files come from: (path in the bundle, ROOT-relative source, role).
-type Sources = Vec<(String, String, &'static str)>;
+/// A component's files: (path, role). A file's path in the bundle is its ROOT-relative
+/// path in the archive.
+type Sources = Vec<(String, &'static str)>;
 
 fn run_files(archive: &Archive, run: &str) -> Result<Sources, ArchiveError> {
     let id = RunId::parse(run).map_err(|e| usage(e.to_string(), "name a run by its ID"))?;
@@ -115,8 +116,7 @@ fn run_files(archive: &Archive, run: &str) -> Result<Sources, ArchiveError> {
     }
     let mut files: Sources = Vec::new();
     let mut add = |inside: &str, role: &'static str| {
-        let relative = run_relative(&id, inside);
-        files.push((relative.clone(), relative, role));
+        files.push((run_relative(&id, inside), role));
     };
     add(layout::MANIFEST, "run-manifest");
     for entry in &manifest.imports {
@@ -135,16 +135,8 @@ fn run_files(archive: &Archive, run: &str) -> Result<Sources, ArchiveError> {
 fn artifact_files(kind: Kind, id: &str) -> Sources {
     let dir = artifacts::artifact_dir(kind, id);
     vec![
-        (
-            format!("{dir}/artifact.json"),
-            format!("{dir}/artifact.json"),
-            "artifact-payload",
-        ),
-        (
-            format!("{dir}/{}", layout::MANIFEST),
-            format!("{dir}/{}", layout::MANIFEST),
-            "artifact-manifest",
-        ),
+        (format!("{dir}/artifact.json"), "artifact-payload"),
+        (format!("{dir}/{}", layout::MANIFEST), "artifact-manifest"),
     ]
 }
 
@@ -153,11 +145,11 @@ fn component(
     archive: &Archive,
     name: String,
     mut sources: Sources,
-) -> Result<(Component, Sources), ArchiveError> {
+) -> Result<Component, ArchiveError> {
     sources.sort();
     let mut files = Vec::new();
-    for (path, source, role) in &sources {
-        let on_disk = archive.layout().resolve(source);
+    for (path, role) in &sources {
+        let on_disk = archive.layout().resolve(path);
         let digest = durable::digest_file(&on_disk)?;
         let (rows, row_root) = if *role == "records" {
             let file = File::open(&on_disk).map_err(io_at("opening", &on_disk))?;
@@ -179,12 +171,12 @@ fn component(
         });
     }
     let root = super::component_root(&name, &files);
-    Ok((Component { name, files, root }, sources))
+    Ok(Component { name, files, root })
 }
 
 /// A sealed run of the archive as a bundle component (what an importer compares with).
 pub(crate) fn component_of_run(archive: &Archive, run: &str) -> Result<Component, ArchiveError> {
-    Ok(component(archive, format!("runs/{run}"), run_files(archive, run)?)?.0)
+    component(archive, format!("runs/{run}"), run_files(archive, run)?)
 }
 
 /// A registered artifact as a bundle component.
@@ -193,12 +185,11 @@ pub(crate) fn component_of_artifact(
     kind: Kind,
     id: &str,
 ) -> Result<Component, ArchiveError> {
-    Ok(component(
+    component(
         archive,
         artifacts::artifact_dir(kind, id),
         artifact_files(kind, id),
-    )?
-    .0)
+    )
 }
 
 /// Writes the bundle of `selection` to `out`, which must not exist.
@@ -215,18 +206,11 @@ pub fn export(
     }
     let (runs, artifact_ids) = closure(archive, selection)?;
     let mut components = Vec::new();
-    let mut sources: BTreeMap<String, String> = BTreeMap::new();
     for run in &runs {
-        let (component, files) =
-            component(archive, format!("runs/{run}"), run_files(archive, run)?)?;
-        sources.extend(files.into_iter().map(|(path, source, _)| (path, source)));
-        components.push(component);
+        components.push(component_of_run(archive, run)?);
     }
     for (kind, id) in &artifact_ids {
-        let name = artifacts::artifact_dir(*kind, id);
-        let (component, files) = component(archive, name, artifact_files(*kind, id))?;
-        sources.extend(files.into_iter().map(|(path, source, _)| (path, source)));
-        components.push(component);
+        components.push(component_of_artifact(archive, *kind, id)?);
     }
     components.sort_by(|a, b| a.name.cmp(&b.name));
     let selection_value = match selection {
@@ -278,12 +262,9 @@ pub fn export(
     for component in &manifest.components {
         for file in &component.files {
             add_folders(&file.path, &mut members);
-            let source = sources
-                .get(&file.path)
-                .expect("every listed file has a source");
             members.insert(
                 format!("{TOP}/{}", file.path),
-                Body::File(source, file.bytes),
+                Body::File(&file.path, file.bytes),
             );
         }
     }
