@@ -244,15 +244,6 @@ pub fn export(
         File(&'a str, u64),
     }
     let mut members: BTreeMap<String, Body<'_>> = BTreeMap::new();
-    let add_folders = |path: &str, members: &mut BTreeMap<String, Body<'_>>| {
-        let mut at = 0;
-        while let Some(slash) = path[at..].find('/') {
-            at += slash + 1;
-            members
-                .entry(format!("{TOP}/{}", &path[..at]))
-                .or_insert(Body::Folder);
-        }
-    };
     members.insert(format!("{TOP}/"), Body::Folder);
     members.insert(format!("{TOP}/manifest.json"), Body::Bytes(&manifest_bytes));
     members.insert(
@@ -261,7 +252,11 @@ pub fn export(
     );
     for component in &manifest.components {
         for file in &component.files {
-            add_folders(&file.path, &mut members);
+            for folder in super::folders_of(&file.path) {
+                members
+                    .entry(format!("{TOP}/{folder}"))
+                    .or_insert(Body::Folder);
+            }
             members.insert(
                 format!("{TOP}/{}", file.path),
                 Body::File(&file.path, file.bytes),

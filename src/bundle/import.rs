@@ -10,7 +10,7 @@
 //! transaction (journalled, so a crash leaves all of them or none), whose history entry
 //! (`import-bundle`) records every manifest published and the bundle's SHA-256 and root.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::Path;
 
@@ -154,30 +154,24 @@ pub fn import(
 
     // One write: every file of every new component, their folders, and the manifests in
     // the history entry; the marker, rewritten with its own bytes, is the commit point.
-    let mut files = Vec::new();
-    let mut dirs = Vec::new();
-    for component in &new {
-        let mut folders = vec![component.name.clone()];
-        for file in &component.files {
-            files.push(file.path.clone());
-            let mut at = component.name.len() + 1;
-            while let Some(slash) = file.path[at..].find('/') {
-                at += slash;
-                folders.push(file.path[..at].to_owned());
-                at += 1;
-            }
-        }
-        if let Some((registry, _)) = component.name.split_once('/') {
-            dirs.push(registry.to_owned());
-        }
-        folders.sort();
-        folders.dedup();
-        dirs.extend(folders);
-    }
-    let mut seen = std::collections::HashSet::new();
-    dirs.retain(|d| seen.insert(d.clone()));
-    let transaction =
-        Transaction::begin(session, "import-bundle", files, dirs, layout::MARKER.into())?;
+    let files: Vec<String> = new
+        .iter()
+        .flat_map(|c| &c.files)
+        .map(|f| f.path.clone())
+        .collect();
+    // Sorted, a folder comes before the folders in it.
+    let dirs: BTreeSet<String> = files
+        .iter()
+        .flat_map(|path| super::folders_of(path))
+        .map(|folder| folder.trim_end_matches('/').to_owned())
+        .collect();
+    let transaction = Transaction::begin(
+        session,
+        "import-bundle",
+        files,
+        dirs.into_iter().collect(),
+        layout::MARKER.into(),
+    )?;
     let mut recorded = BTreeMap::new();
     let top = staged.top();
     for component in &new {

@@ -176,6 +176,12 @@ pub fn checksums(manifest_sha256: &str, components: &[Component]) -> String {
         .collect()
 }
 
+/// The folders on the way to `path`, outermost first, each ending in `/` (`a/` and `a/b/`
+/// for `a/b/c`).
+pub(crate) fn folders_of(path: &str) -> impl Iterator<Item = &str> {
+    path.match_indices('/').map(move |(at, _)| &path[..=at])
+}
+
 /// The zstd library babel links (what `Transport::encoder` pins).
 pub fn encoder() -> String {
     let n = zstd::zstd_safe::version_number();

@@ -392,13 +392,12 @@ fn check(
         )));
     }
     let mut folders: BTreeSet<String> = ["/".to_owned()].into();
-    for path in &declared {
-        let mut at = 0;
-        while let Some(slash) = path[at..].find('/') {
-            at += slash + 1;
-            folders.insert(path[..at].to_owned());
-        }
-    }
+    folders.extend(
+        declared
+            .iter()
+            .flat_map(|p| super::folders_of(p))
+            .map(str::to_owned),
+    );
     if folders != extracted.folders {
         return Err(invalid(
             "the archive's folders are not exactly those of its files",
