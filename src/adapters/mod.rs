@@ -72,7 +72,9 @@ pub enum Reader {
 /// then each item, with its locator, to [`Structured::normalize`].
 pub struct Structured {
     /// How an input is laid out, by its name (an Inspect log is a `.eval` ZIP or a
-    /// `.json` document; a HELM run is a folder); an error says what it should be.
+    /// `.json` document); an error says what it should be. A format whose inputs are
+    /// folders (a HELM run) returns [`Layout::Folder`] for every name, even an empty one:
+    /// that is how the archive knows to open a folder.
     pub layout: fn(&str) -> Result<Layout, String>,
     /// Reads the header (the members [`Layout`] names, parsed) into what every item
     /// needs, and the producer's facts the manifest keeps.
@@ -186,8 +188,8 @@ impl Format {
         self.0.normalizer_version
     }
 
-    /// See [`Adapter::check_options`].
-    /// Whether the format's inputs are folders (a HELM run), not files.
+    /// Whether the format's inputs are folders (a HELM run), not files: its layout is a
+    /// folder whatever the name (the contract of [`Structured::layout`]).
     pub fn reads_folders(self) -> bool {
         match &self.0.reader {
             Reader::Items(structured) => {
@@ -197,6 +199,7 @@ impl Format {
         }
     }
 
+    /// See [`Adapter::check_options`].
     pub fn check_options(self, options: &AdapterOptions) -> Result<(), String> {
         (self.0.check_options)(options)
     }
