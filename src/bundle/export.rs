@@ -82,7 +82,17 @@ fn closure(archive: &Archive, selection: &Selection) -> Result<Closure, ArchiveE
             }
             let registered = artifacts::load(archive, kind, &id)?;
             for pin in &registered.manifest.dependencies.artifacts {
-                let kind = Kind::parse(&pin.kind).expect("a registered manifest names known kinds");
+                let kind = Kind::parse(&pin.kind).ok_or_else(|| ArchiveError::Damaged {
+                    path: archive.layout().resolve(&format!(
+                        "{}/{}",
+                        artifacts::artifact_dir(kind, &id),
+                        layout::MANIFEST
+                    )),
+                    reason: format!(
+                        "it pins an unknown kind {:?} (run `babel validate`)",
+                        pin.kind
+                    ),
+                })?;
                 pending_artifacts.push_back((kind, pin.id.clone()));
             }
             pending_runs.extend(
