@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::archive::comparison::{ComparisonSides, SideRequest, report_destination};
+use crate::archive::comparison::{ComparisonSides, SideRequest};
 use crate::archive::layout::{RunId, run_relative};
 use crate::archive::{Archive, ArchiveError};
 use crate::compare::stats::ConfidenceLevel;
@@ -63,7 +63,12 @@ pub fn compare(
     let destination = request
         .report
         .as_ref()
-        .map(|report| report_destination(archive, &report.path).map(|path| (path, report.format)))
+        .map(|report| {
+            archive
+                .layout()
+                .derived_destination(&report.path, false)
+                .map(|path| (path, report.format))
+        })
         .transpose()?;
     let sides =
         ComparisonSides::select(archive, request.baseline.clone(), request.variant.clone())?;

@@ -67,6 +67,20 @@ pub fn normalize(
     let evaluation_name = f.required_string("evaluation_name")?;
     let result_id = f.required_nullable_string("evaluation_result_id")?;
     let mut warnings = Vec::new();
+    // EEE names a model `<developer>/<name>` (babel's export writes the run's model so):
+    // the row is of the run's model when its ID is that model, or that model under a
+    // developer prefix.
+    let model_id = f.peek("model_id").and_then(Value::as_str);
+    let own = model_id.filter(|id| {
+        *id != context.run.model
+            && id.split_once('/').map(|(_, name)| name) != Some(context.run.model.as_str())
+    });
+    warnings.extend(super::check_model(
+        own,
+        f.path("model_id"),
+        "the row's model_id",
+        context,
+    )?);
     let (question_id, identity_scope) = match selected {
         Some(found) => (found.question_id, found.scope),
         // babel's own export says which IDs are run-local.

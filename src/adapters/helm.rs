@@ -46,10 +46,119 @@ const PER_INSTANCE_STATS: &str = "per_instance_stats.json";
 /// Every HELM run folder has the same layout, whatever its name.
 fn layout(_: &str) -> Result<Layout, String> {
     Ok(Layout::Folder {
-        header: &[RUN_SPEC, SCENARIO, PER_INSTANCE_STATS],
+        header: &[RUN_SPEC, SCENARIO],
         items_file: "scenario_state.json",
         items: crate::inputs::document::Items::Member("request_states"),
+        indexed: Some(super::Indexed {
+            file: PER_INSTANCE_STATS,
+            new: || Box::new(Stats::default()),
+            add: add_stats,
+        }),
     })
+}
+
+/// The per-instance stats, streamed from `per_instance_stats.json` (which can be far
+/// larger than memory should hold as a tree): per (instance, trial, perturbation), each
+/// stat's mean, with the stat names stored once.
+#[derive(Default)]
+struct Stats {
+    entries: HashMap<StatsKey, Vec<(std::sync::Arc<str>, Mean)>>,
+    names: HashMap<String, std::sync::Arc<str>>,
+}
+
+/// An entry's metrics (stat name → mean, null where there is none), and why each null
+/// is null.
+type Metrics<'a> = (Map<String, Value>, HashMap<&'a str, &'static str>);
+
+/// A stat's mean for one item, or why there is none (in the words of the file).
+#[derive(Debug, Clone)]
+enum Mean {
+    Known(serde_json::Number),
+    Unknown(&'static str),
+}
+
+impl Stats {
+    /// The metrics of one entry: stat name → mean (null where there is none), and why
+    /// each unknown one is unknown.
+    fn metrics(&self, key: &StatsKey) -> Option<Metrics<'_>> {
+        self.entries.get(key).map(|values| {
+            let mut why = HashMap::new();
+            let metrics = values
+                .iter()
+                .map(|(name, mean)| {
+                    let value = match mean {
+                        Mean::Known(number) => Value::Number(number.clone()),
+                        Mean::Unknown(reason) => {
+                            why.insert(&**name, *reason);
+                            Value::Null
+                        }
+                    };
+                    (name.to_string(), value)
+                })
+                .collect();
+            (metrics, why)
+        })
+    }
+}
+
+/// Adds one element of `per_instance_stats.json` to the index; a second entry for the
+/// same (instance, trial, perturbation) is refused, as a repeated key is.
+fn add_stats(
+    index: &mut (dyn std::any::Any + Send + Sync),
+    item: Item,
+) -> Result<(), AdapterError> {
+    let stats: &mut Stats = index.downcast_mut().expect("made by this adapter");
+    let at = FieldPath::root();
+    let entry = Value::Object(item.object);
+    let key = stats_key(&entry, &at)?;
+    let mut values = Vec::new();
+    for stat in entry
+        .get("stats")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = stat
+            .get("name")
+            .and_then(|n| n.get("name"))
+            .and_then(Value::as_str)
+        else {
+            continue;
+        };
+        let mean = match (stat.get("count"), stat.get("mean")) {
+            (None | Some(Value::Null), _) => Mean::Unknown("has no count"),
+            (Some(count), _) if count.as_u64() == Some(0) => Mean::Unknown("has count 0"),
+            (Some(count), _) if count.as_u64().is_none() => {
+                Mean::Unknown("has a count that is not a whole number")
+            }
+            (_, None | Some(Value::Null)) => Mean::Unknown("has no mean"),
+            (_, Some(Value::Number(mean))) => Mean::Known(mean.clone()),
+            (_, Some(_)) => Mean::Unknown("has a mean that is not a number"),
+        };
+        let name = match stats.names.get(name) {
+            Some(interned) => interned.clone(),
+            None => {
+                let interned: std::sync::Arc<str> = name.into();
+                stats.names.insert(name.to_owned(), interned.clone());
+                interned
+            }
+        };
+        // As in a JSON object, a stat named twice keeps its last value.
+        values.retain(|(known, _): &(std::sync::Arc<str>, _)| *known != name);
+        values.push((name, mean));
+    }
+    if stats.entries.insert(key.clone(), values).is_some() {
+        return Err(AdapterError::new(
+            at,
+            format!(
+                "a second entry for instance {:?}, train trial {}, perturbation {}: which one scores the instance is ambiguous",
+                key.0,
+                key.1,
+                key.2.as_deref().unwrap_or("(none)")
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// A HELM run's variants are its perturbations, so `--variant` has nothing to name.
@@ -73,14 +182,22 @@ struct Run {
     /// Every instance id is `id<n>`: HELM's positions, renumbered over all splits.
     positional_ids: bool,
     /// Per (instance, trial, perturbation): stat name → mean (null when `count` is 0).
-    stats: HashMap<StatsKey, Map<String, Value>>,
+    stats: Box<Stats>,
     correctness_stat: String,
+    /// The warning every record carries when the run's own model is not the babel run's
+    /// (`--allow-other-model`).
+    model_warning: Option<String>,
     /// A language-modeling run (`adapter_spec.method`): HELM splits a long instance into
     /// windows, one request state each; the instances already given their record.
     windows_seen: Option<std::sync::Mutex<std::collections::HashSet<StatsKey>>>,
 }
 
-fn begin(header: &Map<String, Value>, context: &ImportContext<'_>) -> Result<Begun, AdapterError> {
+fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, AdapterError> {
+    let super::Header {
+        members: header,
+        index,
+    } = header;
+    let header = &header;
     let file = |name: &str| -> Result<&Map<String, Value>, AdapterError> {
         header.get(name).and_then(Value::as_object).ok_or_else(|| {
             AdapterError::new(
@@ -97,49 +214,43 @@ fn begin(header: &Map<String, Value>, context: &ImportContext<'_>) -> Result<Beg
         .get(SCENARIO)
         .and_then(|s| s.get("name"))
         .and_then(Value::as_str);
-    let benchmark = super::named_benchmark(context, scenario_name, "scenario.json's name", "")?;
-    let Some(Value::Array(entries)) = header.get(PER_INSTANCE_STATS) else {
+    let benchmark = super::named_benchmark(
+        context,
+        scenario_name,
+        "scenario.json's name",
+        &format!(
+            "no benchmark: the run folder has no {SCENARIO} naming one, and neither --benchmark nor the run's metadata gives one"
+        ),
+    )?;
+    let Some(index) = index else {
         return Err(AdapterError::new(
             FieldPath::root(),
-            format!("the run folder has no {PER_INSTANCE_STATS} (an array)"),
+            format!("the run folder has no {PER_INSTANCE_STATS}"),
         )
         .with_hint("import the whole folder helm-run wrote: benchmark_output/runs/<suite>/<run>"));
     };
-    let mut stats = HashMap::new();
-    for (index, entry) in entries.iter().enumerate() {
-        let at = FieldPath::root().key(PER_INSTANCE_STATS).index(index);
-        let key = stats_key(entry, &at)?;
-        let mut values = Map::new();
-        for stat in entry
-            .get("stats")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let Some(name) = stat
-                .get("name")
-                .and_then(|n| n.get("name"))
-                .and_then(Value::as_str)
-            else {
-                continue;
-            };
-            let known = stat.get("count").and_then(Value::as_u64).unwrap_or(0) > 0;
-            let mean = stat
-                .get("mean")
-                .filter(|_| known)
-                .cloned()
-                .unwrap_or(Value::Null);
-            values.insert(name.to_owned(), mean);
-        }
-        stats.insert(key, values);
-    }
-    let positional_ids = !stats.is_empty() && stats.keys().all(|(id, _, _)| is_position(id));
+    let stats: Box<Stats> = index.downcast().map_err(|_| {
+        AdapterError::new(FieldPath::root(), "the stats index is not this adapter's")
+    })?;
+    let positional_ids =
+        !stats.entries.is_empty() && stats.entries.keys().all(|(id, _, _)| is_position(id));
     let correctness_stat = context
         .run
         .correctness_metric
         .clone()
         .unwrap_or_else(|| DEFAULT_CORRECTNESS_STAT.to_owned());
     let adapter_spec = run_spec.get("adapter_spec");
+    let model_warning = super::check_model(
+        adapter_spec
+            .and_then(|a| a.get("model"))
+            .and_then(Value::as_str),
+        FieldPath::root()
+            .key(RUN_SPEC)
+            .key("adapter_spec")
+            .key("model"),
+        "the HELM run's model (run_spec.json adapter_spec.model)",
+        context,
+    )?;
     let mut producer = Map::new();
     producer.insert("framework".into(), "helm".into());
     for (key, value) in [
@@ -168,6 +279,7 @@ fn begin(header: &Map<String, Value>, context: &ImportContext<'_>) -> Result<Beg
             positional_ids,
             stats,
             correctness_stat,
+            model_warning,
             windows_seen: (adapter_spec
                 .and_then(|a| a.get("method"))
                 .and_then(Value::as_str)
@@ -250,7 +362,7 @@ fn normalize(
         instance.get("perturbation"),
         &at_instance.key("perturbation"),
     )?;
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = run.model_warning.iter().cloned().collect();
     if let Some(seen) = &run.windows_seen {
         let key = (id.clone(), trial, perturbation.clone());
         if !seen.lock().unwrap_or_else(|e| e.into_inner()).insert(key) {
@@ -344,7 +456,8 @@ fn normalize(
     };
 
     let key = (id.clone(), trial, perturbation.clone());
-    let metrics = run.stats.get(&key).cloned().unwrap_or_default();
+    let found = run.stats.metrics(&key);
+    let (metrics, unknown_because) = found.clone().unwrap_or_default();
     let correct = if !succeeded {
         let error = result
             .and_then(|r| r.get("error"))
@@ -354,7 +467,7 @@ fn normalize(
             "the request failed ({error}): correctness is unknown"
         ));
         None
-    } else if !run.stats.contains_key(&key) {
+    } else if found.is_none() {
         warnings.push(
             "per_instance_stats.json has no entry for this instance, trial and perturbation: correctness is unknown"
                 .to_owned(),
@@ -370,8 +483,12 @@ fn normalize(
                 None
             }
             Some(Value::Null) => {
+                let reason = unknown_because
+                    .get(run.correctness_stat.as_str())
+                    .copied()
+                    .unwrap_or("has no mean");
                 warnings.push(format!(
-                    "stat {} has count 0 for this item: correctness is unknown",
+                    "stat {} {reason} for this item: correctness is unknown",
                     run.correctness_stat
                 ));
                 None
@@ -474,11 +591,27 @@ mod tests {
         header.insert(SCENARIO.into(), json!({"name": "hellaswag"}));
         let stat =
             json!([{"name": {"name": "exact_match", "split": "test"}, "count": 1, "mean": 1.0}]);
-        header.insert(
-            PER_INSTANCE_STATS.into(),
-            json!([{"instance_id": "h1", "train_trial_index": 0, "stats": stat}]),
+        let mut index: Box<dyn std::any::Any + Send + Sync> = Box::new(Stats::default());
+        let Value::Object(entry) =
+            json!({"instance_id": "h1", "train_trial_index": 0, "stats": stat})
+        else {
+            unreachable!()
+        };
+        let element = Item {
+            object: entry,
+            replaced: Vec::new(),
+            locator: crate::record::Locator::Pointer("/0".into()),
+        };
+        add_stats(index.as_mut(), element.clone()).unwrap();
+        assert!(
+            add_stats(index.as_mut(), element).is_err(),
+            "a second entry for the same key is refused"
         );
-        let begun = begin(&header, &context).unwrap();
+        let header = crate::adapters::Header {
+            members: header,
+            index: Some(index),
+        };
+        let begun = begin(header, &context).unwrap();
         let instance = json!({"id": "h1", "split": "test", "input": {"text": "A man"},
             "references": [{"output": {"text": "runs"}, "tags": ["correct"]}, {"output": {"text": "flies"}, "tags": []}]});
         let mut out = Vec::new();

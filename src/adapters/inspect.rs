@@ -79,7 +79,8 @@ enum Scorer {
 }
 
 /// Reads the log's header: its task, dataset ids, scorers, status and producer facts.
-fn begin(header: &Map<String, Value>, context: &ImportContext<'_>) -> Result<Begun, AdapterError> {
+fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, AdapterError> {
+    let header = &header.members;
     let (top, status, at) = match (header.get(ZIP_HEADER), header.get(ZIP_START)) {
         (Some(Value::Object(top)), _) => {
             (top, top.get("status"), FieldPath::root().key(ZIP_HEADER))
@@ -122,6 +123,13 @@ fn begin(header: &Map<String, Value>, context: &ImportContext<'_>) -> Result<Beg
     let scorer = choose_scorer(top, eval, context, &at)?;
 
     let mut warnings = Vec::new();
+    let model = eval.get("model").and_then(Value::as_str);
+    warnings.extend(super::check_model(
+        model,
+        eval_at.key("model"),
+        "the log's model",
+        context,
+    )?);
     if status != "success" {
         warnings.push(format!(
             "the log's status is {status:?}, not \"success\": the evaluation did not finish, so its samples may be incomplete"

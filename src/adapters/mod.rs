@@ -76,10 +76,10 @@ pub struct Structured {
     /// folders (a HELM run) returns [`Layout::Folder`] for every name, even an empty one:
     /// that is how the archive knows to open a folder.
     pub layout: fn(&str) -> Result<Layout, String>,
-    /// Reads the header (the members [`Layout`] names, parsed) into what every item
-    /// needs, and the producer's facts the manifest keeps.
-    pub begin:
-        fn(&serde_json::Map<String, Value>, &ImportContext<'_>) -> Result<Begun, AdapterError>,
+    /// Reads the header (the members [`Layout`] names, parsed, and the index of an
+    /// [`Indexed`] file) into what every item needs, and the producer's facts the
+    /// manifest keeps.
+    pub begin: fn(Header, &ImportContext<'_>) -> Result<Begun, AdapterError>,
     /// Normalizes one item into records, appended to `out`.
     pub normalize:
         fn(&Begun, Item, &ImportContext<'_>, &mut Vec<Record>) -> Result<(), AdapterError>,
@@ -108,7 +108,31 @@ pub enum Layout {
         header: &'static [&'static str],
         items_file: &'static str,
         items: crate::inputs::document::Items<'static>,
+        indexed: Option<Indexed>,
     },
+}
+
+/// A header file of a folder too large to be read whole (a HELM run's
+/// `per_instance_stats.json` can be hundreds of megabytes): a JSON array whose elements
+/// are parsed one at a time and handed to `add`, which keeps, in the adapter's own
+/// compact form, what the items need. Memory then grows with what is kept, not with the
+/// file.
+#[derive(Debug, Clone, Copy)]
+pub struct Indexed {
+    /// The file's name in the folder.
+    pub file: &'static str,
+    /// An empty index.
+    pub new: fn() -> Box<dyn std::any::Any + Send + Sync>,
+    /// Adds one element (its pointer in `item.locator`) to the index.
+    pub add: fn(&mut (dyn std::any::Any + Send + Sync), Item) -> Result<(), AdapterError>,
+}
+
+/// What a structured file's header holds when [`Structured::begin`] reads it.
+pub struct Header {
+    /// The header members (or files) the layout names, parsed; a missing one is absent.
+    pub members: serde_json::Map<String, Value>,
+    /// The index an [`Indexed`] file built, when the folder holds that file.
+    pub index: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 /// What [`Structured::begin`] made of a header.
@@ -242,6 +266,37 @@ pub struct AdapterOptions {
     pub benchmark: Option<String>,
     /// `--language`: the language of records that do not name one.
     pub language: Option<String>,
+    /// `--allow-other-model`: a file whose own model differs from the run's is imported
+    /// (each record then says so) instead of refused.
+    pub allow_other_model: bool,
+}
+
+/// Checks the model a file names for itself (an Inspect log's `eval.model`, a HELM run's
+/// `adapter_spec.model`, an Every Eval Ever row's `model_id`) against the run's `model`,
+/// as a canonical record's `model` is checked: a file of another model is refused,
+/// naming both, unless the import allows it (`--allow-other-model`), when the returned
+/// warning goes on every record. `own` is `None` when the file names no model.
+pub fn check_model(
+    own: Option<&str>,
+    at: FieldPath,
+    what: &str,
+    context: &ImportContext<'_>,
+) -> Result<Option<String>, AdapterError> {
+    let run_model = context.run.model.as_str();
+    match own {
+        None => Ok(None),
+        Some(own) if own == run_model => Ok(None),
+        Some(own) if context.options.allow_other_model => Ok(Some(format!(
+            "{what} is {own:?}, not the run's model {run_model:?}; imported with --allow-other-model"
+        ))),
+        Some(own) => Err(AdapterError::new(
+            at,
+            format!("{what} is {own:?}, but run {} is of model {run_model:?}", context.run.run_id),
+        )
+        .with_hint(format!(
+            "import it into a run of that model (`babel run create RUN --model '{own}'`), or pass --allow-other-model to keep it in this run with a warning on every record"
+        ))),
+    }
 }
 
 /// The input file a line comes from.

@@ -13,13 +13,14 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::artifacts::contract::BankIndex;
+use super::history::Change;
 use super::layout::{self, RunId, run_relative};
 use super::manifest::{
     BreakdownCounter, CountEntry, FileEntry, ImportEntry, RecordsEntry, RunManifest,
 };
 use super::read;
 use super::records::{Columns, EncodedRecord, RecordsWriter, ThreadedWriter};
-use super::runs::{open_for_write, plan_attachments, run_context};
+use super::runs::{FilesToVerify, open_for_write, plan_attachments, run_context, verify_files};
 use super::transaction::{Transaction, abort_after};
 use super::{ArchiveError, WriteSession, faults};
 use crate::adapters::{self, AdapterOptions, Format, ImportContext, Layout, Reader, SourceFile};
@@ -290,6 +291,7 @@ pub fn import(
             (seq, given, raw, layout::records_path(seq))
         })
         .collect();
+    verify_files(session, run, &manifest, FilesToVerify::Records)?;
     let mut seen = existing_identities(session, run, &manifest)?;
     let mut origins: HashMap<u64, Origin> = manifest
         .imports
@@ -434,7 +436,7 @@ pub fn import(
             ArchiveError::Rejected(Box::new(report)),
         ));
     }
-    manifest.imports.extend(entries);
+    manifest.imports.extend(entries.iter().cloned());
     let attached_before = manifest.attachments.len();
     if let Err(error) = attachments.store(&transaction, &mut manifest) {
         return Err(abort_after(transaction, error));
@@ -447,7 +449,12 @@ pub fn import(
         Ok(bytes) => bytes,
         Err(error) => return Err(abort_after(transaction, error.into())),
     };
-    transaction.commit(&bytes)?;
+    let change = Change::Extend {
+        path: run_relative(run, layout::MANIFEST),
+        imports: entries,
+        attachments: manifest.attachments[attached_before..].to_vec(),
+    };
+    transaction.commit(&bytes, change)?;
     Ok(report)
 }
 
@@ -476,8 +483,12 @@ fn folder_of(raw: &str) -> &str {
     raw.rsplit_once('/').map_or("", |(folder, _)| folder)
 }
 
-/// Opens a folder input: every entry must be a regular file (nothing in it would
-/// otherwise be left out of the archive), and the format's items file must be one.
+/// The most entries a folder input may hold (a HELM run folder holds about ten).
+const MAX_FOLDER_FILES: usize = 10_000;
+
+/// Opens a folder input: every entry must be a regular file, not a link (nothing in it
+/// would otherwise be left out of the archive, and nothing outside it read through it),
+/// at most [`MAX_FOLDER_FILES`] of them, and the format's items file must be one.
 fn open_folder(path: &Path, format: adapters::Format) -> Result<Input, ArchiveError> {
     let usage = |message: String, hint: &str| ArchiveError::Usage {
         message,
@@ -507,15 +518,32 @@ fn open_folder(path: &Path, format: adapters::Format) -> Result<Input, ArchiveEr
     for entry in fs::read_dir(path).map_err(io_at("listing", path))? {
         let entry = entry.map_err(io_at("listing", path))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let (file, bytes) = super::open_input(&entry.path(), None).map_err(|_| {
-            usage(
+        if entries.len() >= MAX_FOLDER_FILES {
+            return Err(usage(
                 format!(
-                    "{} holds {name:?}, which is not a regular file",
+                    "{} holds more than {MAX_FOLDER_FILES} entries; a run folder holds a few files",
                     path.display()
                 ),
-                "a run folder is imported whole and holds only files; move the rest out",
-            )
-        })?;
+                "give the run's own folder (for HELM: benchmark_output/runs/<suite>/<run>)",
+            ));
+        }
+        // A link is refused, not followed: its target (`/etc/hostname`, a token file)
+        // would otherwise be archived, and published, as if it were the run's.
+        let kind = entry.file_type().map_err(io_at("reading", &entry.path()))?;
+        let what = if kind.is_symlink() {
+            Some("a symbolic link")
+        } else if !kind.is_file() {
+            Some("not a regular file")
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            return Err(usage(
+                format!("{} holds {name:?}, which is {what}", path.display()),
+                "a run folder is imported whole and holds only its own regular files; copy a linked file in, or move the rest out",
+            ));
+        }
+        let (file, bytes) = super::open_input(&entry.path(), None)?;
         entries.push((layout::stored_basename(&name), file, bytes));
     }
     entries.sort_by(|a, b| a.0.cmp(&b.0));
@@ -863,7 +891,13 @@ impl FileImport<'_, '_> {
             seen,
             plan: self.plan,
             strict: self.context.strict,
-            file_label: self.plan.given_path.display().to_string(),
+            // A folder input's items are in one of its files: name that file.
+            file_label: if self.options.format.reads_folders() {
+                let items_file = self.plan.raw_rel.rsplit('/').next().unwrap_or_default();
+                self.plan.given_path.join(items_file).display().to_string()
+            } else {
+                self.plan.given_path.display().to_string()
+            },
             breakdown: BreakdownCounter::default(),
             partly_written: false,
         }
@@ -1134,6 +1168,64 @@ fn read_whole(path: &Path, limit: u64) -> Result<Vec<u8>, Result<FileProblem, Ar
 /// A problem of a whole structured file: the message and a hint.
 type FileProblem = (String, Option<String>);
 
+/// Streams the [`adapters::Indexed`] file at `path` into its index, one element of its
+/// array at a time; `Ok(Ok(None))` when the folder has no such file. A problem names the
+/// file and the element (`per_instance_stats.json#/12`).
+fn read_index(
+    indexed: &adapters::Indexed,
+    path: &Path,
+) -> Result<Result<Option<Box<dyn std::any::Any + Send + Sync>>, FileProblem>, ArchiveError> {
+    use crate::inputs::document::{DocumentError, Items};
+    if !path.is_file() {
+        return Ok(Ok(None));
+    }
+    let mut index = (indexed.new)();
+    let mut problem: Option<FileProblem> = None;
+    let file = File::open(path).map_err(io_at("reading", path))?;
+    let reader = BufReader::with_capacity(256 * 1024, file);
+    let read = document_items(reader, Items::TopLevel, |bytes, locator| {
+        if problem.is_some() {
+            return Ok(());
+        }
+        let Locator::Pointer(pointer) = &locator else {
+            unreachable!("a document's items are located by pointer")
+        };
+        let at = format!("{}#{pointer}", indexed.file);
+        let item = match jsonl::parse_bytes(bytes, 1, NonFinitePolicy::Null) {
+            Ok(parsed) => adapters::Item {
+                object: parsed.object,
+                replaced: parsed.replaced,
+                locator,
+            },
+            Err(error) => {
+                let field = (!error.path.is_root()).then(|| format!(": field {}", error.path));
+                problem = Some((
+                    format!("{at}{}: {}", field.unwrap_or_default(), error.message()),
+                    None,
+                ));
+                return Ok(());
+            }
+        };
+        if let Err(error) = (indexed.add)(index.as_mut(), item) {
+            let field = (!error.path.is_root()).then(|| format!(": field {}", error.path));
+            problem = Some((
+                format!("{at}{}: {}", field.unwrap_or_default(), error.message),
+                error.hint,
+            ));
+        }
+        Ok(())
+    });
+    match read {
+        Ok(()) => Ok(problem.map_or(Ok(Some(index)), Err)),
+        Err(DocumentError::Visit(error)) => Err(error),
+        Err(DocumentError::Io(error)) => Err(io_at("reading", path)(error).into()),
+        Err(other) => Ok(Err((
+            format!("{}: not the JSON array babel reads ({other})", indexed.file),
+            None,
+        ))),
+    }
+}
+
 /// Reads the archived structured file at `raw` as `structured` lays it out: its header
 /// first (a second pass over a document, so the header may come after the items), then
 /// every item, normalized and handed to `take` in file order. Returns the producer's
@@ -1243,7 +1335,13 @@ fn structured_items(
                     Err(problem) => return Ok(Err(problem)),
                 };
             }
-            let begun = match (structured.begin)(&header, context) {
+            let begun = match (structured.begin)(
+                adapters::Header {
+                    members: std::mem::take(&mut header),
+                    index: None,
+                },
+                context,
+            ) {
                 Ok(begun) => begun,
                 Err(error) => return Ok(Err((error.message, error.hint))),
             };
@@ -1259,6 +1357,7 @@ fn structured_items(
         adapters::Layout::Folder {
             header: wanted,
             items,
+            indexed,
             ..
         } => {
             for name in wanted.iter() {
@@ -1274,7 +1373,18 @@ fn structured_items(
                     Err(Err(error)) => return Err(error),
                 };
             }
-            let begun = match (structured.begin)(&header, context) {
+            let index = match indexed {
+                Some(indexed) => match read_index(&indexed, &raw.with_file_name(indexed.file))? {
+                    Ok(index) => index,
+                    Err(problem) => return Ok(Err(problem)),
+                },
+                None => None,
+            };
+            let header = adapters::Header {
+                members: header,
+                index,
+            };
+            let begun = match (structured.begin)(header, context) {
                 Ok(begun) => begun,
                 Err(error) => return Ok(Err((error.message, error.hint))),
             };
@@ -1322,7 +1432,13 @@ fn structured_items(
             if let Some(problem) = problem {
                 return Ok(Err(problem));
             }
-            let begun = match (structured.begin)(&header, context) {
+            let begun = match (structured.begin)(
+                adapters::Header {
+                    members: std::mem::take(&mut header),
+                    index: None,
+                },
+                context,
+            ) {
                 Ok(begun) => begun,
                 Err(error) => return Ok(Err((error.message, error.hint))),
             };

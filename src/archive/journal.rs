@@ -39,6 +39,22 @@ pub struct JournalEntry {
     /// ROOT-relative folders the write creates, outermost first.
     pub dirs: Vec<String>,
     pub commit: CommitPoint,
+    /// Files written under a temporary name (listed in `files`) and renamed to their
+    /// final name only once the write has committed: the manifests of the runs and
+    /// artifacts an `import-bundle` publishes, so that no reader sees a manifest before
+    /// the files it registers, or a manifest of a write that never committed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub publish: Vec<Rename>,
+}
+
+/// A file renamed into place after the commit point.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Rename {
+    /// ROOT-relative temporary name.
+    pub from: String,
+    /// ROOT-relative final name.
+    pub to: String,
 }
 
 const JOURNAL_FORMAT: &str = "babel-journal";
@@ -85,6 +101,7 @@ impl JournalEntry {
                 temp,
                 sha256: None,
             },
+            publish: Vec::new(),
         }
     }
 }
@@ -126,7 +143,8 @@ pub fn pending(layout: &Layout) -> Result<Option<JournalEntry>, JournalError> {
     if entry.format != JOURNAL_FORMAT {
         return Err(unreadable(format!("unknown format {:?}", entry.format)));
     }
-    let paths = entry.files.iter().chain(&entry.dirs);
+    let renames = entry.publish.iter().flat_map(|r| [&r.from, &r.to]);
+    let paths = entry.files.iter().chain(&entry.dirs).chain(renames);
     for path in paths.chain([&entry.commit.path, &entry.commit.temp]) {
         check_package_path(path).map_err(|e| unreadable(e.to_string()))?;
     }
@@ -150,8 +168,9 @@ pub fn recover(layout: &Layout) -> Result<Recovery, JournalError> {
         None => false,
     };
     if committed {
-        // The write committed: its history is prepared beside the current one.
-        super::history::publish(layout)?;
+        // The write committed: its history, and any file it renames into place once
+        // committed, are prepared beside their final names.
+        publish_after_commit(layout, &entry)?;
     }
     let mut removed = Vec::new();
     let temp = layout.resolve(&entry.commit.temp);
@@ -192,6 +211,19 @@ pub fn recover(layout: &Layout) -> Result<Recovery, JournalError> {
         committed,
         removed,
     })
+}
+
+/// The steps after a write's commit point: the files it publishes renamed into place,
+/// then its prepared history. Each is a rename, so a full disk cannot stop them, and each
+/// is skipped when done already (recovery may repeat them).
+pub fn publish_after_commit(layout: &Layout, entry: &JournalEntry) -> Result<(), PathIoError> {
+    for rename in &entry.publish {
+        let from = layout.resolve(&rename.from);
+        if from.symlink_metadata().is_ok() {
+            durable::rename_replacing(&from, &layout.resolve(&rename.to))?;
+        }
+    }
+    super::history::publish(layout)
 }
 
 /// Removes a file; true when there was one.

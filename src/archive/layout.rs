@@ -33,6 +33,32 @@ pub const ATTACHMENTS: &str = "attachments";
 /// Longest ID accepted.
 pub const MAX_ID_LEN: usize = 128;
 
+/// The dataset card at ROOT, published as the Hub repository's README.
+pub const DATASET_CARD: &str = "README.md";
+/// The checksum list a publication carries at its root (`sha256sum -c` format).
+pub const CHECKSUMS: &str = "checksums.sha256";
+/// The Hub-managed attributes file a download leaves at ROOT.
+pub const GITATTRIBUTES: &str = ".gitattributes";
+
+/// Whether an entry at ROOT (a file or folder name) is part of the archive: the marker,
+/// `runs/`, the artifact registries, `history/`, the operational `.babel/`, and the files
+/// a publication carries at its root (the dataset card `README.md`, `checksums.sha256`
+/// and the Hub's `.gitattributes`). Anything else (notes, a `.env`, exported files) is
+/// the user's: never published, bundled or validated.
+pub fn is_managed_at_root(name: &str) -> bool {
+    [
+        MARKER,
+        RUNS,
+        OPERATIONAL,
+        super::history::HISTORY,
+        DATASET_CARD,
+        CHECKSUMS,
+        GITATTRIBUTES,
+    ]
+    .contains(&name)
+        || REGISTRIES.contains(&name)
+}
+
 /// Paths of one archive, all derived from its root.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -48,6 +74,74 @@ impl Layout {
     /// The archive root.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Where derived output may be written: a report, a matrix, a bundle, an export folder,
+    /// a panel's items. Never inside the archive root (derived files are not archive data:
+    /// validate never sees them, a publication never carries them), so every command that
+    /// writes one asks this one rule. `dest` is a file (or, with `folder`, a folder) to be
+    /// created; its parent folder must exist. Returns `dest` with its parent resolved
+    /// (symlinks and `..` followed), which is where it is then written.
+    pub fn derived_destination(
+        &self,
+        dest: &Path,
+        folder: bool,
+    ) -> Result<PathBuf, super::ArchiveError> {
+        let root = self.root();
+        let usage = |message: String, hint: &str| super::ArchiveError::Usage {
+            message,
+            hint: Some(hint.into()),
+        };
+        let name = dest.file_name().ok_or_else(|| {
+            usage(
+                format!(
+                    "{} does not name a {}",
+                    dest.display(),
+                    if folder { "folder" } else { "file" }
+                ),
+                if folder {
+                    "give a folder name such as out/"
+                } else {
+                    "give a file name such as report.html"
+                },
+            )
+        })?;
+        let parent = crate::durable::parent_of(dest);
+        let resolved_parent = parent.canonicalize().map_err(|error| {
+            usage(
+                format!("cannot write into {}: {error}", parent.display()),
+                "create the folder first, or choose an existing one",
+            )
+        })?;
+        let resolved_root = root
+            .canonicalize()
+            .map_err(crate::durable::io_at("resolving", root))?;
+        let resolved = resolved_parent.join(name);
+        // A folder that exists already is resolved whole (it may be a link into the archive).
+        let checked = match (folder, resolved.canonicalize()) {
+            (true, Ok(existing)) => existing,
+            _ => resolved.clone(),
+        };
+        if checked.starts_with(&resolved_root) {
+            return Err(usage(
+                format!(
+                    "{} is inside the archive {}; derived output (reports, matrices, bundles, exports) is written outside it",
+                    dest.display(),
+                    root.display()
+                ),
+                "write it to a folder outside the archive root",
+            ));
+        }
+        if !folder && resolved.symlink_metadata().is_ok() {
+            return Err(usage(
+                format!(
+                    "{} already exists; babel never overwrites its output",
+                    dest.display()
+                ),
+                "choose a new file name, or remove the old file first",
+            ));
+        }
+        Ok(resolved)
     }
 
     /// A ROOT-relative `/` path turned into a filesystem path.

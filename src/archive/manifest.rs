@@ -69,6 +69,30 @@ pub struct RecordsEntry {
     pub count: u64,
 }
 
+impl RunManifest {
+    /// Every file the run registers, as (run-relative path, SHA-256, size, whether it is
+    /// a records file): each import's raw file, companions and records, then the
+    /// attachments.
+    pub fn registered_files(&self) -> impl Iterator<Item = (&str, &str, u64, bool)> {
+        let imports = self.imports.iter().flat_map(|import| {
+            import
+                .raw_files()
+                .map(|f| (f.path.as_str(), f.sha256.as_str(), f.bytes, false))
+                .chain(std::iter::once((
+                    import.records.path.as_str(),
+                    import.records.sha256.as_str(),
+                    import.records.bytes,
+                    true,
+                )))
+        });
+        let attached = self
+            .attachments
+            .iter()
+            .map(|a| (a.path.as_str(), a.sha256.as_str(), a.bytes, false));
+        imports.chain(attached)
+    }
+}
+
 /// How many records of one import share a benchmark, language and variant.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

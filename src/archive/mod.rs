@@ -75,6 +75,12 @@ pub enum ArchiveError {
     Rejected(Box<ImportReport>),
     #[error(transparent)]
     Artifact(Box<artifacts::ArtifactError>),
+    /// What a command was about to read is not whole: the findings of validate.
+    #[error("{what}: validate finds {} problem(s) in what it reads; nothing was written", .report.findings.len())]
+    Faulty {
+        what: String,
+        report: Box<validate::ValidationReport>,
+    },
 }
 
 impl From<LockError> for ArchiveError {
@@ -103,7 +109,9 @@ impl ArchiveError {
                 "wait for it to finish, or pass --wait SECONDS to queue behind it".into()
             }
             Self::Busy(_) => "the other writer is still running; try again later".into(),
-            Self::Damaged { .. } => "`babel validate` lists every problem".into(),
+            Self::Damaged { .. } | Self::Faulty { .. } => {
+                "`babel validate` lists every problem".into()
+            }
             Self::Usage { hint, .. } => return hint.clone(),
             Self::Rejected(report) => return report.hint(),
             Self::Artifact(error) => return error.hint(),
@@ -113,6 +121,19 @@ impl ArchiveError {
                     .into()
             }
             _ => return None,
+        })
+    }
+}
+
+/// Refuses to go on when validation found a problem: `what` names the command (`export
+/// of run r1`), the report lists the findings.
+pub fn require_whole(what: &str, report: validate::ValidationReport) -> Result<(), ArchiveError> {
+    if report.ok {
+        Ok(())
+    } else {
+        Err(ArchiveError::Faulty {
+            what: what.to_owned(),
+            report: Box::new(report),
         })
     }
 }
@@ -157,23 +178,50 @@ pub struct InitReport {
     pub adopted: Option<usize>,
 }
 
-/// Starts the history of an archive written before babel kept one, trusting it on first
-/// use: one `adopt` entry records every manifest as it is now (validate still checks
-/// everything they register). The marker, rewritten with its own bytes, is the commit
-/// point, so the entry is journalled like any write. Returns the manifests recorded.
+/// Adopts an archive's history, trusting it on first use where it has none: one
+/// `adopt` entry snapshots every manifest, so that the log replays from there on. An
+/// archive written before babel kept a history gets its first entry, recording every
+/// manifest as it is now (validate still checks everything they register); one whose
+/// history an older babel wrote (hashes only) gets each manifest the history holds by
+/// its hash alone, whose bytes must still be that hash. The marker, rewritten with its
+/// own bytes, is the commit point, so the entry is journalled like any write. Returns the
+/// manifests recorded.
 fn adopt(session: &WriteSession<'_>) -> Result<usize, ArchiveError> {
     let layout = session.layout();
+    let paths: Vec<String> = if history::exists(layout) {
+        history::read(layout)?
+            .replay()
+            .manifests
+            .into_iter()
+            .filter(|(_, state)| matches!(state.recorded, history::replay::Recorded::Opaque { .. }))
+            .map(|(path, _)| path)
+            .collect()
+    } else {
+        history::manifests_on_disk(layout)?
+    };
     let mut manifests = std::collections::BTreeMap::new();
-    for path in history::manifests_on_disk(layout)? {
-        let sha256 = durable::digest_file(&layout.resolve(&path))?.sha256;
-        manifests.insert(path, Some(sha256));
+    let mut changes = Vec::new();
+    for path in paths {
+        let (bytes, manifest) = read_json_object(&layout.resolve(&path))?;
+        manifests.insert(path.clone(), Some(durable::digest_of(&bytes).sha256));
+        changes.push(history::Change::Snapshot { path, manifest });
     }
     let count = manifests.len();
     let marker = fs::read(layout.marker()).map_err(io_at("reading", &layout.marker()))?;
     let transaction =
         transaction::Transaction::begin(session, "adopt", Vec::new(), Vec::new(), MARKER.into())?;
-    transaction.commit_recording(&marker, manifests)?;
+    transaction.commit_from(&marker, manifests, changes, None)?;
     Ok(count)
+}
+
+/// Whether the history holds a manifest by its hash alone (an older babel wrote it), so
+/// that `babel init` must adopt it before the next write.
+fn needs_adoption(layout: &Layout) -> Result<bool, ArchiveError> {
+    Ok(history::read(layout)?
+        .replay()
+        .manifests
+        .values()
+        .any(|state| matches!(state.recorded, history::replay::Recorded::Opaque { .. })))
 }
 
 /// In an archive restored from a publication of some of its runs, records in the
@@ -183,8 +231,9 @@ fn adopt(session: &WriteSession<'_>) -> Result<usize, ArchiveError> {
 pub fn record_runs_left_out(session: &WriteSession<'_>) -> Result<Vec<String>, ArchiveError> {
     let layout = session.layout();
     let mut left_out = std::collections::BTreeMap::new();
+    let mut changes = Vec::new();
     let mut runs = Vec::new();
-    for (path, (sha256, _)) in history::read(layout)?.expected_manifests() {
+    for (path, state) in history::read(layout)?.replay().manifests {
         let Some(run) = path
             .strip_prefix("runs/")
             .and_then(|rest| rest.strip_suffix("/manifest.json"))
@@ -192,9 +241,10 @@ pub fn record_runs_left_out(session: &WriteSession<'_>) -> Result<Vec<String>, A
             continue;
         };
         let folder = layout.resolve(&format!("{}/{run}", layout::RUNS));
-        if sha256.is_some() && folder.symlink_metadata().is_err() {
+        if state.recorded.sha256().is_some() && folder.symlink_metadata().is_err() {
             runs.push(run.to_owned());
-            left_out.insert(path, None);
+            left_out.insert(path.clone(), None);
+            changes.push(history::Change::Remove { path });
         }
     }
     if !left_out.is_empty() {
@@ -206,7 +256,7 @@ pub fn record_runs_left_out(session: &WriteSession<'_>) -> Result<Vec<String>, A
             Vec::new(),
             MARKER.into(),
         )?;
-        transaction.commit_recording(&marker, left_out)?;
+        transaction.commit_from(&marker, left_out, changes, None)?;
     }
     Ok(runs)
 }
@@ -353,7 +403,7 @@ impl Archive {
         };
         if layout.marker().exists() {
             Self::open(root)?;
-            if !history::exists(&layout) {
+            if !history::exists(&layout) || needs_adoption(&layout)? {
                 report.adopted = Some(adopt(&session)?);
             }
         } else {
@@ -370,7 +420,12 @@ impl Archive {
                 Vec::new(),
                 MARKER.to_owned(),
             )?;
-            transaction.commit(&bytes)?;
+            let manifest = serde_json::to_value(&marker).map_err(CanonicalError::from)?;
+            let change = history::Change::Create {
+                path: MARKER.to_owned(),
+                manifest,
+            };
+            transaction.commit(&bytes, change)?;
             report.created = true;
         }
         ensure(layout.runs(), layout::RUNS, &mut report)?;

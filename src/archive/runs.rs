@@ -6,12 +6,14 @@ use serde_json::Value;
 use std::io::{self, Read};
 use std::path::PathBuf;
 
+use super::history::Change;
 use super::layout::{self, RunId, run_relative};
 use super::manifest::{AttachmentEntry, RUN_MANIFEST_FORMAT, RunManifest, RunStatus};
 use super::metadata::RunMetadata;
 use super::transaction::{Transaction, abort_after};
 use super::{ArchiveError, WriteSession};
 use crate::adapters::RunContext;
+use crate::canonical_json::CanonicalError;
 use crate::clock::now_rfc3339;
 use crate::durable::{NewFile, io_at};
 
@@ -162,15 +164,74 @@ pub fn create(
         attachments: Vec::new(),
     };
     let bytes = manifest.to_bytes()?;
+    let path = run_relative(run, layout::MANIFEST);
     let transaction = Transaction::begin(
         session,
         "run create",
         Vec::new(),
         vec![layout::RUNS.into(), run_relative(run, "")],
-        run_relative(run, layout::MANIFEST),
+        path.clone(),
     )?;
-    transaction.commit(&bytes)?;
+    let whole = serde_json::to_value(&manifest).map_err(CanonicalError::from)?;
+    transaction.commit(
+        &bytes,
+        Change::Create {
+            path,
+            manifest: whole,
+        },
+    )?;
     Ok(manifest)
+}
+
+/// Which registered files of a run a write checks against the run's manifest before it
+/// builds on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilesToVerify {
+    /// Every file (`seal`, export): size and SHA-256.
+    All,
+    /// The records files, which an import reads for the identities already in the run,
+    /// by SHA-256; the others by size.
+    Records,
+}
+
+/// Checks that the run's registered files are what its manifest says, before a write
+/// builds on them: a file edited outside babel is refused with its path (and `babel
+/// validate` named as the way to see every problem), never sealed or extended as it is.
+pub fn verify_files(
+    session: &WriteSession<'_>,
+    run: &RunId,
+    manifest: &RunManifest,
+    which: FilesToVerify,
+) -> Result<(), ArchiveError> {
+    let layout = session.layout();
+    for (relative, sha256, bytes, records) in manifest.registered_files() {
+        let hash = records || which == FilesToVerify::All;
+        let path = layout.resolve(&run_relative(run, relative));
+        let damaged = |reason: String| ArchiveError::Damaged {
+            path: path.clone(),
+            reason: format!("{reason}; nothing was written"),
+        };
+        let meta = match path.symlink_metadata() {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(damaged(
+                    "the run's manifest registers it, but it is gone".into(),
+                ));
+            }
+            Err(e) => return Err(io_at("reading", &path)(e).into()),
+        };
+        if !meta.is_file() || meta.len() != bytes {
+            return Err(damaged(format!(
+                "it is not the {bytes}-byte file the run's manifest registers: it was changed outside babel"
+            )));
+        }
+        if hash && crate::durable::digest_file(&path)?.sha256 != sha256 {
+            return Err(damaged(
+                "its SHA-256 is not the one the run's manifest registers: it was changed outside babel".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Loads a run for writing: it must exist and be open.
@@ -190,17 +251,14 @@ pub fn open_for_write(
 /// Seals a run: status open → sealed; later writes are refused.
 pub fn seal(session: &WriteSession<'_>, run: &RunId) -> Result<RunManifest, ArchiveError> {
     let mut manifest = open_for_write(session, run)?;
+    verify_files(session, run, &manifest, FilesToVerify::All)?;
+    let sealed_at = now_rfc3339();
     manifest.status = RunStatus::Sealed;
-    manifest.sealed_at = Some(now_rfc3339());
+    manifest.sealed_at = Some(sealed_at.clone());
     let bytes = manifest.to_bytes()?;
-    let transaction = Transaction::begin(
-        session,
-        "seal",
-        Vec::new(),
-        Vec::new(),
-        run_relative(run, layout::MANIFEST),
-    )?;
-    transaction.commit(&bytes)?;
+    let path = run_relative(run, layout::MANIFEST);
+    let transaction = Transaction::begin(session, "seal", Vec::new(), Vec::new(), path.clone())?;
+    transaction.commit(&bytes, Change::Seal { path, sealed_at })?;
     Ok(manifest)
 }
 
@@ -220,6 +278,7 @@ pub fn attach(
         planned.dirs(),
         run_relative(run, layout::MANIFEST),
     )?;
+    let before = manifest.attachments.len();
     if let Err(error) = planned.store(&transaction, &mut manifest) {
         return Err(abort_after(transaction, error));
     }
@@ -227,7 +286,12 @@ pub fn attach(
         Ok(bytes) => bytes,
         Err(error) => return Err(abort_after(transaction, error.into())),
     };
-    transaction.commit(&bytes)?;
+    let change = Change::Extend {
+        path: run_relative(run, layout::MANIFEST),
+        imports: Vec::new(),
+        attachments: manifest.attachments[before..].to_vec(),
+    };
+    transaction.commit(&bytes, change)?;
     Ok(manifest)
 }
 

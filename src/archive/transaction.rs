@@ -6,6 +6,12 @@
 //!
 //! A failure before the rename undoes everything (`abort`, or recovery at the next write
 //! if the process died); after the rename the write stands.
+//!
+//! Before a write creates anything it verifies what it builds on: the history reads and
+//! replays without a problem, and the manifest it replaces is on disk exactly as the
+//! replay rebuilds it (so an edit made outside babel is refused, never written over and
+//! laundered into the history). Before it commits, its own history entry is replayed on
+//! top: a write that is not a legal transition is refused too.
 
 use std::fs;
 use std::io;
@@ -13,7 +19,7 @@ use std::io;
 use std::collections::BTreeMap;
 
 use super::faults;
-use super::history;
+use super::history::{self, Change, replay::Replay};
 use super::journal::{self, JournalEntry};
 use super::layout::Layout;
 use super::{ArchiveError, WriteSession};
@@ -26,6 +32,8 @@ use crate::durable::{self, io_at};
 pub struct Transaction<'s> {
     layout: &'s Layout,
     entry: JournalEntry,
+    /// The history as it stood when the write began, replayed.
+    replay: Replay,
     /// Past the commit point, or undone.
     finished: bool,
 }
@@ -46,9 +54,23 @@ impl<'s> Transaction<'s> {
     pub fn begin(
         session: &'s WriteSession<'_>,
         operation: &str,
+        files: Vec<String>,
+        dirs: Vec<String>,
+        commit_path: String,
+    ) -> Result<Self, ArchiveError> {
+        Self::begin_publishing(session, operation, files, dirs, commit_path, Vec::new())
+    }
+
+    /// Begins as [`Self::begin`] a write that also creates files under a temporary name
+    /// (each `from`, written by the caller) renamed to their final name (`to`) only once
+    /// the write has committed.
+    pub fn begin_publishing(
+        session: &'s WriteSession<'_>,
+        operation: &str,
         mut files: Vec<String>,
         mut dirs: Vec<String>,
         commit_path: String,
+        publish: Vec<journal::Rename>,
     ) -> Result<Self, ArchiveError> {
         let layout = session.layout();
         if !["init", "adopt"].contains(&operation) && !history::exists(layout) {
@@ -57,13 +79,16 @@ impl<'s> Transaction<'s> {
                 hint: Some("run `babel init` once: it checks the archive and starts its history from the manifests as they are".into()),
             });
         }
+        let replay = verify_base(layout, operation, &commit_path)?;
         files.extend(history::temps());
         dirs.insert(0, history::HISTORY.to_owned());
         let new_dirs: Vec<String> = dirs
             .into_iter()
             .filter(|dir| !layout.resolve(dir).is_dir())
             .collect();
-        for file in files.iter().chain([&commit_path]) {
+        files.extend(publish.iter().map(|rename| rename.from.clone()));
+        let finals = publish.iter().map(|rename| &rename.to);
+        for file in files.iter().chain(finals).chain([&commit_path]) {
             let path = layout.resolve(file);
             if path.symlink_metadata().is_ok() && file != &commit_path {
                 return Err(ArchiveError::Damaged {
@@ -74,12 +99,14 @@ impl<'s> Transaction<'s> {
                 });
             }
         }
-        let entry = JournalEntry::new(operation, files, new_dirs, commit_path);
+        let mut entry = JournalEntry::new(operation, files, new_dirs, commit_path);
+        entry.publish = publish;
         journal::write(layout, &entry)?;
         faults::point("journal-written");
         let transaction = Self {
             layout,
             entry,
+            replay,
             finished: false,
         };
         for dir in &transaction.entry.dirs {
@@ -99,29 +126,23 @@ impl<'s> Transaction<'s> {
         self.layout.resolve(relative)
     }
 
-    /// Commits: writes `manifest` beside the commit-point file and renames it into place.
-    pub fn commit(self, manifest: &[u8]) -> Result<(), ArchiveError> {
-        self.commit_recording(manifest, BTreeMap::new())
+    /// Commits: writes `manifest` beside the commit-point file and renames it into place;
+    /// the history entry records `change`, what the write changed in it.
+    pub fn commit(self, manifest: &[u8], change: Change) -> Result<(), ArchiveError> {
+        self.commit_from(manifest, BTreeMap::new(), vec![change], None)
     }
 
     /// Commits as [`Self::commit`], and records in the history entry, beside the
     /// commit-point manifest, the other manifests in `also` (path → SHA-256, or none for a
-    /// manifest this copy of the archive no longer holds): how `adopt` records every
-    /// manifest of an archive, and `hub-pull` the runs a publication left out.
-    pub fn commit_recording(
-        self,
-        manifest: &[u8],
-        also: BTreeMap<String, Option<String>>,
-    ) -> Result<(), ArchiveError> {
-        self.commit_from(manifest, also, None)
-    }
-
-    /// Commits as [`Self::commit_recording`], naming in the history entry the release
-    /// bundle the write came from (`import-bundle`).
+    /// manifest this copy of the archive no longer holds) and every change in `changes`:
+    /// how `adopt` records every manifest of an archive, `hub-pull` the runs a
+    /// publication left out, and `import-bundle` (with `bundle`, the release bundle the
+    /// write came from) the runs and artifacts it published.
     pub fn commit_from(
         mut self,
         manifest: &[u8],
         mut also: BTreeMap<String, Option<String>>,
+        changes: Vec<Change>,
         bundle: Option<history::BundleRef>,
     ) -> Result<(), ArchiveError> {
         faults::point("data-written");
@@ -140,7 +161,19 @@ impl<'s> Transaction<'s> {
             if subject.is_empty() { "." } else { &subject },
             also,
             bundle,
+            changes,
         )?;
+        let before = self.replay.problems.len();
+        self.replay.apply(&entry);
+        if let Some((_, problem)) = self.replay.problems.get(before) {
+            return Err(ArchiveError::Damaged {
+                path: self.layout.resolve(history::LOG),
+                reason: format!(
+                    "this {} would not be a legal write on top of the history ({problem}); nothing was written",
+                    self.entry.operation
+                ),
+            });
+        }
         history::prepare(self.layout, &entry)?;
         faults::point("history-prepared");
         self.entry.commit.sha256 = Some(written.sha256);
@@ -151,7 +184,7 @@ impl<'s> Transaction<'s> {
         faults::point("manifest-renamed");
         durable::sync_dir(durable::parent_of(&target))?;
         faults::point("directory-synced");
-        history::publish(self.layout)?;
+        journal::publish_after_commit(self.layout, &self.entry)?;
         faults::point("history-published");
         journal::clear(self.layout)?;
         faults::point("journal-cleared");
@@ -171,4 +204,72 @@ impl<'s> Transaction<'s> {
 pub fn abort_after(transaction: Transaction<'_>, cause: ArchiveError) -> ArchiveError {
     let _ = transaction.abort();
     cause
+}
+
+/// Checks what a write builds on, before it creates anything: the history reads and
+/// replays without a problem, and the manifest at `commit_path` is on disk exactly as the
+/// replay rebuilds it (absent where the replay holds none). Returns the replay.
+fn verify_base(
+    layout: &Layout,
+    operation: &str,
+    commit_path: &str,
+) -> Result<Replay, ArchiveError> {
+    if !history::exists(layout) {
+        // A new archive (`init`), or one from before babel kept a history (`adopt`).
+        return Ok(Replay::default());
+    }
+    let read = history::read(layout)?;
+    let damaged = |path: &str, reason: String| ArchiveError::Damaged {
+        path: layout.resolve(path),
+        reason: format!("{reason}; nothing was written"),
+    };
+    if let Some((file, line, problem)) = read.problems.first() {
+        let at = line.map(|line| format!(" line {line}")).unwrap_or_default();
+        return Err(damaged(
+            file,
+            format!("the history is damaged ({file}{at}: {problem})"),
+        ));
+    }
+    let replay = read.replay();
+    if let Some((seq, problem)) = replay.problems.first() {
+        return Err(damaged(
+            history::LOG,
+            format!("history entry {seq} is not a legal write ({problem})"),
+        ));
+    }
+    let state = replay.manifests.get(commit_path);
+    let recorded = state.and_then(|s| s.recorded.sha256());
+    let path = layout.resolve(commit_path);
+    let found = match durable::digest_file(&path) {
+        Ok(digest) => Some(digest.sha256),
+        Err(error) if error.source.kind() == io::ErrorKind::NotFound => None,
+        Err(error) => return Err(error.into()),
+    };
+    if recorded != found.as_deref() {
+        let seq = state.map_or(0, |s| s.seq);
+        return Err(damaged(
+            commit_path,
+            match (recorded, found) {
+                (Some(_), Some(_)) => format!(
+                    "it differs from the manifest history entry {seq} recorded: it was changed outside babel"
+                ),
+                (Some(_), None) => format!("history entry {seq} recorded it, but it is gone"),
+                (None, Some(_)) if state.is_some() => format!(
+                    "history entry {seq} recorded it as absent from this copy, but it is here"
+                ),
+                _ => "no history entry recorded it: it was written outside babel".into(),
+            },
+        ));
+    }
+    let opaque = matches!(
+        state.map(|s| &s.recorded),
+        Some(history::replay::Recorded::Opaque { .. })
+    );
+    if opaque && !["adopt", "hub-pull"].contains(&operation) {
+        return Err(ArchiveError::Usage {
+            message: format!("{commit_path} is recorded in the history by its hash alone (an older babel wrote it), so this write could not be checked against it"),
+            hint: Some("run `babel init` once: it adopts the archive's history so that every later write replays".into()),
+        });
+    }
+    Ok(replay)
 }

@@ -208,13 +208,18 @@ pub fn export(
     selection: &Selection,
     out: &Path,
 ) -> Result<Exported, ArchiveError> {
-    if out.symlink_metadata().is_ok() {
-        return Err(usage(
-            format!("{} already exists", out.display()),
-            "a bundle is never written over a file: name a new one",
-        ));
-    }
+    let out = &archive.layout().derived_destination(out, false)?;
     let (runs, artifact_ids) = closure(archive, selection)?;
+    // Every file the bundle copies is checked first, history included, so that an edit
+    // made outside babel is refused here rather than carried into another archive.
+    let run_ids: Vec<RunId> = runs
+        .iter()
+        .map(|run| RunId::parse(run).map_err(ArchiveError::from))
+        .collect::<Result<_, _>>()?;
+    crate::archive::require_whole(
+        "export",
+        crate::archive::validate::validate_runs_and_registries(archive, &run_ids)?,
+    )?;
     let mut components = Vec::new();
     for run in &runs {
         components.push(component_of_run(archive, run)?);

@@ -16,7 +16,8 @@ use std::path::Path;
 
 use super::verify::{self, BundleError, Ceilings};
 use crate::archive::artifacts::{self, Kind};
-use crate::archive::history::BundleRef;
+use crate::archive::history::{BundleRef, Change};
+use crate::archive::journal::Rename;
 use crate::archive::layout::{self, RunId};
 use crate::archive::transaction::{Transaction, abort_after};
 use crate::archive::{ArchiveError, WriteSession};
@@ -154,56 +155,97 @@ pub fn import(
 
     // One write: every file of every new component, their folders, and the manifests in
     // the history entry; the marker, rewritten with its own bytes, is the commit point.
-    let files: Vec<String> = new
+    // A component's manifest is written under a temporary name and renamed into place
+    // only once the write has committed, so that no reader sees a run or an artifact
+    // before all of its files, or one of a write that never committed.
+    let is_manifest = |role: &str| role == "run-manifest" || role == "artifact-manifest";
+    let mut files = Vec::new();
+    let mut publish = Vec::new();
+    for entry in new.iter().flat_map(|c| &c.files) {
+        if is_manifest(&entry.role) {
+            publish.push(Rename {
+                from: format!("{}{}", entry.path, layout::NEW_SUFFIX),
+                to: entry.path.clone(),
+            });
+        } else {
+            files.push(entry.path.clone());
+        }
+    }
+    // Sorted, a folder comes before the folders in it.
+    let dirs: BTreeSet<String> = new
         .iter()
         .flat_map(|c| &c.files)
-        .map(|f| f.path.clone())
-        .collect();
-    // Sorted, a folder comes before the folders in it.
-    let dirs: BTreeSet<String> = files
-        .iter()
-        .flat_map(|path| super::folders_of(path))
+        .flat_map(|entry| super::folders_of(&entry.path))
         .map(|folder| folder.trim_end_matches('/').to_owned())
         .collect();
-    let transaction = Transaction::begin(
+    let transaction = Transaction::begin_publishing(
         session,
         "import-bundle",
         files,
         dirs.into_iter().collect(),
         layout::MARKER.into(),
+        publish,
     )?;
     let mut recorded = BTreeMap::new();
+    let mut changes = Vec::new();
     let top = staged.top();
-    for component in &new {
-        for entry in &component.files {
-            let from = top.join(&entry.path);
-            let to = transaction.path(&entry.path);
-            let copied = (|| -> Result<durable::ContentDigest, ArchiveError> {
+    // Data files first, then the manifests (under their temporary names).
+    let ordered = new
+        .iter()
+        .flat_map(|c| &c.files)
+        .filter(|entry| !is_manifest(&entry.role))
+        .chain(
+            new.iter()
+                .flat_map(|c| &c.files)
+                .filter(|entry| is_manifest(&entry.role)),
+        );
+    for entry in ordered {
+        let from = top.join(&entry.path);
+        let manifest = is_manifest(&entry.role);
+        let to = if manifest {
+            transaction.path(&format!("{}{}", entry.path, layout::NEW_SUFFIX))
+        } else {
+            transaction.path(&entry.path)
+        };
+        let copied =
+            (|| -> Result<(durable::ContentDigest, Option<serde_json::Value>), ArchiveError> {
                 let mut source = File::open(&from).map_err(io_at("reading", &from))?;
                 let mut target = NewFile::create(&to)?;
                 std::io::copy(&mut source, target.writer()).map_err(io_at("writing", &to))?;
-                Ok(target.finish()?)
+                let digest = target.finish()?;
+                let value = if manifest {
+                    Some(crate::archive::read_json_object(&to)?.1)
+                } else {
+                    None
+                };
+                Ok((digest, value))
             })();
-            match copied {
-                Ok(digest) if digest.sha256 == entry.sha256 => {}
-                Ok(_) => {
-                    return Err(abort_after(
-                        transaction,
-                        ArchiveError::Damaged {
-                            path: from,
-                            reason: "the staged file changed after it was verified".into(),
-                        },
-                    )
-                    .into());
+        match copied {
+            Ok((digest, value)) if digest.sha256 == entry.sha256 => {
+                if let Some(value) = value {
+                    recorded.insert(entry.path.clone(), Some(entry.sha256.clone()));
+                    changes.push(Change::Create {
+                        path: entry.path.clone(),
+                        manifest: value,
+                    });
                 }
-                Err(error) => return Err(abort_after(transaction, error).into()),
             }
-            if entry.role == "run-manifest" || entry.role == "artifact-manifest" {
-                recorded.insert(entry.path.clone(), Some(entry.sha256.clone()));
+            Ok(_) => {
+                return Err(abort_after(
+                    transaction,
+                    ArchiveError::Damaged {
+                        path: from,
+                        reason: "the staged file changed after it was verified".into(),
+                    },
+                )
+                .into());
             }
+            Err(error) => return Err(abort_after(transaction, error).into()),
         }
-        imported.published.push(component.name.clone());
     }
+    imported
+        .published
+        .extend(new.iter().map(|component| component.name.clone()));
     let marker = match std::fs::read(layout.marker()) {
         Ok(marker) => marker,
         Err(e) => {
@@ -215,6 +257,7 @@ pub fn import(
     transaction.commit_from(
         &marker,
         recorded,
+        changes,
         Some(BundleRef {
             sha256: imported.sha256.clone(),
             root: imported.bundle_root.clone(),

@@ -44,6 +44,9 @@ pub struct Args {
 pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     let run = run_id(&args.run)?;
     let archive = globals.archive()?;
+    // No write starts while the run is checked and read.
+    let wait = globals.wait.or(Some(std::time::Duration::MAX));
+    let _lock = archive.hold_still("babel export-eee", wait, &mut globals.announce_wait())?;
     let export =
         babel::export::eee::export_eee(&archive, &run, &args.dir, args.developer.as_deref())?;
     if args.json {

@@ -222,6 +222,7 @@ pub fn plan(globals: &Globals, args: PlanArgs) -> Result<Exit, CliError> {
                 }),
             },
             "files": files,
+            "not_published": local.not_published,
             "bytes": local.bytes(),
             "deletions": comparison.as_ref().map(|c| c.deletions.clone()),
         }))?;
@@ -276,6 +277,9 @@ fn print_plan(
             file.sha256,
             file.path
         );
+    }
+    for name in &local.not_published {
+        outln!("  {:<9} {:>12}  {:<64}  {}", "not published", "", "", name);
     }
     if let Some(comparison) = comparison {
         for path in &comparison.deletions {

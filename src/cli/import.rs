@@ -45,6 +45,11 @@ pub struct Args {
     /// as null, with a warning on each affected record.
     #[arg(long, value_name = "POLICY", default_value = "reject", value_parser = ["reject", "null"])]
     non_finite: String,
+    /// Import a log whose own model (Inspect eval.model, HELM adapter_spec.model, Every
+    /// Eval Ever model_id) is not the run's model, with a warning on every record, instead
+    /// of refusing it.
+    #[arg(long)]
+    allow_other_model: bool,
     /// Keep FILE as an attachment of the run, in the same transaction (e.g. the harness's
     /// results_*.json); it is stored byte for byte and never read by the import.
     #[arg(long, value_name = "FILE")]
@@ -140,6 +145,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             id_field,
             benchmark: args.benchmark,
             language: args.language,
+            allow_other_model: args.allow_other_model,
         },
         non_finite: if args.non_finite == "null" {
             NonFinitePolicy::Null

@@ -220,21 +220,20 @@ pub fn main() -> ExitCode {
         (Ok(exit), None) => exit.into(),
         // The reader closed the pipe (`babel records r1 | head`): it has what it wanted.
         (Ok(exit), Some(io::ErrorKind::BrokenPipe)) if !writes => exit.into(),
+        (Err(CliError::Io(_)), Some(io::ErrorKind::BrokenPipe)) if !writes => Exit::Ok.into(),
         (Ok(_) | Err(CliError::Io(_)), Some(kind)) if writes => {
             errln!(
                 "note: the command completed and its write is committed, but its output could not be written to stdout ({}); do not run it again",
                 io::Error::from(kind)
             );
-            Exit::Committed.into()
+            Exit::OutputLost.into()
         }
         (Ok(_) | Err(CliError::Io(_)), Some(kind)) => {
-            output::report(&CliError::Io(io::Error::new(
-                kind,
-                format!(
-                    "could not write the output to stdout: {}",
-                    io::Error::from(kind)
-                ),
-            )))
+            errln!(
+                "error: could not write the output to stdout: {}",
+                io::Error::from(kind)
+            );
+            Exit::OutputLost.into()
         }
         (Err(error), _) => output::report(&error),
     }

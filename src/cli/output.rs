@@ -5,8 +5,9 @@
 //! `errln!` macros): they escape terminal control characters, so a name read from input
 //! (`ESC[31m` in a benchmark or model) shows as `\u001b[31m` and cannot drive the
 //! terminal; and they never panic. A failed write to stdout is remembered, and `main`
-//! turns it into the exit code: after a write command it committed regardless, and says
-//! so (exit 5) rather than inviting a retry that would import twice.
+//! turns it into its own exit code (5), never the code of findings; after a write command
+//! it says that the write committed regardless, rather than inviting a retry that would
+//! import twice.
 
 use std::io::{self, Write};
 use std::process::ExitCode;
@@ -138,9 +139,9 @@ pub enum Exit {
     Busy = 3,
     /// 4: the network or the Hub failed (unreachable, timed out, still busy after retries).
     Network = 4,
-    /// 5: the write committed, but its output could not be written to stdout (a closed
-    /// pipe, a full disk). Do not run it again.
-    Committed = 5,
+    /// 5: the output could not be written to stdout (a closed pipe, a full disk); after a
+    /// write command, its write committed regardless: do not run it again.
+    OutputLost = 5,
 }
 
 impl From<Exit> for ExitCode {
@@ -242,7 +243,8 @@ pub fn report(error: &CliError) -> ExitCode {
     let _ = writeln!(stderr, "error: {message}");
     if let CliError::Hub(
         HubError::ArchiveFaulty(report) | HubError::RestoredFaulty { report, .. },
-    ) = error
+    )
+    | CliError::Archive(ArchiveError::Faulty { report, .. }) = error
     {
         for finding in &report.findings {
             let _ = writeln!(stderr, "  {}", finding_line(finding));

@@ -78,6 +78,11 @@ fn print_text(report: &validate::ValidationReport, quiet: bool) -> io::Result<()
     for finding in &report.findings {
         writeln!(out, "{}", finding_line(finding))?;
     }
+    if !quiet {
+        for note in &report.notes {
+            writeln!(out, "{}: note: {}", note.path, note.message)?;
+        }
+    }
     if !quiet || !report.ok {
         let verdict = if report.ok {
             "ok".to_owned()

@@ -60,7 +60,14 @@ pub fn export_eee(
     dir: &Path,
     developer: Option<&str>,
 ) -> Result<EeeExport, ArchiveError> {
+    let dir = &archive.layout().derived_destination(dir, true)?;
     let manifest = archive.run_manifest(run)?;
+    // The records it reads are checked first, history included: an edit made outside
+    // babel is refused, never published to Every Eval Ever.
+    crate::archive::require_whole(
+        &format!("export-eee of run {run}"),
+        crate::archive::validate::validate(archive, std::slice::from_ref(run))?,
+    )?;
     let manifest_path = archive
         .layout()
         .resolve(&run_relative(run, layout::MANIFEST));

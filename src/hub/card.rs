@@ -9,7 +9,7 @@
 //! only the published copy carries the addition. Pure: bytes in, bytes out.
 
 /// The card's name, at the repository root.
-pub const CARD_FILE: &str = "README.md";
+pub use crate::archive::layout::DATASET_CARD as CARD_FILE;
 
 /// The `configs` entry: one `records` configuration, every records file of every run.
 pub const CONFIGS: &str = "configs:

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 /// The file's name, at the repository root.
-pub const CHECKSUMS_FILE: &str = "checksums.sha256";
+pub use crate::archive::layout::CHECKSUMS as CHECKSUMS_FILE;
 
 /// Renders the file from `(path, sha256)` pairs (sorted here by path bytes).
 pub fn render<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<u8> {

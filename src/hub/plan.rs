@@ -1,15 +1,16 @@
 //! The published set: exactly the files a push would publish, and how they compare with
 //! a repository's head.
 //!
-//! The published set is everything under ROOT except `.babel/` (operational state), plus a
-//! generated `checksums.sha256` over all of it, and the dataset card `README.md` (the
-//! user's, completed with the records configuration, or babel's own: see `card`). With a run selection, `runs/` holds only
-//! the selected runs, together with every run a registered artifact pins (calibration
-//! inputs, release members) even when not selected; every artifact is published either
-//! way. Derived reports are never inside ROOT (babel refuses to write them there). A
-//! local `checksums.sha256` or `.gitattributes` (as a plain download leaves them) is not
-//! published: the first is generated, the second is the Hub's. An archive that `validate`
-//! finds faulty is not planned at all, and a symlink or special file is refused.
+//! The published set is exactly the files the archive manages: the marker, the history,
+//! every file each published run's manifest registers (and the manifest), every
+//! artifact's manifest and payload, the dataset card `README.md` (the user's, completed
+//! with the records configuration, or babel's own: see `card`) and a generated
+//! `checksums.sha256` over all of it. Anything else at ROOT (notes, a `.env` holding a
+//! token, an export) is never published: the plan lists it as not published. With a run
+//! selection, only the selected runs are published, together with every run a registered
+//! artifact pins (calibration inputs, release members) even when not selected; every
+//! artifact is published either way. An archive that `validate` finds faulty (a symlink,
+//! an untracked file in a run folder) is not planned at all.
 //!
 //! A file is compared with the repository by the Hub's own IDs: the git blob SHA-1 for a
 //! regular file, the SHA-256 (`lfs.oid`) for an LFS file. A push makes the head hold
@@ -18,7 +19,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -35,7 +35,7 @@ use crate::archive::{Archive, ArchiveError, artifacts, validate};
 use crate::durable::io_at;
 
 /// The Hub-managed file a push never deletes and a pull does not restore.
-pub const GITATTRIBUTES: &str = ".gitattributes";
+pub use crate::archive::layout::GITATTRIBUTES;
 
 /// Which runs to publish.
 #[derive(Debug, Clone, Default)]
@@ -66,6 +66,9 @@ pub struct LocalPlan {
     pub runs: Vec<RunId>,
     /// True when every run of the archive is included.
     pub whole: bool,
+    /// The entries at ROOT that are not part of the archive and are never published
+    /// (notes, a `.env`, an export folder), sorted.
+    pub not_published: Vec<String>,
 }
 
 impl LocalPlan {
@@ -157,26 +160,8 @@ pub fn plan_local(archive: &Archive, selection: &Selection) -> Result<LocalPlan,
     runs.dedup();
     let whole = runs == all;
     let layout = archive.layout();
-    let mut paths: Vec<String> = Vec::new();
-    let published = |path: &str| match path.split_once('/') {
-        None => ![
-            layout::OPERATIONAL,
-            CHECKSUMS_FILE,
-            GITATTRIBUTES,
-            CARD_FILE,
-        ]
-        .contains(&path),
-        // Without a selection, validate has checked the whole runs folder.
-        Some((layout::RUNS, rest)) => {
-            selection.runs.is_none()
-                || runs
-                    .iter()
-                    .any(|run| rest.split('/').next() == Some(run.as_str()))
-        }
-        Some(_) => true,
-    };
-    collect_files(layout.root(), &published, &mut paths)?;
-    paths.sort();
+    let paths = managed_files(archive, &runs)?;
+    let not_published = unmanaged_entries(archive)?;
     let mut files = Vec::with_capacity(paths.len() + 1);
     for path in paths {
         check_repo_path(&path).map_err(|violation| HubError::Unpublishable {
@@ -224,7 +209,57 @@ pub fn plan_local(archive: &Archive, selection: &Selection) -> Result<LocalPlan,
             reason: problem,
         });
     }
-    Ok(LocalPlan { files, runs, whole })
+    Ok(LocalPlan {
+        files,
+        runs,
+        whole,
+        not_published,
+    })
+}
+
+/// The files the archive manages, ROOT-relative and sorted: the marker, the history,
+/// each of `runs`' manifest and every file it registers, each artifact's manifest and
+/// payload. Nothing else under ROOT is ever published.
+fn managed_files(archive: &Archive, runs: &[RunId]) -> Result<Vec<String>, HubError> {
+    let mut paths = vec![
+        layout::MARKER.to_owned(),
+        crate::archive::history::LOG.to_owned(),
+        crate::archive::history::HEAD.to_owned(),
+    ];
+    for run in runs {
+        let manifest = archive.run_manifest(run)?;
+        paths.push(layout::run_relative(run, layout::MANIFEST));
+        paths.extend(
+            manifest
+                .registered_files()
+                .map(|(path, ..)| layout::run_relative(run, path)),
+        );
+    }
+    for kind in artifacts::Kind::ALL {
+        for id in artifacts::registered_ids(archive, kind)? {
+            let dir = artifacts::artifact_dir(kind, &id);
+            paths.push(format!("{dir}/{}", artifacts::PAYLOAD_FILE));
+            paths.push(format!("{dir}/{}", layout::MANIFEST));
+        }
+    }
+    paths.sort();
+    Ok(paths)
+}
+
+/// The entries at ROOT that are not part of the archive (notes, a `.env`, an export),
+/// sorted: listed by the plan as not published.
+fn unmanaged_entries(archive: &Archive) -> Result<Vec<String>, HubError> {
+    let root = archive.layout().root();
+    let mut names = Vec::new();
+    for entry in fs::read_dir(root).map_err(io_at("listing", root))? {
+        let entry = entry.map_err(io_at("listing", root))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !layout::is_managed_at_root(&name) {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
 }
 
 fn planned(path: String, digests: FileDigests, source: FileSource) -> PlannedFile {
@@ -235,49 +270,6 @@ fn planned(path: String, digests: FileDigests, source: FileSource) -> PlannedFil
         git_sha1: digests.git_sha1,
         source,
     }
-}
-
-/// Adds every regular file under `root` whose ROOT-relative path `published` accepts
-/// (a folder it refuses is not entered); a symlink or other special file, or a name that
-/// is not UTF-8, is refused.
-fn collect_files(
-    root: &std::path::Path,
-    published: &dyn Fn(&str) -> bool,
-    out: &mut Vec<String>,
-) -> Result<(), HubError> {
-    let mut stack: Vec<(PathBuf, Option<String>)> = vec![(root.to_owned(), None)];
-    while let Some((dir, relative)) = stack.pop() {
-        let entries = fs::read_dir(&dir).map_err(io_at("listing", &dir))?;
-        for entry in entries {
-            let entry = entry.map_err(io_at("listing", &dir))?;
-            let join = |name: &str| match &relative {
-                Some(parent) => format!("{parent}/{name}"),
-                None => name.to_owned(),
-            };
-            let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
-                return Err(HubError::Unpublishable {
-                    path: join(&entry.file_name().to_string_lossy()),
-                    reason: "the file name is not UTF-8".into(),
-                });
-            };
-            let path = join(&name);
-            if !published(&path) {
-                continue;
-            }
-            let kind = entry.file_type().map_err(io_at("reading", &entry.path()))?;
-            if kind.is_dir() {
-                stack.push((entry.path(), Some(path)));
-            } else if kind.is_file() {
-                out.push(path);
-            } else {
-                return Err(HubError::Unpublishable {
-                    path,
-                    reason: "a symlink or special file cannot be published".into(),
-                });
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Reads the head of `repo`'s `main` and lists its files; `Remote::Missing` when the
@@ -434,6 +426,7 @@ mod tests {
                 .collect(),
             runs: Vec::new(),
             whole: true,
+            not_published: Vec::new(),
         }
     }
 

@@ -2,7 +2,9 @@
 //! bytes at a time, inflated from Zstandard (method 93, what Inspect writes) or deflate
 //! (older logs) or stored. A member larger than the limit is refused before it is
 //! inflated, and its inflated size is counted as it streams, so a crafted archive cannot
-//! make babel hold more than one bounded member.
+//! make babel hold more than one bounded member. An archive whose headers disagree (a
+//! name twice, a local header that names another member than the central directory,
+//! overlapping or unlisted members) is refused whole.
 
 use std::fs::File;
 use std::io::Read;
@@ -30,7 +32,16 @@ impl ZipInput {
 
     /// Reads the archive in an open file (from its start, whatever the file's offset).
     pub fn new(file: File) -> Result<Self, ZipError> {
-        let archive = zip::ZipArchive::new(file).map_err(|e| ZipError::Archive(e.to_string()))?;
+        let mut archive =
+            zip::ZipArchive::new(file).map_err(|e| ZipError::Archive(e.to_string()))?;
+        // As with a repeated JSON key, readers disagree on which of two members of one
+        // name (or on which of a local header's and the central directory's names) is
+        // the member: such an archive is refused, not read one way.
+        archive.validate_header_consistency().map_err(|e| {
+            ZipError::Archive(format!(
+                "{e}; every member must be named once, the same in its local header and in the central directory"
+            ))
+        })?;
         Ok(Self { archive })
     }
 

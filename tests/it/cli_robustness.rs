@@ -176,16 +176,20 @@ fn a_write_whose_output_cannot_be_written_says_it_committed() {
     let show = env.babel(&["show", "r1", "--json"]).output().unwrap();
     assert!(String::from_utf8_lossy(&show.stdout).contains("\"status\": \"sealed\""));
 
-    // A reader with a full stdout fails plainly; a closed pipe is its reader's choice.
-    let full = std::fs::File::create("/dev/full").unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_babel"))
-        .current_dir(env.path())
-        .args(["--root", "archive", "show", "r1"])
-        .stdout(full)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert!(stderr(&output).contains("could not write the output to stdout"));
+    // A reader with a full stdout fails with the output-failure code (never 1, the code
+    // of findings); a closed pipe is its reader's choice.
+    for command in [&["show", "r1"][..], &["validate"][..]] {
+        let full = std::fs::File::create("/dev/full").unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_babel"))
+            .current_dir(env.path())
+            .args(["--root", "archive"])
+            .args(command)
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(5), "{command:?}");
+        assert!(stderr(&output).contains("could not write the output to stdout"));
+    }
 }
 
 #[test]

@@ -452,7 +452,7 @@ fn an_existing_report_is_never_overwritten() {
         2,
     );
     assert!(
-        stderr.contains("already exists; babel never overwrites a report"),
+        stderr.contains("already exists; babel never overwrites its output"),
         "{stderr}"
     );
     assert_eq!(std::fs::read_to_string(&dest).unwrap(), "keep me");

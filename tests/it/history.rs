@@ -246,7 +246,8 @@ fn a_run_added_by_hand_is_found() {
 fn a_changed_entry_breaks_the_chain_at_the_next_one() {
     let env = archive();
     let mut lines = log_lines(&env);
-    lines[2] = lines[2].replace(crate::common::TIMESTAMP, "2026-12-02T12:00:01Z");
+    // The entry's own time (its first key), not the times inside its changes.
+    lines[2] = lines[2].replacen(crate::common::TIMESTAMP, "2026-12-02T12:00:01Z", 1);
     std::fs::write(env.archived("history/log.jsonl"), lines.join("\n") + "\n").unwrap();
     assert_eq!(
         history_findings_at(&env),

@@ -111,23 +111,43 @@ fn commit_lines(server: &HubServer) -> Vec<Vec<Value>> {
 }
 
 #[test]
-fn hub_plan_lists_everything_under_root_but_the_operational_folder() {
+fn hub_plan_publishes_exactly_what_the_archive_manages() {
     let env = archive();
-    // Published beside what the archive registers: a dataset card and notes the user
-    // keeps at ROOT. Never published: the operational folder, and the checksums list and
-    // .gitattributes a plain download leaves (the first is generated, the second the Hub's).
+    // Published beside what the archive registers: the dataset card. Never published:
+    // what else a user keeps at ROOT (notes, a token, a key, an export), the operational
+    // folder, and the checksums list and .gitattributes a plain download leaves (the
+    // first is generated, the second the Hub's).
     let card = format!("---\n{}---\n# capitals study\n", babel::hub::card::CONFIGS);
     std::fs::write(env.archived("README.md"), card).unwrap();
     std::fs::create_dir_all(env.archived("notes")).unwrap();
     std::fs::write(env.archived("notes/method.txt"), "zero-shot\n").unwrap();
+    std::fs::write(env.archived("notes.txt"), "todo\n").unwrap();
+    std::fs::write(env.archived(".env"), "HF_TOKEN=hf_secret\n").unwrap();
+    std::fs::create_dir_all(env.archived(".ssh")).unwrap();
+    std::fs::write(env.archived(".ssh/id_rsa"), "-----BEGIN KEY-----\n").unwrap();
+    std::fs::create_dir_all(env.archived("eee-out/data")).unwrap();
+    std::fs::write(env.archived("eee-out/data/x.json"), "{}").unwrap();
     std::fs::write(env.archived(".babel/scratch"), "x").unwrap();
     std::fs::write(env.archived("checksums.sha256"), "stale\n").unwrap();
     std::fs::write(env.archived(".gitattributes"), "*.bin filter=lfs\n").unwrap();
     let server = HubServer::start();
     let plan = plan_json(&env, &server, "tester/new-repo", &[]);
     assert_eq!(plan["remote"]["state"], "missing");
+    assert_eq!(
+        plan["not_published"],
+        json!([".env", ".ssh", "eee-out", "notes", "notes.txt"])
+    );
+    let text = hub(&env, &server, &["hub-plan", "--repo", "tester/new-repo"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    assert!(
+        text.contains("not published") && text.contains(".env"),
+        "{text}"
+    );
+    assert!(!text.contains("hf_secret"), "{text}");
     let mut expected = registered_files(&env);
-    expected.extend(["README.md".to_owned(), "notes/method.txt".to_owned()]);
+    expected.insert("README.md".to_owned());
     let checksums = expected_checksums(&env, &expected);
     expected.insert("checksums.sha256".to_owned());
     let listed: BTreeMap<String, &Value> = plan["files"]

@@ -234,12 +234,13 @@ fn the_same_questions_compare_across_lm_eval_inspect_and_helm() {
     let inspect = fixtures.join(
         "inspect-ai-0.3.285/logs/seed1/2026-12-03T14-54-39-00-00_babel-mc_L3aC6TktMr8Qp7aQ5S3fqq.eval",
     );
-    for (run, format, input) in [
-        ("h", "harness", &harness[0]),
-        ("i", "inspect", &inspect),
-        ("m", "helm", &PathBuf::from(RUN)),
+    // Each run is of the model its framework's own output names (the harness writes none).
+    for (run, model, format, input) in [
+        ("h", "dummy", "harness", &harness[0]),
+        ("i", "mockllm/model", "inspect", &inspect),
+        ("m", "simple/model1", "helm", &PathBuf::from(RUN)),
     ] {
-        env.babel(&["run", "create", run, "--model", "m"])
+        env.babel(&["run", "create", run, "--model", model])
             .assert()
             .success();
         env.babel(&["import", run, "--format", format, "--benchmark", "babel_mc"])

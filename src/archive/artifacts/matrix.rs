@@ -4,7 +4,7 @@
 //! and its item sidecar, both outside the archive, all or nothing.
 //!
 //! Reads the archive only; the two files it writes are derived, like comparison reports,
-//! and go through [`report_destination`] and [`durable::write_new_atomically`].
+//! and go through [`crate::archive::layout::Layout::derived_destination`] and [`durable::write_new_atomically`].
 
 use std::collections::HashSet;
 use std::fs;
@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use super::contract::{BenchmarkContract, check_comparable};
 use super::payload::{ItemBank, Payload};
 use super::{ArtifactError, Kind, load, release_members};
-use crate::archive::comparison::report_destination;
 use crate::archive::layout::{self, RunId};
 use crate::archive::manifest::RunManifest;
 use crate::archive::read;
@@ -347,8 +346,8 @@ impl MatrixDestination {
         let sidecar = out.with_file_name(format!("{stem}.items.{}", format.extension()));
         Ok(Self {
             format,
-            matrix: report_destination(archive, out)?,
-            items: report_destination(archive, &sidecar)?,
+            matrix: archive.layout().derived_destination(out, false)?,
+            items: archive.layout().derived_destination(&sidecar, false)?,
         })
     }
 

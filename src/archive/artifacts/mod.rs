@@ -515,17 +515,24 @@ pub fn add(
         babel_version: env!("CARGO_PKG_VERSION").into(),
     };
     let manifest_bytes = to_canonical_bytes(&manifest)?;
+    let whole =
+        serde_json::to_value(&manifest).map_err(crate::canonical_json::CanonicalError::from)?;
+    let manifest_rel = format!("{dir}/{}", layout::MANIFEST);
     let transaction = Transaction::begin(
         session,
         "artifact add",
         vec![payload_rel.clone()],
         vec![kind.registry().into(), dir.clone()],
-        format!("{dir}/{}", layout::MANIFEST),
+        manifest_rel.clone(),
     )?;
     if let Err(error) = durable::write_new(&transaction.path(&payload_rel), &canonical) {
         return Err(abort_after(transaction, error.into()));
     }
-    transaction.commit(&manifest_bytes)?;
+    let change = crate::archive::history::Change::Create {
+        path: manifest_rel,
+        manifest: whole,
+    };
+    transaction.commit(&manifest_bytes, change)?;
     Ok(AddOutcome {
         kind,
         id: id.to_string(),

@@ -9,14 +9,12 @@
 mod rows;
 mod spill;
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::artifacts::contract::NotComparable;
 use super::layout::RunId;
 use super::manifest::RunManifest;
 use super::{Archive, ArchiveError};
-use crate::durable::io_at;
 use rows::RunBatches;
 
 pub use rows::{LoadedRows, SideRows};
@@ -190,48 +188,4 @@ pub fn check_comparable(baseline: &RunManifest, variant: &RunManifest) -> Result
         | NotComparable::DifferentItemBanks { .. }
         | NotComparable::DifferentProtocols { .. } => usage(refused.to_string(), refused.hint()),
     })
-}
-
-/// Checks where a derived report may be written, before any work is done: its folder must
-/// exist and lie outside the archive root (reports are never archive data, so `validate`
-/// never sees them and a Hub upload never carries them), and the file must not exist yet.
-///
-/// Returns the destination with its folder resolved (symlinks and `..` followed).
-pub fn report_destination(archive: &Archive, dest: &Path) -> Result<PathBuf, ArchiveError> {
-    let name = dest.file_name().ok_or_else(|| {
-        usage(
-            format!("{} does not name a file", dest.display()),
-            "give a file name such as report.html",
-        )
-    })?;
-    let folder = crate::durable::parent_of(dest);
-    let resolved_folder = folder.canonicalize().map_err(|error| {
-        usage(
-            format!("cannot write a report into {}: {error}", folder.display()),
-            "create the folder first, or choose an existing one",
-        )
-    })?;
-    let root = archive.layout().root();
-    let resolved_root = root.canonicalize().map_err(io_at("resolving", root))?;
-    if resolved_folder.starts_with(&resolved_root) {
-        return Err(usage(
-            format!(
-                "{} is inside the archive {}; reports are derived files and are written outside it",
-                dest.display(),
-                root.display()
-            ),
-            "write the report to a folder outside the archive root",
-        ));
-    }
-    let resolved = resolved_folder.join(name);
-    if resolved.symlink_metadata().is_ok() {
-        return Err(usage(
-            format!(
-                "{} already exists; babel never overwrites a report",
-                dest.display()
-            ),
-            "choose a new file name, or remove the old report first",
-        ));
-    }
-    Ok(resolved)
 }

@@ -1,8 +1,11 @@
 //! Validation of the history: the log chains and the head names its end
-//! (`archive::history::read`), and the manifests on disk are exactly the ones the history
-//! recorded last, byte for byte. That second check is what finds a whole edit that keeps
-//! every hash consistent: a reopened seal, a dropped import, a record changed and
-//! rehashed into its manifest, a deleted run or artifact, a manifest written by hand.
+//! (`archive::history::read`), every entry is a legal write on top of the ones before it
+//! (`archive::history::replay`), and the manifests on disk are exactly the ones the
+//! replay rebuilds, byte for byte. That is what finds a whole edit that keeps every hash
+//! consistent: a reopened seal, a dropped import, a record changed and rehashed into its
+//! manifest, a deleted run or artifact, a manifest written by hand, and the same with an
+//! entry appended to the log to cover it. With `--since`, a run the cited head held and
+//! this copy has recorded as absent since is reported too.
 
 use std::io;
 
@@ -90,26 +93,52 @@ pub(super) fn check(
         return Ok(());
     }
     out.files += 2;
-    let expected = read.expected_manifests();
+    let replay = read.replay();
+    for (seq, problem) in &replay.problems {
+        let operation = operation_of(&read, *seq);
+        out.add(
+            history::LOG,
+            Some(*seq),
+            "history",
+            format!("entry {seq} ({operation}) is not a legal write: {problem}"),
+        );
+    }
+    if let Some(anchor) = since
+        && read.holds(anchor)
+    {
+        for (path, at) in replay.removed_after(anchor.seq) {
+            out.add(
+                path.to_owned(),
+                None,
+                "history",
+                format!("it existed at the entry {} you gave with --since, and entry {at} recorded it as absent from this copy: this copy cannot show that its data is unchanged (validate a whole copy, or a --since head after entry {at})", anchor.seq),
+            );
+        }
+    }
     let on_disk = history::manifests_on_disk(archive.layout())?;
-    for (path, (sha256, seq)) in &expected {
+    for (path, state) in &replay.manifests {
         if !scope.covers(path) {
             continue;
         }
+        let seq = state.seq;
         let file = archive.layout().resolve(path);
-        let Some(sha256) = sha256 else {
+        let Some(sha256) = state.recorded.sha256() else {
+            out.note(
+                path.clone(),
+                format!("history entry {seq} ({}) recorded this run as absent from this copy: a publication or bundle left it out", operation_of(&read, seq)),
+            );
             if file.symlink_metadata().is_ok() {
                 out.add(
                     path.clone(),
                     None,
                     "history",
-                    format!("history entry {seq} recorded this manifest as removed, but it is here: it was written outside babel"),
+                    format!("history entry {seq} recorded this manifest as absent from this copy, but it is here: it was written outside babel"),
                 );
             }
             continue;
         };
         match digest_file(&file) {
-            Ok(found) if found.sha256 == *sha256 => {}
+            Ok(found) if found.sha256 == sha256 => {}
             Ok(_) => out.add(
                 path.clone(),
                 None,
@@ -126,7 +155,7 @@ pub(super) fn check(
         }
     }
     for path in on_disk {
-        if scope.covers(&path) && !expected.contains_key(&path) {
+        if scope.covers(&path) && !replay.manifests.contains_key(&path) {
             out.add(
                 path,
                 None,
@@ -136,4 +165,12 @@ pub(super) fn check(
         }
     }
     Ok(())
+}
+
+/// The operation of entry `seq`, for messages.
+fn operation_of(read: &history::History, seq: u64) -> &str {
+    read.entries
+        .iter()
+        .find(|entry| entry.seq == seq)
+        .map_or("", |entry| entry.operation.as_str())
 }

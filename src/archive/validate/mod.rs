@@ -41,6 +41,15 @@ pub struct Finding {
     pub message: String,
 }
 
+/// Something validation saw that is not damage but that the user should know: an entry
+/// at ROOT that is not part of the archive, a run this copy does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Note {
+    /// ROOT-relative path it is about.
+    pub path: String,
+    pub message: String,
+}
+
 /// What validation looked at and found.
 #[derive(Debug, Default, Serialize)]
 pub struct ValidationReport {
@@ -49,10 +58,13 @@ pub struct ValidationReport {
     pub files: u64,
     pub records: u64,
     pub findings: Vec<Finding>,
+    /// What is worth knowing but is not a finding (it does not make `ok` false).
+    pub notes: Vec<Note>,
 }
 
 pub(super) struct Collector {
     findings: Vec<Finding>,
+    notes: Vec<Note>,
     files: u64,
     records: u64,
 }
@@ -70,6 +82,13 @@ impl Collector {
             line,
             row: None,
             check,
+            message: message.into(),
+        });
+    }
+
+    pub(super) fn note(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.notes.push(Note {
+            path: path.into(),
             message: message.into(),
         });
     }
@@ -117,12 +136,14 @@ fn validate_selection(
 ) -> Result<ValidationReport, ArchiveError> {
     let mut out = Collector {
         findings: Vec::new(),
+        notes: Vec::new(),
         files: 0,
         records: 0,
     };
     let layout = archive.layout();
     check_marker(archive, &mut out)?;
     check_journal(archive, &mut out);
+    note_unmanaged(archive, &mut out)?;
     if registries {
         let registries = artifacts::check_registries(archive)?;
         out.findings.extend(registries.findings);
@@ -159,7 +180,32 @@ fn validate_selection(
         files: out.files,
         records: out.records,
         findings: out.findings,
+        notes: out.notes,
     })
+}
+
+/// Names each entry at ROOT that is not part of the archive (notes, a `.env`, exported
+/// files): babel never publishes or bundles it, and the user should know it is there.
+fn note_unmanaged(archive: &Archive, out: &mut Collector) -> Result<(), ArchiveError> {
+    let root = archive.layout().root();
+    let entries = fs::read_dir(root).map_err(io_at("listing", root))?;
+    let mut names: Vec<String> = entries
+        .map(|entry| {
+            entry
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .map_err(io_at("listing", root))
+        })
+        .collect::<Result<_, _>>()?;
+    names.sort();
+    for name in names {
+        if !layout::is_managed_at_root(&name) {
+            out.note(
+                name,
+                "not part of the archive: babel never publishes, bundles or validates it",
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The marker was read when the archive was opened; what is left to check is its bytes.

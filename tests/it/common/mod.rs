@@ -347,23 +347,26 @@ pub fn rechain_history(env: &Env, edit: impl FnOnce(&mut Vec<serde_json::Value>)
     .unwrap();
 }
 
-/// Makes the history agree with the manifests now on disk (the last entry that recorded
-/// each one records its current hash), re-chained: what a careful forger does after an
-/// edit, so that only the checks below the history can find it.
+/// Rewrites the whole history as one `adopt` entry that snapshots every manifest now on
+/// disk, re-chained: what a forger who controls the only copy does after an edit (trust
+/// on first use makes it a valid history), so that only the checks below the history, or
+/// an anchor cited before, can find it.
 pub fn launder_history(env: &Env) {
+    let layout = babel::archive::layout::Layout::new(env.root());
+    let mut manifests = serde_json::Map::new();
+    let mut changes = Vec::new();
+    for path in babel::archive::history::manifests_on_disk(&layout).unwrap() {
+        let bytes = std::fs::read(env.archived(&path)).unwrap();
+        manifests.insert(path.clone(), sha256_hex(&bytes).into());
+        let manifest: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        changes.push(serde_json::json!({"change": "snapshot", "path": path, "manifest": manifest}));
+    }
     rechain_history(env, |entries| {
-        for entry in entries.iter_mut().rev() {
-            let paths: Vec<String> = entry["manifests"]
-                .as_object()
-                .unwrap()
-                .keys()
-                .cloned()
-                .collect();
-            for path in paths {
-                if let Ok(bytes) = std::fs::read(env.archived(&path)) {
-                    entry["manifests"][&path] = sha256_hex(&bytes).into();
-                }
-            }
-        }
+        let mut adopt = entries[0].clone();
+        adopt["operation"] = "adopt".into();
+        adopt["subject"] = ".".into();
+        adopt["manifests"] = manifests.into();
+        adopt["changes"] = changes.into();
+        *entries = vec![adopt];
     });
 }

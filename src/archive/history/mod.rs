@@ -22,12 +22,16 @@
 //! stops a write before its commit point. This module owns the two files; the
 //! transaction calls it, validate checks it.
 
+pub mod replay;
+
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 
 use super::layout::Layout;
+use super::manifest::{AttachmentEntry, ImportEntry};
 use crate::canonical_json::{is_canonical, to_canonical_bytes};
 use crate::clock::now_rfc3339;
 use crate::durable::{self, PathIoError, digest_of, io_at};
@@ -57,7 +61,7 @@ pub const OPERATIONS: [&str; 9] = [
 ];
 
 /// One committed write.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Entry {
     pub seq: u64,
@@ -76,6 +80,34 @@ pub struct Entry {
     /// The release bundle an `import-bundle` write came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bundle: Option<BundleRef>,
+    /// What the write changed in each manifest, so that the log replays ([`replay`]).
+    /// Absent only in entries an older babel wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Vec<Change>>,
+}
+
+/// What one write changed in one manifest (ROOT-relative `path`): enough for the log
+/// alone to rebuild every manifest, so that [`replay`] can hold each write to the
+/// transitions a babel write can make.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "change", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Change {
+    /// A manifest that did not exist, whole: the marker (`init`), a new run (`run
+    /// create`), an artifact (`artifact add`), a run or artifact a bundle brought.
+    Create { path: String, manifest: Value },
+    /// A manifest as it stood when an archive's history was adopted (`adopt`).
+    Snapshot { path: String, manifest: Value },
+    /// Imports and attachments appended to a run (`import`, `attach`).
+    Extend {
+        path: String,
+        imports: Vec<ImportEntry>,
+        attachments: Vec<AttachmentEntry>,
+    },
+    /// A run sealed (`seal`).
+    Seal { path: String, sealed_at: String },
+    /// A run this copy of the archive does not hold (`hub-pull` of a partial
+    /// publication).
+    Remove { path: String },
 }
 
 /// A release bundle as the history names it: the SHA-256 of the bundle file and its
@@ -153,16 +185,9 @@ impl History {
             .any(|(entry, hash)| entry.seq == anchor.seq && *hash == anchor.sha256)
     }
 
-    /// The expected SHA-256 of every manifest: the last one each entry recorded, with
-    /// the entry that recorded it (none for a manifest an entry removed).
-    pub fn expected_manifests(&self) -> BTreeMap<String, (Option<String>, u64)> {
-        let mut expected = BTreeMap::new();
-        for entry in &self.entries {
-            for (path, sha256) in &entry.manifests {
-                expected.insert(path.clone(), (sha256.clone(), entry.seq));
-            }
-        }
-        expected
+    /// Every manifest rebuilt from the entries, and the writes that are not legal.
+    pub fn replay(&self) -> replay::Replay {
+        replay::Replay::of(&self.entries)
     }
 }
 
@@ -315,6 +340,7 @@ pub fn next_entry(
     subject: &str,
     manifests: BTreeMap<String, Option<String>>,
     bundle: Option<BundleRef>,
+    changes: Vec<Change>,
 ) -> Result<Entry, PathIoError> {
     let head = read_head(layout)?;
     Ok(Entry {
@@ -326,6 +352,7 @@ pub fn next_entry(
         subject: subject.into(),
         manifests,
         bundle,
+        changes: Some(changes),
     })
 }
 
