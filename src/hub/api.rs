@@ -139,6 +139,13 @@ struct RepoInfoWire {
     sha: Option<String>,
 }
 
+/// One commit as the Hub lists it (`GET .../commits/{revision}`): what babel reads.
+#[derive(Deserialize)]
+struct ListedCommitWire {
+    id: String,
+    message: String,
+}
+
 #[derive(Deserialize)]
 struct WhoamiWire {
     name: String,
@@ -299,6 +306,33 @@ impl HubClient {
             })?),
         };
         Ok(RepoInfo { sha })
+    }
+
+    /// The description (the message below the title) of `commit` of `repo`: the first
+    /// entry the Hub lists for the history that ends at that commit, which must be that
+    /// commit.
+    pub fn commit_message(&self, repo: &RepoId, commit: &CommitId) -> Result<String, HubError> {
+        let what = format!("reading the description of commit {commit} of {repo}");
+        let url = self.repo_url(
+            repo,
+            &format!("/commits/{}", encode_segment(commit.as_str())),
+        )?;
+        let call = Call::new(Method::GET, url, &what);
+        let response = self
+            .expect_success(&call, Some(repo))
+            .map_err(|error| naming_revision(error, commit.as_str()))?;
+        let page: Vec<ListedCommitWire> = self.json(response, &what, MAX_JSON_BYTES)?;
+        match page.into_iter().next() {
+            Some(first) if first.id == commit.as_str() => Ok(first.message),
+            Some(first) => Err(HubError::Refused {
+                what,
+                reason: format!("the Hub listed commit {} first, not {commit}", first.id),
+            }),
+            None => Err(HubError::Refused {
+                what,
+                reason: "the Hub listed no commit".into(),
+            }),
+        }
     }
 
     /// The user the token belongs to.

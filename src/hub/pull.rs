@@ -238,14 +238,15 @@ pub fn pull(
     progress.finish();
 
     let checksums_verified = verify_checksums(&snapshot, &verified)?;
-    Archive::init(&snapshot, None, &mut |_| {})?;
+    let history_head = check_published_head(client, repo, &commit, &snapshot)?;
+    // Runs the publication left out are recorded first, so that adopting an older
+    // history (init) snapshots only the manifests this copy holds.
     let archive = Archive::open(&snapshot)?;
-    let history_head =
-        crate::archive::history::read_head(archive.layout())?.map(|head| head.to_string());
     let left_out = {
         let session = archive.write_session("babel hub-pull", None, &mut |_| {})?;
         crate::archive::record_runs_left_out(&session)?
     };
+    Archive::init(&snapshot, None, &mut |_| {})?;
     let validation = validate::validate(&archive, &[])?;
     if !validation.ok {
         return Err(HubError::RestoredFaulty {
@@ -270,6 +271,36 @@ pub fn pull(
         left_out,
         validation,
     })
+}
+
+/// The history head the downloaded files end at, which must be the one the commit's
+/// description names (`babel archive history head N:SHA256`, as `hub-push` writes it): the
+/// commit a paper cites then vouches for that head. A commit whose description names no
+/// head (uploaded by another tool) is restored on the history it holds.
+fn check_published_head(
+    client: &HubClient,
+    repo: &RepoId,
+    commit: &CommitId,
+    snapshot: &Path,
+) -> Result<Option<String>, HubError> {
+    let layout = crate::archive::layout::Layout::new(snapshot);
+    let downloaded = crate::archive::history::read_head(&layout)?.map(|head| head.to_string());
+    let message = client.commit_message(repo, commit)?;
+    let named = message
+        .lines()
+        .find_map(|line| line.trim().strip_prefix(super::push::HEAD_PREFIX))
+        .map(|head| head.trim().to_owned());
+    match (&named, &downloaded) {
+        (Some(named), Some(downloaded)) if named == downloaded => Ok(Some(downloaded.clone())),
+        (Some(named), found) => Err(refused(
+            format!("restoring {repo} at {commit}"),
+            format!(
+                "the commit's description names history head {named}, but the history it holds ends at {}: the files are not those the push published",
+                found.as_deref().unwrap_or("nothing (no history/HEAD)")
+            ),
+        )),
+        (None, _) => Ok(downloaded),
+    }
 }
 
 /// `dest` must be absent, or an empty folder (an unfinished pull of this same commit

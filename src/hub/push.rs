@@ -32,6 +32,10 @@ pub struct PushOptions {
     pub message: Option<String>,
 }
 
+/// How a commit's description names the history head it publishes; `hub-pull` reads it
+/// back.
+pub const HEAD_PREFIX: &str = "babel archive history head ";
+
 /// What a push did.
 #[derive(Debug, Clone, Serialize)]
 pub struct PushReport {
@@ -221,7 +225,7 @@ pub fn push(
     let description = report
         .history_head
         .as_ref()
-        .map(|head| format!("babel archive history head {head}"))
+        .map(|head| format!("{HEAD_PREFIX}{head}"))
         .unwrap_or_default();
     let commit: CommitId = client.commit(
         repo,

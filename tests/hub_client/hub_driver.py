@@ -96,6 +96,11 @@ def run(op, args):
     if op == "repo_info":
         return info(api.repo_info(
             args["repo_id"], repo_type="dataset", revision=args.get("revision"), **token_arg(args)))
+    if op == "list_repo_commits":
+        commits = api.list_repo_commits(
+            args["repo_id"], repo_type="dataset", revision=args.get("revision"), **token_arg(args))
+        return [{"commit_id": c.commit_id, "authors": c.authors, "created_at": c.created_at.isoformat(),
+                 "title": c.title, "message": c.message} for c in commits]
     if op == "whoami":
         return api.whoami(**token_arg(args))
     raise ValueError(f"hub_driver: unknown op {op!r}")

@@ -530,11 +530,7 @@ fn a_commit_whose_archive_does_not_validate_is_not_restored() {
     );
 }
 
-fn head_of(root: &std::path::Path) -> String {
-    let head: Value =
-        serde_json::from_slice(&std::fs::read(root.join("history/HEAD")).unwrap()).unwrap();
-    format!("{}:{}", head["seq"], head["sha256"].as_str().unwrap())
-}
+use crate::hub_support::head_of;
 
 #[test]
 fn the_commit_names_the_history_head_and_the_pull_restores_that_history() {
@@ -606,6 +602,61 @@ fn a_commit_whose_history_was_rewritten_is_not_restored() {
     let output = pull(&env, &server, rewritten.as_str(), &[]);
     assert_refused(&env, &output, 1, "validation finding");
     assert!(text(&output).contains("[history]"), "{}", text(&output));
+}
+
+#[test]
+fn a_history_other_than_the_one_the_commit_names_is_not_restored() {
+    // "hub-pull checks that the head named in the Hub commit's description equals the
+    // head of the history it downloaded" (issue 18): a later commit that keeps the
+    // description of the published one but carries a history that ends elsewhere (an
+    // archive that grew after the push, uploaded by another tool) is refused before
+    // anything is restored.
+    let (env, server, commit) = pushed();
+    let head = head_of(&env.root());
+    env.babel(&["run", "create", "late", "--model", "m"])
+        .assert()
+        .success();
+    let grown = |path: &str| std::fs::read(env.archived(path)).unwrap();
+    let mut listed = String::from_utf8(
+        server
+            .file(REPO, &commit, "checksums.sha256")
+            .unwrap()
+            .bytes()
+            .to_vec(),
+    )
+    .unwrap();
+    let manifest = grown("runs/late/manifest.json");
+    listed.push_str(&format!(
+        "{}  runs/late/manifest.json\n",
+        crate::common::sha256_hex(&manifest)
+    ));
+    let mut lines: Vec<String> = listed
+        .lines()
+        .map(|line| match line.rsplit_once("  ") {
+            Some((_, path @ ("history/log.jsonl" | "history/HEAD"))) => {
+                format!("{}  {path}", crate::common::sha256_hex(&grown(path)))
+            }
+            _ => line.to_owned(),
+        })
+        .collect();
+    lines.sort_by(|a, b| {
+        a.split_once("  ")
+            .unwrap()
+            .1
+            .cmp(b.split_once("  ").unwrap().1)
+    });
+    let checksums = lines.join("\n") + "\n";
+    let later = server
+        .commit(REPO)
+        .description(&format!("babel archive history head {head}"))
+        .file("history/log.jsonl", &grown("history/log.jsonl"))
+        .file("history/HEAD", &grown("history/HEAD"))
+        .file("runs/late/manifest.json", &manifest)
+        .file("checksums.sha256", checksums.as_bytes())
+        .apply()
+        .unwrap();
+    let output = pull(&env, &server, later.as_str(), &[]);
+    assert_refused(&env, &output, 1, &format!("names history head {head}"));
 }
 
 #[test]

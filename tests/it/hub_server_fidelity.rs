@@ -1900,6 +1900,26 @@ fn an_archive_pushed_by_babel_is_downloaded_byte_for_byte_by_snapshot_download()
         "snapshot_download",
         json!({ "repo_id": repo, "revision": commit, "local_dir": target.path() }),
     );
+    // The commit's description names the history head babel published, and the client
+    // reads it (and the history before it, paged) as the Hub lists commits.
+    server.set_tree_page_size(1);
+    let listed = client.ok(
+        "list_repo_commits",
+        json!({ "repo_id": repo, "revision": commit }),
+    );
+    let listed = listed.as_array().expect("commits");
+    assert_eq!(
+        listed.len(),
+        2,
+        "the initial commit, then babel's: {listed:?}"
+    );
+    assert_eq!(listed[0]["commit_id"], json!(commit));
+    assert_eq!(listed[1]["authors"], json!(["system"]));
+    let head = crate::hub_support::head_of(&env.root());
+    assert_eq!(
+        listed[0]["message"],
+        json!(format!("babel archive history head {head}"))
+    );
     let mut downloaded = read_files(target.path());
     assert_eq!(
         downloaded.remove(".gitattributes"),

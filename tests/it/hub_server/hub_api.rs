@@ -42,6 +42,9 @@ pub(super) fn handle(shared: &Shared, request: &Request) -> Option<Response> {
         ("GET", ["api", "datasets", ns, name, "tree", rev, rest @ ..]) => {
             tree(shared, request, ns, name, rev, &rest.join("/"))
         }
+        ("GET", ["api", "datasets", ns, name, "commits", rev]) => {
+            commits(shared, request, ns, name, rev)
+        }
         ("POST", ["api", "datasets", ns, name, "paths-info", rev]) => {
             paths_info(shared, request, ns, name, rev)
         }
@@ -483,6 +486,61 @@ fn tree(
         }
         let next = format!(
             "{}{}?{query}cursor={}",
+            shared.urls.hub,
+            request.path(),
+            encode_cursor(end)
+        );
+        response = response.with_header("Link", &format!("<{next}>; rel=\"next\""));
+    }
+    Ok(response)
+}
+
+/// The history that ends at `rev`, newest first (`HfApi.list_repo_commits`): each commit's
+/// id, authors, date, title (the summary) and message (the description), in pages whose
+/// next one the `Link` header names, as the Hub pages them.
+fn commits(shared: &Shared, request: &Request, ns: &str, name: &str, rev: &str) -> Handled {
+    let revision = decode(rev)?;
+    if request.query_param("expand[]").is_some() {
+        return Err(unsupported("commit listing with expand[]="));
+    }
+    let offset = match request.query_param("cursor") {
+        None => 0,
+        Some(cursor) => decode_cursor(&cursor).ok_or_else(|| bad_request("invalid cursor"))?,
+    };
+    let state = lock(&shared.state);
+    let caller = identify(&state, request)?;
+    let repo = readable(&state, &caller, ns, name)?;
+    let mut at = repo.resolve(&revision).map(|commit| &commit.info);
+    let mut history = Vec::new();
+    while let Some(info) = at {
+        let author = if info.parent.is_none() {
+            "system"
+        } else {
+            "tester"
+        };
+        history.push(json!({
+            "id": info.id.as_str(),
+            "authors": [{"user": author}],
+            "date": git::iso_time(info.time),
+            "title": info.summary,
+            "message": info.description,
+        }));
+        at = info
+            .parent
+            .as_ref()
+            .and_then(|parent| repo.commit(parent))
+            .map(|commit| &commit.info);
+    }
+    if history.is_empty() {
+        return Err(revision_not_found(&revision));
+    }
+    let page_size = state.config.tree_page_size.max(1);
+    let end = offset.saturating_add(page_size).min(history.len());
+    let page: Vec<Value> = history.get(offset..end).unwrap_or(&[]).to_vec();
+    let mut response = Response::json(200, &Value::Array(page));
+    if end < history.len() {
+        let next = format!(
+            "{}{}?cursor={}",
             shared.urls.hub,
             request.path(),
             encode_cursor(end)

@@ -227,3 +227,10 @@ pub fn entries(dir: &Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// The history head of the archive at `root`, as `babel log` prints it (`SEQ:SHA256`).
+pub fn head_of(root: &std::path::Path) -> String {
+    let head: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("history/HEAD")).unwrap()).unwrap();
+    format!("{}:{}", head["seq"], head["sha256"].as_str().unwrap())
+}
