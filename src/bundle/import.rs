@@ -75,11 +75,12 @@ fn present_root(session: &WriteSession<'_>, name: &str) -> Result<Option<String>
         if !present.contains(&id) {
             return Ok(None);
         }
-        return match super::export::component_of_run(archive, run) {
-            Ok(component) => Ok(Some(component.root)),
-            Err(ArchiveError::Usage { message, .. }) => Err(ImportError::Conflict(message)),
-            Err(other) => Err(other.into()),
-        };
+        if archive.run_manifest(&id)?.status != crate::archive::manifest::RunStatus::Sealed {
+            return Err(ImportError::Conflict(format!(
+                "this archive's run {run} is open, and the bundle brings a sealed run {run}: refusing to replace it"
+            )));
+        }
+        return Ok(Some(super::export::component_of_run(archive, run)?.root));
     }
     let (registry, id) = name
         .split_once('/')
@@ -153,6 +154,8 @@ pub fn import(
         return Ok(imported);
     }
 
+    let needed: u64 = new.iter().flat_map(|c| &c.files).map(|f| f.bytes).sum();
+    verify::require_room(layout.root(), needed)?;
     // One write: every file of every new component, their folders, and the manifests in
     // the history entry; the marker, rewritten with its own bytes, is the commit point.
     // A component's manifest is written under a temporary name and renamed into place

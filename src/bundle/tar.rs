@@ -83,6 +83,19 @@ pub struct Member {
     pub size: u64,
 }
 
+/// The path a header names, read leniently (for messages about a header that is refused).
+pub fn path_of(block: &[u8; BLOCK]) -> String {
+    let field = |range: std::ops::Range<usize>| {
+        let bytes = &block[range];
+        let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+        String::from_utf8_lossy(&bytes[..end]).into_owned()
+    };
+    match field(345..500) {
+        prefix if prefix.is_empty() => field(0..100),
+        prefix => format!("{prefix}/{}", field(0..100)),
+    }
+}
+
 /// Parses one header block; `Ok(None)` for a zero block.
 pub fn parse_header(block: &[u8; BLOCK]) -> Result<Option<Member>, String> {
     if block.iter().all(|b| *b == 0) {

@@ -22,28 +22,48 @@ use crate::durable::{self, PathIoError, digest_of, io_at};
 /// The name prefix of the private folder a bundle is unpacked into.
 pub const STAGING_PREFIX: &str = ".babel-bundle-";
 
-/// Limits the verifier (not the bundle) sets, checked while streaming.
+/// Limits the verifier (not the bundle) sets, checked while streaming. Those left unset
+/// are sized from the bundle: nothing is unpacked before `manifest.json` has been read
+/// (at most [`MAX_MANIFEST_BYTES`], after at most [`preamble_ceiling`] decompressed bytes
+/// and [`MAX_PREAMBLE_MEMBERS`] members) and checked; then every member must be one it
+/// declares, of the size it declares, and what it declares must fit in the free space.
 #[derive(Debug, Clone, Copy)]
 pub struct Ceilings {
     /// The bundle file's size.
     pub compressed: u64,
-    /// The tar stream's size once decompressed.
-    pub expanded: u64,
-    /// Tar members (files and folders).
-    pub members: u64,
-    /// One file's size.
-    pub member: u64,
+    /// The tar stream's size once decompressed (default: what the manifest declares).
+    pub expanded: Option<u64>,
+    /// Tar members, files and folders (default: what the manifest declares).
+    pub members: Option<u64>,
+    /// One file's size (default: what the manifest declares for it).
+    pub member: Option<u64>,
 }
 
 impl Default for Ceilings {
     fn default() -> Self {
         Self {
             compressed: 64 << 30,
-            expanded: 256 << 30,
-            members: 1_000_000,
-            member: 64 << 30,
+            expanded: None,
+            members: None,
+            member: None,
         }
     }
+}
+
+/// The largest `manifest.json` a verifier reads.
+pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+
+/// The most members before `manifest.json` (the top folder, `checksums.sha256`, and the
+/// artifacts of the registries that sort before it).
+pub const MAX_PREAMBLE_MEMBERS: u64 = 100_000;
+
+/// The most decompressed bytes read before `manifest.json` is found, for a bundle of
+/// `compressed` bytes: 1 GiB, or 256 times the bundle, whichever is more (or the expanded
+/// ceiling, when one is set). A bomb is refused there, having written nothing.
+pub fn preamble_ceiling(compressed: u64, ceilings: &Ceilings) -> u64 {
+    ceilings
+        .expanded
+        .unwrap_or_else(|| (1u64 << 30).max(compressed.saturating_mul(256)))
 }
 
 /// Why a bundle is not valid, or could not be read.
@@ -110,13 +130,133 @@ pub fn verify(
             transport.sha256
         )));
     }
+    // First pass: find and check manifest.json, writing nothing.
+    let (manifest_bytes, manifest) = read_manifest(file, size, ceilings)?;
+    let declared = Declared::of(&manifest)?;
+    let needed = declared.tar_bytes();
+    if let Some(ceiling) = ceilings.expanded
+        && needed > ceiling
+    {
+        return Err(invalid(format!(
+            "the bundle declares {needed} bytes once unpacked, more than the {ceiling} this verifier accepts"
+        )));
+    }
+    if let Some(ceiling) = ceilings.members
+        && declared.members() > ceiling
+    {
+        return Err(invalid(format!(
+            "the bundle declares {} members, more than the {ceiling} this verifier accepts",
+            declared.members()
+        )));
+    }
+    if let Some(ceiling) = ceilings.member
+        && let Some((path, bytes)) = declared.files.iter().find(|(_, bytes)| **bytes > ceiling)
+    {
+        return Err(invalid(format!(
+            "{path} is {bytes} bytes, more than the {ceiling} this verifier accepts"
+        )));
+    }
+    require_room(scratch, needed)?;
     let dir = tempfile::Builder::new()
         .prefix(STAGING_PREFIX)
         .tempdir_in(scratch)
         .map_err(io_at("creating a folder in", scratch))?;
-    let extracted = extract(file, dir.path(), ceilings)?;
-    let verified = check(dir.path(), &extracted, transport)?;
+    // Second pass: unpack exactly what the manifest declares.
+    let extracted = extract(file, dir.path(), &declared, needed)?;
+    let verified = check(
+        dir.path(),
+        &extracted,
+        transport,
+        manifest_bytes,
+        manifest,
+        &declared,
+    )?;
     Ok(Staged { verified, dir })
+}
+
+/// Refuses to unpack `needed` bytes into a folder on a file system with less room, naming
+/// the folder: a full disk is a full disk, not a bad bundle.
+pub fn require_room(folder: &Path, needed: u64) -> Result<(), BundleError> {
+    let stats = rustix::fs::statvfs(folder).map_err(|errno| {
+        BundleError::Io(PathIoError {
+            action: "measuring the free space of",
+            path: folder.to_owned(),
+            source: io::Error::from_raw_os_error(errno.raw_os_error()),
+        })
+    })?;
+    let free = stats.f_bavail.saturating_mul(stats.f_frsize);
+    // A margin for the folders and the file system's own blocks.
+    let wanted = needed.saturating_add(needed / 64).saturating_add(1 << 20);
+    if free < wanted {
+        return Err(BundleError::Io(PathIoError {
+            action: "unpacking the bundle into",
+            path: folder.to_owned(),
+            source: io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!("the bundle needs {wanted} bytes there, and {free} are free"),
+            ),
+        }));
+    }
+    Ok(())
+}
+
+/// What a bundle's manifest declares: every file (path inside the top folder → bytes) and
+/// every folder on their way (`/` for the top folder, `a/`, `a/b/`, ...).
+struct Declared {
+    files: BTreeMap<String, u64>,
+    folders: BTreeSet<String>,
+}
+
+impl Declared {
+    fn of(manifest: &BundleManifest) -> Result<Self, BundleError> {
+        let mut files = BTreeMap::new();
+        for component in &manifest.components {
+            check_name(&component.name)?;
+            for file in &component.files {
+                if !file.path.starts_with(&format!("{}/", component.name)) {
+                    return Err(invalid(format!(
+                        "{} lists {}, which is outside it",
+                        component.name, file.path
+                    )));
+                }
+                safe_path(&format!("{TOP}/{}", file.path))?;
+                if files.insert(file.path.clone(), file.bytes).is_some() {
+                    return Err(invalid(format!("{} is declared twice", file.path)));
+                }
+            }
+        }
+        // The two files of the bundle itself; manifest.json's size is read when unpacked.
+        if files.contains_key("manifest.json") || files.contains_key("checksums.sha256") {
+            return Err(invalid(
+                "a component declares manifest.json or checksums.sha256",
+            ));
+        }
+        let mut folders: BTreeSet<String> = ["/".to_owned()].into();
+        folders.extend(
+            files
+                .keys()
+                .flat_map(|p| super::folders_of(p))
+                .map(str::to_owned),
+        );
+        Ok(Self { files, folders })
+    }
+
+    /// Files and folders, with the bundle's two own files.
+    fn members(&self) -> u64 {
+        (self.files.len() + self.folders.len() + 2) as u64
+    }
+
+    /// The size of the tar stream the declaration allows: every header and padded
+    /// payload, the bundle's own two files at their ceilings, the end blocks.
+    fn tar_bytes(&self) -> u64 {
+        let files: u64 = self
+            .files
+            .values()
+            .map(|bytes| tar::member_size(*bytes))
+            .sum();
+        let own = 2 * tar::member_size(MAX_MANIFEST_BYTES);
+        files + own + self.folders.len() as u64 * tar::BLOCK as u64 + tar::END.len() as u64
+    }
 }
 
 /// Checks the zstd frame header: one frame with its content size and checksum.
@@ -146,54 +286,62 @@ struct Extracted {
     folders: BTreeSet<String>,
 }
 
-fn extract(file: &Path, into: &Path, ceilings: &Ceilings) -> Result<Extracted, BundleError> {
-    check_frame(file)?;
-    let input = File::open(file).map_err(io_at("reading", file))?;
-    let mut decoder = zstd::stream::read::Decoder::new(input)
-        .map_err(io_at("decompressing", file))?
-        .single_frame();
-    let mut stream = Limited {
-        inner: &mut decoder,
-        left: ceilings.expanded,
-    };
-    let broken = |e: io::Error| match e.kind() {
-        io::ErrorKind::UnexpectedEof => invalid("the tar stream ends early (truncated)"),
-        io::ErrorKind::FileTooLarge => invalid(e.to_string()),
-        _ => invalid(format!("the bundle cannot be decompressed: {e}")),
-    };
-    let mut extracted = Extracted {
-        files: BTreeMap::new(),
-        folders: BTreeSet::new(),
-    };
-    let mut previous: Option<String> = None;
-    let mut folded: HashSet<String> = HashSet::new();
-    let mut members = 0u64;
-    loop {
-        let block = tar::read_block(&mut stream).map_err(broken)?;
-        let Some(member) = tar::parse_header(&block)
-            .map_err(|e| invalid(format!("member {}: {e}", members + 1)))?
-        else {
-            let second = tar::read_block(&mut stream).map_err(broken)?;
-            if second.iter().any(|b| *b != 0) {
-                return Err(invalid("a single zero block inside the archive"));
-            }
-            break;
-        };
-        // Exactly the header babel writes for this path and size (which also fixes how a
-        // long path is split), so one archive has one byte form.
-        if tar::header(&member.path, member.size).ok().as_ref() != Some(&block) {
-            return Err(invalid(format!(
-                "member {:?}: its header is not the tar-ustar-v1 header of that path and size",
-                member.path
-            )));
+/// Reads one tar header of a stream: the member it declares, `None` at the end (two zero
+/// blocks), after checking that it is exactly the header babel writes for that path and
+/// size (which also fixes how a long path is split), so one archive has one byte form.
+fn next_member(
+    stream: &mut impl Read,
+    count: u64,
+    broken: &dyn Fn(io::Error) -> BundleError,
+) -> Result<Option<tar::Member>, BundleError> {
+    let block = tar::read_block(stream).map_err(broken)?;
+    let Some(member) = tar::parse_header(&block).map_err(|e| {
+        let path = tar::path_of(&block);
+        if path.is_empty() {
+            invalid(format!("member {}: {e}", count + 1))
+        } else {
+            invalid(format!("member {path:?}: {e}"))
         }
-        members += 1;
-        if members > ceilings.members {
-            return Err(invalid(format!("more than {} members", ceilings.members)));
+    })?
+    else {
+        let second = tar::read_block(stream).map_err(broken)?;
+        if second.iter().any(|b| *b != 0) {
+            return Err(invalid("a single zero block inside the archive"));
         }
-        let path = member.path.clone();
-        let inside = safe_path(&path)?;
-        if previous
+        return Ok(None);
+    };
+    if tar::header(&member.path, member.size).ok().as_ref() != Some(&block) {
+        return Err(invalid(format!(
+            "member {:?}: its header is not the tar-ustar-v1 header of that path and size",
+            member.path
+        )));
+    }
+    Ok(Some(member))
+}
+
+/// The rules every member's path follows in a stream: safe, inside the top folder, in
+/// strictly increasing byte order, no two differing only in letter case, in a folder
+/// declared before it. Returns the path inside the top folder.
+struct PathRules {
+    previous: Option<String>,
+    folded: HashSet<String>,
+    folders: BTreeSet<String>,
+}
+
+impl PathRules {
+    fn new() -> Self {
+        Self {
+            previous: None,
+            folded: HashSet::new(),
+            folders: BTreeSet::new(),
+        }
+    }
+
+    fn check(&mut self, member: &tar::Member) -> Result<String, BundleError> {
+        let path = &member.path;
+        let inside = safe_path(path)?;
+        if self
+            .previous
             .as_ref()
             .is_some_and(|p| p.as_str() >= path.as_str())
         {
@@ -201,8 +349,8 @@ fn extract(file: &Path, into: &Path, ceilings: &Ceilings) -> Result<Extracted, B
                 "member {path:?} is out of order or repeated (members are sorted by path bytes)"
             )));
         }
-        previous = Some(path.clone());
-        if !folded.insert(path.to_lowercase()) {
+        self.previous = Some(path.clone());
+        if !self.folded.insert(path.to_lowercase()) {
             return Err(invalid(format!(
                 "member {path:?} differs from another only in letter case"
             )));
@@ -212,37 +360,186 @@ fn extract(file: &Path, into: &Path, ceilings: &Ceilings) -> Result<Extracted, B
             None if inside.is_empty() => String::new(),
             None => "/".into(),
         };
-        if !inside.is_empty() && !extracted.folders.contains(&parent) {
+        if !inside.is_empty() && !self.folders.contains(&parent) {
             return Err(invalid(format!(
                 "member {path:?} is in a folder the archive does not declare first"
             )));
         }
-        let target = into.join(&path);
         if member.directory {
-            fs::create_dir(&target).map_err(io_at("creating", &target))?;
-            extracted.folders.insert(if inside.is_empty() {
+            self.folders.insert(if inside.is_empty() {
                 "/".into()
             } else {
-                inside
+                inside.clone()
             });
+        }
+        Ok(inside)
+    }
+}
+
+/// The decompressed tar stream of a bundle, failing past `ceiling` bytes.
+fn open_stream(
+    file: &Path,
+) -> Result<zstd::stream::read::Decoder<'static, io::BufReader<File>>, BundleError> {
+    check_frame(file)?;
+    let input = File::open(file).map_err(io_at("reading", file))?;
+    Ok(zstd::stream::read::Decoder::new(input)
+        .map_err(io_at("decompressing", file))?
+        .single_frame())
+}
+
+/// What a read error of the decompressed stream means.
+fn broken(e: io::Error) -> BundleError {
+    match e.kind() {
+        io::ErrorKind::UnexpectedEof => invalid("the tar stream ends early (truncated)"),
+        io::ErrorKind::FileTooLarge => invalid(e.to_string()),
+        _ => invalid(format!("the bundle cannot be decompressed: {e}")),
+    }
+}
+
+/// The first pass: the stream up to `manifest.json`, whose bytes are read (at most
+/// [`MAX_MANIFEST_BYTES`]) and checked: its canonical form, format, transport profile
+/// and component names. Nothing is written.
+fn read_manifest(
+    file: &Path,
+    compressed: u64,
+    ceilings: &Ceilings,
+) -> Result<(Vec<u8>, BundleManifest), BundleError> {
+    let mut decoder = open_stream(file)?;
+    let mut stream = Limited {
+        inner: &mut decoder,
+        left: preamble_ceiling(compressed, ceilings),
+    };
+    let mut rules = PathRules::new();
+    let mut members = 0u64;
+    let manifest_path = format!("{TOP}/manifest.json");
+    let bytes = loop {
+        let Some(member) = next_member(&mut stream, members, &broken)? else {
+            return Err(invalid("the bundle has no manifest.json"));
+        };
+        members += 1;
+        if members > MAX_PREAMBLE_MEMBERS {
+            return Err(invalid(format!(
+                "more than {MAX_PREAMBLE_MEMBERS} members before manifest.json"
+            )));
+        }
+        rules.check(&member)?;
+        if member.path > manifest_path {
+            return Err(invalid("the bundle has no manifest.json"));
+        }
+        if member.path == manifest_path {
+            if member.directory || member.size > MAX_MANIFEST_BYTES {
+                return Err(invalid(format!(
+                    "manifest.json is {} bytes, more than the {MAX_MANIFEST_BYTES} a verifier reads",
+                    member.size
+                )));
+            }
+            let mut bytes = Vec::with_capacity(member.size as usize);
+            (&mut stream)
+                .take(member.size)
+                .read_to_end(&mut bytes)
+                .map_err(broken)?;
+            if bytes.len() as u64 != member.size {
+                return Err(invalid("the tar stream ends early (truncated)"));
+            }
+            let padding = tar::member_size(member.size) - tar::BLOCK as u64 - member.size;
+            let mut pad = vec![0u8; padding as usize];
+            stream.read_exact(&mut pad).map_err(broken)?;
+            if pad.iter().any(|b| *b != 0) {
+                return Err(invalid(format!(
+                    "member {manifest_path:?}: its padding is not NUL (is it longer than its header says?)"
+                )));
+            }
+            break bytes;
+        }
+        let padded = tar::member_size(member.size) - tar::BLOCK as u64;
+        io::copy(&mut (&mut stream).take(padded), &mut io::sink()).map_err(broken)?;
+    };
+    let manifest: BundleManifest =
+        serde_json::from_slice(&bytes).map_err(|e| invalid(format!("manifest.json: {e}")))?;
+    if super::manifest_bytes(&manifest) != bytes {
+        return Err(invalid(
+            "manifest.json is not RFC 8785 canonical JSON followed by one LF",
+        ));
+    }
+    if manifest.format != super::FORMAT || manifest.format_version != super::FORMAT_VERSION {
+        return Err(invalid(format!(
+            "manifest.json is {} version {}, not a babel bundle version {} this babel reads",
+            manifest.format,
+            manifest.format_version,
+            super::FORMAT_VERSION
+        )));
+    }
+    if manifest.transport.profile != super::TRANSPORT {
+        return Err(invalid(format!(
+            "unknown transport profile {:?}",
+            manifest.transport.profile
+        )));
+    }
+    Ok((bytes, manifest))
+}
+
+/// The second pass: unpacks every member into `into`, each one declared (a file of its
+/// declared size, refused before anything of it is written; a folder on the way to a
+/// declared file), the stream at most `ceiling` bytes. A failed write (a full disk) is an
+/// I/O error at its path, not a bad bundle.
+fn extract(
+    file: &Path,
+    into: &Path,
+    declared: &Declared,
+    ceiling: u64,
+) -> Result<Extracted, BundleError> {
+    let mut decoder = open_stream(file)?;
+    let mut stream = Limited {
+        inner: &mut decoder,
+        left: ceiling,
+    };
+    let mut extracted = Extracted {
+        files: BTreeMap::new(),
+        folders: BTreeSet::new(),
+    };
+    let mut rules = PathRules::new();
+    let mut members = 0u64;
+    while let Some(member) = next_member(&mut stream, members, &broken)? {
+        members += 1;
+        let path = member.path.clone();
+        let inside = rules.check(&member)?;
+        let target = into.join(&path);
+        if member.directory {
+            let folder = if inside.is_empty() {
+                "/".to_owned()
+            } else {
+                inside
+            };
+            if !declared.folders.contains(&folder) {
+                return Err(invalid(format!(
+                    "member {path:?} is a folder that holds no file manifest.json declares"
+                )));
+            }
+            fs::create_dir(&target).map_err(io_at("creating", &target))?;
+            extracted.folders.insert(folder);
             continue;
         }
-        if member.size > ceilings.member {
-            return Err(invalid(format!(
-                "member {path:?} is {} bytes, more than the {} this verifier accepts",
-                member.size, ceilings.member
-            )));
+        let expected = match inside.as_str() {
+            "manifest.json" | "checksums.sha256" => {
+                (member.size <= MAX_MANIFEST_BYTES).then_some(member.size)
+            }
+            other => declared.files.get(other).copied(),
+        };
+        match expected {
+            None => {
+                return Err(invalid(format!(
+                    "{inside} is in the archive but not declared in manifest.json"
+                )));
+            }
+            Some(bytes) if bytes != member.size => {
+                return Err(invalid(format!(
+                    "member {path:?}: its header says {} bytes, but manifest.json declares {bytes}",
+                    member.size
+                )));
+            }
+            Some(_) => {}
         }
-        let out = File::create_new(&target).map_err(io_at("creating", &target))?;
-        let mut writer = io::BufWriter::new(out);
-        let copied = io::copy(&mut (&mut stream).take(member.size), &mut writer).map_err(broken)?;
-        if copied != member.size {
-            return Err(invalid(format!(
-                "member {path:?} ends early: {copied} of {} bytes",
-                member.size
-            )));
-        }
-        writer.flush().map_err(io_at("writing", &target))?;
+        copy_member(&mut stream, member.size, &target)?;
         let padding = (tar::BLOCK as u64 - member.size % tar::BLOCK as u64) % tar::BLOCK as u64;
         let mut pad = vec![0u8; padding as usize];
         stream.read_exact(&mut pad).map_err(broken)?;
@@ -265,6 +562,32 @@ fn extract(file: &Path, into: &Path, ceilings: &Ceilings) -> Result<Extracted, B
         ));
     }
     Ok(extracted)
+}
+
+/// Copies `size` bytes of the stream into the new file `target`: a read that fails is the
+/// bundle's fault, a write that fails (a full disk) the file system's, named at its path.
+fn copy_member(stream: &mut impl Read, size: u64, target: &Path) -> Result<(), BundleError> {
+    let out = File::create_new(target).map_err(io_at("creating", target))?;
+    let mut writer = io::BufWriter::new(out);
+    let mut left = size;
+    let mut buffer = vec![0u8; 256 * 1024];
+    while left > 0 {
+        let want = buffer.len().min(left as usize);
+        let n = stream.read(&mut buffer[..want]).map_err(broken)?;
+        if n == 0 {
+            return Err(invalid(format!(
+                "member {:?} ends early: {} of {size} bytes",
+                target.display(),
+                size - left
+            )));
+        }
+        writer
+            .write_all(&buffer[..n])
+            .map_err(io_at("writing", target))?;
+        left -= n as u64;
+    }
+    writer.flush().map_err(io_at("writing", target))?;
+    Ok(())
 }
 
 /// A reader that fails once more than `left` bytes are read (the expanded ceiling).
@@ -322,53 +645,23 @@ fn check(
     dir: &Path,
     extracted: &Extracted,
     transport: durable::ContentDigest,
+    bytes: Vec<u8>,
+    manifest: BundleManifest,
+    declared: &Declared,
 ) -> Result<Verified, BundleError> {
     let top = dir.join(TOP);
     let manifest_path = top.join("manifest.json");
-    let bytes = fs::read(&manifest_path).map_err(|_| invalid("the bundle has no manifest.json"))?;
-    let manifest: BundleManifest =
-        serde_json::from_slice(&bytes).map_err(|e| invalid(format!("manifest.json: {e}")))?;
-    if super::manifest_bytes(&manifest) != bytes {
+    if fs::read(&manifest_path).map_err(io_at("reading", &manifest_path))? != bytes {
         return Err(invalid(
-            "manifest.json is not RFC 8785 canonical JSON followed by one LF",
+            "manifest.json changed between the two passes over the bundle",
         ));
     }
-    if manifest.format != super::FORMAT || manifest.format_version != super::FORMAT_VERSION {
-        return Err(invalid(format!(
-            "manifest.json is {} version {}, not a babel bundle version {} this babel reads",
-            manifest.format,
-            manifest.format_version,
-            super::FORMAT_VERSION
-        )));
-    }
-    if manifest.transport.profile != super::TRANSPORT {
-        return Err(invalid(format!(
-            "unknown transport profile {:?}",
-            manifest.transport.profile
-        )));
-    }
 
-    // The member set: exactly the declared files, and the folders on their way.
-    let mut declared: BTreeSet<String> =
-        ["manifest.json".to_owned(), "checksums.sha256".to_owned()].into();
-    let mut names = Vec::new();
+    // The member set: exactly the declared files (each component's sorted), the
+    // bundle's own two, and the folders on their way.
+    let names: Vec<String> = manifest.components.iter().map(|c| c.name.clone()).collect();
     for component in &manifest.components {
-        check_name(&component.name)?;
-        names.push(component.name.clone());
-        let mut paths = Vec::new();
-        for file in &component.files {
-            if !file.path.starts_with(&format!("{}/", component.name)) {
-                return Err(invalid(format!(
-                    "{} lists {}, which is outside it",
-                    component.name, file.path
-                )));
-            }
-            if !declared.insert(file.path.clone()) {
-                return Err(invalid(format!("{} is declared twice", file.path)));
-            }
-            paths.push(file.path.clone());
-        }
-        if paths.windows(2).any(|w| w[0] >= w[1]) {
+        if component.files.windows(2).any(|w| w[0].path >= w[1].path) {
             return Err(invalid(format!(
                 "{}'s files are not sorted by path",
                 component.name
@@ -380,25 +673,15 @@ fn check(
             "the components are not sorted by name, or one is repeated",
         ));
     }
-    let found: BTreeSet<String> = extracted.files.keys().cloned().collect();
-    if let Some(extra) = found.difference(&declared).next() {
-        return Err(invalid(format!(
-            "{extra} is in the archive but not declared in manifest.json"
-        )));
+    let own = ["checksums.sha256", "manifest.json"];
+    for missing in declared.files.keys().map(String::as_str).chain(own) {
+        if !extracted.files.contains_key(missing) {
+            return Err(invalid(format!(
+                "{missing} is declared in manifest.json but missing from the archive"
+            )));
+        }
     }
-    if let Some(missing) = declared.difference(&found).next() {
-        return Err(invalid(format!(
-            "{missing} is declared in manifest.json but missing from the archive"
-        )));
-    }
-    let mut folders: BTreeSet<String> = ["/".to_owned()].into();
-    folders.extend(
-        declared
-            .iter()
-            .flat_map(|p| super::folders_of(p))
-            .map(str::to_owned),
-    );
-    if folders != extracted.folders {
+    if declared.folders != extracted.folders {
         return Err(invalid(
             "the archive's folders are not exactly those of its files",
         ));
@@ -463,7 +746,7 @@ fn check(
         bytes: transport.bytes,
         bundle_root: manifest.bundle_root.clone(),
         components: names,
-        files: declared.len(),
+        files: declared.files.len() + own.len(),
         rows,
         manifest,
     })

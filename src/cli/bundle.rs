@@ -103,18 +103,21 @@ struct Checks {
     /// The SHA-256 the bundle file must have (64 hex digits).
     #[arg(long, value_name = "HEX")]
     expect_sha256: Option<String>,
-    /// The most bytes the decompressed tar stream may hold (e.g. 500MiB, 2TiB).
-    #[arg(long, value_name = "SIZE", default_value = "256GiB", value_parser = babel::hub::pull::parse_size)]
-    max_expanded_bytes: u64,
-    /// The most bytes one file of the bundle may hold.
-    #[arg(long, value_name = "SIZE", default_value = "64GiB", value_parser = babel::hub::pull::parse_size)]
-    max_file_bytes: u64,
+    /// The most bytes the decompressed tar stream may hold (e.g. 500MiB, 2TiB). Default:
+    /// what the bundle's manifest declares, and at most 1 GiB (or 256 times the bundle)
+    /// before the manifest is found; the free space is checked either way.
+    #[arg(long, value_name = "SIZE", value_parser = babel::hub::pull::parse_size)]
+    max_expanded_bytes: Option<u64>,
+    /// The most bytes one file of the bundle may hold (default: its declared size).
+    #[arg(long, value_name = "SIZE", value_parser = babel::hub::pull::parse_size)]
+    max_file_bytes: Option<u64>,
     /// The most bytes the bundle file itself may hold.
     #[arg(long, value_name = "SIZE", default_value = "64GiB", value_parser = babel::hub::pull::parse_size)]
     max_bundle_bytes: u64,
-    /// The most files and folders the bundle may hold.
-    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
-    max_members: u64,
+    /// The most files and folders the bundle may hold (default: what its manifest
+    /// declares, and 100,000 before the manifest).
+    #[arg(long, value_name = "N")]
+    max_members: Option<u64>,
 }
 
 impl Checks {

@@ -324,7 +324,7 @@ fn hostile_bundles_are_each_refused_with_what_is_wrong() {
             Vec::new(),
         )),
         &[],
-        "a link member",
+        "member \"babel-bundle/link\": a link member",
     );
     refused(
         &with((raw_header("babel-bundle/dev", b'3', 0, ""), Vec::new())),
@@ -375,11 +375,31 @@ fn hostile_bundles_are_each_refused_with_what_is_wrong() {
         &["--max-expanded-bytes", "1000000"],
         "exceeds this verifier's ceiling",
     );
+    // Undeclared, the same bomb is refused by name, nothing of it written.
+    refused(&bomb, &[], "bomb is in the archive but not declared");
+    // A declared file beyond a ceiling the user sets is refused before unpacking.
     refused(
-        &bomb,
-        &["--max-file-bytes", "1000000"],
-        "more than the 1000000 this verifier accepts",
+        &valid,
+        &["--max-file-bytes", "100"],
+        "more than the 100 this verifier accepts",
     );
+    // A member whose header says another size than manifest.json declares is refused
+    // before anything of it is written.
+    let mut resized = valid.clone();
+    let path_of = |header: &[u8]| tar::path_of(header.try_into().unwrap());
+    let at = resized
+        .iter()
+        .position(|(h, _)| {
+            let path = path_of(h);
+            path.starts_with("babel-bundle/runs/") && !path.ends_with('/')
+        })
+        .unwrap();
+    let path = path_of(&resized[at].0);
+    let mut payload = resized[at].1.clone();
+    payload.push(b'\n');
+    resized[at].0 = tar::header(&path, payload.len() as u64).unwrap().to_vec();
+    resized[at].1 = payload;
+    refused(&resized, &[], "but manifest.json declares");
 
     // A changed record, with every file hash, root and checksum updated to match: only
     // the records file's row root can tell.
@@ -583,4 +603,79 @@ fn a_bundle_that_contradicts_the_archive_is_refused_and_nothing_is_written() {
     assert!(stderr.contains("nothing was imported"), "{stderr}");
     assert_eq!(target.files(), before);
     target.babel(&["validate"]).assert().success();
+}
+
+#[test]
+fn a_bundle_that_declares_more_than_the_disk_holds_is_refused_before_anything_is_written() {
+    // "Bundles: nothing is written before manifest.json is read and checked [...] the
+    // defaults are sized from the bundle and the free space; a full disk is reported as a
+    // full disk at its path, not as a bad bundle." (issue 18)
+    let env = study();
+    assert!(export(&env, "good.tar.zst").status.success());
+    let unpacked = unpack(&env, &env.path().join("good.tar.zst"));
+    let top = unpacked.join("babel-bundle");
+    // A consistent bundle whose attachment is 256 MiB of zeros: a few kilobytes packed.
+    let attachment = std::fs::read_dir(top.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find_map(|run| {
+            let folder = run.join("attachments");
+            folder.is_dir().then(|| {
+                std::fs::read_dir(folder)
+                    .unwrap()
+                    .next()
+                    .unwrap()
+                    .unwrap()
+                    .path()
+            })
+        });
+    let target = attachment.unwrap_or_else(|| {
+        let run = std::fs::read_dir(top.join("runs"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        std::fs::read_dir(run.join("raw"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+    });
+    std::fs::write(&target, vec![0u8; 256 << 20]).unwrap();
+    reseal(&top, false);
+    let bomb = env.path().join("bomb.tar.zst");
+    pack(&members_of(&unpacked), &bomb);
+    assert!(std::fs::metadata(&bomb).unwrap().len() < 1 << 20);
+    let Some(mounted) = crate::common::tmpfs_or_skip(&env, "16m") else {
+        return;
+    };
+    let root = mounted.path.join("archive");
+    let init = assert_cmd::Command::new(env!("CARGO_BIN_EXE_babel"))
+        .arg("--root")
+        .arg(&root)
+        .arg("init")
+        .output()
+        .unwrap();
+    assert!(init.status.success());
+    let before = crate::common::files_under(&root);
+    let output = assert_cmd::Command::new(env!("CARGO_BIN_EXE_babel"))
+        .arg("--root")
+        .arg(&root)
+        .arg("import-bundle")
+        .arg(&bomb)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("are free") && stderr.contains(&root.join(".babel").display().to_string()),
+        "a full disk at its path: {stderr}"
+    );
+    assert_eq!(
+        crate::common::files_under(&root),
+        before,
+        "nothing was written"
+    );
 }

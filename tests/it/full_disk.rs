@@ -16,51 +16,6 @@ const PAGE: u64 = 4096;
 /// Attempts stop once this many in a row completed (more space changes nothing).
 const COMPLETED_IN_A_ROW: u32 = 2;
 
-/// A tmpfs mounted for the test's life.
-struct Tmpfs {
-    path: PathBuf,
-}
-
-impl Tmpfs {
-    fn mount(at: &Path) -> Result<Self, String> {
-        std::fs::create_dir_all(at).unwrap();
-        let output = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=4m,mode=0755", "tmpfs"])
-            .arg(at)
-            .output()
-            .map_err(|e| format!("cannot run mount: {e}"))?;
-        if !output.status.success() {
-            return Err(format!(
-                "mount -t tmpfs failed (not root, or no CAP_SYS_ADMIN): {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            ));
-        }
-        Ok(Self {
-            path: at.to_owned(),
-        })
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.path).status();
-    }
-}
-
-fn tmpfs_or_skip(env: &Env) -> Option<Tmpfs> {
-    match Tmpfs::mount(&env.path().join("tmpfs")) {
-        Ok(mounted) => Some(mounted),
-        Err(reason) => {
-            assert!(
-                std::env::var("BABEL_REQUIRE_TMPFS").as_deref() != Ok("1"),
-                "BABEL_REQUIRE_TMPFS=1 but {reason}"
-            );
-            eprintln!("SKIPPED full-disk test: {reason}");
-            None
-        }
-    }
-}
-
 /// Every file under `root` with its bytes.
 fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
@@ -129,7 +84,12 @@ fn babel(root: &Path, args: &[&str], cwd: &Path) -> std::process::Output {
 /// Runs `args` against a copy of `source` (or a fresh folder, for init) on a disk with
 /// 0, 1, 2, ... free pages until it completes; checks what each attempt left. Returns how
 /// many failed with ENOSPC and how many succeeded.
-fn under_full_disk(env: &Env, mounted: &Tmpfs, source: Option<&Path>, args: &[&str]) -> (u32, u32) {
+fn under_full_disk(
+    env: &Env,
+    mounted: &crate::common::Tmpfs,
+    source: Option<&Path>,
+    args: &[&str],
+) -> (u32, u32) {
     let (mut failed, mut succeeded) = (0, 0);
     for pages in 0.. {
         assert!(
@@ -200,7 +160,7 @@ fn under_full_disk(env: &Env, mounted: &Tmpfs, source: Option<&Path>, args: &[&s
 #[test]
 fn every_write_command_on_a_full_disk_leaves_nothing_pending() {
     let env = Env::with_run();
-    let Some(mounted) = tmpfs_or_skip(&env) else {
+    let Some(mounted) = crate::common::tmpfs_or_skip(&env, "4m") else {
         return;
     };
     let lines: Vec<String> = (0..300)

@@ -370,3 +370,73 @@ pub fn launder_history(env: &Env) {
         *entries = vec![adopt];
     });
 }
+
+/// A tmpfs mounted for a test's life (it needs root, or CAP_SYS_ADMIN).
+pub struct Tmpfs {
+    pub path: PathBuf,
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(&self.path)
+            .status();
+    }
+}
+
+/// A tmpfs of `size` (`4m`, `16m`) at `tmpfs/` in the environment, or `None` with one
+/// line saying why the test is skipped; `BABEL_REQUIRE_TMPFS=1` (set by the reliability
+/// script when it runs as root) makes that a failure.
+pub fn tmpfs_or_skip(env: &Env, size: &str) -> Option<Tmpfs> {
+    let at = env.path().join("tmpfs");
+    std::fs::create_dir_all(&at).unwrap();
+    let output = std::process::Command::new("mount")
+        .args([
+            "-t",
+            "tmpfs",
+            "-o",
+            &format!("size={size},mode=0755"),
+            "tmpfs",
+        ])
+        .arg(&at)
+        .output();
+    let reason = match output {
+        Ok(output) if output.status.success() => return Some(Tmpfs { path: at }),
+        Ok(output) => format!(
+            "mount -t tmpfs failed (not root, or no CAP_SYS_ADMIN): {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ),
+        Err(error) => format!("cannot run mount: {error}"),
+    };
+    assert!(
+        std::env::var("BABEL_REQUIRE_TMPFS").as_deref() != Ok("1"),
+        "BABEL_REQUIRE_TMPFS=1 but {reason}"
+    );
+    eprintln!("SKIPPED tmpfs test: {reason}");
+    None
+}
+
+/// Every file and folder under `root`, `.babel/` included (relative, sorted, folders
+/// ending in `/`): what a write that must leave nothing behind is compared with.
+pub fn files_under(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let relative = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if path.is_dir() {
+                out.push(format!("{relative}/"));
+                stack.push(path);
+            } else {
+                out.push(relative);
+            }
+        }
+    }
+    out.sort();
+    out
+}
