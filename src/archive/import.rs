@@ -1168,6 +1168,16 @@ fn read_whole(path: &Path, limit: u64) -> Result<Vec<u8>, Result<FileProblem, Ar
 /// A problem of a whole structured file: the message and a hint.
 type FileProblem = (String, Option<String>);
 
+/// What an adapter found wrong with a file's header, naming the field.
+fn header_problem(error: adapters::AdapterError) -> FileProblem {
+    let message = if error.path.is_root() {
+        error.message
+    } else {
+        format!("field {}: {}", error.path, error.message)
+    };
+    (message, error.hint)
+}
+
 /// Streams the [`adapters::Indexed`] file at `path` into its index, one element of its
 /// array at a time; `Ok(Ok(None))` when the folder has no such file. A problem names the
 /// file and the element (`per_instance_stats.json#/12`).
@@ -1343,7 +1353,7 @@ fn structured_items(
                 context,
             ) {
                 Ok(begun) => begun,
-                Err(error) => return Ok(Err((error.message, error.hint))),
+                Err(error) => return Ok(Err(header_problem(error))),
             };
             for name in names.iter().filter(|n| item(n)) {
                 let bytes = match zip.read(name, MAX_ITEM_BYTES as u64) {
@@ -1386,7 +1396,7 @@ fn structured_items(
             };
             let begun = match (structured.begin)(header, context) {
                 Ok(begun) => begun,
-                Err(error) => return Ok(Err((error.message, error.hint))),
+                Err(error) => return Ok(Err(header_problem(error))),
             };
             let file = File::open(raw).map_err(io_at("reading", raw))?;
             let reader = BufReader::with_capacity(256 * 1024, file);
@@ -1440,7 +1450,7 @@ fn structured_items(
                 context,
             ) {
                 Ok(begun) => begun,
-                Err(error) => return Ok(Err((error.message, error.hint))),
+                Err(error) => return Ok(Err(header_problem(error))),
             };
             let second = document_items(open()?, items, |item, locator| {
                 normalize_item(item, locator, &begun)

@@ -731,11 +731,25 @@ fn check(
     }
     let expected = super::checksums(&digest_of(&bytes).sha256, &manifest.components);
     let checksums_path = top.join("checksums.sha256");
-    if fs::read(&checksums_path).map_err(io_at("reading", &checksums_path))? != expected.as_bytes()
-    {
-        return Err(invalid(
-            "checksums.sha256 does not list exactly manifest.json and every file with its SHA-256",
-        ));
+    let found = fs::read(&checksums_path).map_err(io_at("reading", &checksums_path))?;
+    if found != expected.as_bytes() {
+        let found = String::from_utf8_lossy(&found);
+        let (line, text) = found
+            .split_inclusive('\n')
+            .zip(
+                expected
+                    .split_inclusive('\n')
+                    .map(Some)
+                    .chain(std::iter::repeat(None)),
+            )
+            .position(|(found, expected)| Some(found) != expected)
+            .map_or(
+                (found.lines().count() + 1, String::from("(missing)")),
+                |at| (at + 1, found.lines().nth(at).unwrap_or_default().to_owned()),
+            );
+        return Err(invalid(format!(
+            "checksums.sha256 line {line} ({text:?}) is not what manifest.json and the files give: it must list exactly manifest.json and every file with its SHA-256"
+        )));
     }
     for component in &manifest.components {
         check_registered(&top, component)?;

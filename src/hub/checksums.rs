@@ -24,7 +24,7 @@ pub fn render<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<u8
 /// Parses the file strictly: UTF-8, every line `<64 lowercase hex>  <path>` (or ` *<path>`,
 /// GNU's binary-mode marker) ending in LF, no escaped names, no path listed twice.
 /// Returns path → SHA-256, or the one-based line and what is wrong with it.
-pub fn parse(bytes: &[u8]) -> Result<BTreeMap<String, String>, (usize, String)> {
+pub fn parse(bytes: &[u8]) -> Result<BTreeMap<String, (String, usize)>, (usize, String)> {
     let text = std::str::from_utf8(bytes).map_err(|_| (0, "it is not UTF-8".to_owned()))?;
     if !text.is_empty() && !text.ends_with('\n') {
         return Err((text.lines().count(), "the last line has no LF".into()));
@@ -52,7 +52,10 @@ pub fn parse(bytes: &[u8]) -> Result<BTreeMap<String, String>, (usize, String)> 
                 number,
                 "expected two spaces and a path after the hash".into(),
             ))?;
-        if entries.insert(path.to_owned(), hash.to_owned()).is_some() {
+        if entries
+            .insert(path.to_owned(), (hash.to_owned(), number))
+            .is_some()
+        {
             return Err((number, format!("{path} is listed twice")));
         }
     }
@@ -80,7 +83,12 @@ mod tests {
     fn parsing_round_trips_and_refuses_malformed_lines() {
         let text = render([("a.txt", A), ("d/é.txt", B)]);
         let parsed = parse(&text).unwrap();
-        assert_eq!(parsed.get("d/é.txt").map(String::as_str), Some(B));
+        assert_eq!(
+            parsed
+                .get("d/é.txt")
+                .map(|(hash, line)| (hash.as_str(), *line)),
+            Some((B, 2))
+        );
         assert_eq!(
             parse(format!("{A} *bin.dat\n").as_bytes()).unwrap().len(),
             1

@@ -734,12 +734,12 @@ fn verify_checksums(
             continue;
         }
         match listed.get(path) {
-            Some(sha256) if *sha256 == file.sha256 => {}
-            Some(sha256) => {
+            Some((sha256, _)) if *sha256 == file.sha256 => {}
+            Some((sha256, line)) => {
                 return Err(refused(
                     &what,
                     format!(
-                        "{path} has the SHA-256 {}, but the list says {sha256}",
+                        "line {line}: {path} has the SHA-256 {}, but the list says {sha256}",
                         file.sha256
                     ),
                 ));
@@ -752,10 +752,13 @@ fn verify_checksums(
             }
         }
     }
-    if let Some(extra) = listed.keys().find(|path| !verified.contains_key(*path)) {
+    if let Some((extra, (_, line))) = listed
+        .iter()
+        .find(|(path, _)| !verified.contains_key(*path))
+    {
         return Err(refused(
             &what,
-            format!("it lists {extra}, which the commit does not have"),
+            format!("line {line}: it lists {extra}, which the commit does not have"),
         ));
     }
     Ok(true)

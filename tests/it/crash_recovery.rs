@@ -302,6 +302,19 @@ fn import_bundle_aborted_at_every_point_publishes_all_of_the_bundle_or_none() {
             .output()
             .unwrap();
         let passed = String::from_utf8_lossy(&output.stderr).contains("fault injected");
+        // Before any recovery, a reader sees every run of the bundle or none: no manifest
+        // is in place before the write commits ("Readers never see half a bundle import").
+        let listed = crate::common::babel_json(&env, &["list"]);
+        let runs = listed["runs"].as_array().map_or(0, Vec::len);
+        assert!(runs == 0 || runs == 2, "import-bundle at {point}: {listed}");
+        let before_commit = points().iter().position(|q| *q == point)
+            < points().iter().position(|q| *q == "manifest-renamed");
+        if passed && before_commit {
+            assert_eq!(
+                runs, 0,
+                "import-bundle at {point}: a run listed before the commit"
+            );
+        }
         env.babel(&["init"]).assert().success();
         assert_validates(&env);
         let present: Vec<bool> = published.iter().map(|m| env.archived(m).exists()).collect();

@@ -367,3 +367,161 @@ fn a_validation_split_is_its_own_filter_and_language_modeling_windows_are_one_re
             .contains("language-modeling instance")
     );
 }
+
+#[test]
+fn a_link_in_a_run_folder_is_refused_not_followed() {
+    // "A HELM run folder with a symlink (to /etc/hostname, or a token file) is followed
+    // and its content archived and published: refuse symlinks in folder inputs."
+    let env = Env::with_archive();
+    env.babel(&["run", "create", "h", "--model", "simple/model1"])
+        .assert()
+        .success();
+    let copy = copy_of_run(&env, "linked");
+    std::fs::write(env.path().join("token"), "hf_secret\n").unwrap();
+    std::os::unix::fs::symlink(env.path().join("token"), copy.join("notes.json")).unwrap();
+    let before = crate::common::files_under(&env.root());
+    let output = env
+        .babel(&["import", "h", "--format", "helm"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("\"notes.json\", which is a symbolic link"),
+        "{stderr}"
+    );
+    assert_eq!(crate::common::files_under(&env.root()), before);
+}
+
+#[test]
+fn a_run_of_another_model_is_refused_or_kept_with_a_warning() {
+    // "An Inspect log, HELM run or EEE file whose own model differs from the run's model
+    // is imported silently today and relabelled. Refuse it [...] naming both models; an
+    // explicit flag may accept it and record a warning on every record."
+    let env = Env::with_archive();
+    env.babel(&["run", "create", "other", "--model", "gpt-x"])
+        .assert()
+        .success();
+    let output = env
+        .babel(&["import", "other", "--format", "helm", RUN])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("\"simple/model1\"")
+            && stderr.contains("\"gpt-x\"")
+            && stderr.contains("--allow-other-model"),
+        "{stderr}"
+    );
+    env.babel(&[
+        "import",
+        "other",
+        "--format",
+        "helm",
+        "--allow-other-model",
+        RUN,
+    ])
+    .assert()
+    .success();
+    let records = env.records("other");
+    assert!(!records.is_empty());
+    for record in &records {
+        assert_eq!(record["model"], "gpt-x");
+        assert!(
+            record["warnings"].as_array().unwrap().iter().any(|w| w
+                .as_str()
+                .unwrap()
+                .contains("\"simple/model1\", not the run's model")),
+            "{record}"
+        );
+    }
+}
+
+#[test]
+fn a_large_stats_file_is_streamed_in_bounded_memory() {
+    // "HELM: per_instance_stats.json is streamed and only the stats of the instances in
+    // the run are kept (≤ 512 MB peak for a 300 MB file)." A run of 24,000 instances,
+    // 80 stats each: a 300 MB stats file and a small scenario state.
+    let env = Env::with_archive();
+    let folder = env.path().join("big-run");
+    std::fs::create_dir(&folder).unwrap();
+    let real = Path::new(RUN);
+    for name in ["run_spec.json", "scenario.json"] {
+        std::fs::copy(real.join(name), folder.join(name)).unwrap();
+    }
+    let instances = 24_000;
+    let mut states = String::from("{\"request_states\": [");
+    let mut stats = std::io::BufWriter::new(
+        std::fs::File::create(folder.join("per_instance_stats.json")).unwrap(),
+    );
+    use std::io::Write;
+    stats.write_all(b"[").unwrap();
+    for i in 0..instances {
+        if i > 0 {
+            states.push(',');
+            stats.write_all(b",").unwrap();
+        }
+        states.push_str(&format!(
+            "{{\"instance\": {{\"id\": \"q{i}\", \"split\": \"test\", \"input\": {{\"text\": \"question {i}\"}}, \"references\": [{{\"output\": {{\"text\": \"a\"}}, \"tags\": [\"correct\"]}}]}}, \"train_trial_index\": 0, \"request\": {{\"prompt\": \"question {i}\"}}, \"result\": {{\"success\": true, \"completions\": [{{\"text\": \"a\"}}]}}}}"
+        ));
+        write!(
+            stats,
+            "{{\"instance_id\": \"q{i}\", \"train_trial_index\": 0, \"stats\": ["
+        )
+        .unwrap();
+        for s in 0..80 {
+            if s > 0 {
+                stats.write_all(b", ").unwrap();
+            }
+            let name = if s == 0 {
+                "exact_match".to_owned()
+            } else {
+                format!("stat_{s}")
+            };
+            write!(stats, "{{\"name\": {{\"name\": \"{name}\", \"split\": \"test\"}}, \"count\": 1, \"sum\": 1.0, \"sum_squared\": 1.0, \"min\": 1.0, \"max\": 1.0, \"mean\": 1.0, \"variance\": 0.0, \"stddev\": 0.0}}").unwrap();
+        }
+        stats.write_all(b"]}").unwrap();
+    }
+    stats.write_all(b"]").unwrap();
+    drop(stats);
+    states.push_str("]}");
+    std::fs::write(folder.join("scenario_state.json"), states).unwrap();
+    let stats_bytes = std::fs::metadata(folder.join("per_instance_stats.json"))
+        .unwrap()
+        .len();
+    assert!(stats_bytes > 300_000_000, "{stats_bytes}");
+    env.babel(&["run", "create", "big", "--model", "simple/model1"])
+        .assert()
+        .success();
+    let script = "import resource, subprocess, sys\n\
+                  code = subprocess.run(sys.argv[1:]).returncode\n\
+                  print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)";
+    let output = std::process::Command::new("python3")
+        .current_dir(env.path())
+        .args([
+            "-c",
+            script,
+            env!("CARGO_BIN_EXE_babel"),
+            "--root",
+            "archive",
+            "-q",
+        ])
+        .args(["import", "big", "--format", "helm"])
+        .arg(&folder)
+        .output()
+        .expect("python3 measures the child's peak memory");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let mut fields = text.split_whitespace();
+    let peak_kib: u64 = fields.next().unwrap().parse().unwrap();
+    assert_eq!(
+        fields.next(),
+        Some("0"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    println!("HELM stats of {stats_bytes} bytes imported with a peak of {peak_kib} KiB");
+    assert!(peak_kib < 512 * 1024, "peak {peak_kib} KiB");
+    assert_eq!(env.records("big").len(), instances);
+}

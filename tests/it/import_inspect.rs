@@ -481,3 +481,156 @@ fn a_changed_byte_in_an_archived_log_is_found() {
         assert!(text.contains(&format!("{raw}: [sha256]")), "{text}");
     }
 }
+
+/// A stored (uncompressed) ZIP of `members`, each (name in the central directory, name in
+/// its local header, bytes), written by hand so that it can say what no ZIP writer would.
+fn handmade_zip(members: &[(String, String, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut central = Vec::new();
+    let u16le = |v: usize| (v as u16).to_le_bytes();
+    let u32le = |v: usize| (v as u32).to_le_bytes();
+    for (central_name, local_name, bytes) in members {
+        let mut crc = flate2::Crc::new();
+        crc.update(bytes);
+        let crc = crc.sum().to_le_bytes();
+        let offset = out.len();
+        out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
+        out.extend_from_slice(&u16le(20));
+        out.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0x21, 0]);
+        out.extend_from_slice(&crc);
+        out.extend_from_slice(&u32le(bytes.len()));
+        out.extend_from_slice(&u32le(bytes.len()));
+        out.extend_from_slice(&u16le(local_name.len()));
+        out.extend_from_slice(&u16le(0));
+        out.extend_from_slice(local_name.as_bytes());
+        out.extend_from_slice(bytes);
+        central.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
+        central.extend_from_slice(&u16le(20));
+        central.extend_from_slice(&u16le(20));
+        central.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0x21, 0]);
+        central.extend_from_slice(&crc);
+        central.extend_from_slice(&u32le(bytes.len()));
+        central.extend_from_slice(&u32le(bytes.len()));
+        central.extend_from_slice(&u16le(central_name.len()));
+        central.extend_from_slice(&[0; 12]);
+        central.extend_from_slice(&u32le(offset));
+        central.extend_from_slice(central_name.as_bytes());
+    }
+    let at = out.len();
+    out.extend_from_slice(&central);
+    out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&u16le(members.len()));
+    out.extend_from_slice(&u16le(members.len()));
+    out.extend_from_slice(&u32le(central.len()));
+    out.extend_from_slice(&u32le(at));
+    out.extend_from_slice(&u16le(0));
+    out
+}
+
+#[test]
+fn a_zip_log_whose_headers_disagree_is_refused() {
+    // "A duplicated ZIP member, a duplicated header.json, or a central-directory name that
+    // differs from the local header are refused like duplicate JSON keys." (issue 18)
+    let original = log("mc", ".eval", false);
+    let mut zip = babel::inputs::zip::ZipInput::open(&original).unwrap();
+    let members: Vec<(String, String, Vec<u8>)> = zip
+        .names()
+        .unwrap()
+        .into_iter()
+        .map(|name| {
+            let bytes = zip.read(&name, 1 << 30).unwrap();
+            (name.clone(), name, bytes)
+        })
+        .collect();
+    let sample = members
+        .iter()
+        .position(|(name, _, _)| name.starts_with("samples/"))
+        .unwrap();
+    let mut header_twice = members.clone();
+    let mut other_header: Value =
+        serde_json::from_slice(&members.iter().find(|m| m.0 == "header.json").unwrap().2).unwrap();
+    other_header["eval"]["task"] = "another_task".into();
+    header_twice.push((
+        "header.json".into(),
+        "header.json".into(),
+        serde_json::to_vec(&other_header).unwrap(),
+    ));
+    let mut sample_twice = members.clone();
+    sample_twice.push(members[sample].clone());
+    let mut renamed = members.clone();
+    renamed[sample].1 = renamed[sample].1.replace("samples/", "samplez/");
+    let env = Env::with_archive();
+    env.babel(&["run", "create", "r", "--model", "mockllm/model"])
+        .assert()
+        .success();
+    let name = original.file_name().unwrap().to_str().unwrap().to_owned();
+    let cases = [
+        ("as written, stored", members, None),
+        (
+            "header.json twice",
+            header_twice,
+            Some("duplicate file names"),
+        ),
+        ("a sample twice", sample_twice, Some("duplicate file names")),
+        (
+            "a local name that is not the central one",
+            renamed,
+            Some("header"),
+        ),
+    ];
+    for (what, members, refused) in cases {
+        let file = env.path().join(what.replace(' ', "-")).join(&name);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, handmade_zip(&members)).unwrap();
+        let before = crate::common::files_under(&env.root());
+        let output = env
+            .babel(&["import", "r", "--format", "inspect", "--benchmark", "mc"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        match refused {
+            None => {
+                assert!(output.status.success(), "{what}: {stderr}");
+                env.babel(&["run", "create", "r2", "--model", "mockllm/model"])
+                    .assert()
+                    .success();
+            }
+            Some(needle) => {
+                assert_eq!(output.status.code(), Some(1), "{what}: {stderr}");
+                assert!(
+                    stderr.contains(needle) && stderr.contains("every member must be named once"),
+                    "{what}: {stderr}"
+                );
+                assert_eq!(
+                    crate::common::files_under(&env.root()),
+                    before,
+                    "{what}: nothing written"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_log_of_another_model_is_refused_naming_both() {
+    let env = Env::with_archive();
+    env.babel(&["run", "create", "r", "--model", "gpt-x"])
+        .assert()
+        .success();
+    let output = env
+        .babel(&["import", "r", "--format", "inspect"])
+        .arg(log("mc", ".eval", false))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "eval.model: the log's model is \"mockllm/model\", but run r is of model \"gpt-x\""
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--allow-other-model"), "{stderr}");
+}

@@ -59,11 +59,16 @@ pub(super) fn check(
     if let Some(anchor) = since
         && !read.holds(anchor)
     {
+        let ends = read.head().map_or(0, |head| head.seq);
         out.add(
             history::LOG,
             None,
             "history",
-            format!("the history no longer holds entry {anchor} that you gave with --since: its past was rewritten, or it is another archive"),
+            if anchor.seq > ends {
+                format!("this copy's history ends at entry {ends}, before entry {} that you gave with --since: it is an older copy than the one cited (validate the newer one), or another archive", anchor.seq)
+            } else {
+                format!("the history no longer holds entry {anchor} that you gave with --since: its past was rewritten, or it is another archive")
+            },
         );
     }
     let folder = archive.layout().resolve(history::HISTORY);

@@ -146,3 +146,58 @@ fn eight_writers_land_exactly_once_or_are_refused_cleanly_while_readers_watch() 
         "concurrent writers: {rounds} round(s) of {WRITERS} with and without --wait; {refused_total} refused (exit 3, nothing left); readers read {reads_total} times and validate ran {validations_total} times meanwhile, always whole"
     );
 }
+
+#[test]
+fn readers_during_an_import_bundle_see_whole_runs_or_none() {
+    // "import-bundle places run manifests before their files, so concurrent `records` fail
+    // with 'No such file' [...] Manifests go last, as for every other write" (issue 18).
+    let source = crate::artifacts::registered();
+    for run in ["demo-7b-step1000", "demo-7b-step2000"] {
+        crate::artifacts::strict_run(&source, run, run, true);
+    }
+    source
+        .babel(&[
+            "export",
+            "--run",
+            "demo-7b-step1000",
+            "--run",
+            "demo-7b-step2000",
+            "b.tar.zst",
+        ])
+        .assert()
+        .success();
+    let bundle = source.path().join("b.tar.zst");
+    let mut reads = 0u64;
+    for _ in 0..count("BABEL_CONCURRENT_ROUNDS", 2) * 5 {
+        let env = Env::with_archive();
+        let mut import = Command::new(env!("CARGO_BIN_EXE_babel"))
+            .current_dir(env.path())
+            .args(["--root", "archive", "import-bundle"])
+            .arg(&bundle)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        loop {
+            let finished = import.try_wait().unwrap().is_some();
+            let listed = env.babel(&["list", "--json"]).output().unwrap();
+            assert!(listed.status.success());
+            let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+            for run in listed["runs"].as_array().unwrap() {
+                let id = run["run_id"].as_str().unwrap();
+                let records = env.babel(&["records", id]).output().unwrap();
+                assert!(
+                    records.status.success(),
+                    "a reader saw run {id} before its files: {}",
+                    String::from_utf8_lossy(&records.stderr)
+                );
+                reads += 1;
+            }
+            if finished {
+                break;
+            }
+        }
+        assert!(import.wait_with_output().unwrap().status.success());
+    }
+    eprintln!("concurrent readers during import-bundle: {reads} reads of a listed run, all whole");
+}

@@ -5,6 +5,7 @@
 
 mod concurrent;
 mod crash_loop;
+mod forger;
 mod fuzz_regressions;
 mod hostile_inputs;
 mod mutations;
