@@ -93,9 +93,12 @@ fn assert_found_both_ways(env: &Env, cited: &str, what: &str, needle: &str) {
     }
 }
 
+/// A forgery: the history entry it appends, made from the edited archive.
+type Forge = fn(&Env) -> Value;
+
 #[test]
 fn an_entry_appended_over_an_edit_is_found_with_and_without_an_anchor() {
-    let forgeries: [(&str, fn(&Env) -> Value); 4] = [
+    let forgeries: [(&str, Forge); 4] = [
         ("a second seal", |env| {
             let (_, sha) = manifest(env, R1);
             json!({"operation": "seal", "subject": "runs/r1", "manifests": {R1: sha},
