@@ -18,6 +18,7 @@ pub mod hub;
 pub mod inputs;
 pub mod jsonl;
 pub mod matrix;
+pub mod panel;
 pub mod parallel;
 pub mod pipeline;
 pub mod record;
