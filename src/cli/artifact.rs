@@ -5,9 +5,8 @@ use std::path::PathBuf;
 
 use super::output::print_json;
 use super::{CliError, Exit, Globals};
-use babel::archive::ArchiveError;
 use babel::archive::artifacts::payload::Payload;
-use babel::archive::artifacts::{self, ArtifactError, ArtifactId, Kind};
+use babel::archive::artifacts::{self, ArtifactId, Kind};
 
 const ADD_EXAMPLES: &str = "\
 Examples:
@@ -88,16 +87,6 @@ fn kind(text: &str) -> Result<Kind, CliError> {
 
 fn artifact_id(text: &str) -> Result<ArtifactId, CliError> {
     ArtifactId::parse(text).map_err(|e| CliError::usage(e.to_string(), None))
-}
-
-/// An unknown artifact is a usage error (exit 2), like an unknown run.
-pub fn unknown_is_usage(error: ArchiveError) -> CliError {
-    match error {
-        ArchiveError::Artifact(inner) if matches!(*inner, ArtifactError::Unknown { .. }) => {
-            CliError::usage(inner.to_string(), inner.hint().as_deref())
-        }
-        other => other.into(),
-    }
 }
 
 pub fn run(globals: &Globals, command: ArtifactCommand) -> Result<Exit, CliError> {
@@ -219,7 +208,7 @@ fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
     let kind = kind(&args.kind)?;
     let id = artifact_id(&args.id)?;
     let archive = globals.archive()?;
-    let registered = artifacts::load(&archive, kind, id.as_str()).map_err(unknown_is_usage)?;
+    let registered = artifacts::load(&archive, kind, id.as_str()).map_err(CliError::from)?;
     if args.json {
         let manifest = serde_json::to_value(&registered.manifest).map_err(std::io::Error::from)?;
         print_json(&json!({"manifest": manifest, "payload": registered.value}))?;

@@ -15,6 +15,7 @@ mod import;
 mod init;
 mod log;
 mod matrix;
+mod panel;
 mod records;
 mod run;
 mod seal;
@@ -83,6 +84,7 @@ enum Command {
     VerifyBundle(bundle::VerifyArgs),
     ImportBundle(bundle::ImportArgs),
     Compare(compare::Args),
+    Panel(panel::Args),
     Demo(demo::Args),
     /// Register, show and list item banks, protocols, model panels, calibrations and
     /// releases.
@@ -208,6 +210,7 @@ pub fn main() -> ExitCode {
         Command::VerifyBundle(args) => bundle::verify(args),
         Command::ImportBundle(args) => bundle::import(&globals, args),
         Command::Compare(args) => compare::run(&globals, args),
+        Command::Panel(args) => panel::run(&globals, args),
         Command::Demo(args) => demo::run(&globals, args),
         Command::Artifact(command) => artifact::run(&globals, command),
         Command::Matrix(args) => matrix::run(&globals, args),

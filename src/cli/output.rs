@@ -193,6 +193,16 @@ fn archive_exit(error: &ArchiveError) -> Exit {
         | ArchiveError::RunExists { .. }
         | ArchiveError::RunCaseClash { .. }
         | ArchiveError::Usage { .. } => Exit::Usage,
+        // An unknown artifact is a usage error, like an unknown run, whichever command
+        // names it.
+        ArchiveError::Artifact(inner)
+            if matches!(
+                **inner,
+                babel::archive::artifacts::ArtifactError::Unknown { .. }
+            ) =>
+        {
+            Exit::Usage
+        }
         _ => Exit::Failure,
     }
 }

@@ -63,8 +63,7 @@ fn create(globals: &Globals, args: CreateArgs) -> Result<Exit, CliError> {
         .collect::<Result<Vec<_>, _>>()?;
     let archive = globals.archive()?;
     if let (Some(bank), Some(protocol)) = (&args.item_bank, &args.protocol) {
-        let contract = contract::contract_for(&archive, bank, protocol)
-            .map_err(super::artifact::unknown_is_usage)?;
+        let contract = contract::contract_for(&archive, bank, protocol).map_err(CliError::from)?;
         meta.push((contract::CONTRACT_KEY.to_owned(), contract));
     }
     let session = globals.write_session(&archive)?;

@@ -74,13 +74,17 @@ pub struct DuplicateItem {
     pub second: usize,
 }
 
+/// The item of a run-local row: none.
+pub const RUN_LOCAL: u32 = u32::MAX;
+
 /// The items of a panel, in the order first seen, each with the cells of the sides added
 /// so far.
 #[derive(Default)]
 pub struct ItemIndex {
     by_key: HashMap<(u128, u32, u64), u32>,
     items: Vec<ItemIdentity>,
-    /// Per side: (item, cell) of each of its stable rows.
+    /// Per side: (item, cell) of each of its rows, in order; the item is [`RUN_LOCAL`]
+    /// for a run-local row.
     cells: Vec<Vec<(u32, Cell)>>,
     /// Per item: the side that last set it, plus one, and its row (duplicate check).
     seen: Vec<(u32, u32)>,
@@ -102,6 +106,7 @@ impl ItemIndex {
         for (row, key) in rows.keys.iter().enumerate() {
             if !key.stable {
                 run_local += 1;
+                cells.push((RUN_LOCAL, Cell::Unknown));
                 continue;
             }
             let next = self.items.len() as u32;
@@ -151,8 +156,9 @@ impl ItemIndex {
 
     /// Sorts the items by identity — text order of benchmark, language, script,
     /// question_id, filter, then repeat_id, a null label first, as `compare` lists its
-    /// items — and returns them with the grid of every side's cells and their labels.
-    pub fn finish(self, interner: &Interner) -> (Vec<ItemIdentity>, Grid, ItemLabels) {
+    /// items — and returns them with the grid of every side's cells and their labels;
+    /// with `rows`, also each side's rows' items in that order ([`RUN_LOCAL`] for none).
+    pub fn finish(self, interner: &Interner, rows: bool) -> Finished {
         let names: HashMap<u32, Option<String>> = self
             .items
             .iter()
@@ -186,10 +192,29 @@ impl ItemIndex {
         }
         let mut grid = Grid::new(self.cells.len(), self.items.len());
         for (side, cells) in self.cells.iter().enumerate() {
-            for &(item, cell) in cells {
+            for &(item, cell) in cells.iter().filter(|(item, _)| *item != RUN_LOCAL) {
                 grid.set(side, position[item as usize] as usize, cell);
             }
         }
+        let row_items = if rows {
+            self.cells
+                .iter()
+                .map(|cells| {
+                    cells
+                        .iter()
+                        .map(|&(item, _)| {
+                            if item == RUN_LOCAL {
+                                RUN_LOCAL
+                            } else {
+                                position[item as usize]
+                            }
+                        })
+                        .collect()
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut items = self.items;
         let mut sorted = Vec::with_capacity(items.len());
         let mut taken: Vec<Option<ItemIdentity>> = items.drain(..).map(Some).collect();
@@ -197,9 +222,13 @@ impl ItemIndex {
             sorted.push(taken[item as usize].take().expect("each item once"));
         }
         let labels = labels_of(&sorted, |symbol| name(symbol).map(str::to_owned));
-        (sorted, grid, labels)
+        (sorted, grid, labels, row_items)
     }
 }
+
+/// What [`ItemIndex::finish`] gives: the items in order, the grid, their labels, and
+/// (when asked) each side's rows' items.
+pub type Finished = (Vec<ItemIdentity>, Grid, ItemLabels, Vec<Vec<u32>>);
 
 /// The benchmark and language of every item, interned densely (sorted by name).
 fn labels_of(items: &[ItemIdentity], name: impl Fn(u32) -> Option<String>) -> ItemLabels {

@@ -110,7 +110,7 @@ fn side_cells(record: Option<&Record>, row: &mut Vec<String>) {
     ]);
 }
 
-fn csv_error(error: ::csv::Error) -> io::Error {
+pub fn csv_error(error: ::csv::Error) -> io::Error {
     match error.into_kind() {
         ::csv::ErrorKind::Io(error) => error,
         other => io::Error::other(format!("{other:?}")),

@@ -21,6 +21,8 @@
 //! close a script element (`</script>`) or open a comment.
 
 use askama::Template;
+
+use super::embed::{Column, ScriptSafe};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use flate2::Compression;
@@ -218,34 +220,6 @@ fn shares(summary: &Summary) -> Vec<OutcomeShare> {
         .collect()
 }
 
-/// Writes JSON text for a `<script>` element: `<`, `>` and `&` (which JSON only ever
-/// holds inside strings) become `\u003c`, `\u003e` and `\u0026`, the same string to
-/// `JSON.parse`.
-struct ScriptSafe<W>(W);
-
-impl<W: Write> Write for ScriptSafe<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut start = 0;
-        for (i, byte) in buf.iter().enumerate() {
-            let escaped: &[u8] = match byte {
-                b'<' => b"\\u003c",
-                b'>' => b"\\u003e",
-                b'&' => b"\\u0026",
-                _ => continue,
-            };
-            self.0.write_all(&buf[start..i])?;
-            self.0.write_all(escaped)?;
-            start = i + 1;
-        }
-        self.0.write_all(&buf[start..])?;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.0.flush()
-    }
-}
-
 /// Items per detail chunk: the page inflates one chunk when an item of it is opened.
 const CHUNK_ITEMS: usize = 64;
 /// A string at least this long is stored once per chunk and referenced (few-shot prompts
@@ -271,39 +245,6 @@ impl Table {
         self.index
             .insert(value.map(str::to_owned), self.values.len() - 1);
         self.values.len() - 1
-    }
-}
-
-/// A JSON array written into a raw-deflate stream, one element at a time: one column of
-/// the page's index.
-struct Column {
-    encoder: DeflateEncoder<Vec<u8>>,
-    empty: bool,
-}
-
-impl Column {
-    fn new() -> Self {
-        let mut encoder = DeflateEncoder::new(Vec::new(), Compression::new(6));
-        encoder.write_all(b"[").expect("writing to memory");
-        Self {
-            encoder,
-            empty: true,
-        }
-    }
-
-    fn push<T: Serialize + ?Sized>(&mut self, value: &T) -> io::Result<()> {
-        if !self.empty {
-            self.encoder.write_all(b",")?;
-        }
-        self.empty = false;
-        serde_json::to_writer(&mut self.encoder, value)?;
-        Ok(())
-    }
-
-    /// The compressed array, base64.
-    fn finish(mut self) -> io::Result<String> {
-        self.encoder.write_all(b"]")?;
-        Ok(STANDARD.encode(self.encoder.finish()?))
     }
 }
 

@@ -8,8 +8,10 @@
 //! may go (outside the archive) is the archive layer's rule, checked before rendering.
 
 pub mod csv;
+pub mod embed;
 pub mod html;
 pub mod jsonl;
+pub mod panel;
 pub mod question;
 pub mod text;
 

@@ -28,6 +28,7 @@ mod import_eee;
 mod import_helm;
 mod import_inspect;
 mod paired_import;
+mod panel;
 mod properties;
 mod records_readers;
 mod reliability;

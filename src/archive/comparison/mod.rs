@@ -6,6 +6,7 @@
 //! Reads only, and takes no lock: a comparison never changes or reseals a run. The join
 //! itself is `crate::compare`'s (pure); this module only hands it rows.
 
+pub mod panel;
 mod rows;
 mod spill;
 

@@ -20,13 +20,13 @@ use crate::record::{Identity, IdentityScope};
 
 /// The records files of a side's run, in import order.
 #[derive(Debug, Clone)]
-struct SideFiles {
+pub(super) struct SideFiles {
     files: Vec<PathBuf>,
     variant_id: String,
 }
 
 impl SideFiles {
-    fn new(archive: &Archive, side: &ComparisonSide) -> Self {
+    pub(super) fn new(archive: &Archive, side: &ComparisonSide) -> Self {
         Self {
             files: side
                 .manifest
@@ -43,7 +43,7 @@ impl SideFiles {
     }
 
     /// Calls `each` with every batch of `columns` and the side's rows in it, in order.
-    fn scan(
+    pub(super) fn scan(
         &self,
         columns: Columns,
         mut each: impl FnMut(&Batch, &[usize]) -> Result<bool, String>,
@@ -93,13 +93,14 @@ impl SideFiles {
     }
 }
 
-/// Appends the keys of `rows` of `batch` to `out`, numbering them from `next`.
-fn append_keys(
+/// Hands `out` the key of each of `rows` of `batch` (numbered from `next`), with the
+/// row's script symbol and question_id, which the key only hashes.
+pub(super) fn each_key(
     batch: &Batch,
     rows: &[usize],
     interner: &Interner,
     next: &mut u32,
-    out: &mut Vec<RowKey>,
+    out: &mut impl FnMut(RowKey, u32, &str),
 ) -> Result<(), String> {
     let symbols = |column| batch.per_label(column, |label| interner.intern(label));
     let (benchmark, language, script, filter) = (
@@ -113,13 +114,9 @@ fn append_keys(
             .identity_scope(row)
             .map_err(|error| format!("row {}: {error}", *next + 1))?
             == IdentityScope::Stable;
-        out.push(RowKey {
-            question: interner.question(
-                benchmark[row],
-                language[row],
-                script[row],
-                batch.text(Column::QuestionId, row).unwrap_or_default(),
-            ),
+        let question_id = batch.text(Column::QuestionId, row).unwrap_or_default();
+        let key = RowKey {
+            question: interner.question(benchmark[row], language[row], script[row], question_id),
             filter: filter[row],
             benchmark: benchmark[row],
             language: language[row],
@@ -127,10 +124,22 @@ fn append_keys(
             row: *next,
             correct: batch.correct(row),
             stable,
-        });
+        };
+        out(key, script[row], question_id);
         *next += 1;
     }
     Ok(())
+}
+
+/// Appends the keys of `rows` of `batch` to `out`, numbering them from `next`.
+fn append_keys(
+    batch: &Batch,
+    rows: &[usize],
+    interner: &Interner,
+    next: &mut u32,
+    out: &mut Vec<RowKey>,
+) -> Result<(), String> {
+    each_key(batch, rows, interner, next, &mut |key, _, _| out.push(key))
 }
 
 /// A side whose rows are streamed from its records files each time they are keyed.

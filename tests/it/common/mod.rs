@@ -440,3 +440,19 @@ pub fn files_under(root: &Path) -> Vec<String> {
     out.sort();
     out
 }
+
+/// Whether a test that needs an outside tool can run: `present` says whether it is there.
+/// When it is not, the test is skipped with one line naming the tool and how `.ci/test`
+/// installs it — unless `BABEL_REQUIRE_TOOLS=1` (which `.ci/test` sets), when a missing
+/// tool is a failure.
+pub fn tool_or_skip(what: &str, present: bool) -> bool {
+    if present {
+        return true;
+    }
+    assert!(
+        std::env::var("BABEL_REQUIRE_TOOLS").as_deref() != Ok("1"),
+        "BABEL_REQUIRE_TOOLS=1, but {what} is missing: run .ci/test, whose .ci/setup-* scripts install it"
+    );
+    eprintln!("SKIPPED: this test needs {what}; .ci/test installs it (.ci/setup-*)");
+    false
+}

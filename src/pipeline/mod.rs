@@ -1,4 +1,7 @@
-//! The library form of `babel compare`: select two sides → read their join columns → join
+//! The library form of the commands that wire layers together: `babel compare` (here)
+//! and `babel panel` ([`panel`]).
+//!
+//! `babel compare`: select two sides → read their join columns → join
 //! → summarize → optionally write the item-level report, reading full records only for
 //! the items it writes. The CLI parses arguments and prints what [`compare`] returns; the
 //! demo and the tests call the same function.
@@ -6,6 +9,8 @@
 //! It wires layers together and owns no rule of its own: side selection and the
 //! comparability rules are `archive::comparison`'s, the join and statistics `compare`'s,
 //! the rendering `report`'s.
+
+pub mod panel;
 
 use std::path::PathBuf;
 
