@@ -204,6 +204,19 @@ fn the_benchmark_workflow_runs_as_written() {
         "the release holds the same runs in the same order"
     );
 
+    // The study as a panel: the three runs of the model panel, every pair tested.
+    let panel: Value =
+        serde_json::from_str(&fs::read_to_string(work.join("panel.json")).unwrap()).unwrap();
+    let runs: Vec<&str> = panel["sides"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["run_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(runs, ["demo-1b", "demo-7b-step1000", "demo-7b-step2000"]);
+    assert_eq!(panel["pairs"].as_array().unwrap().len(), 3);
+    assert!(work.join("study.html").is_file());
+
     // The refusal printed in the document is what babel prints.
     let refusal = all
         .iter()
