@@ -14,6 +14,12 @@
   python3 bench/generate.py mixed OUT.jsonl N
       The N records of the canonical mode with original and rephrased variants
       interleaved (one run holding both sides of a variant comparison).
+  python3 bench/generate.py panel OUT.jsonl N --side K --sides S
+      Side K of a panel of S sides over the same N questions (ten languages): a model of
+      ability rising with K answers question q correctly with a logistic chance of its
+      ability less the question's difficulty (the same difficulties on every side); one
+      record in fifty has unknown correctness, a few questions have a wrong answer key
+      (wrong on every side). Short predictions and responses, as a multiple-choice run.
 """
 import argparse
 import hashlib
@@ -108,17 +114,49 @@ def harness(path, lines, size, seed):
                         return count, written
 
 
+PANEL_LANGS = ["en", "tr", "el", "ru", "ar", "ja", "de", "fr", "hi", "sw"]
+
+
+def panel(path, n, side, sides):
+    import math
+    difficulty = random.Random(1234)
+    difficulties = [difficulty.gauss(0, 1.2) for _ in range(n)]
+    ability = -1.5 + 3.0 * side / max(sides - 1, 1)
+    rng = random.Random(10_000 + side)
+    with open(path, "w", encoding="utf-8") as f:
+        for q in range(n):
+            broken_key = q % 997 == 0
+            chance = 0.0 if broken_key else 1 / (1 + math.exp(difficulties[q] - ability))
+            right = rng.random() < chance
+            letter = "ABCD"[q % 4] if right else "ABCD"[(q + 1 + rng.randrange(3)) % 4]
+            record = {
+                "question_id": f"q{q:07d}",
+                "variant_id": "original",
+                "language": PANEL_LANGS[q % len(PANEL_LANGS)],
+                "input": {"question": f"Question {q}: {sentence(rng, 6)}?"},
+                "target": "ABCD"[q % 4],
+                "prediction": letter,
+                "response": f"The answer is {letter}.",
+                "correct": None if rng.random() < 0.02 else right,
+            }
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["canonical", "harness", "mixed"])
+    parser.add_argument("mode", choices=["canonical", "harness", "mixed", "panel"])
     parser.add_argument("out")
     parser.add_argument("n", nargs="?", type=int)
     parser.add_argument("--variant", default="original")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--lines", type=int)
     parser.add_argument("--bytes", type=int)
+    parser.add_argument("--side", type=int, default=0)
+    parser.add_argument("--sides", type=int, default=2)
     args = parser.parse_args()
-    if args.mode == "canonical":
+    if args.mode == "panel":
+        panel(args.out, args.n, args.side, args.sides)
+    elif args.mode == "canonical":
         canonical(args.out, args.n, args.variant, args.seed)
     elif args.mode == "mixed":
         canonical(args.out, args.n, None, args.seed, mixed=True)

@@ -22,9 +22,11 @@ ROOT = os.path.dirname(HERE)
 
 SIZES = {
     "full": {"harness_bytes": 100_000_000, "harness_big_bytes": 1_000_000_000,
-             "canonical": 1_000_000, "fewshot_lines": 39_506, "short_items": 200_000},
+             "canonical": 1_000_000, "fewshot_lines": 39_506, "short_items": 200_000,
+             "panel_sides": 100, "panel_items": 100_000},
     "smoke": {"harness_bytes": 1_000_000, "harness_big_bytes": 3_000_000,
-              "canonical": 5_000, "fewshot_lines": 300, "short_items": 2_000},
+              "canonical": 5_000, "fewshot_lines": 300, "short_items": 2_000,
+              "panel_sides": 4, "panel_items": 500},
 }
 
 
@@ -183,6 +185,40 @@ def main():
         seen = browse(dest, query)
         html_rows.append((name, os.path.getsize(dest), written[0], seen))
 
+    # A panel: S runs of the same N questions, in an archive of their own.
+    sides, items = SIZES[mode]["panel_sides"], SIZES[mode]["panel_items"]
+    panel_archive = os.path.join(work, "panel-archive")
+    shutil.rmtree(panel_archive, ignore_errors=True)
+    p = babel_in(babel, panel_archive)
+    subprocess.run(p("init"), check=True)
+    gen = os.path.join(HERE, "generate.py")
+    import_seconds = 0.0
+    for k in range(sides):
+        path = os.path.join(work, f"panel-{sides}-{items}-{k:03d}.jsonl")
+        if not os.path.exists(path):
+            subprocess.run(python([gen, "panel", path, str(items), "--side", str(k), "--sides", str(sides)]), check=True)
+        subprocess.run(p("run", "create", f"p{k:03d}", "--model", f"model-{k:03d}", "--benchmark", "bench"), check=True)
+        import_seconds += measure(p("import", f"p{k:03d}", "--format", "canonical", path))[0]
+    what = f"{sides} runs × {items:,} items, summary"
+    row("panel", f"{sides} runs × {items:,} items, import", "babel", (import_seconds, 0), f"{sides * items / import_seconds / 1e6:.2f} M records/s")
+    row("panel", what, "babel", measure(p("panel", "--all", "--variant", "original")))
+    row("panel", what, "DuckDB on babel's Parquet (SQL self-join)", measure(python([
+        os.path.join(HERE, "panel_sql.py"), os.path.join(panel_archive, "runs", "p*", "records", "*.parquet")])))
+    dashboard = os.path.join(work, "panel.html")
+    if os.path.exists(dashboard):
+        os.remove(dashboard)
+    measured = measure(p("panel", "--all", "--variant", "original", "--items", dashboard))
+    row("panel", f"{sides} runs × {items:,} items, HTML dashboard", "babel", measured, f"{os.path.getsize(dashboard) / 1e6:.1f} MB")
+    config = os.path.join(work, "drive-panel.json")
+    with open(config, "w") as f:
+        json.dump({"chromium": "/usr/bin/chromium", "userDataDir": os.path.join(work, "chromium-profile"),
+                   "page": dashboard, "screenshot": None, "query": "q0001234", "flag": "consensus",
+                   "language": "tr", "open": "q0000001"}, f)
+    seen = json.loads(subprocess.run(["node", os.path.join(ROOT, "tests", "browser", "drive-panel.cjs"), config],
+                                     check=True, capture_output=True,
+                                     env=dict(os.environ, NODE_PATH=node_path)).stdout)
+    panel_browser = (f"{sides} runs × {items:,} items", os.path.getsize(dashboard), seen)
+
     # The report.
     print(f"Machine: {os.cpu_count()} cores; {time.strftime('%Y-%m-%d', time.gmtime())}; mode {mode}")
     print()
@@ -200,7 +236,13 @@ def main():
     print("|---|---|---|---|---|---|")
     for name, size, seconds, seen in html_rows:
         print(f"| {name} | {size / 1e6:.1f} MB | {seconds:.1f} s | {seen['firstRenderMs']:.0f} ms | {seen['maxKeyMs']:.0f} ms | {seen['detailMs']:.0f} ms |")
+    print()
+    name, size, seen = panel_browser
+    print("| panel dashboard | size | first render | search, max / mean per key | requests |")
+    print("|---|---|---|---|---|")
+    print(f"| {name} | {size / 1e6:.1f} MB | {seen['first_render_ms']:.0f} ms | {seen['keystroke_max_ms']:.0f} / {seen['keystroke_mean_ms']:.0f} ms | {len(seen['requests'])} |")
 
 
 if __name__ == "__main__":
     main()
+

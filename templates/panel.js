@@ -8,7 +8,9 @@
   // #panel-index    base64 of raw deflate of a JSON object of columns, one entry per item
   // #panel-cells    base64 of raw deflate of the item × side cells, 2 bits each, item-major
   // #panel-details  JSON array of base64 raw-deflate chunks, `meta.chunk` items each,
-  //                 inflated only when one of their items is opened
+  //                 inflated only when one of their items is opened: {"strings": [...],
+  //                 "items": [[null | [prediction, response] as indices into strings,
+  //                 one per side], one per item]}
   var root = document.documentElement;
   var state = window.babelPanel = {
     scriptStartMs: performance.now(), readyMs: 0, lastFilterMs: 0, updates: 0, opened: -1,
@@ -136,7 +138,7 @@
       ["Cochran's Q", m.cochran_q === null || m.cochran_q === undefined ? "–" : num(m.cochran_q, 2), "df " + (m.df === undefined ? "–" : m.df) + " · p " + pval(m.p_value) + " (matched items)"],
       ["Best side", S && sides[best].accuracy !== null ? pct(sides[best].accuracy) : "–", S ? sideLabel(best) + " · " + sides[best].model : ""],
       ["Significant pairs", int((meta.pairs || []).filter(function (p) { return p.mcnemar_p_holm !== null && p.mcnemar_p_holm < 0.05; }).length), "of " + int((meta.pairs || []).length) + " with Holm p < 0.05"],
-      ["Flagged items", int((flags.consensus_wrong || 0) + (flags.negative_discrimination || 0)), int(flags.consensus_wrong || 0) + " consensus wrong · " + int(flags.negative_discrimination || 0) + " negative discrimination"],
+      ["Flagged items", int(flags.consensus_wrong || 0) + " / " + int(flags.negative_discrimination || 0), "consensus wrong / negative discrimination"],
     ];
     var box = $("cards");
     cards.forEach(function (c) {
@@ -642,9 +644,19 @@
     return new Response(source.pipeThrough(new DecompressionStream("deflate-raw")));
   }
   function inflateJSON(base64) { return inflate(base64).text().then(JSON.parse); }
-  function inflateBytes(base64) { return inflate(base64).arrayBuffer().then(function (b) { return new Uint8Array(b); }); }
+  function inflateBytes(base64) {
+    if (!base64.trim()) return Promise.resolve(new Uint8Array(0));   // no cell at all
+    return inflate(base64).arrayBuffer().then(function (b) { return new Uint8Array(b); });
+  }
 
   var chunkTexts = null;
+  // A chunk stores each distinct string once; its items refer to them by index.
+  function expandChunk(chunk) {
+    var strings = chunk.strings;
+    return chunk.items.map(function (row) {
+      return row.map(function (pair) { return pair ? [strings[pair[0]], strings[pair[1]]] : null; });
+    });
+  }
   var chunkCache = new Map();
   function chunkOf(index) {
     var number = Math.floor(index / CHUNK);
@@ -656,7 +668,7 @@
     }
     if (!chunkTexts) chunkTexts = JSON.parse($("panel-details").textContent);
     if (number >= chunkTexts.length) return Promise.reject(new Error("no details chunk " + number));
-    var promise = inflateJSON(chunkTexts[number]);
+    var promise = inflateJSON(chunkTexts[number]).then(expandChunk);
     chunkCache.set(number, promise);
     if (chunkCache.size > 24) chunkCache.delete(chunkCache.keys().next().value);
     promise.catch(function () { chunkCache.delete(number); });

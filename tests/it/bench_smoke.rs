@@ -31,6 +31,10 @@ fn the_benchmark_suite_runs_every_step_on_tiny_inputs() {
         "| records: 5,000 canonical records | babel |",
         "| 300 few-shot harness items |",
         "| 2,000 short items |",
+        "| panel: 4 runs × 500 items, summary | babel |",
+        "| panel: 4 runs × 500 items, summary | DuckDB on babel's Parquet (SQL self-join) |",
+        "| panel: 4 runs × 500 items, HTML dashboard | babel |",
+        "| 4 runs × 500 items |",
     ] {
         assert!(report.contains(expected), "{expected:?} not in:\n{report}");
     }

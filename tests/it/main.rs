@@ -29,6 +29,7 @@ mod import_helm;
 mod import_inspect;
 mod paired_import;
 mod panel;
+mod panel_browser;
 mod properties;
 mod records_readers;
 mod reliability;
