@@ -33,7 +33,7 @@ fn answer(q: usize, k: usize) -> Option<bool> {
     if q == 3 && k == 2 {
         return None;
     }
-    Some(q != 7 && (q + k) % 4 != 0)
+    Some(q != 7 && !(q + k).is_multiple_of(4))
 }
 
 #[test]
