@@ -35,7 +35,7 @@ fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
-for target in adapter_canonical adapter_paired adapter_harness adapter_eee document_scanner records_file jsonl_line canonical_json; do
+for target in adapter_canonical adapter_paired adapter_harness adapter_eee document_scanner records_file jsonl_line canonical_json stream_vs_tree; do
   corpus="$out/corpus/$target"
   mkdir -p "$corpus"
   case $target in
@@ -45,7 +45,7 @@ for target in adapter_canonical adapter_paired adapter_harness adapter_eee docum
     adapter_eee) find tests/fixtures/every-eval-ever-0.3.0 -name '*_samples.jsonl' -exec cp {} "$corpus/" \; ;;
     document_scanner) cp tests/fixtures/inspect-ai-0.3.285/logs/seed1/*.json "$corpus/"
                       cp tests/fixtures/crfm-helm-0.5.16/runs/*/per_instance_stats.json "$corpus/" ;;
-    jsonl_line|canonical_json) cp tests/hostile/canonical-* "$corpus/" ;;
+    jsonl_line|canonical_json|stream_vs_tree) cp tests/hostile/canonical-* "$corpus/" ;;
     records_file) cargo run --release --quiet -- demo --dir "$out/demo" >/dev/null 2>&1 || true
                   find "$out/demo/archive" -name '*.parquet' -exec cp {} "$corpus/" \; ;;
   esac

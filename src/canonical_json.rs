@@ -113,7 +113,7 @@ fn write(value: &Value, out: &mut Vec<u8>, trail: &mut Vec<PathSegment>) -> Resu
 /// RFC 8785 section 3.2.3: keys compare by UTF-16 code units. Byte order of UTF-8 is code
 /// point order, which agrees with UTF-16 order except between a supplementary character
 /// (a surrogate pair, 0xD800..) and U+E000..U+FFFF; ASCII-only keys take the fast path.
-fn utf16_order(a: &str, b: &str) -> Ordering {
+pub(crate) fn utf16_order(a: &str, b: &str) -> Ordering {
     if a.is_ascii() || b.is_ascii() {
         return a.as_bytes().cmp(b.as_bytes());
     }
@@ -156,7 +156,7 @@ fn write_large_integer(as_double: f64, decimal: &str, out: &mut Vec<u8>) -> Resu
     Ok(())
 }
 
-fn format_u64(mut value: u64, buffer: &mut [u8; 20]) -> &[u8] {
+pub(crate) fn format_u64(mut value: u64, buffer: &mut [u8; 20]) -> &[u8] {
     let mut start = buffer.len();
     loop {
         start -= 1;

@@ -8,6 +8,7 @@
 
 mod batch;
 mod path;
+mod stream;
 mod strict;
 
 use serde_json::{Map, Value};
@@ -16,6 +17,7 @@ use std::io::{self, BufRead};
 
 pub use batch::{Batcher, LineBatch, parse_raw};
 pub use path::{FieldPath, PathSegment};
+pub use stream::{Canonical, Members};
 use strict::{FailureKind, ParseFailure};
 
 /// The UTF-8 byte order mark, accepted at the start of the first line only.
@@ -215,6 +217,56 @@ pub fn parse_line(text: &str, number: u64, policy: NonFinitePolicy) -> Result<Li
     parse_bytes(text.as_bytes(), number, policy)
 }
 
+/// The text of a line's bytes, or the invalid-UTF-8 error at its first bad byte.
+fn utf8_text(bytes: &[u8], number: u64) -> Result<&str, LineError> {
+    // simdutf8 validates in one fast pass; the parsers then read the text without
+    // checking each string again.
+    simdutf8::basic::from_utf8(bytes).map_err(|_| {
+        let valid_up_to = std::str::from_utf8(bytes).map_or_else(|e| e.valid_up_to(), |_| 0);
+        LineError {
+            line: number,
+            column: Some(valid_up_to + 1),
+            path: FieldPath::root(),
+            kind: LineErrorKind::InvalidUtf8,
+        }
+    })
+}
+
+fn line_error(number: u64, failure: ParseFailure) -> LineError {
+    let kind = match failure.kind {
+        FailureKind::DuplicateKey(key) => LineErrorKind::DuplicateKey(key),
+        FailureKind::NonFinite { token, .. } => LineErrorKind::NonFinite(token),
+        FailureKind::NotAnObject(found) => LineErrorKind::NotAnObject(found),
+        FailureKind::Syntax(message) => LineErrorKind::Syntax(message),
+    };
+    LineError {
+        line: number,
+        column: failure.column,
+        path: failure.path,
+        kind,
+    }
+}
+
+/// Reads one line's bytes (no line ending, no byte order mark) into its top-level members,
+/// each value as canonical text, in one pass (the streaming reader).
+pub fn scan_bytes(
+    bytes: &[u8],
+    number: u64,
+    policy: NonFinitePolicy,
+) -> Result<Members, LineError> {
+    let text = utf8_text(bytes, number)?;
+    stream::scan_object(text, policy).map_err(|failure| line_error(number, failure))
+}
+
+/// Reads one JSON value of any kind into its canonical text, strictly, in one pass.
+pub fn canonicalize(
+    bytes: &[u8],
+    policy: NonFinitePolicy,
+) -> Result<(Canonical, Vec<NonFiniteReplacement>), LineError> {
+    let text = utf8_text(bytes, 1)?;
+    stream::scan_value(text, policy).map_err(|failure| line_error(1, failure))
+}
+
 /// Parses one line's bytes (no line ending, no byte order mark) under a policy.
 pub fn parse_bytes(bytes: &[u8], number: u64, policy: NonFinitePolicy) -> Result<Line, LineError> {
     // simdutf8 validates in one fast pass; serde_json then reads the text without
@@ -244,6 +296,8 @@ pub fn parse_bytes(bytes: &[u8], number: u64, policy: NonFinitePolicy) -> Result
     };
     let mut replaced = Vec::new();
     let mut patched: Option<String> = None;
+    // Each replacement: where it stood, and how long the token was.
+    let mut patches: Vec<(usize, usize)> = Vec::new();
     loop {
         let current = patched.as_deref().unwrap_or(text);
         match strict::parse_object(current) {
@@ -259,16 +313,32 @@ pub fn parse_bytes(bytes: &[u8], number: u64, policy: NonFinitePolicy) -> Result
                 path,
                 ..
             }) if policy == NonFinitePolicy::Null => {
-                // Column positions after a replacement shift, but only the first failure of
-                // the original text is ever reported with a column, so this is harmless.
                 let mut next = String::with_capacity(current.len() + 1);
                 next.push_str(&current[..offset]);
                 next.push_str("null");
                 next.push_str(&current[offset + token.len()..]);
                 replaced.push(NonFiniteReplacement { path, token });
+                patches.push((offset, token.len()));
                 patched = Some(next);
             }
-            Err(failure) => return Err(to_line_error(failure)),
+            Err(mut failure) => {
+                // A position in the patched text is mapped back to the original's.
+                if let (Some(mut index), false) = (failure.index, patches.is_empty()) {
+                    for &(offset, length) in patches.iter().rev() {
+                        if index >= offset + 4 {
+                            index = index + length - 4;
+                        } else if index > offset {
+                            index = offset + index.saturating_sub(offset).min(length);
+                        }
+                    }
+                    let start = text.as_bytes()[..index.min(text.len())]
+                        .iter()
+                        .rposition(|&b| b == b'\n')
+                        .map_or(0, |newline| newline + 1);
+                    failure.column = Some(index - start).filter(|&c| c > 0);
+                }
+                return Err(to_line_error(failure));
+            }
         }
     }
 }
@@ -299,6 +369,59 @@ impl<R: BufRead> Iterator for Reader<R> {
                 }
             }
         }
+    }
+}
+
+/// The streaming reader checked against the tree reader it replaces (kept as the
+/// reference in tests and in the `stream_vs_tree` fuzz target): for `bytes` as a line,
+/// both give the same members with the same canonical text (the tree's by
+/// `canonical_json`) and the same replacements, or the same first error at the same
+/// place. `Err` describes the first disagreement.
+pub fn differential(bytes: &[u8], policy: NonFinitePolicy) -> Result<(), String> {
+    type Member = (String, Result<String, (String, String)>);
+    let tree: Result<(Vec<Member>, Vec<NonFiniteReplacement>), LineError> =
+        parse_bytes(bytes, 1, policy).map(|line| {
+            let members = line
+                .object
+                .into_iter()
+                .map(|(key, value)| {
+                    let mut out = Vec::new();
+                    let text = crate::canonical_json::write_value(&value, &mut out)
+                        .map(|()| String::from_utf8(out).expect("UTF-8"))
+                        .map_err(|error| match error {
+                            crate::canonical_json::CanonicalError::UnsafeInteger {
+                                path,
+                                value,
+                            } => (path.to_string(), value),
+                            other => (String::new(), other.to_string()),
+                        });
+                    (key, text)
+                })
+                .collect();
+            (members, line.replaced)
+        });
+    let stream: Result<(Vec<Member>, Vec<NonFiniteReplacement>), LineError> =
+        scan_bytes(bytes, 1, policy).map(|scanned| {
+            let members = scanned
+                .members
+                .into_iter()
+                .map(|(key, canonical)| {
+                    let text = match canonical.unsafe_integer {
+                        Some((path, value)) => Err((path.to_string(), value)),
+                        None => Ok(canonical.text),
+                    };
+                    (key, text)
+                })
+                .collect();
+            (members, scanned.replaced)
+        });
+    if tree == stream {
+        Ok(())
+    } else {
+        Err(format!(
+            "input {:?}\n  tree:   {tree:?}\n  stream: {stream:?}",
+            String::from_utf8_lossy(bytes)
+        ))
     }
 }
 

@@ -15,6 +15,9 @@ use super::path::{FieldPath, PathSegment};
 pub(crate) struct ParseFailure {
     /// One-based byte column where the parser stopped, when known.
     pub column: Option<usize>,
+    /// serde_json's index in the text behind that column (the column is this index less
+    /// the start of its line), so that a caller who edited the text can map it back.
+    pub index: Option<usize>,
     /// The field being parsed when it failed.
     pub path: FieldPath,
     pub kind: FailureKind,
@@ -42,6 +45,7 @@ pub(crate) fn parse_object(text: &str) -> Result<Map<String, Value>, ParseFailur
     if let Some(found) = non_object_kind(text.as_bytes()) {
         return Err(ParseFailure {
             column: None,
+            index: None,
             path: FieldPath::root(),
             kind: FailureKind::NotAnObject(found),
         });
@@ -77,18 +81,25 @@ pub(crate) fn parse_value(text: &str) -> Result<Value, ParseFailure> {
 
 fn classify(text: &str, error: serde_json::Error, state: State) -> ParseFailure {
     let mut column = (error.column() > 0).then_some(error.column());
+    let index = column.map(|c| line_start(text, error.line()) + c);
     let kind = if let Some(key) = state.duplicate {
         // The parser notices only after the repeated key's value; the path says where.
         column = None;
         FailureKind::DuplicateKey(key)
-    } else if let Some((token, offset)) =
-        column.and_then(|c| non_finite_at(text.as_bytes(), line_start(text, error.line()) + c - 1))
+    } else if let Some((token, offset)) = column
+        // Only where a value was expected: `"x"-Infinity` lacks its colon.
+        .filter(|_| {
+            let message = error.to_string();
+            message.starts_with("expected value") || message.starts_with("invalid number")
+        })
+        .and_then(|c| non_finite_at(text.as_bytes(), line_start(text, error.line()) + c - 1))
     {
         FailureKind::NonFinite { token, offset }
     } else {
         FailureKind::Syntax(strip_position(&error.to_string()))
     };
     ParseFailure {
+        index: column.and(index),
         column,
         path: state.path,
         kind,
@@ -126,7 +137,7 @@ fn non_finite_at(bytes: &[u8], stop: usize) -> Option<(&'static str, usize)> {
         .map(|token| (token, stop))
 }
 
-fn non_object_kind(text: &[u8]) -> Option<&'static str> {
+pub(crate) fn non_object_kind(text: &[u8]) -> Option<&'static str> {
     let first = text
         .iter()
         .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
