@@ -18,6 +18,7 @@ mod demo;
 mod dependency_rule;
 mod export_eee;
 mod full_disk;
+mod golden_archive;
 mod harness_import;
 mod history;
 mod hub_pull;
