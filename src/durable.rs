@@ -222,6 +222,57 @@ impl NewFile {
     }
 }
 
+/// A new file holding a copy of another, made inside the kernel where the filesystem can
+/// (`std::io::copy` between files uses `copy_file_range`, and falls back to reading and
+/// writing): the bytes never pass through this process. It is hashed by whoever reads it
+/// back ([`CopiedFile::reader`]), so a digest is always of what the archive holds, even if
+/// the source changed meanwhile. Dropped before [`CopiedFile::finish`], it removes itself.
+pub struct CopiedFile {
+    path: PathBuf,
+    /// `None` once finished.
+    file: Option<File>,
+}
+
+impl Drop for CopiedFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl CopiedFile {
+    /// Creates `path` exclusively and copies the rest of `source` into it; gives the
+    /// number of bytes copied.
+    pub fn create(path: &Path, source: &mut File) -> Result<(Self, u64), PathIoError> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(io_at("creating", path))?;
+        let mut copied = Self {
+            path: path.to_owned(),
+            file: Some(file),
+        };
+        let target = copied.file.as_mut().expect("just created");
+        let bytes = io::copy(source, target).map_err(io_at("copying into", path))?;
+        Ok((copied, bytes))
+    }
+
+    /// The copy, opened again for reading from its start.
+    pub fn reader(&self) -> Result<File, PathIoError> {
+        File::open(&self.path).map_err(io_at("reading", &self.path))
+    }
+
+    /// Fsyncs the copy.
+    pub fn finish(mut self) -> Result<(), PathIoError> {
+        let file = self.file.as_ref().expect("finish is called once");
+        file.sync_all().map_err(io_at("syncing", &self.path))?;
+        self.file = None;
+        Ok(())
+    }
+}
+
 /// Writes `bytes` to a new file and fsyncs it.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<ContentDigest, PathIoError> {
     let mut file = NewFile::create(path)?;

@@ -6,11 +6,12 @@
 //! Unknown top-level fields are refused (a typo must not pass as data): additional
 //! producer fields belong under `extra`.
 
-use super::{AdapterError, ImportContext, agree, stable_id};
-use crate::jsonl::{FieldPath, Line, PathSegment};
-use crate::record::{
-    DEFAULT_FILTER, Fields, IdentityScope, Record, SCHEMA_VERSION, Source, identity_scope,
-};
+use std::borrow::Cow;
+
+use super::{AdapterError, ImportContext, JsonLine, LineFields, agree, stable_id};
+use crate::canonical_json::{Json, ObjectWriter};
+use crate::jsonl::{FieldPath, PathSegment};
+use crate::record::{DEFAULT_FILTER, IdentityScope, Locator, NewRecord, SCHEMA_VERSION};
 
 /// The canonical format: records written directly in the schema-v1 contract.
 pub const ADAPTER: super::Adapter = super::Adapter {
@@ -24,18 +25,18 @@ pub const ADAPTER: super::Adapter = super::Adapter {
 };
 
 /// Normalizes one canonical line into one record.
-pub fn normalize(
-    line: Line,
-    context: &ImportContext<'_>,
-    out: &mut Vec<Record>,
+pub fn normalize<'a>(
+    line: JsonLine<'a>,
+    context: &'a ImportContext<'a>,
+    out: &mut Vec<NewRecord<'a>>,
 ) -> Result<(), AdapterError> {
     let run = context.run;
     let options = context.options;
     let selected = match &options.id_field {
-        Some(field) => Some(stable_id::at_field(&line.object, field)?),
+        Some(field) => Some(stable_id::at_field(line.members, field)?),
         None => None,
     };
-    let mut f = Fields::new(line.object, FieldPath::root());
+    let mut f = LineFields::new(line.members);
     let mut warnings = Vec::new();
 
     if let Some(version) = f.optional_index("schema_version")?
@@ -57,20 +58,19 @@ pub fn normalize(
         )
         .with_hint("remove run_id from records imported into another run, or set it to the destination run"));
     }
-    let model = agree(
+    agree(
         f.path("model"),
         "model",
         f.optional_string("model")?,
         Some(&run.model),
         "the run's model",
-    )?
-    .expect("the run always names a model");
+    )?;
 
     let benchmark_path = f.path("benchmark");
     let benchmark = super::benchmark(benchmark_path, f.optional_string("benchmark")?, context)?;
 
     let own_question_id = f.optional_string("question_id")?;
-    let own_scope = identity_scope(&mut f, false)?;
+    let own_scope = identity_scope(&mut f)?;
     let (question_id, scope) = match selected {
         Some(identity) => {
             if let Some(own) = own_question_id.filter(|own| *own != identity.question_id) {
@@ -86,7 +86,7 @@ pub fn normalize(
                 Some(IdentityScope::RunLocal) => IdentityScope::RunLocal,
                 _ => identity.scope,
             };
-            (identity.question_id, scope)
+            (Cow::Owned(identity.question_id), scope)
         }
         None => {
             let question_id = own_question_id.ok_or_else(|| {
@@ -106,7 +106,7 @@ pub fn normalize(
                     "variant_id {own:?} overridden by --variant {forced:?}"
                 ));
             }
-            forced.clone()
+            Cow::Borrowed(forced.as_str())
         }
         (None, Some(own)) => own,
         (None, None) => {
@@ -135,27 +135,26 @@ pub fn normalize(
     f.take("source");
     let filter = f
         .defaulted_string("filter")?
-        .unwrap_or_else(|| DEFAULT_FILTER.to_owned());
+        .unwrap_or(Cow::Borrowed(DEFAULT_FILTER));
     let repeat_id = f.defaulted_index("repeat_id")?.unwrap_or(0);
     let rephrasing_model = f.optional_string("rephrasing_model")?;
     let input = f.object_or_null("input", false)?;
-    let target = f.take("target").unwrap_or_default();
-    let prediction = f.take("prediction").unwrap_or_default();
+    let target = f.json("target")?.unwrap_or(Json::NULL);
+    let prediction = f.json("prediction")?.unwrap_or(Json::NULL);
     let correct = f.nullable_bool("correct", false)?;
     let scores = f.object("scores", false)?;
     let metrics = f.object("metrics", false)?;
-    let response = f.take("response").unwrap_or_default();
+    let response = f.json("response")?.unwrap_or(Json::NULL);
     let mut own_warnings = f.strings("warnings", false)?;
-    let mut extra = f.object("extra", false)?;
-    keep_selected_top_level_id(&mut f, options, &mut extra)?;
+    let extra = f.object("extra", false)?;
+    let extra = keep_selected_top_level_id(&mut f, options, extra)?;
     f.deny_unknown().map_err(|e| {
         AdapterError::from(e).with_hint("additional producer fields belong under \"extra\"")
     })?;
     own_warnings.extend(warnings);
 
-    out.push(Record {
-        schema_version: SCHEMA_VERSION,
-        run_id: run.run_id.clone(),
+    out.push(NewRecord {
+        run_id: Cow::Borrowed(&run.run_id),
         benchmark,
         script,
         language,
@@ -164,7 +163,7 @@ pub fn normalize(
         filter,
         repeat_id,
         identity_scope: scope,
-        model,
+        model: Cow::Borrowed(&run.model),
         rephrasing_model,
         input,
         target,
@@ -173,43 +172,69 @@ pub fn normalize(
         scores,
         metrics,
         response,
-        source: Source::line(context.source.raw_path, line.number),
+        source_path: Cow::Borrowed(context.source.raw_path),
+        locator: Locator::Line(line.number),
         warnings: own_warnings,
         extra,
     });
     Ok(())
 }
 
+/// Reads `identity_scope` (`stable` or `run-local`), if present.
+fn identity_scope(f: &mut LineFields<'_>) -> Result<Option<IdentityScope>, AdapterError> {
+    let path = f.path("identity_scope");
+    let Some(member) = f.take("identity_scope") else {
+        return Ok(None);
+    };
+    let json = member.peek();
+    let found = match json.as_string() {
+        Some(text) => match IdentityScope::parse(&text) {
+            Some(scope) => return Ok(Some(scope)),
+            None => format!("{text:?}"),
+        },
+        None => json.describe(),
+    };
+    Err(AdapterError::new(
+        path,
+        format!("expected \"stable\" or \"run-local\", found {found}"),
+    ))
+}
+
 /// A top-level field that `--id-field` selected (`--id-field id`) is the producer's own
 /// data, not a schema field: it is kept under `extra`, as the paired adapter keeps it,
 /// instead of being refused as unknown.
-fn keep_selected_top_level_id(
-    f: &mut Fields,
+fn keep_selected_top_level_id<'a>(
+    f: &mut LineFields<'a>,
     options: &super::AdapterOptions,
-    extra: &mut serde_json::Map<String, serde_json::Value>,
-) -> Result<(), AdapterError> {
+    extra: Json<'a>,
+) -> Result<Json<'a>, AdapterError> {
     let Some([PathSegment::Key(name)]) = options.id_field.as_ref().map(FieldPath::segments) else {
-        return Ok(());
+        return Ok(extra);
     };
-    let Some(value) = f.take(name) else {
-        return Ok(());
+    let Some(selected) = f.json(name)? else {
+        return Ok(extra);
     };
-    if extra.contains_key(name) {
+    let mut object = ObjectWriter::new();
+    for (key, value) in extra.members().expect("extra is an object") {
+        object.insert(key, value);
+    }
+    if !object.insert(name.as_str(), selected) {
         return Err(AdapterError::new(
             f.path(name),
             format!("--id-field selects {name}, which would be kept as extra.{name}, but extra already has one"),
         )
         .with_hint(format!("select extra.{name} instead, or rename one of the two fields")));
     }
-    extra.insert(name.clone(), value);
-    Ok(())
+    Ok(object.finish())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapters::kit::records_of_line;
     use crate::adapters::{AdapterOptions, RunContext, SourceFile};
-    use crate::jsonl::{NonFinitePolicy, parse_line};
+    use crate::jsonl::NonFinitePolicy;
+    use crate::record::{Record, Source};
     use serde_json::{Value, json};
 
     fn run() -> RunContext {
@@ -228,7 +253,6 @@ mod tests {
         run: &RunContext,
         options: &AdapterOptions,
     ) -> Result<Record, AdapterError> {
-        let line = parse_line(&value.to_string(), 7, NonFinitePolicy::Reject).unwrap();
         let context = ImportContext {
             run,
             options,
@@ -237,8 +261,8 @@ mod tests {
                 basename: "a.jsonl",
             },
         };
-        let mut out = Vec::new();
-        normalize(line, &context, &mut out)?;
+        let text = value.to_string();
+        let mut out = records_of_line(normalize, &text, 7, NonFinitePolicy::Reject, &context)?;
         assert_eq!(out.len(), 1);
         Ok(out.remove(0))
     }

@@ -20,7 +20,7 @@ pub const ADAPTER: super::Adapter = super::Adapter {
     name: "eee",
     summary: "Every Eval Ever 0.3 instance-level rows (<uuid>_samples.jsonl)",
     normalizer_version: "eee/1",
-    reader: super::Reader::Lines(normalize),
+    reader: super::Reader::TreeLines(normalize),
     check_options: super::no_option_rules,
     check_source,
     fixed_variants: &[],

@@ -8,11 +8,15 @@
 //! winner inferred from likelihoods; the task name read from the file name. The field
 //! mapping is documented in FORMAT.md ("The harness adapter"). No filesystem access.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
-use super::{AdapterError, ImportContext, optional_array, stable_id};
-use crate::jsonl::{FieldPath, Line};
-use crate::record::{DEFAULT_FILTER, Fields, Record, SCHEMA_VERSION, Source, fields::describe};
+use super::kit::describe;
+use super::{AdapterError, ImportContext, JsonLine, LineFields, stable_id};
+use crate::canonical_json::{Json, JsonKind, ObjectWriter, object_members};
+use crate::jsonl::FieldPath;
+use crate::record::{DEFAULT_FILTER, Locator, NewRecord};
 
 /// lm-evaluation-harness `samples_<task>_<date>.jsonl` (`--log_samples`).
 pub const ADAPTER: super::Adapter = super::Adapter {
@@ -70,21 +74,21 @@ pub fn check_source(context: &ImportContext<'_>) -> Result<(), AdapterError> {
 }
 
 /// Normalizes one harness sample line into one record.
-pub fn normalize(
-    line: Line,
-    context: &ImportContext<'_>,
-    out: &mut Vec<Record>,
+pub fn normalize<'a>(
+    line: JsonLine<'a>,
+    context: &'a ImportContext<'a>,
+    out: &mut Vec<NewRecord<'a>>,
 ) -> Result<(), AdapterError> {
     let run = context.run;
     let options = context.options;
     let identity = stable_id::resolve(
-        &line.object,
+        line.members,
         options.id_field.as_ref(),
         context.source,
         line.number,
     )?;
     let benchmark = benchmark(context)?;
-    let mut f = Fields::new(line.object, FieldPath::root());
+    let mut f = LineFields::new(line.members);
     // Metric values first: the harness writes them after its fixed keys, so a metric that
     // shares a fixed key's name has replaced it on the line.
     let metrics = take_metrics(&mut f)?;
@@ -96,8 +100,8 @@ pub fn normalize(
     };
     let arguments = f.object_or_null("arguments", false)?;
     let target = f.required("target")?;
-    let resps = optional_array(&mut f, "resps")?;
-    let filtered_resps = optional_array(&mut f, "filtered_resps")?;
+    let resps = f.array("resps")?;
+    let filtered_resps = f.array("filtered_resps")?;
     if resps.is_none() && filtered_resps.is_none() {
         return Err(AdapterError::new(
             f.path("resps"),
@@ -107,9 +111,9 @@ pub fn normalize(
     }
     let filter = f
         .defaulted_string("filter")?
-        .unwrap_or_else(|| DEFAULT_FILTER.to_owned());
-    let extra = f.into_rest();
-    check_provenance(&extra)?;
+        .unwrap_or(Cow::Borrowed(DEFAULT_FILTER));
+    check_provenance(&f)?;
+    let extra = f.rest(Vec::new())?;
 
     let mut warnings = Vec::new();
     let rolling = is_rolling(&arguments);
@@ -118,7 +122,7 @@ pub fn normalize(
         (None, Some(raw)) => likelihood_scores(raw, rolling, true, &mut warnings),
         (None, None) => Map::new(),
     };
-    let correct = match unnamed_metric(&metrics, &extra, run.correctness_metric.as_deref()) {
+    let correct = match unnamed_metric(&metrics, &f, run.correctness_metric.as_deref()) {
         Some(name) => {
             warnings.push(format!(
                 "{name} is at the top level, but no metrics list names it (lm-evaluation-harness \
@@ -129,48 +133,77 @@ pub fn normalize(
         None => correctness(&metrics, run.correctness_metric.as_deref(), &mut warnings),
     };
 
-    let mut input = Map::new();
-    input.insert("doc".into(), Value::Object(doc));
+    let mut input = ObjectWriter::new();
+    input.insert("doc", doc);
     if !arguments.is_null() {
-        input.insert("arguments".into(), arguments);
+        input.insert("arguments", arguments);
     }
-    let mut response = Map::new();
+    let mut response = ObjectWriter::new();
     if let Some(resps) = resps {
-        response.insert("resps".into(), Value::Array(resps));
+        response.insert("resps", resps);
     }
     if let Some(filtered) = filtered_resps {
-        response.insert("filtered_resps".into(), Value::Array(filtered));
+        response.insert("filtered_resps", filtered);
     }
-    out.push(Record {
-        schema_version: SCHEMA_VERSION,
-        run_id: run.run_id.clone(),
-        benchmark,
-        script,
-        language: options.language.clone(),
-        question_id: identity.question_id,
-        variant_id: options
-            .variant
-            .clone()
-            .unwrap_or_else(|| DEFAULT_VARIANT.to_owned()),
+    out.push(NewRecord {
+        run_id: Cow::Borrowed(&run.run_id),
+        benchmark: Cow::Owned(benchmark),
+        script: script.map(Cow::Owned),
+        language: options.language.as_deref().map(Cow::Borrowed),
+        question_id: Cow::Owned(identity.question_id),
+        variant_id: Cow::Borrowed(options.variant.as_deref().unwrap_or(DEFAULT_VARIANT)),
         filter,
         repeat_id: 0,
         identity_scope: identity.scope,
-        model: run.model.clone(),
+        model: Cow::Borrowed(&run.model),
         rephrasing_model: None,
-        input: Value::Object(input),
+        input: input.finish(),
         target,
         // The harness records no prediction of its own, and none is inferred from the
         // largest likelihood: PMI requests and filters can change what a request means.
-        prediction: Value::Null,
+        prediction: Json::NULL,
         correct,
-        scores,
-        metrics,
-        response: Value::Object(response),
-        source: Source::line(context.source.raw_path, line.number),
+        scores: Json::of(&Value::Object(scores)).map_err(|error| {
+            AdapterError::new(FieldPath::root().key("scores"), error.to_string())
+        })?,
+        metrics: metrics.finish(),
+        response: response.finish(),
+        source_path: Cow::Borrowed(context.source.raw_path),
+        locator: Locator::Line(line.number),
         warnings,
         extra,
     });
     Ok(())
+}
+
+/// A line's metric values, by name in the order the line gives them.
+struct Metrics<'a> {
+    values: Vec<(Cow<'a, str>, Json<'a>)>,
+}
+
+impl<'a> Metrics<'a> {
+    fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    fn get(&self, name: &str) -> Option<&Json<'a>> {
+        self.values
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value)
+    }
+
+    fn names(&self) -> impl Iterator<Item = &str> {
+        self.values.iter().map(|(key, _)| key.as_ref())
+    }
+
+    fn finish(self) -> Json<'static> {
+        let mut object = ObjectWriter::new();
+        for (key, value) in self.values {
+            object.insert(key, value);
+        }
+        object.finish()
+    }
 }
 
 /// `--benchmark`, else the task name in the file name, else the run's benchmark.
@@ -186,14 +219,15 @@ fn benchmark(context: &ImportContext<'_>) -> Result<String, AdapterError> {
 
 /// In a strict run the script must come from the dataset row: the harness has no field
 /// for it.
-fn strict_script(doc: &Map<String, Value>, doc_path: &FieldPath) -> Result<String, AdapterError> {
-    match doc.get("script") {
-        Some(Value::String(script)) if !script.is_empty() => Ok(script.clone()),
-        found => Err(AdapterError::new(
+fn strict_script(doc: &Json<'_>, doc_path: &FieldPath) -> Result<String, AdapterError> {
+    let found = doc.get("script");
+    match found.as_ref().and_then(Json::as_string) {
+        Some(script) if !script.is_empty() => Ok(script.into_owned()),
+        _ => Err(AdapterError::new(
             doc_path.key("script"),
             match found {
                 None => "records of a strict benchmark run must name their script".to_owned(),
-                Some(other) => format!("expected a non-empty string, found {}", describe(other)),
+                Some(other) => format!("expected a non-empty string, found {}", other.describe()),
             },
         )
         .with_hint(
@@ -205,66 +239,75 @@ fn strict_script(doc: &Map<String, Value>, doc_path: &FieldPath) -> Result<Strin
 
 /// The metric values of a line: `metrics` as a list of names whose values are top-level
 /// keys (harness 0.4.8 and later), or as an object of values.
-fn take_metrics(f: &mut Fields) -> Result<Map<String, Value>, AdapterError> {
+fn take_metrics<'a>(f: &mut LineFields<'a>) -> Result<Metrics<'a>, AdapterError> {
     let path = f.path("metrics");
-    match f.take("metrics") {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(values)) => Ok(values),
-        Some(Value::Array(names)) => {
-            let mut metrics = Map::with_capacity(names.len());
-            for (i, name) in names.into_iter().enumerate() {
-                let Value::String(name) = name else {
+    let Some(member) = f.take("metrics") else {
+        return Ok(Metrics { values: Vec::new() });
+    };
+    let listed = member.peek();
+    match listed.kind() {
+        JsonKind::Null => Ok(Metrics { values: Vec::new() }),
+        JsonKind::Object => {
+            f.stored("metrics", &member)?;
+            let values = object_members(member.value).expect("an object");
+            Ok(Metrics { values })
+        }
+        JsonKind::Array => {
+            let names = listed.elements().expect("an array");
+            let mut values: Vec<(Cow<'a, str>, Json<'a>)> = Vec::with_capacity(names.len());
+            for (i, name) in names.iter().enumerate() {
+                let Some(name) = name.as_string() else {
                     return Err(AdapterError::new(
                         path.index(i),
-                        format!("expected a metric name, found {}", describe(&name)),
+                        format!("expected a metric name, found {}", name.describe()),
                     ));
                 };
-                if metrics.contains_key(&name) {
+                if values.iter().any(|(seen, _)| *seen == name) {
                     return Err(AdapterError::new(
                         path.index(i),
                         format!("metric {name:?} is named twice"),
                     ));
                 }
-                let value = f.take(&name).ok_or_else(|| {
+                let value = f.json(&name)?.ok_or_else(|| {
                     AdapterError::new(
                         f.path(&name),
                         format!("metrics names {name:?}, but the line has no value for it"),
                     )
                 })?;
-                metrics.insert(name, value);
+                values.push((Cow::Owned(name.into_owned()), value));
             }
-            Ok(metrics)
+            Ok(Metrics { values })
         }
-        Some(other) => Err(AdapterError::new(
+        _ => Err(AdapterError::new(
             path,
             format!(
                 "expected a list of metric names or an object of metric values, found {}",
-                describe(&other)
+                listed.describe()
             ),
         )),
     }
 }
 
 /// The fields kept in `extra` that babel reads: `doc_id` and the three hashes.
-fn check_provenance(extra: &Map<String, Value>) -> Result<(), AdapterError> {
-    if let Some(doc_id) = extra.get("doc_id")
-        && doc_id.as_u64().is_none()
+fn check_provenance(f: &LineFields<'_>) -> Result<(), AdapterError> {
+    if let Some(doc_id) = f.peek("doc_id")
+        && (doc_id.peek().as_u64().is_none() || doc_id.written_as_fraction)
     {
         return Err(AdapterError::new(
             FieldPath::root().key("doc_id"),
             format!(
                 "expected a non-negative integer, found {}",
-                describe(doc_id)
+                describe(&doc_id)
             ),
         ));
     }
     for name in ["doc_hash", "prompt_hash", "target_hash"] {
-        if let Some(hash) = extra.get(name)
-            && !hash.is_string()
+        if let Some(hash) = f.peek(name)
+            && hash.peek().kind() != JsonKind::String
         {
             return Err(AdapterError::new(
                 FieldPath::root().key(name),
-                format!("expected a string, found {}", describe(hash)),
+                format!("expected a string, found {}", hash.peek().describe()),
             ));
         }
     }
@@ -273,25 +316,26 @@ fn check_provenance(extra: &Map<String, Value>) -> Result<(), AdapterError> {
 
 /// The correctness metric a line carries only as an unnamed top-level key, as harness
 /// versions before 0.4.8 wrote them: which top-level keys are metrics is not guessed.
-fn unnamed_metric<'a>(
-    metrics: &Map<String, Value>,
-    extra: &Map<String, Value>,
-    selected: Option<&'a str>,
-) -> Option<&'a str> {
+fn unnamed_metric<'s>(
+    metrics: &Metrics<'_>,
+    rest: &LineFields<'_>,
+    selected: Option<&'s str>,
+) -> Option<&'s str> {
     if !metrics.is_empty() {
         return None;
     }
+    let kept = |name: &str| rest.remaining().any(|member| member.key == name);
     match selected {
-        Some(name) => extra.contains_key(name).then_some(name),
+        Some(name) => kept(name).then_some(name),
         None => DEFAULT_CORRECTNESS_METRICS
             .into_iter()
-            .find(|name| extra.contains_key(*name)),
+            .find(|name| kept(name)),
     }
 }
 
 /// Sets `correct` from the selected binary metric; a nonbinary value is never coerced.
 fn correctness(
-    metrics: &Map<String, Value>,
+    metrics: &Metrics<'_>,
     selected: Option<&str>,
     warnings: &mut Vec<String>,
 ) -> Option<bool> {
@@ -299,7 +343,7 @@ fn correctness(
         Some(name) => match metrics.get(name) {
             Some(value) => (name, value),
             None => {
-                let present: Vec<&str> = metrics.keys().map(String::as_str).collect();
+                let present: Vec<&str> = metrics.names().collect();
                 warnings.push(format!(
                     "run metadata correctness_metric {name:?} is not among this sample's metrics ({}); correctness unknown",
                     if present.is_empty() { "none".to_owned() } else { present.join(", ") }
@@ -309,11 +353,11 @@ fn correctness(
         },
         None => DEFAULT_CORRECTNESS_METRICS
             .iter()
-            .find_map(|name| metrics.get(*name).map(|value| (*name, value)))?,
+            .find_map(|name| metrics.get(name).map(|value| (*name, value)))?,
     };
-    let binary = match value {
-        Value::Bool(b) => Some(*b),
-        Value::Number(n) => match n.as_f64() {
+    let binary = match value.kind() {
+        JsonKind::Bool => value.as_bool(),
+        JsonKind::Number => match value.as_f64() {
             Some(0.0) => Some(false),
             Some(1.0) => Some(true),
             _ => None,
@@ -321,11 +365,11 @@ fn correctness(
         _ => None,
     };
     if binary.is_none() {
-        warnings.push(match value {
-            Value::Null => format!("metric {name} is null (unknown); correctness unknown"),
-            other => format!(
+        warnings.push(match value.kind() {
+            JsonKind::Null => format!("metric {name} is null (unknown); correctness unknown"),
+            _ => format!(
                 "metric {name} has the nonbinary value {}; it is not coerced into correctness",
-                describe(other)
+                value.describe()
             ),
         });
     }
@@ -333,15 +377,15 @@ fn correctness(
 }
 
 /// A loglikelihood_rolling request has the text as its only argument.
-fn is_rolling(arguments: &Value) -> bool {
-    let Value::Object(requests) = arguments else {
+fn is_rolling(arguments: &Json<'_>) -> bool {
+    let Some(requests) = arguments.members() else {
         return false;
     };
     !requests.is_empty()
-        && requests.values().all(|request| {
+        && requests.iter().all(|(_, request)| {
             request
-                .as_object()
-                .is_some_and(|args| args.len() == 1 && args.contains_key("arg_0"))
+                .members()
+                .is_some_and(|args| args.len() == 1 && args[0].0 == "arg_0")
         })
 }
 
@@ -351,11 +395,14 @@ fn is_rolling(arguments: &Value) -> bool {
 /// when each request has exactly one). Anything else yields no scores: the responses are
 /// kept in `response` either way.
 fn likelihood_scores(
-    entries: &[Value],
+    entries: &Json<'_>,
     rolling: bool,
     repeated: bool,
     warnings: &mut Vec<String>,
 ) -> Map<String, Value> {
+    let Value::Array(entries) = entries.to_value() else {
+        unreachable!("resps and filtered_resps are arrays")
+    };
     let mut loglikelihood = Vec::with_capacity(entries.len());
     let mut is_greedy = Vec::with_capacity(entries.len());
     let source = if repeated { "resps" } else { "filtered_resps" };
@@ -407,9 +454,10 @@ fn likelihood_scores(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapters::kit::records_of_line;
     use crate::adapters::{AdapterOptions, RunContext, SourceFile};
-    use crate::jsonl::{NonFinitePolicy, parse_line};
-    use crate::record::IdentityScope;
+    use crate::jsonl::NonFinitePolicy;
+    use crate::record::{IdentityScope, Record};
     use serde_json::json;
 
     const SAMPLES: &str = "samples_babel_mc_rephrased_2026-12-02T12-52-46.563574.jsonl";
@@ -431,7 +479,6 @@ mod tests {
         options: &AdapterOptions,
         basename: &str,
     ) -> Result<Record, AdapterError> {
-        let line = parse_line(text, 11, NonFinitePolicy::Null).unwrap();
         let context = ImportContext {
             run,
             options,
@@ -440,8 +487,7 @@ mod tests {
                 basename,
             },
         };
-        let mut out = Vec::new();
-        normalize(line, &context, &mut out)?;
+        let mut out = records_of_line(normalize, text, 11, NonFinitePolicy::Null, &context)?;
         assert_eq!(out.len(), 1);
         Ok(out.remove(0))
     }
@@ -512,7 +558,8 @@ mod tests {
         );
         assert_eq!(
             Value::Object(record.metrics.clone()),
-            json!({"acc": 0.0, "acc_norm": 1.0})
+            // Stored as canonical text, where RFC 8785 writes 0.0 as 0.
+            json!({"acc": 0, "acc_norm": 1})
         );
         assert_eq!(record.extra["doc_id"], 0);
         assert_eq!(record.extra["prompt_hash"], mc()["prompt_hash"]);
@@ -680,7 +727,11 @@ mod tests {
         let record = import(line.clone()).unwrap();
         assert_eq!(record.correct, None);
         assert!(record.metrics.is_empty());
-        assert_eq!(record.extra["acc"], json!(0.0), "kept as given");
+        assert_eq!(
+            record.extra["acc"],
+            json!(0),
+            "kept as given (canonically, 0.0 is 0)"
+        );
         assert_eq!(record.warnings.len(), 1, "{:?}", record.warnings);
         assert!(
             record.warnings[0].contains("acc is at the top level, but no metrics list names it")

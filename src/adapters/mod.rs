@@ -17,15 +17,19 @@ pub mod eee;
 pub mod harness;
 pub mod helm;
 pub mod inspect;
+pub mod kit;
 pub mod paired;
 pub mod stable_id;
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::Value;
 
-use crate::jsonl::{FieldPath, Line};
-use crate::record::{FieldError, Fields, Record, fields::describe};
+pub use kit::{JsonLine, LineFields};
+
+use crate::jsonl::FieldPath;
+use crate::record::{FieldError, Fields, NewRecord, Record, fields::describe};
 
 /// Every input format `babel import --format` accepts, in the order `--help` lists them.
 pub const REGISTRY: [&Adapter; 6] = [
@@ -61,11 +65,27 @@ pub struct Adapter {
 
 /// How an adapter's input is read.
 pub enum Reader {
-    /// JSON Lines, one nonblank line at a time, read in parallel batches.
-    Lines(fn(Line, &ImportContext<'_>, &mut Vec<Record>) -> Result<(), AdapterError>),
+    /// JSON Lines, one nonblank line at a time, read in parallel batches into members:
+    /// for a format that passes most of a line through to the record as it is.
+    Lines(LinesHook),
+    /// JSON Lines read as [`Reader::Lines`] is, but each line parsed into a tree: for a
+    /// format that interprets most of a line (the paired and Every Eval Ever rows).
+    TreeLines(TreeLinesHook),
     /// A structured file (a ZIP log, a JSON document): its header first, then its items.
     Items(Structured),
 }
+
+/// A line adapter: one line in, its records appended to `out` (borrowing from the line
+/// and the context where they pass values through), or the first problem.
+pub type LinesHook = for<'a> fn(
+    JsonLine<'a>,
+    &'a ImportContext<'a>,
+    &mut Vec<NewRecord<'a>>,
+) -> Result<(), AdapterError>;
+
+/// A tree line adapter: one parsed line in, its records appended to `out`.
+pub type TreeLinesHook =
+    fn(crate::jsonl::Line, &ImportContext<'_>, &mut Vec<Record>) -> Result<(), AdapterError>;
 
 /// The hooks of a format whose input is not JSON Lines. The archive reads the file (with
 /// `inputs`) as [`Structured::layout`] says, hands the header to [`Structured::begin`],
@@ -219,7 +239,7 @@ impl Format {
             Reader::Items(structured) => {
                 matches!((structured.layout)(""), Ok(Layout::Folder { .. }))
             }
-            Reader::Lines(_) => false,
+            Reader::Lines(_) | Reader::TreeLines(_) => false,
         }
     }
 
@@ -361,11 +381,11 @@ impl fmt::Display for AdapterError {
 
 /// The benchmark of a line that may name its own: the line's value, `--benchmark` and the
 /// run's benchmark must agree wherever two of them are given; at least one must be.
-pub fn benchmark(
+pub fn benchmark<'a>(
     path: FieldPath,
-    own: Option<String>,
-    context: &ImportContext<'_>,
-) -> Result<String, AdapterError> {
+    own: Option<Cow<'a, str>>,
+    context: &'a ImportContext<'a>,
+) -> Result<Cow<'a, str>, AdapterError> {
     let benchmark = agree(
         path.clone(),
         "benchmark",
@@ -448,19 +468,19 @@ pub fn optional_array(f: &mut Fields, name: &str) -> Result<Option<Vec<Value>>, 
 
 /// Picks a context value that a record may also state: the record's own value wins when
 /// the context has none; when both exist they must agree.
-pub fn agree(
+pub fn agree<'a>(
     path: FieldPath,
     what: &str,
-    from_record: Option<String>,
-    from_context: Option<&str>,
+    from_record: Option<Cow<'a, str>>,
+    from_context: Option<&'a str>,
     context_name: &str,
-) -> Result<Option<String>, AdapterError> {
+) -> Result<Option<Cow<'a, str>>, AdapterError> {
     match (from_record, from_context) {
         (Some(own), Some(given)) if own != given => Err(AdapterError::new(
             path,
             format!("{what} {own:?} contradicts {context_name} {given:?}"),
         )),
         (Some(own), _) => Ok(Some(own)),
-        (None, given) => Ok(given.map(str::to_owned)),
+        (None, given) => Ok(given.map(Cow::Borrowed)),
     }
 }

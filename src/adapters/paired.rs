@@ -8,6 +8,8 @@
 //! where each field lands are documented in FORMAT.md ("The paired adapter"). No
 //! filesystem access.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use super::{AdapterError, AdapterOptions, ImportContext, agree, optional_array, stable_id};
@@ -19,7 +21,7 @@ pub const ADAPTER: super::Adapter = super::Adapter {
     name: "paired",
     summary: "one line per question with `original` and `rephrased` objects (two records)",
     normalizer_version: "paired/1",
-    reader: super::Reader::Lines(normalize),
+    reader: super::Reader::TreeLines(normalize),
     check_options,
     check_source: super::any_source,
     fixed_variants: &[ORIGINAL],
@@ -338,24 +340,26 @@ pub fn normalize(
 
     let benchmark = super::benchmark(
         f.path("benchmark"),
-        f.optional_string("benchmark")?,
+        f.optional_string("benchmark")?.map(Cow::Owned),
         context,
-    )?;
+    )?
+    .into_owned();
     let model = agree(
         f.path("model"),
         "model",
-        f.optional_string("model")?,
+        f.optional_string("model")?.map(Cow::Owned),
         Some(&run.model),
         "the run's model",
     )?
-    .unwrap_or_else(|| run.model.clone());
+    .map_or_else(|| run.model.clone(), Cow::into_owned);
     let language = agree(
         f.path("language"),
         "language",
-        f.optional_string("language")?,
+        f.optional_string("language")?.map(Cow::Owned),
         options.language.as_deref(),
         "--language",
-    )?;
+    )?
+    .map(Cow::into_owned);
     let script = f.optional_string("script")?;
     if run.strict && script.is_none() {
         return Err(AdapterError::new(

@@ -4,7 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::{AdapterError, SourceFile};
-use crate::jsonl::FieldPath;
+use crate::canonical_json::JsonKind;
+use crate::jsonl::{FieldPath, Members, PathSegment};
 use crate::record::{IdentityScope, fields::describe};
 
 /// Where the automatic lookup looks, in order.
@@ -26,29 +27,105 @@ pub struct QuestionIdentity {
     pub field: Option<FieldPath>,
 }
 
-fn as_id(value: &Value, path: &FieldPath) -> Result<Option<String>, AdapterError> {
-    match value {
-        Value::Null => Ok(None),
-        Value::String(s) if !s.is_empty() => Ok(Some(s.clone())),
-        // Integer IDs are common in datasets; they are read as their decimal text.
-        Value::Number(n) if n.is_u64() || n.is_i64() => Ok(Some(n.to_string())),
-        other => Err(AdapterError::new(
-            path.clone(),
-            format!(
-                "a question ID is a non-empty string or an integer, found {}",
-                describe(other)
-            ),
-        )),
+/// What stands at a place an ID may be read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Candidate {
+    Null,
+    /// A string (possibly empty).
+    Text(String),
+    /// An integer, as its decimal text.
+    Integer(String),
+    /// Anything else, described for the message.
+    Other(String),
+}
+
+/// An object a question ID can be read from: a line's members, or a parsed object.
+pub trait IdSource {
+    /// What stands at `path`, or `None` when nothing does.
+    fn candidate(&self, path: &FieldPath) -> Option<Candidate>;
+}
+
+impl IdSource for Map<String, Value> {
+    fn candidate(&self, path: &FieldPath) -> Option<Candidate> {
+        Some(match path.lookup_in(self)? {
+            Value::Null => Candidate::Null,
+            Value::String(text) => Candidate::Text(text.clone()),
+            Value::Number(n) if n.is_u64() || n.is_i64() => Candidate::Integer(n.to_string()),
+            other => Candidate::Other(describe(other)),
+        })
     }
+}
+
+impl IdSource for Members {
+    fn candidate(&self, path: &FieldPath) -> Option<Candidate> {
+        let (PathSegment::Key(first), rest) = path.segments().split_first()? else {
+            return None;
+        };
+        let member = self.get(first)?;
+        let mut value = member.peek();
+        for segment in rest {
+            value = match segment {
+                PathSegment::Key(key) => value.get(key)?,
+                PathSegment::Index(index) => value.elements()?.get(*index)?.clone(),
+            }
+            .into_owned();
+        }
+        let below: Vec<PathSegment> = rest.to_vec();
+        Some(match value.kind() {
+            JsonKind::Null => Candidate::Null,
+            JsonKind::String => Candidate::Text(value.as_string().expect("a string").into_owned()),
+            JsonKind::Number
+                if member
+                    .unsafe_integer
+                    .is_some_and(|(at, _)| at.segments() == below) =>
+            {
+                let (_, decimal) = member.unsafe_integer.expect("checked");
+                Candidate::Other(format!(
+                    "the integer {decimal}, which no JSON double holds exactly (write it as a string)"
+                ))
+            }
+            JsonKind::Number if rest.is_empty() && member.written_as_fraction => {
+                Candidate::Other(super::kit::describe(&member))
+            }
+            JsonKind::Number
+                if value
+                    .as_str()
+                    .trim_start_matches('-')
+                    .bytes()
+                    .all(|b| b.is_ascii_digit()) =>
+            {
+                Candidate::Integer(value.as_str().to_owned())
+            }
+            _ => Candidate::Other(value.describe()),
+        })
+    }
+}
+
+fn as_id(candidate: Candidate, path: &FieldPath) -> Result<Option<String>, AdapterError> {
+    match candidate {
+        Candidate::Null => Ok(None),
+        Candidate::Text(text) if !text.is_empty() => Ok(Some(text)),
+        // Integer IDs are common in datasets; they are read as their decimal text.
+        Candidate::Integer(text) => Ok(Some(text)),
+        Candidate::Text(_) => Err(not_an_id(path, "the string \"\"")),
+        Candidate::Other(found) => Err(not_an_id(path, &found)),
+    }
+}
+
+fn not_an_id(path: &FieldPath, found: &str) -> AdapterError {
+    AdapterError::new(
+        path.clone(),
+        format!("a question ID is a non-empty string or an integer, found {found}"),
+    )
 }
 
 /// Reads the ID at an explicit `--id-field` path. Selecting `doc_id` (the harness's
 /// position in the split) gives a run-local identity: enumeration is not persistent.
 pub fn at_field(
-    object: &Map<String, Value>,
+    object: &impl IdSource,
     field: &FieldPath,
 ) -> Result<QuestionIdentity, AdapterError> {
-    let found = field.lookup_in(object).ok_or_else(|| {
+    let found = object.candidate(field).ok_or_else(|| {
         AdapterError::new(
             field.clone(),
             "the field selected with --id-field is missing",
@@ -57,7 +134,7 @@ pub fn at_field(
     let question_id = as_id(found, field)?.ok_or_else(|| {
         AdapterError::new(field.clone(), "the field selected with --id-field is null")
     })?;
-    let positional = field.segments() == [crate::jsonl::PathSegment::Key("doc_id".into())];
+    let positional = field.segments() == [PathSegment::Key("doc_id".into())];
     Ok(QuestionIdentity {
         question_id,
         scope: if positional {
@@ -70,19 +147,12 @@ pub fn at_field(
 }
 
 /// The automatic lookup: the first of [`LOOKUP_ORDER`] that is present and not null.
-pub fn lookup(object: &Map<String, Value>) -> Result<Option<QuestionIdentity>, AdapterError> {
+pub fn lookup(object: &impl IdSource) -> Result<Option<QuestionIdentity>, AdapterError> {
     for dotted in LOOKUP_ORDER {
-        let (first, rest) = match dotted.split_once('.') {
-            Some((first, rest)) => (first, Some(rest)),
-            None => (dotted, None),
-        };
-        let found = match (object.get(first), rest) {
-            (Some(value), None) => Some(value),
-            (Some(Value::Object(inner)), Some(key)) => inner.get(key),
-            _ => None,
-        };
-        let Some(found) = found else { continue };
         let path = FieldPath::parse_dotted(dotted).expect("lookup paths are valid");
+        let Some(found) = object.candidate(&path) else {
+            continue;
+        };
         if let Some(question_id) = as_id(found, &path)? {
             return Ok(Some(QuestionIdentity {
                 question_id,
@@ -107,7 +177,7 @@ pub fn line_derived(source: SourceFile<'_>, line: u64) -> QuestionIdentity {
 /// The identity of a line of a format without its own identity rule: `--id-field` when
 /// given, else the automatic lookup, else the line-derived run-local identity.
 pub fn resolve(
-    object: &Map<String, Value>,
+    object: &impl IdSource,
     id_field: Option<&FieldPath>,
     source: SourceFile<'_>,
     line: u64,

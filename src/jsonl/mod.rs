@@ -15,9 +15,9 @@ use serde_json::{Map, Value};
 use std::fmt;
 use std::io::{self, BufRead};
 
-pub use batch::{Batcher, LineBatch, parse_raw};
+pub use batch::{Batcher, LineBatch};
 pub use path::{FieldPath, PathSegment};
-pub use stream::{Canonical, Members};
+pub use stream::{Member, Members, UnsafeInteger};
 use strict::{FailureKind, ParseFailure};
 
 /// The UTF-8 byte order mark, accepted at the start of the first line only.
@@ -248,52 +248,23 @@ fn line_error(number: u64, failure: ParseFailure) -> LineError {
 }
 
 /// Reads one line's bytes (no line ending, no byte order mark) into its top-level members,
-/// each value as canonical text, in one pass (the streaming reader).
+/// each value as canonical text, in one pass (the streaming reader). `members` is emptied
+/// first and reused.
 pub fn scan_bytes(
     bytes: &[u8],
     number: u64,
     policy: NonFinitePolicy,
-) -> Result<Members, LineError> {
+    members: &mut Members,
+) -> Result<(), LineError> {
+    members.clear();
     let text = utf8_text(bytes, number)?;
-    stream::scan_object(text, policy).map_err(|failure| line_error(number, failure))
-}
-
-/// Reads one JSON value of any kind into its canonical text, strictly, in one pass.
-pub fn canonicalize(
-    bytes: &[u8],
-    policy: NonFinitePolicy,
-) -> Result<(Canonical, Vec<NonFiniteReplacement>), LineError> {
-    let text = utf8_text(bytes, 1)?;
-    stream::scan_value(text, policy).map_err(|failure| line_error(1, failure))
+    stream::scan_object(text, policy, members).map_err(|failure| line_error(number, failure))
 }
 
 /// Parses one line's bytes (no line ending, no byte order mark) under a policy.
 pub fn parse_bytes(bytes: &[u8], number: u64, policy: NonFinitePolicy) -> Result<Line, LineError> {
-    // simdutf8 validates in one fast pass; serde_json then reads the text without
-    // checking each string again.
-    let text = simdutf8::basic::from_utf8(bytes).map_err(|_| {
-        let valid_up_to = std::str::from_utf8(bytes).map_or_else(|e| e.valid_up_to(), |_| 0);
-        LineError {
-            line: number,
-            column: Some(valid_up_to + 1),
-            path: FieldPath::root(),
-            kind: LineErrorKind::InvalidUtf8,
-        }
-    })?;
-    let to_line_error = |failure: ParseFailure| {
-        let kind = match failure.kind {
-            FailureKind::DuplicateKey(key) => LineErrorKind::DuplicateKey(key),
-            FailureKind::NonFinite { token, .. } => LineErrorKind::NonFinite(token),
-            FailureKind::NotAnObject(found) => LineErrorKind::NotAnObject(found),
-            FailureKind::Syntax(message) => LineErrorKind::Syntax(message),
-        };
-        LineError {
-            line: number,
-            column: failure.column,
-            path: failure.path,
-            kind,
-        }
-    };
+    let text = utf8_text(bytes, number)?;
+    let to_line_error = |failure: ParseFailure| line_error(number, failure);
     let mut replaced = Vec::new();
     let mut patched: Option<String> = None;
     // Each replacement: where it stood, and how long the token was.
@@ -378,8 +349,8 @@ impl<R: BufRead> Iterator for Reader<R> {
 /// `canonical_json`) and the same replacements, or the same first error at the same
 /// place. `Err` describes the first disagreement.
 pub fn differential(bytes: &[u8], policy: NonFinitePolicy) -> Result<(), String> {
-    type Member = (String, Result<String, (String, String)>);
-    let tree: Result<(Vec<Member>, Vec<NonFiniteReplacement>), LineError> =
+    type Listed = (String, Result<String, (String, String)>);
+    let tree: Result<(Vec<Listed>, Vec<NonFiniteReplacement>), LineError> =
         parse_bytes(bytes, 1, policy).map(|line| {
             let members = line
                 .object
@@ -400,20 +371,20 @@ pub fn differential(bytes: &[u8], policy: NonFinitePolicy) -> Result<(), String>
                 .collect();
             (members, line.replaced)
         });
-    let stream: Result<(Vec<Member>, Vec<NonFiniteReplacement>), LineError> =
-        scan_bytes(bytes, 1, policy).map(|scanned| {
-            let members = scanned
-                .members
-                .into_iter()
-                .map(|(key, canonical)| {
-                    let text = match canonical.unsafe_integer {
-                        Some((path, value)) => Err((path.to_string(), value)),
-                        None => Ok(canonical.text),
+    let mut members = Members::new();
+    let stream: Result<(Vec<Listed>, Vec<NonFiniteReplacement>), LineError> =
+        scan_bytes(bytes, 1, policy, &mut members).map(|()| {
+            let listed = members
+                .iter()
+                .map(|member| {
+                    let text = match member.json() {
+                        Ok(json) => Ok(json.as_str().to_owned()),
+                        Err((path, value)) => Err((path.to_string(), value.clone())),
                     };
-                    (key, text)
+                    (member.key.to_owned(), text)
                 })
                 .collect();
-            (members, scanned.replaced)
+            (listed, members.replaced().to_vec())
         });
     if tree == stream {
         Ok(())

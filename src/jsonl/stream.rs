@@ -13,41 +13,165 @@
 //! the text: it is noted on the member, and refused where the member is stored, as the
 //! tree path refuses it when it encodes the record.
 //!
-//! A JSON Lines line is read into its top-level members, each its key and the canonical
-//! text of its value: adapters read the few fields they interpret and pass the rest
-//! through as text.
+//! A JSON Lines line is read into its top-level [`Members`], each its key and the
+//! canonical text of its value, all in two buffers a worker reuses from line to line:
+//! adapters read the few fields they interpret and pass the rest through as text.
+//!
+//! Speed comes from not doing work: plain runs of a string are copied as they are (only
+//! escapes are decoded and re-escaped), objects are written in place and reordered only
+//! when their keys were not in order, and the field path an error needs is built only
+//! when there is an error.
 
 use std::cmp::Ordering;
+use std::collections::HashSet;
 
 use super::path::{FieldPath, PathSegment};
 use super::strict::{FailureKind, ParseFailure};
 use super::{NonFinitePolicy, NonFiniteReplacement};
-use crate::canonical_json::{format_u64, utf16_order, write_string};
+use crate::canonical_json::{
+    Json, format_u64, next_escape, utf16_order, write_escaped, write_string,
+};
 use crate::record::fields::MAX_SAFE_INTEGER;
 
 /// serde_json's nesting limit: the 128th nested array or object is refused.
 const DEPTH_LIMIT: usize = 128;
 
-/// The canonical text of one JSON value, and where (if anywhere) it holds an integer that
-/// no double holds exactly.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Canonical {
-    pub text: String,
-    /// The first such integer: its path below the value, and its decimal text.
-    pub unsafe_integer: Option<(FieldPath, String)>,
-}
+/// Objects with more members than this check for repeated keys through a set.
+const LINEAR_KEY_CHECK: usize = 32;
 
-/// One line (or item) read into its top-level members.
-#[derive(Debug, Clone, PartialEq)]
+/// An integer no double holds exactly: where it is below its member, and its decimal text.
+pub type UnsafeInteger = (FieldPath, String);
+
+/// One line (or item) read into its top-level members, in written order. Reused from line
+/// to line: [`Members::clear`] keeps the buffers.
+#[derive(Debug, Default, Clone)]
 pub struct Members {
-    /// Each top-level member in written order: its key and its value's canonical text.
-    pub members: Vec<(String, Canonical)>,
+    /// The canonical text of every member's value, one after the other (UTF-8: the
+    /// scanner copies and writes only whole characters).
+    text: Vec<u8>,
+    /// Every member's decoded key, one after the other.
+    keys: String,
+    /// Where each member's key and value end in `keys` and `text`.
+    ends: Vec<(usize, usize)>,
+    /// Members whose value is a number written with a fraction or an exponent (`1.0`,
+    /// `1e2`): canonical text writes an integral one as an integer, and a field that must
+    /// be an integer still refuses it, as the tree reader's `1.0` is no integer.
+    written_as_fraction: Vec<usize>,
+    /// Members holding an integer no double holds: (member, the first such integer).
+    unsafe_integers: Vec<(usize, UnsafeInteger)>,
     /// Non-finite tokens read as null (empty unless the policy allows them).
-    pub replaced: Vec<NonFiniteReplacement>,
+    replaced: Vec<NonFiniteReplacement>,
 }
 
-/// Reads `text` as one JSON object, strictly, into its members.
-pub(crate) fn scan_object(text: &str, policy: NonFinitePolicy) -> Result<Members, ParseFailure> {
+/// One top-level member: its key, its value's canonical text, and the first integer in it
+/// that no double holds (refused where the member is stored).
+#[derive(Debug, Clone, Copy)]
+pub struct Member<'a> {
+    pub key: &'a str,
+    pub value: &'a str,
+    pub unsafe_integer: Option<&'a UnsafeInteger>,
+    /// The value is a number written with a fraction or an exponent.
+    pub written_as_fraction: bool,
+}
+
+impl<'a> Member<'a> {
+    /// The value as canonical JSON, refused when it holds an integer no double holds
+    /// (its path below the member, and its decimal text).
+    pub fn json(&self) -> Result<Json<'a>, &'a UnsafeInteger> {
+        match self.unsafe_integer {
+            Some(found) => Err(found),
+            None => Ok(Json::canonical(self.value)),
+        }
+    }
+
+    /// The value as canonical JSON for reading only (an unsafe integer reads as its
+    /// nearest double).
+    pub fn peek(&self) -> Json<'a> {
+        Json::canonical(self.value)
+    }
+}
+
+impl Members {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Empties the members, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.keys.clear();
+        self.ends.clear();
+        self.unsafe_integers.clear();
+        self.written_as_fraction.clear();
+        self.replaced.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The member at `index` (in written order).
+    pub fn at(&self, index: usize) -> Member<'_> {
+        let (key_start, value_start) = match index {
+            0 => (0, 0),
+            _ => self.ends[index - 1],
+        };
+        let (key_end, value_end) = self.ends[index];
+        // SAFETY: the scanner writes UTF-8 only (runs of the UTF-8 input cut at ASCII
+        // bytes, and encoded characters), and a member's value starts and ends at value
+        // boundaries.
+        let value = unsafe { std::str::from_utf8_unchecked(&self.text[value_start..value_end]) };
+        Member {
+            key: &self.keys[key_start..key_end],
+            value,
+            unsafe_integer: self
+                .unsafe_integers
+                .iter()
+                .find(|(member, _)| *member == index)
+                .map(|(_, found)| found),
+            written_as_fraction: self.written_as_fraction.contains(&index),
+        }
+    }
+
+    /// The members in written order.
+    pub fn iter(&self) -> impl Iterator<Item = Member<'_>> {
+        (0..self.len()).map(|index| self.at(index))
+    }
+
+    /// The index of the member with this key.
+    pub fn position(&self, key: &str) -> Option<usize> {
+        let mut start = 0;
+        for (index, &(end, _)) in self.ends.iter().enumerate() {
+            if &self.keys[start..end] == key {
+                return Some(index);
+            }
+            start = end;
+        }
+        None
+    }
+
+    /// The member with this key.
+    pub fn get(&self, key: &str) -> Option<Member<'_>> {
+        self.position(key).map(|index| self.at(index))
+    }
+
+    /// Non-finite tokens read as null, with where they stood.
+    pub fn replaced(&self) -> &[NonFiniteReplacement] {
+        &self.replaced
+    }
+}
+
+/// Reads `text` as one JSON object, strictly, into `members` (emptied first).
+pub(crate) fn scan_object(
+    text: &str,
+    policy: NonFinitePolicy,
+    members: &mut Members,
+) -> Result<(), ParseFailure> {
+    members.clear();
     if let Some(found) = super::strict::non_object_kind(text.as_bytes()) {
         return Err(ParseFailure {
             column: None,
@@ -57,28 +181,25 @@ pub(crate) fn scan_object(text: &str, policy: NonFinitePolicy) -> Result<Members
         });
     }
     let mut scanner = Scanner::new(text, policy);
-    let members = scanner.top_level()?;
-    scanner.end()?;
-    Ok(Members {
-        members,
-        replaced: scanner.replaced,
-    })
+    let scanned = scanner.top_level(members).and_then(|()| scanner.end());
+    members.replaced = std::mem::take(&mut scanner.replaced);
+    scanned
 }
 
-/// Reads `text` as one JSON value of any kind, strictly, into its canonical text.
-pub(crate) fn scan_value(
-    text: &str,
-    policy: NonFinitePolicy,
-) -> Result<(Canonical, Vec<NonFiniteReplacement>), ParseFailure> {
-    let mut scanner = Scanner::new(text, policy);
-    let mut out = Vec::with_capacity(text.len());
-    scanner.value(&mut out)?;
-    scanner.end()?;
-    let canonical = Canonical {
-        text: String::from_utf8(out).expect("the scanner writes UTF-8"),
-        unsafe_integer: scanner.unsafe_integer.take(),
-    };
-    Ok((canonical, scanner.replaced))
+/// One step of the path to where the scanner is.
+#[derive(Debug, Clone, Copy)]
+enum Frame {
+    /// A key, decoded in `Scanner::keys` at this range.
+    Key(usize, usize),
+    Index(usize),
+}
+
+/// One member of an object being read: its decoded key (in `Scanner::keys`) and where the
+/// member (`"key":value`) was written.
+#[derive(Debug, Clone, Copy)]
+struct Written {
+    key: (usize, usize),
+    member: (usize, usize),
 }
 
 struct Scanner<'a> {
@@ -86,13 +207,18 @@ struct Scanner<'a> {
     bytes: &'a [u8],
     at: usize,
     remaining_depth: usize,
-    path: FieldPath,
+    /// The path to the current value, as frames (built into a [`FieldPath`] on demand).
+    frames: Vec<Frame>,
+    /// The decoded keys of every open object, innermost last.
+    keys: String,
+    /// The members of every open object, innermost last.
+    written: Vec<Written>,
+    /// Where members are copied while an object is put in order.
+    scratch: Vec<u8>,
     policy: NonFinitePolicy,
     replaced: Vec<NonFiniteReplacement>,
     /// The first integer of the current value that no double holds, and its full path.
-    unsafe_integer: Option<(FieldPath, String)>,
-    /// Decoded key text, reused.
-    key: String,
+    unsafe_integer: Option<UnsafeInteger>,
 }
 
 /// serde_json's error messages, which the tree reader reports.
@@ -129,12 +255,26 @@ impl<'a> Scanner<'a> {
             bytes: text.as_bytes(),
             at: 0,
             remaining_depth: DEPTH_LIMIT,
-            path: FieldPath::root(),
+            frames: Vec::new(),
+            keys: String::new(),
+            written: Vec::new(),
+            scratch: Vec::new(),
             policy,
             replaced: Vec::new(),
             unsafe_integer: None,
-            key: String::new(),
         }
+    }
+
+    /// The field path to where the scanner is.
+    fn path(&self) -> FieldPath {
+        let mut path = FieldPath::root();
+        for frame in &self.frames {
+            path.push(match *frame {
+                Frame::Key(start, end) => PathSegment::Key(self.keys[start..end].to_owned()),
+                Frame::Index(index) => PathSegment::Index(index),
+            });
+        }
+        path
     }
 
     /// serde_json's column of a position: the bytes from the start of its line up to
@@ -152,7 +292,7 @@ impl<'a> Scanner<'a> {
         ParseFailure {
             column,
             index: None,
-            path: self.path.clone(),
+            path: self.path(),
             kind: FailureKind::Syntax(message.to_owned()),
         }
     }
@@ -196,52 +336,62 @@ impl<'a> Scanner<'a> {
         Ok(())
     }
 
-    /// The top-level object, each member's value canonical on its own.
-    fn top_level(&mut self) -> Scan<Vec<(String, Canonical)>> {
+    /// The top-level object: each member's key into `members.keys`, its value, canonical
+    /// on its own, into `members.text`.
+    fn top_level(&mut self, members: &mut Members) -> Scan {
         self.skip_whitespace();
         debug_assert_eq!(self.peek(), Some(b'{'));
         self.enter()?;
         self.at += 1;
-        let mut members: Vec<(String, Canonical)> = Vec::new();
+        let mut seen: Option<HashSet<String>> = None;
         let mut first = true;
-        loop {
-            if !self.object_next(first)? {
-                break;
-            }
+        while let Some((start, end)) = self.object_next(first)? {
             first = false;
-            let key = std::mem::take(&mut self.key);
-            self.path.push(PathSegment::Key(key));
+            self.frames.push(Frame::Key(start, end));
             self.colon()?;
-            let mut out = Vec::new();
-            self.value(&mut out)?;
-            let Some(PathSegment::Key(key)) = self.path.pop_segment() else {
-                unreachable!("the key pushed above is the last segment");
+            self.skip_whitespace();
+            let literal_start = self.at;
+            self.value(&mut members.text)?;
+            self.frames.pop();
+            let literal = &self.bytes[literal_start..self.at];
+            if matches!(literal[0], b'-' | b'0'..=b'9')
+                && literal.iter().any(|b| matches!(b, b'.' | b'e' | b'E'))
+            {
+                members.written_as_fraction.push(members.len());
+            }
+            let key = &self.keys[start..end];
+            let repeated = match &mut seen {
+                Some(seen) => !seen.insert(key.to_owned()),
+                None => members.iter().any(|member| member.key == key),
             };
-            if members.iter().any(|(seen, _)| *seen == key) {
-                return Err(self.duplicate(key));
+            if repeated {
+                return Err(self.duplicate(start, end));
             }
             // The unsafe integer's path is relative to the member.
-            let unsafe_integer = self.unsafe_integer.take().map(|(path, value)| {
+            if let Some((path, value)) = self.unsafe_integer.take() {
                 let mut below = FieldPath::root();
-                for segment in path.segments().iter().skip(self.path.segments().len() + 1) {
+                for segment in path.segments().iter().skip(1) {
                     below.push(segment.clone());
                 }
-                (below, value)
-            });
-            members.push((
-                key,
-                Canonical {
-                    text: String::from_utf8(out).expect("the scanner writes UTF-8"),
-                    unsafe_integer,
-                },
-            ));
+                members
+                    .unsafe_integers
+                    .push((members.len(), (below, value)));
+            }
+            members.keys.push_str(key);
+            members.ends.push((members.keys.len(), members.text.len()));
+            if seen.is_none() && members.len() >= LINEAR_KEY_CHECK {
+                seen = Some(members.iter().map(|member| member.key.to_owned()).collect());
+            }
+            self.keys.clear();
         }
         self.leave();
-        Ok(members)
+        Ok(())
     }
 
-    fn duplicate(&mut self, key: String) -> ParseFailure {
-        let mut path = self.path.clone();
+    /// The error for the repeated key at `start..end` of `self.keys`.
+    fn duplicate(&self, start: usize, end: usize) -> ParseFailure {
+        let key = self.keys[start..end].to_owned();
+        let mut path = self.path();
         path.push(PathSegment::Key(key.clone()));
         ParseFailure {
             column: None,
@@ -263,15 +413,15 @@ impl<'a> Scanner<'a> {
         self.remaining_depth += 1;
     }
 
-    /// Inside an object: reads the next member's key (decoded into `self.key`); false at
-    /// the closing brace.
-    fn object_next(&mut self, first: bool) -> Scan<bool> {
+    /// Inside an object: reads the next member's key, decoded onto the end of `self.keys`,
+    /// and gives its range there; `None` at the closing brace.
+    fn object_next(&mut self, first: bool) -> Scan<Option<(usize, usize)>> {
         self.skip_whitespace();
         match self.peek() {
             None => return Err(self.eof(message::EOF_OBJECT)),
             Some(b'}') => {
                 self.at += 1;
-                return Ok(false);
+                return Ok(None);
             }
             Some(b',') if !first => {
                 self.at += 1;
@@ -290,14 +440,12 @@ impl<'a> Scanner<'a> {
         match self.peek() {
             Some(b'"') => {
                 self.at += 1;
-                let mut key = std::mem::take(&mut self.key);
-                key.clear();
-                self.string_into(&mut key)?;
-                self.key = key;
+                let start = self.keys.len();
+                self.key_string()?;
+                Ok(Some((start, self.keys.len())))
             }
-            _ => return Err(self.syntax_here(message::KEY_MUST_BE_A_STRING)),
+            _ => Err(self.syntax_here(message::KEY_MUST_BE_A_STRING)),
         }
-        Ok(true)
     }
 
     /// The colon after a key (read, as the tree reader reads it, with the key already on
@@ -325,10 +473,7 @@ impl<'a> Scanner<'a> {
             b'[' => self.array(out),
             b'"' => {
                 self.at += 1;
-                let mut text = String::new();
-                self.string_into(&mut text)?;
-                write_string(&text, out);
-                Ok(())
+                self.string_value(out)
             }
             b't' => self.ident(b"true", out),
             b'f' => self.ident(b"false", out),
@@ -362,7 +507,7 @@ impl<'a> Scanner<'a> {
                 Err(ParseFailure {
                     column: self.position(stop + 1),
                     index: None,
-                    path: self.path.clone(),
+                    path: self.path(),
                     kind: FailureKind::NonFinite {
                         token,
                         offset: self.at,
@@ -371,7 +516,7 @@ impl<'a> Scanner<'a> {
             }
             NonFinitePolicy::Null => {
                 self.replaced.push(NonFiniteReplacement {
-                    path: self.path.clone(),
+                    path: self.path(),
                     token,
                 });
                 self.at += token.len();
@@ -394,55 +539,84 @@ impl<'a> Scanner<'a> {
         Ok(())
     }
 
+    /// An object, written in place as its members are read, then put in key order if its
+    /// keys were not in order.
     fn object(&mut self, out: &mut Vec<u8>) -> Scan {
         self.enter()?;
         self.at += 1;
-        // Members are written to a scratch buffer, then sorted by key.
-        let mut scratch: Vec<u8> = Vec::new();
-        let mut entries: Vec<(String, usize, usize)> = Vec::new();
-        let mut seen: Option<std::collections::HashSet<String>> = None;
+        let keys_base = self.keys.len();
+        let written_base = self.written.len();
+        let open = out.len();
+        out.push(b'{');
+        let mut seen: Option<HashSet<String>> = None;
         let mut first = true;
-        loop {
-            if !self.object_next(first)? {
-                break;
-            }
+        while let Some((start, end)) = self.object_next(first)? {
             first = false;
-            let key = std::mem::take(&mut self.key);
-            self.path.push(PathSegment::Key(key));
+            self.frames.push(Frame::Key(start, end));
             self.colon()?;
-            let start = scratch.len();
-            self.value(&mut scratch)?;
-            let Some(PathSegment::Key(key)) = self.path.pop_segment() else {
-                unreachable!("the key pushed above is the last segment");
-            };
-            // Small objects are checked by a scan; large ones through a set.
+            if self.written.len() > written_base {
+                out.push(b',');
+            }
+            let member_start = out.len();
+            write_string(&self.keys[start..end], out);
+            out.push(b':');
+            self.value(out)?;
+            self.frames.pop();
+            let key = &self.keys[start..end];
             let repeated = match &mut seen {
-                Some(seen) => !seen.insert(key.clone()),
-                None => entries.iter().any(|(other, _, _)| *other == key),
+                Some(seen) => !seen.insert(key.to_owned()),
+                None => self.written[written_base..]
+                    .iter()
+                    .any(|other| &self.keys[other.key.0..other.key.1] == key),
             };
             if repeated {
-                return Err(self.duplicate(key));
+                return Err(self.duplicate(start, end));
             }
-            entries.push((key, start, scratch.len()));
-            if seen.is_none() && entries.len() >= 32 {
-                seen = Some(entries.iter().map(|(key, _, _)| key.clone()).collect());
+            self.written.push(Written {
+                key: (start, end),
+                member: (member_start, out.len()),
+            });
+            if seen.is_none() && self.written.len() - written_base >= LINEAR_KEY_CHECK {
+                seen = Some(
+                    self.written[written_base..]
+                        .iter()
+                        .map(|other| self.keys[other.key.0..other.key.1].to_owned())
+                        .collect(),
+                );
             }
         }
         self.leave();
-        if !entries.is_sorted_by(|a, b| utf16_order(&a.0, &b.0) != Ordering::Greater) {
-            entries.sort_unstable_by(|a, b| utf16_order(&a.0, &b.0));
-        }
-        out.push(b'{');
-        for (index, (key, start, end)) in entries.iter().enumerate() {
-            if index > 0 {
-                out.push(b',');
-            }
-            write_string(key, out);
-            out.push(b':');
-            out.extend_from_slice(&scratch[*start..*end]);
-        }
         out.push(b'}');
+        self.put_in_order(out, open, written_base);
+        self.written.truncate(written_base);
+        self.keys.truncate(keys_base);
         Ok(())
+    }
+
+    /// Rewrites the object that starts at `open` in `out` with its members (from
+    /// `written_base` on) sorted by key, if they are not already.
+    fn put_in_order(&mut self, out: &mut [u8], open: usize, written_base: usize) {
+        let keys = &self.keys;
+        let key = |member: &Written| &keys[member.key.0..member.key.1];
+        let members = &mut self.written[written_base..];
+        if members.is_sorted_by(|a, b| utf16_order(key(a), key(b)) != Ordering::Greater) {
+            return;
+        }
+        members.sort_unstable_by(|a, b| utf16_order(key(a), key(b)));
+        let inside = open + 1..out.len() - 1;
+        self.scratch.clear();
+        self.scratch.extend_from_slice(&out[inside.clone()]);
+        let mut at = inside.start;
+        for (index, member) in members.iter().enumerate() {
+            if index > 0 {
+                out[at] = b',';
+                at += 1;
+            }
+            let from = member.member.0 - inside.start..member.member.1 - inside.start;
+            out[at..at + from.len()].copy_from_slice(&self.scratch[from.clone()]);
+            at += from.len();
+        }
+        debug_assert_eq!(at, inside.end);
     }
 
     fn array(&mut self, out: &mut Vec<u8>) -> Scan {
@@ -453,13 +627,13 @@ impl<'a> Scanner<'a> {
         loop {
             // As the tree reader does, the next element's index is on the path while the
             // separator before it is read.
-            self.path.push(PathSegment::Index(index));
+            self.frames.push(Frame::Index(index));
             self.skip_whitespace();
             match self.peek() {
                 None => return Err(self.eof(message::EOF_LIST)),
                 Some(b']') => {
                     self.at += 1;
-                    self.path.pop_segment();
+                    self.frames.pop();
                     break;
                 }
                 Some(b',') if index > 0 => {
@@ -478,7 +652,7 @@ impl<'a> Scanner<'a> {
                 Some(_) => {}
             }
             self.value(out)?;
-            self.path.pop_segment();
+            self.frames.pop();
             index += 1;
         }
         self.leave();
@@ -486,16 +660,19 @@ impl<'a> Scanner<'a> {
         Ok(())
     }
 
-    /// The rest of a string (after its opening quote), decoded into `into`.
-    fn string_into(&mut self, into: &mut String) -> Scan {
+    /// The end of the run of plain bytes from `start`: the next quote, backslash or
+    /// control byte, or the end of the text.
+    fn plain_run(&self, start: usize) -> usize {
+        next_escape(self.bytes, start).unwrap_or(self.bytes.len())
+    }
+
+    /// The rest of a key (after its opening quote), decoded onto the end of `self.keys`.
+    fn key_string(&mut self) -> Scan {
+        let text = self.text;
         loop {
-            // Copy the run of plain bytes up to the next quote, backslash or control byte.
             let start = self.at;
-            let run = self.bytes[start..]
-                .iter()
-                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-                .map_or(self.bytes.len(), |offset| start + offset);
-            into.push_str(&self.text[start..run]);
+            let run = self.plain_run(start);
+            self.keys.push_str(&text[start..run]);
             self.at = run;
             match self.peek() {
                 None => return Err(self.eof(message::EOF_STRING)),
@@ -505,19 +682,52 @@ impl<'a> Scanner<'a> {
                 }
                 Some(b'\\') => {
                     self.at += 1;
-                    self.escape(into)?;
+                    let decoded = self.escape()?;
+                    self.keys.push(decoded);
                 }
                 Some(_) => return Err(self.syntax_here(message::CONTROL_CHARACTER)),
             }
         }
     }
 
-    fn escape(&mut self, into: &mut String) -> Scan {
+    /// The rest of a string value (after its opening quote), written canonically: plain
+    /// runs as they are, each escape decoded and written as `JSON.stringify` writes it.
+    fn string_value(&mut self, out: &mut Vec<u8>) -> Scan {
+        out.push(b'"');
+        loop {
+            let start = self.at;
+            let run = self.plain_run(start);
+            out.extend_from_slice(&self.bytes[start..run]);
+            self.at = run;
+            match self.peek() {
+                None => return Err(self.eof(message::EOF_STRING)),
+                Some(b'"') => {
+                    self.at += 1;
+                    out.push(b'"');
+                    return Ok(());
+                }
+                Some(b'\\') => {
+                    self.at += 1;
+                    let decoded = self.escape()?;
+                    if decoded < ' ' || decoded == '"' || decoded == '\\' {
+                        write_escaped(decoded as u8, out);
+                    } else {
+                        let mut utf8 = [0u8; 4];
+                        out.extend_from_slice(decoded.encode_utf8(&mut utf8).as_bytes());
+                    }
+                }
+                Some(_) => return Err(self.syntax_here(message::CONTROL_CHARACTER)),
+            }
+        }
+    }
+
+    /// One escape (after its backslash), decoded.
+    fn escape(&mut self) -> Scan<char> {
         let Some(byte) = self.peek() else {
             return Err(self.eof(message::EOF_STRING));
         };
         self.at += 1;
-        let decoded = match byte {
+        Ok(match byte {
             b'"' => '"',
             b'\\' => '\\',
             b'/' => '/',
@@ -526,11 +736,9 @@ impl<'a> Scanner<'a> {
             b'n' => '\n',
             b'r' => '\r',
             b't' => '\t',
-            b'u' => return self.unicode_escape(into),
+            b'u' => return self.unicode_escape(),
             _ => return Err(self.syntax_at(self.at - 1, message::INVALID_ESCAPE)),
-        };
-        into.push(decoded);
-        Ok(())
+        })
     }
 
     /// Four hex digits after `\u`, read (as serde_json reads them) all four at once.
@@ -553,7 +761,7 @@ impl<'a> Scanner<'a> {
         Ok(value)
     }
 
-    fn unicode_escape(&mut self, into: &mut String) -> Scan {
+    fn unicode_escape(&mut self) -> Scan<char> {
         let first = self.hex4()?;
         let code = match first {
             0xDC00..=0xDFFF => {
@@ -581,13 +789,7 @@ impl<'a> Scanner<'a> {
             }
             other => u32::from(other),
         };
-        match char::from_u32(code) {
-            Some(decoded) => {
-                into.push(decoded);
-                Ok(())
-            }
-            None => Err(self.syntax_at(self.at - 1, message::INVALID_CODE_POINT)),
-        }
+        char::from_u32(code).ok_or_else(|| self.syntax_at(self.at - 1, message::INVALID_CODE_POINT))
     }
 
     /// A number, written as `canonical_json` writes the number serde_json reads from it.
@@ -673,6 +875,16 @@ impl<'a> Scanner<'a> {
         let literal = &self.text[start..self.at];
         if integer {
             let digits = literal.trim_start_matches('-');
+            // Up to 15 digits an integer is below 2^53, and its canonical text is the
+            // literal itself (the grammar allows no leading zeros), but for `-0`.
+            if digits.len() <= 15 {
+                out.extend_from_slice(if literal == "-0" {
+                    b"0"
+                } else {
+                    literal.as_bytes()
+                });
+                return Ok(());
+            }
             if let Ok(value) = digits.parse::<u64>()
                 && (!negative || value <= i64::MAX as u64 + 1)
             {
@@ -714,7 +926,7 @@ impl<'a> Scanner<'a> {
         let mut ryu = ryu_js::Buffer::new();
         let formatted = ryu.format_finite(as_double);
         if formatted != decimal && self.unsafe_integer.is_none() {
-            self.unsafe_integer = Some((self.path.clone(), decimal));
+            self.unsafe_integer = Some((self.path(), decimal));
         }
         out.extend_from_slice(formatted.as_bytes());
         Ok(())

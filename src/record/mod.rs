@@ -2,6 +2,7 @@
 //! records. Pure data: no filesystem, no knowledge of input formats or of the archive.
 
 pub mod fields;
+mod new;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -11,6 +12,7 @@ use std::sync::OnceLock;
 
 use crate::jsonl::FieldPath;
 pub use fields::{FieldError, Fields};
+pub use new::NewRecord;
 
 /// The record schema version this build writes and reads.
 pub const SCHEMA_VERSION: u64 = 1;

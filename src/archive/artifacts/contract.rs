@@ -544,9 +544,14 @@ mod tests {
                 basename: "a.jsonl",
             },
         };
-        let parsed = crate::jsonl::parse_line(&line.to_string(), 1, Default::default()).unwrap();
-        let mut out = Vec::new();
-        crate::adapters::canonical::normalize(parsed, &context, &mut out).unwrap();
+        let mut out = crate::adapters::kit::records_of_line(
+            crate::adapters::canonical::normalize,
+            &line.to_string(),
+            1,
+            Default::default(),
+            &context,
+        )
+        .unwrap();
         out.remove(0)
     }
 

@@ -10,7 +10,7 @@
 //! bytes (no clock, host or random value reaches the file; row groups are cut by size).
 //!
 //! Writing ([`RecordsWriter`]) takes records already encoded on worker threads
-//! ([`EncodedRecord`]); reading ([`RecordsFile`]) projects only the columns a caller asks
+//! ([`EncodedBatch`]); reading ([`RecordsFile`]) projects only the columns a caller asks
 //! for ([`Columns`]) and decodes a full [`Record`] strictly on demand. The store knows
 //! nothing of runs, manifests or transactions: the archive hands it paths and writers.
 
@@ -22,7 +22,7 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, Schema};
 
 pub use read::{Batch, RecordsFile, RowError};
-pub use write::{EncodedRecord, RecordsWriter, ThreadedWriter};
+pub use write::{EncodedBatch, RecordsWriter, ThreadedWriter};
 
 /// The key-value metadata entry every records file carries: this store's schema version.
 pub const SCHEMA_KEY: &str = "babel.records_schema";

@@ -1,5 +1,5 @@
-//! Writing a records file: records are encoded on worker threads ([`EncodedRecord`]: the
-//! nested values turned into canonical JSON text), then appended in order to one
+//! Writing a records file: records are encoded on worker threads ([`EncodedBatch`]: the
+//! records of a batch with their canonical JSON text, copied), then appended in order to one
 //! [`RecordsWriter`], which cuts Arrow batches and lets the Parquet encoder compress them
 //! into row groups of bounded size.
 
@@ -17,11 +17,10 @@ use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
-use serde_json::Value;
 
 use super::{COLUMNS, Column, Kind, SCHEMA_KEY, SCHEMA_VALUE, file_schema};
-use crate::canonical_json::{self, CanonicalError};
-use crate::record::{Identity, IdentityScope, Locator, Record};
+use crate::canonical_json;
+use crate::record::{Identity, IdentityScope, Locator, NewRecord};
 
 /// Rows per Arrow batch handed to the encoder.
 const BATCH_ROWS: usize = 1024;
@@ -36,7 +35,7 @@ const PAGE_ROWS: usize = 4096;
 /// The zstd level of every page: fast to write, small enough (see BENCHMARKS.md).
 const ZSTD_LEVEL: i32 = 1;
 
-/// The text fields of an [`EncodedRecord`], in the order it keeps them: the text columns,
+/// The text fields of a record in an [`EncodedBatch`], in the order it keeps them: the text columns,
 /// the JSON columns, then the source member and pointer.
 const TEXT_FIELDS: [Column; 20] = [
     Column::RunId,
@@ -68,15 +67,21 @@ fn slot(column: Column) -> usize {
         .expect("a text column")
 }
 
-/// A record ready for the columns, in one allocation: its text fields (nested values as
-/// canonical JSON) one after the other in one buffer, and its scalars. Records are
-/// encoded on worker threads and written on another; one buffer each keeps that hand-over
-/// cheap.
-#[derive(Debug, Clone)]
-pub struct EncodedRecord {
+/// Records ready for the columns, many in one buffer: each record's text fields (nested
+/// values as canonical JSON) one after the other, and its scalars. Records are encoded on
+/// worker threads a batch at a time and written on another; one buffer per batch keeps
+/// that hand-over cheap.
+#[derive(Debug, Clone, Default)]
+pub struct EncodedBatch {
     text: Vec<u8>,
-    /// Where each of [`TEXT_FIELDS`] ends in `text`.
-    ends: [u32; 20],
+    rows: Vec<EncodedRow>,
+}
+
+/// One record of an [`EncodedBatch`].
+#[derive(Debug, Clone)]
+struct EncodedRow {
+    /// Where each of [`TEXT_FIELDS`] ends in the batch's text.
+    ends: [usize; 20],
     /// Bit `i` set: text field `i` is null.
     nulls: u32,
     repeat_id: u64,
@@ -85,23 +90,61 @@ pub struct EncodedRecord {
     source_line: Option<u64>,
 }
 
-impl EncodedRecord {
-    /// Encodes a record; refuses a nested integer that has no exact canonical form (its
-    /// path starts with the record field: `input.doc.n`).
-    pub fn encode(record: Record) -> Result<Self, CanonicalError> {
-        let mut encoded = Self {
-            text: Vec::with_capacity(1024),
+impl EncodedBatch {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A batch with room for `rows` records holding about `text` bytes (sized once, as
+    /// buffers that grow by doubling around a mebibyte fragment the heap).
+    pub fn with_capacity(text: usize, rows: usize) -> Self {
+        Self {
+            text: Vec::with_capacity(text),
+            rows: Vec::with_capacity(rows),
+        }
+    }
+
+    /// How many records the batch holds.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Keeps the first `rows` records (a line whose records are refused is taken back).
+    pub fn truncate(&mut self, rows: usize) {
+        if rows < self.rows.len() {
+            let end = if rows == 0 {
+                0
+            } else {
+                self.rows[rows - 1].ends[TEXT_FIELDS.len() - 1]
+            };
+            self.rows.truncate(rows);
+            self.text.truncate(end);
+        }
+    }
+
+    /// Appends a record: its nested values are canonical already, so this copies.
+    pub fn push(&mut self, record: &NewRecord<'_>) {
+        let mut row = EncodedRow {
             ends: [0; 20],
             nulls: 0,
             repeat_id: record.repeat_id,
             identity_scope: record.identity_scope,
             correct: record.correct,
-            source_line: match record.source.locator {
+            source_line: match record.locator {
                 Locator::Line(line) => Some(line),
                 _ => None,
             },
         };
-        let texts: [Option<&str>; 10] = [
+        let (member, pointer) = match &record.locator {
+            Locator::Line(_) => (None, None),
+            Locator::Member(member) => (Some(member.as_str()), None),
+            Locator::Pointer(pointer) => (None, Some(pointer.as_str())),
+        };
+        let texts: [Option<&str>; 20] = [
             Some(&record.run_id),
             Some(&record.benchmark),
             record.script.as_deref(),
@@ -111,103 +154,69 @@ impl EncodedRecord {
             Some(&record.filter),
             Some(&record.model),
             record.rephrasing_model.as_deref(),
-            Some(&record.source.path),
+            Some(&record.source_path),
+            Some(record.input.as_str()),
+            Some(record.target.as_str()),
+            Some(record.prediction.as_str()),
+            Some(record.scores.as_str()),
+            Some(record.metrics.as_str()),
+            Some(record.response.as_str()),
+            None,
+            Some(record.extra.as_str()),
+            member,
+            pointer,
         ];
         for (index, text) in texts.into_iter().enumerate() {
-            match text {
-                Some(text) => encoded.text.extend_from_slice(text.as_bytes()),
-                None => encoded.nulls |= 1 << index,
-            }
-            encoded.ends[index] = encoded.text.len() as u32;
-        }
-        let values = [
-            (Column::Input, record.input),
-            (Column::Target, record.target),
-            (Column::Prediction, record.prediction),
-            (Column::Scores, Value::Object(record.scores)),
-            (Column::Metrics, Value::Object(record.metrics)),
-            (Column::Response, record.response),
-        ];
-        for (column, value) in values {
-            canonical_json::write_value(&value, &mut encoded.text).map_err(
-                |error| match error {
-                    CanonicalError::UnsafeInteger { path, value } => {
-                        CanonicalError::UnsafeInteger {
-                            path: path.under(column.name()),
-                            value,
-                        }
+            if index == slot(Column::Warnings) {
+                self.text.push(b'[');
+                for (index, warning) in record.warnings.iter().enumerate() {
+                    if index > 0 {
+                        self.text.push(b',');
                     }
-                    other => other,
-                },
-            )?;
-            encoded.ends[slot(column)] = encoded.text.len() as u32;
-        }
-        encoded.text.push(b'[');
-        for (index, warning) in record.warnings.iter().enumerate() {
-            if index > 0 {
-                encoded.text.push(b',');
+                    canonical_json::write_string(warning, &mut self.text);
+                }
+                self.text.push(b']');
+            } else {
+                match text {
+                    Some(text) => self.text.extend_from_slice(text.as_bytes()),
+                    None => row.nulls |= 1 << index,
+                }
             }
-            canonical_json::write_string(warning, &mut encoded.text);
+            row.ends[index] = self.text.len();
         }
-        encoded.text.push(b']');
-        encoded.ends[slot(Column::Warnings)] = encoded.text.len() as u32;
-        canonical_json::write_value(&Value::Object(record.extra), &mut encoded.text).map_err(
-            |error| match error {
-                CanonicalError::UnsafeInteger { path, value } => CanonicalError::UnsafeInteger {
-                    path: path.under("extra"),
-                    value,
-                },
-                other => other,
-            },
-        )?;
-        encoded.ends[slot(Column::Extra)] = encoded.text.len() as u32;
-        let (member, pointer) = match &record.source.locator {
-            Locator::Line(_) => (None, None),
-            Locator::Member(member) => (Some(member.as_str()), None),
-            Locator::Pointer(pointer) => (None, Some(pointer.as_str())),
-        };
-        for (column, text) in [
-            (Column::SourceMember, member),
-            (Column::SourcePointer, pointer),
-        ] {
-            match text {
-                Some(text) => encoded.text.extend_from_slice(text.as_bytes()),
-                None => encoded.nulls |= 1 << slot(column),
-            }
-            encoded.ends[slot(column)] = encoded.text.len() as u32;
-        }
-        Ok(encoded)
+        self.rows.push(row);
     }
 
-    /// A text field (null for a null one).
-    fn field(&self, index: usize) -> Option<&str> {
-        if self.nulls & (1 << index) != 0 {
+    /// Text field `index` of record `row` (null for a null one).
+    fn field(&self, row: usize, index: usize) -> Option<&str> {
+        let record = &self.rows[row];
+        if record.nulls & (1 << index) != 0 {
             return None;
         }
-        let start = if index == 0 {
-            0
-        } else {
-            self.ends[index - 1] as usize
+        let start = match (index, row) {
+            (0, 0) => 0,
+            (0, _) => self.rows[row - 1].ends[TEXT_FIELDS.len() - 1],
+            _ => record.ends[index - 1],
         };
-        // SAFETY: the buffer holds the bytes of Rust strings and canonical JSON written
-        // from them (ASCII punctuation added), split only at the ends of whole fields.
-        Some(unsafe { std::str::from_utf8_unchecked(&self.text[start..self.ends[index] as usize]) })
+        // SAFETY: the buffer holds the bytes of Rust strings and canonical JSON copied from
+        // them (ASCII punctuation added), split only at the ends of whole fields.
+        Some(unsafe { std::str::from_utf8_unchecked(&self.text[start..record.ends[index]]) })
     }
 
-    fn text(&self, column: Column) -> Option<&str> {
-        self.field(slot(column))
+    fn text(&self, row: usize, column: Column) -> Option<&str> {
+        self.field(row, slot(column))
     }
 
-    /// The record's identity fields.
-    pub fn identity(&self) -> Identity<'_> {
+    /// The identity fields of record `row`.
+    pub fn identity(&self, row: usize) -> Identity<'_> {
         Identity {
-            benchmark: self.text(Column::Benchmark).unwrap_or_default(),
-            language: self.text(Column::Language),
-            script: self.text(Column::Script),
-            question_id: self.text(Column::QuestionId).unwrap_or_default(),
-            variant_id: self.text(Column::VariantId).unwrap_or_default(),
-            filter: self.text(Column::Filter).unwrap_or_default(),
-            repeat_id: self.repeat_id,
+            benchmark: self.text(row, Column::Benchmark).unwrap_or_default(),
+            language: self.text(row, Column::Language),
+            script: self.text(row, Column::Script),
+            question_id: self.text(row, Column::QuestionId).unwrap_or_default(),
+            variant_id: self.text(row, Column::VariantId).unwrap_or_default(),
+            filter: self.text(row, Column::Filter).unwrap_or_default(),
+            repeat_id: self.rows[row].repeat_id,
         }
     }
 }
@@ -239,12 +248,13 @@ impl Builders {
         }
     }
 
-    fn append(&mut self, record: &EncodedRecord) {
+    fn append(&mut self, batch: &EncodedBatch, row: usize) {
         self.schema_version
             .append_value(crate::record::SCHEMA_VERSION);
         for (index, builder) in self.texts.iter_mut().enumerate() {
-            builder.append_option(record.field(index));
+            builder.append_option(batch.field(row, index));
         }
+        let record = &batch.rows[row];
         self.repeat_id.append_value(record.repeat_id);
         self.identity_scope
             .append_value(record.identity_scope.as_str());
@@ -332,12 +342,14 @@ impl<W: Write + Send> RecordsWriter<W> {
         })
     }
 
-    /// Appends one record.
-    pub fn push(&mut self, record: &EncodedRecord) -> io::Result<()> {
-        self.builders.append(record);
-        self.rows += 1;
-        if self.builders.rows == BATCH_ROWS {
-            self.write_batch()?;
+    /// Appends the records of a batch.
+    pub fn write(&mut self, batch: &EncodedBatch) -> io::Result<()> {
+        for row in 0..batch.len() {
+            self.builders.append(batch, row);
+            self.rows += 1;
+            if self.builders.rows == BATCH_ROWS {
+                self.write_batch()?;
+            }
         }
         Ok(())
     }
@@ -364,15 +376,11 @@ impl<W: Write + Send> RecordsWriter<W> {
     }
 }
 
-/// Records handed to the writer thread at a time.
-const CHUNK: usize = 256;
-
 /// A [`RecordsWriter`] on a thread of its own (spawned in the caller's scope), so that
-/// encoding and compressing overlap reading and parsing: records are handed over in
-/// chunks through a short queue.
+/// encoding and compressing overlap reading and parsing: batches are handed over through
+/// a short queue.
 pub struct ThreadedWriter<'scope> {
-    sender: Option<SyncSender<Vec<EncodedRecord>>>,
-    chunk: Vec<EncodedRecord>,
+    sender: Option<SyncSender<EncodedBatch>>,
     handle: ScopedJoinHandle<'scope, io::Result<u64>>,
 }
 
@@ -382,35 +390,23 @@ impl<'scope> ThreadedWriter<'scope> {
         scope: &'scope Scope<'scope, 'env>,
         out: W,
     ) -> Self {
-        let (sender, receiver) = mpsc::sync_channel::<Vec<EncodedRecord>>(4);
+        let (sender, receiver) = mpsc::sync_channel::<EncodedBatch>(2);
         let handle = scope.spawn(move || {
             let mut writer = RecordsWriter::new(out)?;
-            for chunk in receiver {
-                for record in chunk {
-                    writer.push(&record)?;
-                }
+            for batch in receiver {
+                writer.write(&batch)?;
             }
             writer.finish().map(|(_, rows)| rows)
         });
         Self {
             sender: Some(sender),
-            chunk: Vec::with_capacity(CHUNK),
             handle,
         }
     }
 
-    /// Appends one record.
-    pub fn push(&mut self, record: EncodedRecord) -> io::Result<()> {
-        self.chunk.push(record);
-        if self.chunk.len() == CHUNK {
-            self.send()?;
-        }
-        Ok(())
-    }
-
-    fn send(&mut self) -> io::Result<()> {
-        let chunk = std::mem::replace(&mut self.chunk, Vec::with_capacity(CHUNK));
-        let sent = self.sender.as_ref().map(|sender| sender.send(chunk));
+    /// Appends the records of a batch.
+    pub fn write(&mut self, batch: EncodedBatch) -> io::Result<()> {
+        let sent = self.sender.as_ref().map(|sender| sender.send(batch));
         match sent {
             Some(Ok(())) => Ok(()),
             // The writer thread stopped: its own error is what `finish` returns.
@@ -421,11 +417,8 @@ impl<'scope> ThreadedWriter<'scope> {
         }
     }
 
-    /// Writes what is left and the footer; the number of records written.
+    /// Writes the footer; the number of records written.
     pub fn finish(mut self) -> io::Result<u64> {
-        if !self.chunk.is_empty() && self.sender.is_some() {
-            let _ = self.send();
-        }
         drop(self.sender.take());
         self.handle
             .join()

@@ -12,12 +12,17 @@
 //! path (every record's `input`, `target`, `scores`, ... go through it), so it allocates
 //! only to sort the keys of an object.
 
+mod text;
+
 use serde::Serialize;
 use serde_json::{Number, Value};
 use std::cmp::Ordering;
 
 use crate::jsonl::{FieldPath, PathSegment};
 use crate::record::fields::MAX_SAFE_INTEGER;
+
+pub(crate) use text::object_members;
+pub use text::{Json, Kind as JsonKind, ObjectWriter};
 
 /// Why a value has no canonical form.
 #[derive(Debug, thiserror::Error)]
@@ -171,7 +176,7 @@ pub(crate) fn format_u64(mut value: u64, buffer: &mut [u8; 20]) -> &[u8] {
 /// The first byte at or after `from` that a JSON string must escape (`"`, `\\`, or below
 /// 0x20), found eight bytes at a time: the strings of real records (prompts, documents)
 /// are long and almost never need one.
-fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+pub(crate) fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // A byte of `word` is zero / below n (n <= 128) when its high bit ends up set here.
@@ -197,7 +202,6 @@ fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
 /// Writes a JSON string as `JSON.stringify` does: `"` and `\\` escaped, the control
 /// characters U+0000..U+001F as `\\b \\t \\n \\f \\r` or `\\u00xx`, everything else as is.
 pub fn write_string(text: &str, out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
@@ -205,28 +209,61 @@ pub fn write_string(text: &str, out: &mut Vec<u8>) {
     // Most strings need no escape: find the next byte that does, copy the span before it.
     while let Some(index) = next_escape(bytes, start) {
         out.extend_from_slice(&bytes[start..index]);
-        let byte = bytes[index];
-        match byte {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            _ => out.extend_from_slice(&[
+        write_escaped(bytes[index], out);
+        start = index + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// Writes one byte a JSON string must escape (`"`, `\\`, or below 0x20) as
+/// `JSON.stringify` escapes it.
+pub(crate) fn write_escaped(byte: u8, out: &mut Vec<u8>) {
+    let (bytes, len) = escape(byte);
+    out.extend_from_slice(&bytes[..len]);
+}
+
+/// A JSON string holding `text`, appended to `out` (what [`write_string`] writes, for a
+/// caller that builds text).
+pub(crate) fn push_string(text: &str, out: &mut String) {
+    out.reserve(text.len() + 2);
+    out.push('"');
+    let mut start = 0;
+    while let Some(index) = next_escape(text.as_bytes(), start) {
+        // An escaped byte is ASCII, so both cuts are at character boundaries.
+        out.push_str(&text[start..index]);
+        let (bytes, len) = escape(text.as_bytes()[index]);
+        out.extend(bytes[..len].iter().map(|&b| char::from(b)));
+        start = index + 1;
+    }
+    out.push_str(&text[start..]);
+    out.push('"');
+}
+
+/// The ASCII escape of one byte a JSON string must escape, and its length.
+fn escape(byte: u8) -> ([u8; 6], usize) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let short = |c: u8| ([b'\\', c, 0, 0, 0, 0], 2);
+    match byte {
+        b'"' => short(b'"'),
+        b'\\' => short(b'\\'),
+        0x08 => short(b'b'),
+        b'\t' => short(b't'),
+        b'\n' => short(b'n'),
+        0x0c => short(b'f'),
+        b'\r' => short(b'r'),
+        _ => (
+            [
                 b'\\',
                 b'u',
                 b'0',
                 b'0',
                 HEX[(byte >> 4) as usize],
                 HEX[(byte & 0xf) as usize],
-            ]),
-        }
-        start = index + 1;
+            ],
+            6,
+        ),
     }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
 }
 
 #[cfg(test)]

@@ -1,0 +1,173 @@
+//! JSON Lines inputs: the file is copied whole into the archive (inside the kernel where
+//! it can be), then its copy is read in batches of whole lines, hashed as it is read; each
+//! batch is normalized on a worker thread and taken in file order by the [`Sink`], whose
+//! records a writer thread encodes and compresses.
+//!
+//! A [`LineHook::Members`] adapter is handed each line as the streaming reader's members
+//! (canonical text, no tree); a [`LineHook::Trees`] adapter gets the parsed tree.
+//!
+//! [`Sink`]: super::sink::Sink
+
+use std::fs::File;
+
+use super::sink::{Normalized, Place, Refusal, Seen};
+use super::{FileImport, FileOutcome, ImportReport, Progressing};
+use crate::adapters::{ImportContext, JsonLine, LinesHook, TreeLinesHook};
+use crate::archive::ArchiveError;
+use crate::archive::artifacts::contract::BankIndex;
+use crate::archive::records::ThreadedWriter;
+use crate::durable::{CopiedFile, HashingReader, NewFile, io_at};
+use crate::jsonl::{self, LineBatch, Members, NonFinitePolicy, NonFiniteReplacement};
+use crate::parallel;
+use crate::record::DigestMap;
+
+/// How a line adapter reads its lines.
+#[derive(Clone, Copy)]
+pub(super) enum LineHook {
+    Members(LinesHook),
+    Trees(TreeLinesHook),
+}
+
+impl FileImport<'_, '_> {
+    /// A JSON Lines file: copied to its raw file, then read back in batches of lines,
+    /// normalized on worker threads and written in order.
+    pub(super) fn lines(
+        &self,
+        hook: LineHook,
+        mut source: File,
+        seen: &mut DigestMap<Seen>,
+        report: &mut ImportReport,
+    ) -> Result<FileOutcome, ArchiveError> {
+        let raw_path = self.transaction.path(&self.plan.raw_rel);
+        let records_path = self.transaction.path(&self.plan.records_rel);
+        let (copy, _) = CopiedFile::create(&raw_path, &mut source)?;
+        let mut records = NewFile::create(&records_path)?;
+        let reader = HashingReader::new(Progressing::new(copy.reader()?, self.progress));
+        let mut batcher = jsonl::Batcher::new(reader);
+        let context = self.import_context();
+        let mut sink = self.sink(seen);
+        // A problem of the whole file: its lines are then only read through (to hash the
+        // copy), not parsed, so one cause is not reported per line.
+        let source_refused = self.source_refused(&sink, report);
+        let (policy, bank) = (self.options.non_finite, self.bank);
+        let mut read_error = None;
+        let (parsed, written) = std::thread::scope(|scope| {
+            let mut writer = ThreadedWriter::spawn(scope, records.writer());
+            let parsed = parallel::map_ordered(
+                parallel::workers(),
+                || {
+                    batcher.next_batch().map_err(|error| {
+                        read_error = Some(error);
+                        None
+                    })
+                },
+                |batch| match source_refused {
+                    true => Normalized::default(),
+                    false => normalize_batch(&batch, hook, policy, &context, bank),
+                },
+                |batch: Normalized| {
+                    if let Some(records) = sink.take(batch, report) {
+                        // A failed write means the writer stopped; its error comes from
+                        // `finish` below.
+                        writer.write(records).map_err(|_| None)?;
+                        sink.wrote();
+                    }
+                    Ok(())
+                },
+            );
+            (parsed, writer.finish())
+        });
+        let count = written.map_err(io_at("writing", &records_path))?;
+        parsed.or_else(|error: Option<ArchiveError>| error.map_or(Ok(()), Err))?;
+        if let Some(error) = read_error {
+            return Err(io_at("reading", &raw_path)(error).into());
+        }
+        let raw_digest = batcher.into_inner().finish();
+        copy.finish()?;
+        self.finish(sink, raw_digest, records, count, report)
+    }
+}
+
+thread_local! {
+    /// Each worker's members buffers, kept from batch to batch.
+    static MEMBERS: std::cell::RefCell<Members> = std::cell::RefCell::new(Members::new());
+}
+
+/// Says how a non-finite token was read.
+fn non_finite_note(replaced: &NonFiniteReplacement) -> String {
+    format!(
+        "non-finite number {} at {} was read as null (--non-finite null)",
+        replaced.token, replaced.path
+    )
+}
+
+/// Reads and normalizes one batch of lines (on a worker thread): everything that needs no
+/// knowledge of the other lines, down to the encoded columns of every record.
+fn normalize_batch(
+    batch: &LineBatch,
+    hook: LineHook,
+    policy: NonFinitePolicy,
+    context: &ImportContext<'_>,
+    bank: Option<&BankIndex>,
+) -> Normalized {
+    let mut out = Normalized::with_capacity(batch.bytes(), batch.line_count() as usize);
+    match hook {
+        LineHook::Members(normalize) => MEMBERS.with_borrow_mut(|members| {
+            for (number, bytes) in batch.lines() {
+                let bytes = match bytes {
+                    Ok(Some(bytes)) => bytes,
+                    Ok(None) => continue,
+                    Err(error) => {
+                        out.refuse(Refusal::of_line(error));
+                        continue;
+                    }
+                };
+                if let Err(error) = jsonl::scan_bytes(bytes, number, policy, members) {
+                    out.refuse(Refusal::of_line(error));
+                    continue;
+                }
+                let mut records = Vec::new();
+                let line = JsonLine { number, members };
+                if let Err(error) = normalize(line, context, &mut records) {
+                    out.refuse(Refusal::of_adapter(Place::Line(number), error));
+                    continue;
+                }
+                for record in records {
+                    let replaced = members.replaced();
+                    let place = Place::Line(number);
+                    out.finish_record(record, replaced, &non_finite_note, bank, context, place);
+                }
+            }
+        }),
+        LineHook::Trees(normalize) => {
+            for (number, parsed) in batch.parse(policy) {
+                let mut line = match parsed {
+                    Ok(Some(line)) => line,
+                    Ok(None) => continue,
+                    Err(error) => {
+                        out.refuse(Refusal::of_line(error));
+                        continue;
+                    }
+                };
+                let replaced = std::mem::take(&mut line.replaced);
+                let mut records = Vec::new();
+                if let Err(error) = normalize(line, context, &mut records) {
+                    out.refuse(Refusal::of_adapter(Place::Line(number), error));
+                    continue;
+                }
+                for record in records {
+                    let place = Place::Line(number);
+                    out.finish_tree_record(
+                        record,
+                        &replaced,
+                        &non_finite_note,
+                        bank,
+                        context,
+                        place,
+                    );
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,690 @@
+//! Import orchestration: a batch of input files becomes one transaction. Each input is
+//! copied into the archive first, then read from that copy (so a digest and a locator are
+//! always of the archived bytes): a JSON Lines file in parallel batches ([`lines`]), a
+//! structured file item by item ([`structured`]). Each record is checked against the
+//! run's identity set in file order ([`sink`]) and written to `records/`. Any rejected
+//! line rejects the whole batch and nothing is published; the problems of every file are
+//! reported (up to a limit).
+
+mod lines;
+mod sink;
+mod structured;
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::artifacts::contract::BankIndex;
+use super::history::Change;
+use super::layout::{self, RunId, run_relative};
+use super::manifest::{
+    BreakdownCounter, CountEntry, FileEntry, ImportEntry, RecordsEntry, RunManifest,
+};
+use super::read;
+use super::records::Columns;
+use super::runs::{FilesToVerify, open_for_write, plan_attachments, run_context, verify_files};
+use super::transaction::{Transaction, abort_after};
+use super::{ArchiveError, WriteSession};
+use crate::adapters::{self, AdapterOptions, Format, ImportContext, Layout, Reader, SourceFile};
+use crate::clock::now_rfc3339;
+use crate::durable::{CopiedFile, HashingReader, NewFile, io_at};
+use crate::jsonl::NonFinitePolicy;
+use crate::record::DigestMap;
+use lines::LineHook;
+use sink::{Origin, Place, Seen, Sink};
+
+/// How many problems an import reports in detail (all are counted).
+pub const MAX_REPORTED: usize = 20;
+
+/// Everything that shapes how a batch is imported (one struct, not ten parameters).
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    pub format: Format,
+    pub adapter: AdapterOptions,
+    /// What to do with `NaN` / `Infinity` tokens.
+    pub non_finite: NonFinitePolicy,
+    /// Files stored as attachments of the run in the same transaction (`--attach`: a
+    /// harness `results_*.json`, say). The adapters never read them.
+    pub attachments: Vec<PathBuf>,
+    /// The ceiling for each attachment (`--max-attachment-size`).
+    pub max_attachment_size: u64,
+}
+
+impl ImportOptions {
+    /// Options for `format` with every default.
+    pub fn new(format: Format) -> Self {
+        Self {
+            format,
+            adapter: AdapterOptions::default(),
+            non_finite: NonFinitePolicy::Reject,
+            attachments: Vec::new(),
+            max_attachment_size: super::DEFAULT_MAX_ATTACHMENT_SIZE,
+        }
+    }
+
+    fn recorded_options(&self) -> Map<String, Value> {
+        let mut options = Map::new();
+        let text = |v: &Option<String>| v.clone().map_or(Value::Null, Value::String);
+        options.insert("benchmark".into(), text(&self.adapter.benchmark));
+        options.insert("language".into(), text(&self.adapter.language));
+        let policy = match self.non_finite {
+            NonFinitePolicy::Reject => "reject",
+            NonFinitePolicy::Null => "null",
+        };
+        options.insert("non_finite".into(), Value::String(policy.into()));
+        options
+    }
+}
+
+/// Observes a long import (bytes read per file).
+pub trait Progress {
+    /// A file of `bytes` bytes is starting.
+    fn begin_file(&self, _name: &str, _bytes: u64) {}
+    /// `bytes` more bytes were read.
+    fn advance(&self, _bytes: u64) {}
+    /// The current file is done.
+    fn end_file(&self) {}
+}
+
+/// A [`Progress`] that shows nothing.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// One refused line (or file), located.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// The input file as the user named it.
+    pub file: String,
+    pub line: Option<u64>,
+    pub column: Option<usize>,
+    /// The item at fault in a structured file: `!member` or `#pointer`.
+    pub item: Option<String>,
+    /// The field at fault, as a path (`doc.choices[2]`).
+    pub field: Option<String>,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl std::fmt::Display for Rejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(line) = self.line {
+            write!(f, ":{line}")?;
+            if let Some(column) = self.column {
+                write!(f, ":{column}")?;
+            }
+        }
+        if let Some(item) = &self.item {
+            f.write_str(item)?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": field {field}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// One file that was (or would have been) imported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportedFile {
+    pub seq: u64,
+    pub given: PathBuf,
+    /// ROOT-relative path of the raw copy.
+    pub raw_path: String,
+    pub records: u64,
+}
+
+/// The outcome of an import: what was imported, or why nothing was.
+#[derive(Debug, Clone, Default)]
+pub struct ImportReport {
+    pub run: String,
+    pub files: Vec<ImportedFile>,
+    /// Run-relative paths of the files attached in the same transaction.
+    pub attachments: Vec<String>,
+    /// The first [`MAX_REPORTED`] problems.
+    pub rejections: Vec<Rejection>,
+    /// All problems, counted.
+    pub rejected_total: usize,
+}
+
+impl ImportReport {
+    /// One line saying how bad it is.
+    pub fn summary(&self) -> String {
+        let mut files: Vec<&str> = self.rejections.iter().map(|r| r.file.as_str()).collect();
+        files.dedup();
+        let problems = if self.rejected_total == 1 {
+            "1 problem".to_owned()
+        } else {
+            format!("{} problems", self.rejected_total)
+        };
+        format!("{problems} in {}; nothing was imported", files.join(", "))
+    }
+
+    /// The hint of the first problem that has one.
+    pub fn hint(&self) -> Option<String> {
+        self.rejections.iter().find_map(|r| r.hint.clone())
+    }
+
+    fn reject(&mut self, rejection: Rejection) {
+        self.rejected_total += 1;
+        if self.rejections.len() < MAX_REPORTED {
+            self.rejections.push(rejection);
+        }
+    }
+}
+
+/// Imports `files` into `run` as one transaction.
+pub fn import(
+    session: &WriteSession<'_>,
+    run: &RunId,
+    files: &[PathBuf],
+    options: &ImportOptions,
+    progress: &dyn Progress,
+) -> Result<ImportReport, ArchiveError> {
+    let mut manifest = open_for_write(session, run)?;
+    let context = run_context(&manifest);
+    if files.is_empty() {
+        return Err(ArchiveError::Usage {
+            message: "no input files".into(),
+            hint: Some("name one or more JSON Lines files to import".into()),
+        });
+    }
+    options
+        .format
+        .check_options(&options.adapter)
+        .map_err(|message| ArchiveError::Usage {
+            message,
+            hint: None,
+        })?;
+    let attachments = plan_attachments(
+        run,
+        &manifest,
+        &options.attachments,
+        options.max_attachment_size,
+    )?;
+    let folders = options.format.reads_folders();
+    let mut sources = Vec::new();
+    for path in files {
+        let input = if folders {
+            open_folder(path, options.format)?
+        } else {
+            let (file, size) = super::open_input(path, None)?;
+            Input::File(file, size)
+        };
+        sources.push((path, input));
+    }
+    let first_seq = manifest.imports.last().map_or(1, |i| i.seq + 1);
+    let planned: Vec<(u64, String, String, String)> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, (path, input))| {
+            let seq = first_seq + i as u64;
+            let given = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "input".into());
+            let mut raw = layout::raw_path(seq, &layout::stored_basename(&given));
+            if let Input::Folder { items_file, .. } = input {
+                raw = format!("{raw}/{items_file}");
+            }
+            (seq, given, raw, layout::records_path(seq))
+        })
+        .collect();
+    verify_files(session, run, &manifest, FilesToVerify::Records)?;
+    let mut seen = existing_identities(session, run, &manifest)?;
+    let mut origins: HashMap<u64, Origin> = manifest
+        .imports
+        .iter()
+        .map(|entry| {
+            (
+                entry.seq,
+                Origin::Published(run_relative(run, &entry.raw.path)),
+            )
+        })
+        .collect();
+    for (position, ((path, _), (seq, _, _, _))) in sources.iter().zip(&planned).enumerate() {
+        origins.insert(
+            *seq,
+            Origin::Batch(path.display().to_string(), position + 1),
+        );
+    }
+    let bank = BankIndex::for_run(session.archive(), &manifest)?;
+
+    let mut created: Vec<String> = planned
+        .iter()
+        .flat_map(|(_, _, raw, records)| [run_relative(run, raw), run_relative(run, records)])
+        .collect();
+    let mut dirs = vec![
+        run_relative(run, layout::RAW),
+        run_relative(run, layout::RECORDS),
+    ];
+    for ((_, input), (_, _, raw, _)) in sources.iter().zip(&planned) {
+        if let Input::Folder { companions, .. } = input {
+            let folder = folder_of(raw);
+            dirs.push(run_relative(run, folder));
+            created.extend(
+                companions
+                    .iter()
+                    .map(|(name, _, _)| run_relative(run, &format!("{folder}/{name}"))),
+            );
+        }
+    }
+    created.extend(attachments.files());
+    dirs.extend(attachments.dirs());
+    let transaction = Transaction::begin(
+        session,
+        "import",
+        created,
+        dirs,
+        run_relative(run, layout::MANIFEST),
+    )?;
+    let mut report = ImportReport {
+        run: run.to_string(),
+        ..Default::default()
+    };
+    let mut entries = Vec::new();
+    for ((path, input), (seq, given, raw, records)) in sources.into_iter().zip(planned) {
+        let plan = FilePlan {
+            given_path: path,
+            given_name: &given,
+            seq,
+            origins: &origins,
+            raw_rel: run_relative(run, &raw),
+            records_rel: run_relative(run, &records),
+        };
+        progress.begin_file(&given, input.bytes());
+        let importing = FileImport {
+            transaction: &transaction,
+            plan: &plan,
+            context: &context,
+            bank: bank.as_ref(),
+            options,
+            progress,
+        };
+        let outcome = match (&options.format.adapter().reader, input) {
+            (Reader::Lines(normalize), Input::File(file, _)) => {
+                importing.lines(LineHook::Members(*normalize), file, &mut seen, &mut report)
+            }
+            (Reader::TreeLines(normalize), Input::File(file, _)) => {
+                importing.lines(LineHook::Trees(*normalize), file, &mut seen, &mut report)
+            }
+            (Reader::Items(structured), Input::File(file, _)) => {
+                importing.items(structured, file, Vec::new(), &mut seen, &mut report)
+            }
+            (
+                Reader::Items(structured),
+                Input::Folder {
+                    items, companions, ..
+                },
+            ) => importing.items(structured, items, companions, &mut seen, &mut report),
+            (Reader::Lines(_) | Reader::TreeLines(_), Input::Folder { .. }) => {
+                unreachable!("only a format that reads folders opens one")
+            }
+        };
+        progress.end_file();
+        match outcome {
+            Ok(FileOutcome {
+                raw: raw_digest,
+                companions,
+                records: records_entry,
+                breakdown,
+                producer,
+            }) => {
+                report.files.push(ImportedFile {
+                    seq,
+                    given: path.clone(),
+                    raw_path: plan.raw_rel.clone(),
+                    records: records_entry.count,
+                });
+                entries.push(ImportEntry {
+                    seq,
+                    format: options.format.name().into(),
+                    source_basename: given.clone(),
+                    raw: FileEntry {
+                        path: raw.clone(),
+                        sha256: raw_digest.sha256,
+                        bytes: raw_digest.bytes,
+                    },
+                    companions: companions
+                        .into_iter()
+                        .map(|(name, digest)| FileEntry {
+                            path: format!("{}/{name}", folder_of(&raw)),
+                            sha256: digest.sha256,
+                            bytes: digest.bytes,
+                        })
+                        .collect(),
+                    records: RecordsEntry {
+                        path: records,
+                        ..records_entry
+                    },
+                    breakdown,
+                    variant_override: options.adapter.variant.clone(),
+                    id_field: options.adapter.id_field.as_ref().map(|f| f.to_string()),
+                    options: options.recorded_options(),
+                    normalizer_version: options.format.normalizer_version().into(),
+                    producer,
+                    babel_version: env!("CARGO_PKG_VERSION").into(),
+                    imported_at: now_rfc3339(),
+                });
+            }
+            Err(fatal) => return Err(abort_after(transaction, fatal)),
+        }
+    }
+    if report.rejected_total > 0 {
+        // The rejection is what the user needs to see; if the clean-up fails, the journal
+        // still names the files and the next write removes them.
+        return Err(abort_after(
+            transaction,
+            ArchiveError::Rejected(Box::new(report)),
+        ));
+    }
+    manifest.imports.extend(entries.iter().cloned());
+    let attached_before = manifest.attachments.len();
+    if let Err(error) = attachments.store(&transaction, &mut manifest) {
+        return Err(abort_after(transaction, error));
+    }
+    report.attachments = manifest.attachments[attached_before..]
+        .iter()
+        .map(|a| a.path.clone())
+        .collect();
+    let bytes = match manifest.to_bytes() {
+        Ok(bytes) => bytes,
+        Err(error) => return Err(abort_after(transaction, error.into())),
+    };
+    let change = Change::Extend {
+        path: run_relative(run, layout::MANIFEST),
+        imports: entries,
+        attachments: manifest.attachments[attached_before..].to_vec(),
+    };
+    transaction.commit(&bytes, change)?;
+    Ok(report)
+}
+
+/// One input as opened: a file, or a folder's files (the items file and the others,
+/// each `(stored name, file, bytes)`, sorted by name).
+enum Input {
+    File(File, u64),
+    Folder {
+        items_file: &'static str,
+        items: File,
+        companions: Vec<(String, File, u64)>,
+        bytes: u64,
+    },
+}
+
+impl Input {
+    fn bytes(&self) -> u64 {
+        match self {
+            Input::File(_, bytes) | Input::Folder { bytes, .. } => *bytes,
+        }
+    }
+}
+
+/// The folder a folder input's raw file is in.
+fn folder_of(raw: &str) -> &str {
+    raw.rsplit_once('/').map_or("", |(folder, _)| folder)
+}
+
+/// The most entries a folder input may hold (a HELM run folder holds about ten).
+const MAX_FOLDER_FILES: usize = 10_000;
+
+/// Opens a folder input: every entry must be a regular file, not a link (nothing in it
+/// would otherwise be left out of the archive, and nothing outside it read through it),
+/// at most [`MAX_FOLDER_FILES`] of them, and the format's items file must be one.
+fn open_folder(path: &Path, format: adapters::Format) -> Result<Input, ArchiveError> {
+    let usage = |message: String, hint: &str| ArchiveError::Usage {
+        message,
+        hint: Some(hint.into()),
+    };
+    let Reader::Items(structured) = &format.adapter().reader else {
+        unreachable!("a format that reads folders reads items");
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Ok(Layout::Folder { items_file, .. }) = (structured.layout)(&name) else {
+        unreachable!("a format that reads folders lays them out");
+    };
+    if !path.is_dir() {
+        return Err(usage(
+            format!(
+                "{} is not a folder; --format {} reads a run folder",
+                path.display(),
+                format.name()
+            ),
+            "give the folder that holds the run's files (for HELM: benchmark_output/runs/<suite>/<run>)",
+        ));
+    }
+    let mut entries = Vec::new();
+    for entry in fs::read_dir(path).map_err(io_at("listing", path))? {
+        let entry = entry.map_err(io_at("listing", path))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entries.len() >= MAX_FOLDER_FILES {
+            return Err(usage(
+                format!(
+                    "{} holds more than {MAX_FOLDER_FILES} entries; a run folder holds a few files",
+                    path.display()
+                ),
+                "give the run's own folder (for HELM: benchmark_output/runs/<suite>/<run>)",
+            ));
+        }
+        // A link is refused, not followed: its target (`/etc/hostname`, a token file)
+        // would otherwise be archived, and published, as if it were the run's.
+        let kind = entry.file_type().map_err(io_at("reading", &entry.path()))?;
+        let what = if kind.is_symlink() {
+            Some("a symbolic link")
+        } else if !kind.is_file() {
+            Some("not a regular file")
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            return Err(usage(
+                format!("{} holds {name:?}, which is {what}", path.display()),
+                "a run folder is imported whole and holds only its own regular files; copy a linked file in, or move the rest out",
+            ));
+        }
+        let (file, bytes) = super::open_input(&entry.path(), None)?;
+        entries.push((layout::stored_basename(&name), file, bytes));
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let total = entries.iter().map(|(_, _, bytes)| bytes).sum();
+    let Some(at) = entries.iter().position(|(name, _, _)| name == items_file) else {
+        return Err(usage(
+            format!("{} has no {items_file}", path.display()),
+            "is this a complete run folder? the items are read from that file",
+        ));
+    };
+    let (_, items, _) = entries.remove(at);
+    Ok(Input::Folder {
+        items_file,
+        items,
+        companions: entries,
+        bytes: total,
+    })
+}
+
+struct FilePlan<'a> {
+    given_path: &'a Path,
+    given_name: &'a str,
+    seq: u64,
+    /// Where the records of every import sequence number came from, for duplicate
+    /// messages: an archived raw path for a published import, a given path for an
+    /// earlier file of this batch.
+    origins: &'a HashMap<u64, Origin>,
+    raw_rel: String,
+    records_rel: String,
+}
+
+/// Reports progress as it reads.
+struct Progressing<'p, R> {
+    inner: R,
+    progress: &'p dyn Progress,
+    since_report: u64,
+}
+
+impl<'p, R> Progressing<'p, R> {
+    fn new(inner: R, progress: &'p dyn Progress) -> Self {
+        Self {
+            inner,
+            progress,
+            since_report: 0,
+        }
+    }
+}
+
+impl<R: Read> Read for Progressing<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.since_report += n as u64;
+        if self.since_report >= 1 << 20 || n == 0 {
+            self.progress.advance(self.since_report);
+            self.since_report = 0;
+        }
+        Ok(n)
+    }
+}
+
+/// What importing one file made: its raw copy, its records file, the breakdown, and (for
+/// a structured input) the producer's facts from its header.
+struct FileOutcome {
+    raw: crate::durable::ContentDigest,
+    /// A folder input's other files (stored name, digest), archived beside the raw file.
+    companions: Vec<(String, crate::durable::ContentDigest)>,
+    records: RecordsEntry,
+    breakdown: Vec<CountEntry>,
+    producer: Option<Map<String, Value>>,
+}
+
+/// Everything one file's import shares with the rest of the batch, and what it builds:
+/// where records go and what they are checked against.
+struct FileImport<'a, 'p> {
+    transaction: &'a Transaction<'a>,
+    plan: &'a FilePlan<'a>,
+    context: &'a crate::adapters::RunContext,
+    bank: Option<&'a BankIndex>,
+    options: &'a ImportOptions,
+    progress: &'p dyn Progress,
+}
+
+impl FileImport<'_, '_> {
+    fn import_context(&self) -> ImportContext<'_> {
+        ImportContext {
+            run: self.context,
+            options: &self.options.adapter,
+            source: SourceFile {
+                raw_path: &self.plan.raw_rel,
+                basename: self.plan.given_name,
+            },
+        }
+    }
+
+    fn sink<'s>(&'s self, seen: &'s mut DigestMap<Seen>) -> Sink<'s> {
+        Sink {
+            seen,
+            plan: self.plan,
+            strict: self.context.strict,
+            // A folder input's items are in one of its files: name that file.
+            file_label: if self.options.format.reads_folders() {
+                let items_file = self.plan.raw_rel.rsplit('/').next().unwrap_or_default();
+                self.plan.given_path.join(items_file).display().to_string()
+            } else {
+                self.plan.given_path.display().to_string()
+            },
+            breakdown: BreakdownCounter::default(),
+            partly_written: false,
+        }
+    }
+
+    /// A problem of the whole file is reported once, alone.
+    fn source_refused(&self, sink: &Sink<'_>, report: &mut ImportReport) -> bool {
+        match (self.options.format.adapter().check_source)(&self.import_context()) {
+            Ok(()) => false,
+            Err(error) => {
+                sink.reject(report, None, None, None, error.message, error.hint);
+                true
+            }
+        }
+    }
+
+    /// Copies `source` whole to the new file `to` (inside the kernel where it can), then
+    /// reads the copy back to hash it, reporting progress: the digest is of the bytes the
+    /// archive holds.
+    fn copy_whole(
+        &self,
+        mut source: File,
+        to: &Path,
+    ) -> Result<crate::durable::ContentDigest, ArchiveError> {
+        let (copy, _) = CopiedFile::create(to, &mut source)?;
+        let mut reader = HashingReader::new(Progressing::new(copy.reader()?, self.progress));
+        io::copy(&mut reader, &mut io::sink()).map_err(io_at("reading", to))?;
+        copy.finish()?;
+        Ok(reader.finish())
+    }
+
+    /// The end of every file: at least one record, and the entries of its files.
+    fn finish(
+        &self,
+        sink: Sink<'_>,
+        raw_digest: crate::durable::ContentDigest,
+        records: NewFile,
+        count: u64,
+        report: &mut ImportReport,
+    ) -> Result<FileOutcome, ArchiveError> {
+        if count == 0 && report.rejected_total == 0 {
+            sink.reject(
+                report,
+                None,
+                None,
+                None,
+                "the file holds no records".into(),
+                Some("an input needs at least one item that makes a record".into()),
+            );
+        }
+        let digest = records.finish()?;
+        Ok(FileOutcome {
+            raw: raw_digest,
+            companions: Vec::new(),
+            records: RecordsEntry {
+                path: String::new(),
+                sha256: digest.sha256,
+                bytes: digest.bytes,
+                count,
+            },
+            breakdown: sink.breakdown.finish(),
+            producer: None,
+        })
+    }
+}
+
+/// The identity set of the records already in the run.
+fn existing_identities(
+    session: &WriteSession<'_>,
+    run: &RunId,
+    manifest: &RunManifest,
+) -> Result<DigestMap<Seen>, ArchiveError> {
+    let mut seen =
+        DigestMap::with_capacity_and_hasher(manifest.record_count() as usize, Default::default());
+    let strict = manifest.is_strict();
+    for entry in &manifest.imports {
+        for batch in read::batches(session.archive(), run, entry, Columns::KEY)? {
+            let batch = batch?;
+            for row in 0..batch.len() {
+                seen.insert(
+                    batch.identity(row).record_digest(strict),
+                    Seen {
+                        seq: entry.seq,
+                        place: batch
+                            .locator(row)
+                            .map_or(Place::Line(0), |locator| Place::of(&locator)),
+                    },
+                );
+            }
+        }
+    }
+    Ok(seen)
+}
