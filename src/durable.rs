@@ -11,6 +11,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 /// An I/O failure on a named path.
 #[derive(Debug, thiserror::Error)]
@@ -327,17 +328,87 @@ where
         .permissions(fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)
         .map_err(io_at("creating a temporary file in", dir))?;
-    let mut writer = BufWriter::with_capacity(256 * 1024, HashingWriter::new(temp));
-    fill(&mut writer)?;
-    let hashing = writer
-        .into_inner()
-        .map_err(|e| io_at("writing", dest)(e.into_error()))?;
-    let (temp, digest) = hashing.finish();
+    // The caller fills while another thread hashes and writes: a long report keeps both
+    // cores busy.
+    let (filled, written) = std::thread::scope(|scope| {
+        let (sender, receiver) = mpsc::sync_channel::<Vec<u8>>(2);
+        let writing = scope.spawn(move || -> io::Result<_> {
+            let mut hashing = HashingWriter::new(temp);
+            for chunk in receiver {
+                hashing.write_all(&chunk)?;
+            }
+            Ok(hashing.finish())
+        });
+        let mut chunks = ChunkSender {
+            sender: Some(sender),
+            buffer: Vec::with_capacity(CHUNK_BYTES),
+        };
+        let filled = fill(&mut chunks);
+        let sent = chunks.finish();
+        let written = writing
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the writing thread panicked")));
+        (filled, sent.and(written))
+    });
+    // A failed write stops the filling too: its own error is the one to report.
+    let (temp, digest) = match (filled, written) {
+        (_, Err(error)) => return Err(io_at("writing", dest)(error).into()),
+        (Err(error), Ok(_)) => return Err(error),
+        (Ok(()), Ok(done)) => done,
+    };
     temp.as_file().sync_all().map_err(io_at("syncing", dest))?;
     temp.persist_noclobber(dest)
         .map_err(|e| io_at("writing", dest)(e.error))?;
     sync_dir(dir)?;
     Ok(digest)
+}
+
+/// How many bytes [`write_new_atomically`] hands its writing thread at a time.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// Buffers what is written and sends it on in chunks.
+struct ChunkSender {
+    /// `None` once the receiving thread stopped.
+    sender: Option<mpsc::SyncSender<Vec<u8>>>,
+    buffer: Vec<u8>,
+}
+
+impl ChunkSender {
+    fn send(&mut self) -> io::Result<()> {
+        let chunk = std::mem::replace(&mut self.buffer, Vec::with_capacity(CHUNK_BYTES));
+        match self.sender.as_ref().map(|sender| sender.send(chunk)) {
+            Some(Ok(())) => Ok(()),
+            _ => {
+                self.sender = None;
+                Err(io::Error::other("the writing thread stopped"))
+            }
+        }
+    }
+
+    /// Sends what is buffered and closes the channel.
+    fn finish(mut self) -> io::Result<()> {
+        let sent = if self.buffer.is_empty() {
+            Ok(())
+        } else {
+            self.send()
+        };
+        self.sender = None;
+        sent
+    }
+}
+
+impl Write for ChunkSender {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.buffer.extend_from_slice(bytes);
+        if self.buffer.len() >= CHUNK_BYTES {
+            self.send()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Reads a whole small file (manifests, markers, journals).

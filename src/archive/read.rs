@@ -16,6 +16,7 @@ use super::manifest::{ImportEntry, RunManifest};
 use super::records::{Batch, Columns, RecordsFile};
 use super::{Archive, ArchiveError};
 use crate::durable::{PathIoError, io_at};
+use crate::record::StoredRecord;
 
 /// Opens import `entry`'s records file of `run`.
 pub fn open(
@@ -92,12 +93,14 @@ pub fn copy_records(
     let stdout = std::path::Path::new("standard output");
     let mut copied = 0;
     let mut buffer = Vec::with_capacity(1 << 20);
+    let mut record = StoredRecord::default();
     for entry in &manifest.imports {
         for batch in batches(archive, run, entry, Columns::ALL)? {
             let batch = batch?;
             for row in 0..batch.len() {
                 if filter.keeps(&batch, row) {
-                    batch.write_json_line(row, &mut buffer);
+                    batch.stored_record(row, &mut record);
+                    record.write_json_line(&mut buffer);
                     copied += 1;
                 }
             }

@@ -236,10 +236,15 @@ impl Comparison {
         B: Identities + ?Sized,
         V: Identities + ?Sized,
     {
-        self.items.sort_unstable_by(|a, b| {
-            a.identity(baseline, variant)
-                .item_cmp(&b.identity(baseline, variant))
-        });
+        // Each identity is read once, not once per comparison: reading one from the
+        // columns is a cache miss per field, and a sort compares n log n times.
+        let mut keyed: Vec<(Identity<'_>, Item)> = self
+            .items
+            .drain(..)
+            .map(|item| (item.identity(baseline, variant), item))
+            .collect();
+        keyed.sort_unstable_by(|a, b| a.0.item_cmp(&b.0));
+        self.items = keyed.into_iter().map(|(_, item)| item).collect();
     }
 }
 

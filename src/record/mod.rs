@@ -3,6 +3,7 @@
 
 pub mod fields;
 mod new;
+mod stored;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -13,6 +14,7 @@ use std::sync::OnceLock;
 use crate::jsonl::FieldPath;
 pub use fields::{FieldError, Fields};
 pub use new::NewRecord;
+pub use stored::{STORED_FIELDS, StoredField, StoredRecord};
 
 /// The record schema version this build writes and reads.
 pub const SCHEMA_VERSION: u64 = 1;

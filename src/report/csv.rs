@@ -7,12 +7,11 @@
 //! so that spreadsheets show it as text instead of evaluating it as a formula. That makes
 //! CSV a viewing format: JSONL keeps exact values (and the difference of null and "").
 
-use serde_json::{Map, Value};
 use std::io::{self, Write};
 
 use super::{Load, LoadedItem};
 use crate::compare::{Comparison, Side};
-use crate::record::{Locator, Record};
+use crate::record::{Locator, StoredField, StoredRecord};
 
 /// The identity columns, in order.
 const IDENTITY_COLUMNS: [&str; 7] = [
@@ -58,55 +57,51 @@ pub fn text_cell(text: &str) -> String {
     }
 }
 
-/// The cell of a JSON value: blank for null, text for strings, JSON for the rest.
-pub fn value_cell(value: &Value) -> String {
-    match value {
-        Value::Null => String::new(),
-        Value::String(text) => text_cell(text),
-        other => other.to_string(),
+/// The cell of a stored nested value: blank for null, text for a string, its canonical
+/// JSON for the rest (a string that does not decode is shown as stored).
+fn json_cell(json: Option<&str>) -> String {
+    match json {
+        None | Some("null") => String::new(),
+        Some(text) if text.starts_with('"') => serde_json::from_str::<String>(text)
+            .map(|decoded| text_cell(&decoded))
+            .unwrap_or_else(|_| text.to_owned()),
+        Some(text) => text.to_owned(),
     }
-}
-
-fn map_cell(map: &Map<String, Value>) -> String {
-    serde_json::to_string(map).unwrap_or_default()
 }
 
 fn optional_cell(text: Option<&str>) -> String {
     text.map(text_cell).unwrap_or_default()
 }
 
-fn side_cells(record: Option<&Record>, row: &mut Vec<String>) {
+fn side_cells(record: Option<&StoredRecord>, row: &mut Vec<String>) {
+    use StoredField as F;
     let Some(r) = record else {
         row.extend(std::iter::repeat_n(String::new(), SIDE_COLUMNS.len()));
         return;
     };
+    let text = |field: StoredField| optional_cell(r.get(field));
+    let raw = |field: StoredField| r.get(field).unwrap_or_default().to_owned();
     row.extend([
-        text_cell(&r.run_id),
-        text_cell(&r.variant_id),
-        text_cell(&r.model),
-        optional_cell(r.rephrasing_model.as_deref()),
+        text(F::RunId),
+        text(F::VariantId),
+        text(F::Model),
+        text(F::RephrasingModel),
         r.correct.map(|c| c.to_string()).unwrap_or_default(),
-        value_cell(&r.input),
-        value_cell(&r.target),
-        value_cell(&r.prediction),
-        value_cell(&r.response),
-        map_cell(&r.scores),
-        map_cell(&r.metrics),
-        serde_json::to_string(&r.warnings).unwrap_or_default(),
-        map_cell(&r.extra),
-        text_cell(&r.source.path),
-        r.source
-            .line_number()
+        json_cell(r.get(F::Input)),
+        json_cell(r.get(F::Target)),
+        json_cell(r.get(F::Prediction)),
+        json_cell(r.get(F::Response)),
+        raw(F::Scores),
+        raw(F::Metrics),
+        raw(F::Warnings),
+        raw(F::Extra),
+        text(F::SourcePath),
+        r.source_line
+            .filter(|_| matches!(r.locator(), Locator::Line(_)))
             .map(|line| line.to_string())
             .unwrap_or_default(),
-        match &r.source.locator {
-            Locator::Member(member) => text_cell(member),
-            _ => String::new(),
-        },
-        match &r.source.locator {
-            Locator::Pointer(pointer) => text_cell(pointer),
-            _ => String::new(),
-        },
+        text(F::SourceMember),
+        text(F::SourcePointer),
     ]);
 }
 
@@ -129,15 +124,15 @@ pub fn render(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
     for item in &comparison.items {
         let item = LoadedItem::load(item, &mut *load)?;
         row.clear();
-        let record = item.any_record();
+        let identity = item.identity();
         row.extend([
             item.outcome.name().to_owned(),
-            text_cell(&record.benchmark),
-            optional_cell(record.language.as_deref()),
-            optional_cell(record.script.as_deref()),
-            text_cell(&record.question_id),
-            text_cell(&record.filter),
-            record.repeat_id.to_string(),
+            text_cell(identity.benchmark),
+            optional_cell(identity.language),
+            optional_cell(identity.script),
+            text_cell(identity.question_id),
+            text_cell(identity.filter),
+            identity.repeat_id.to_string(),
         ]);
         side_cells(item.baseline.as_ref(), &mut row);
         side_cells(item.variant.as_ref(), &mut row);
@@ -149,7 +144,6 @@ pub fn render(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn formula_like_strings_are_escaped_for_spreadsheets() {
@@ -164,15 +158,13 @@ mod tests {
     #[test]
     fn null_is_blank_and_nested_values_are_json_encoded() {
         // "Nested values are JSON-encoded, null is blank"
-        assert_eq!(value_cell(&Value::Null), "");
-        assert_eq!(value_cell(&json!({"index": 0})), "{\"index\":0}");
-        assert_eq!(value_cell(&json!([1, "a"])), "[1,\"a\"]");
-        assert_eq!(
-            value_cell(&json!(-1.5)),
-            "-1.5",
-            "a number is not a formula"
-        );
-        assert_eq!(value_cell(&json!(true)), "true");
-        assert_eq!(value_cell(&json!("=cmd")), "'=cmd");
+        assert_eq!(json_cell(None), "");
+        assert_eq!(json_cell(Some("null")), "");
+        assert_eq!(json_cell(Some("{\"index\":0}")), "{\"index\":0}");
+        assert_eq!(json_cell(Some("[1,\"a\"]")), "[1,\"a\"]");
+        assert_eq!(json_cell(Some("-1.5")), "-1.5", "a number is not a formula");
+        assert_eq!(json_cell(Some("true")), "true");
+        assert_eq!(json_cell(Some("\"=cmd\"")), "'=cmd");
+        assert_eq!(json_cell(Some("\"a\\nb\"")), "a\nb", "a string is decoded");
     }
 }

@@ -266,6 +266,36 @@ struct Index {
     search: Column,
 }
 
+impl Index {
+    /// Adds an item's entry to every column.
+    fn push(
+        &mut self,
+        item: &LoadedItem<Record>,
+        benchmarks: &mut Table,
+        languages: &mut Table,
+    ) -> io::Result<()> {
+        let record = item.any_record();
+        let outcome = Outcome::ALL
+            .iter()
+            .position(|&o| o == item.outcome)
+            .unwrap_or_default();
+        self.outcome.push(&outcome)?;
+        self.benchmark
+            .push(&benchmarks.id(Some(&record.benchmark)))?;
+        self.language
+            .push(&languages.id(record.language.as_deref()))?;
+        self.question_id.push(&record.question_id)?;
+        self.script.push(&record.script)?;
+        self.filter.push(&record.filter)?;
+        self.repeat_id.push(&record.repeat_id)?;
+        self.baseline_mark.push(&mark(item.baseline.as_ref()))?;
+        self.variant_mark.push(&mark(item.variant.as_ref()))?;
+        self.question
+            .push(&question_text(&record.input).unwrap_or_default())?;
+        self.search.push(&search_text(item))
+    }
+}
+
 fn mark(record: Option<&Record>) -> u8 {
     match record.map(|r| r.correct) {
         None => 0,
@@ -292,7 +322,7 @@ fn first_chars(text: &str, n: usize) -> &str {
 
 /// What the search covers of an item besides its question_id and listed question: each
 /// side's question, and the start of its target, prediction and response.
-fn search_text(item: &LoadedItem) -> String {
+fn search_text(item: &LoadedItem<Record>) -> String {
     let mut parts = Vec::new();
     for record in [item.baseline.as_ref(), item.variant.as_ref()]
         .into_iter()
@@ -434,7 +464,7 @@ impl Chunk {
         json.extend_from_slice(b",\"i\":[");
         json.extend_from_slice(&self.items);
         json.extend_from_slice(b"]}");
-        let mut encoder = DeflateEncoder::new(Vec::new(), Compression::new(6));
+        let mut encoder = DeflateEncoder::new(Vec::new(), Compression::new(super::embed::LEVEL));
         encoder.write_all(&json)?;
         let encoded = STANDARD.encode(encoder.finish()?);
         *self = Chunk::default();
@@ -490,64 +520,50 @@ fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
         search: Column::new(),
     };
     out.write_all(b"<script id=\"babel-details\" type=\"application/json\">[")?;
-    let mut chunk = Chunk::default();
+    let mut items = comparison.items.iter().peekable();
     let mut chunks = 0usize;
-    let mut flush = |chunk: &mut Chunk, out: &mut dyn Write| -> io::Result<()> {
-        if chunks > 0 {
-            out.write_all(b",\n")?;
-        }
-        chunks += 1;
-        out.write_all(b"\"")?;
-        out.write_all(chunk.finish()?.as_bytes())?;
-        out.write_all(b"\"")
-    };
-    for item in &comparison.items {
-        let item = LoadedItem::load(item, &mut *load)?;
-        let record = item.any_record();
-        let outcome = Outcome::ALL
-            .iter()
-            .position(|&o| o == item.outcome)
-            .unwrap_or_default();
-        index.outcome.push(&outcome)?;
-        index
-            .benchmark
-            .push(&benchmarks.id(Some(&record.benchmark)))?;
-        index
-            .language
-            .push(&languages.id(record.language.as_deref()))?;
-        index.question_id.push(&record.question_id)?;
-        index.script.push(&record.script)?;
-        index.filter.push(&record.filter)?;
-        index.repeat_id.push(&record.repeat_id)?;
-        index.baseline_mark.push(&mark(item.baseline.as_ref()))?;
-        index.variant_mark.push(&mark(item.variant.as_ref()))?;
-        index
-            .question
-            .push(&question_text(&record.input).unwrap_or_default())?;
-        index.search.push(&search_text(&item))?;
-        if chunk.count > 0 {
-            chunk.items.push(b',');
-        }
-        chunk.items.push(b'[');
-        for (i, side) in [item.baseline.as_ref(), item.variant.as_ref()]
-            .into_iter()
-            .enumerate()
-        {
-            if i > 0 {
-                chunk.items.push(b',');
+    // Chunks are built here in item order, deflated on the workers, written in order.
+    crate::parallel::map_ordered(
+        crate::parallel::workers(),
+        || -> io::Result<Option<Chunk>> {
+            if items.peek().is_none() {
+                return Ok(None);
             }
-            let source = side.map(|r| sources.id(Some(&r.source.path)));
-            write_side(side, source, &mut chunk.strings, &mut chunk.items);
-        }
-        chunk.items.push(b']');
-        chunk.count += 1;
-        if chunk.count == CHUNK_ITEMS {
-            flush(&mut chunk, out)?;
-        }
-    }
-    if chunk.count > 0 {
-        flush(&mut chunk, out)?;
-    }
+            let mut chunk = Chunk::default();
+            for item in items.by_ref().take(CHUNK_ITEMS) {
+                let item = LoadedItem::load(item, &mut *load)?.parsed()?;
+                index.push(&item, &mut benchmarks, &mut languages)?;
+                if chunk.count > 0 {
+                    chunk.items.push(b',');
+                }
+                chunk.items.push(b'[');
+                for (i, side) in [item.baseline.as_ref(), item.variant.as_ref()]
+                    .into_iter()
+                    .enumerate()
+                {
+                    if i > 0 {
+                        chunk.items.push(b',');
+                    }
+                    let source = side.map(|r| sources.id(Some(&r.source.path)));
+                    write_side(side, source, &mut chunk.strings, &mut chunk.items);
+                }
+                chunk.items.push(b']');
+                chunk.count += 1;
+            }
+            Ok(Some(chunk))
+        },
+        |mut chunk: Chunk| chunk.finish(),
+        |encoded: io::Result<String>| {
+            let encoded = encoded?;
+            if chunks > 0 {
+                out.write_all(b",\n")?;
+            }
+            chunks += 1;
+            out.write_all(b"\"")?;
+            out.write_all(encoded.as_bytes())?;
+            out.write_all(b"\"")
+        },
+    )?;
     out.write_all(b"]</script>\n<script id=\"babel-index\" type=\"application/json\">")?;
     let meta = PageMeta {
         baseline: &comparison.baseline,
@@ -673,6 +689,7 @@ mod tests {
     use crate::compare::Side;
     use crate::compare::stats::ConfidenceLevel;
     use crate::compare::tests::{join, record};
+    use crate::record::StoredRecord;
 
     /// The page of a two-question comparison whose second question is also an item under
     /// a second filter, with the summary at `confidence`.
@@ -699,8 +716,8 @@ mod tests {
         let mut out = Vec::new();
         let mut load = |side: Side, row: u32| {
             Ok(match side {
-                Side::Baseline => joined.baseline[row as usize].clone(),
-                Side::Variant => joined.variant[row as usize].clone(),
+                Side::Baseline => StoredRecord::of(&joined.baseline[row as usize]).unwrap(),
+                Side::Variant => StoredRecord::of(&joined.variant[row as usize]).unwrap(),
             })
         };
         render(comparison, &summary, &mut load, &mut out).unwrap();

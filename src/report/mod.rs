@@ -22,7 +22,7 @@ use crate::compare::stats::ConfidenceLevel;
 use crate::compare::summary::SideAlone;
 use crate::compare::{Comparison, Item, Outcome, Side, Summary};
 use crate::durable::{self, ContentDigest, PathIoError, io_at};
-use crate::record::{Identity, Record};
+use crate::record::{Identity, Record, StoredRecord};
 
 /// The item-level report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,14 +60,17 @@ impl ReportFormat {
     }
 }
 
-/// Reads the full record of a side's row; called once per record, in item order.
-pub type Load<'l> = &'l mut dyn FnMut(Side, u32) -> io::Result<Record>;
+/// Reads the full record of a side's row, as stored; called once per record, in item
+/// order.
+pub type Load<'l> = &'l mut dyn FnMut(Side, u32) -> io::Result<StoredRecord>;
 
-/// One item with its full records, as the renderers write it.
-pub struct LoadedItem {
+/// One item with its full records, as the renderers write it: as stored (copied into a
+/// report as they are), or parsed ([`LoadedItem::parsed`]) for a renderer that reads
+/// inside the nested values.
+pub struct LoadedItem<R = StoredRecord> {
     pub outcome: Outcome,
-    pub baseline: Option<Record>,
-    pub variant: Option<Record>,
+    pub baseline: Option<R>,
+    pub variant: Option<R>,
 }
 
 impl LoadedItem {
@@ -86,17 +89,39 @@ impl LoadedItem {
         })
     }
 
-    /// A record that carries the item's identity (the baseline one when there are two).
-    pub fn any_record(&self) -> &Record {
-        self.baseline
-            .as_ref()
-            .or(self.variant.as_ref())
-            .expect("an item has a record on at least one side")
+    /// The item with its records' nested values parsed.
+    pub fn parsed(self) -> io::Result<LoadedItem<Record>> {
+        let parse = |side: Option<StoredRecord>| {
+            side.map(|stored| {
+                stored.to_record().map_err(|message| {
+                    io::Error::other(format!(
+                        "the stored record {} cannot be read: {message}",
+                        stored.identity().record_key(false)
+                    ))
+                })
+            })
+            .transpose()
+        };
+        Ok(LoadedItem {
+            outcome: self.outcome,
+            baseline: parse(self.baseline)?,
+            variant: parse(self.variant)?,
+        })
     }
 
     /// The item's identity.
     pub fn identity(&self) -> Identity<'_> {
         self.any_record().identity()
+    }
+}
+
+impl<R> LoadedItem<R> {
+    /// A record that carries the item's identity (the baseline one when there are two).
+    pub fn any_record(&self) -> &R {
+        self.baseline
+            .as_ref()
+            .or(self.variant.as_ref())
+            .expect("an item has a record on at least one side")
     }
 }
 

@@ -339,8 +339,8 @@ fn big_report(dir: &Path) -> PathBuf {
     let _ = std::fs::remove_file(&dest);
     let mut load = |side: Side, row: u32| {
         Ok(match side {
-            Side::Baseline => baseline[row as usize].clone(),
-            Side::Variant => variant[row as usize].clone(),
+            Side::Baseline => babel::record::StoredRecord::of(&baseline[row as usize]).unwrap(),
+            Side::Variant => babel::record::StoredRecord::of(&variant[row as usize]).unwrap(),
         })
     };
     report::write_new(&dest, ReportFormat::Html, &comparison, &summary, &mut load).unwrap();

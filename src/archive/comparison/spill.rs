@@ -1,6 +1,7 @@
 //! Full records for a report, read in one sequential pass over each run: every row of a
-//! side is written, as its JSON line, to an unnamed temporary file (the spill), and a
-//! report item reads its two lines back by offset. Items are written in identity order,
+//! side is written, as its stored fields ([`StoredRecord`]'s frame: nothing parsed, the
+//! nested values as the canonical text they are stored as), to an unnamed temporary file
+//! (the spill), and a report item reads its two frames back by offset. Items are written in identity order,
 //! records files hold rows in input order; the spill keeps memory flat whatever the two
 //! orders are, at the cost of one temporary copy on disk.
 
@@ -13,39 +14,33 @@ use super::{ComparisonSide, ComparisonSides};
 use crate::archive::records::Columns;
 use crate::archive::{Archive, ArchiveError, read};
 use crate::durable::io_at;
-use crate::jsonl::{self, NonFinitePolicy};
-use crate::record::Record;
+use crate::record::StoredRecord;
 
 /// The full records of one side, spilled in row order, read back one by one.
 pub struct FullRecords {
     spill: File,
-    /// Where each row's JSON line starts; one more entry marks the end.
+    /// Where each row's frame starts; one more entry marks the end.
     offsets: Vec<u64>,
-    line: Vec<u8>,
+    frame: Vec<u8>,
     /// The records files, for messages.
     origin: String,
 }
 
 impl FullRecords {
-    /// The full record of a side's row, read strictly.
-    pub fn load(&mut self, row: u32) -> io::Result<Record> {
+    /// The full record of a side's row, as stored.
+    pub fn load(&mut self, row: u32) -> io::Result<StoredRecord> {
         let row = row as usize;
         let (start, end) = (self.offsets[row], self.offsets[row + 1]);
-        self.line.resize((end - start) as usize, 0);
-        self.spill.read_exact_at(&mut self.line, start)?;
-        let damaged = |message: String| {
+        self.frame.resize((end - start) as usize, 0);
+        self.spill.read_exact_at(&mut self.frame, start)?;
+        let mut record = StoredRecord::default();
+        record.decode(&self.frame).map_err(|message| {
             io::Error::other(format!(
-                "a record of {} cannot be read back: {message}",
+                "a record of {} cannot be read back from the report's spill: {message}",
                 self.origin
             ))
-        };
-        let line = jsonl::parse_bytes(
-            jsonl::strip_line_ending(&self.line),
-            1,
-            NonFinitePolicy::Reject,
-        )
-        .map_err(|e| damaged(e.message()))?;
-        Record::from_json(line.object).map_err(|e| damaged(e.to_string()))
+        })?;
+        Ok(record)
     }
 }
 
@@ -71,10 +66,47 @@ impl Spill {
         Ok(FullRecords {
             spill,
             offsets: self.offsets,
-            line: Vec::new(),
+            frame: Vec::new(),
             origin,
         })
     }
+}
+
+/// Spills every row of `side`'s run to the spills of its variant.
+fn spill_run(
+    archive: &Archive,
+    side: &ComparisonSide,
+    spills: &mut [&mut Spill],
+) -> Result<(), ArchiveError> {
+    let mut frame = Vec::with_capacity(1 << 16);
+    let mut record = StoredRecord::default();
+    for entry in &side.manifest.imports {
+        for batch in read::batches(archive, &side.run, entry, Columns::ALL)? {
+            let batch = batch?;
+            for row in 0..batch.len() {
+                let variant_id = batch.identity(row).variant_id;
+                if !spills.iter().any(|s| s.variant_id == variant_id) {
+                    continue;
+                }
+                batch.stored_record(row, &mut record);
+                frame.clear();
+                record.encode(&mut frame);
+                for spill in spills.iter_mut().filter(|s| s.variant_id == variant_id) {
+                    spill.file.write_all(&frame).map_err(spill_error)?;
+                    spill.written += frame.len() as u64;
+                    spill.offsets.push(spill.written);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn spill_error(error: io::Error) -> ArchiveError {
+    ArchiveError::Io(io_at(
+        "writing a temporary file",
+        Path::new("the report's spill"),
+    )(error))
 }
 
 /// Spills the full records of both sides (see the module doc).
@@ -82,39 +114,20 @@ pub(super) fn full_records(
     archive: &Archive,
     sides: &ComparisonSides,
 ) -> Result<(FullRecords, FullRecords), ArchiveError> {
-    let spill_error = |error: io::Error| {
-        ArchiveError::Io(io_at(
-            "writing a temporary file",
-            Path::new("the report's spill"),
-        )(error))
-    };
     let mut baseline = Spill::new(&sides.baseline.variant_id).map_err(spill_error)?;
     let mut variant = Spill::new(&sides.variant.variant_id).map_err(spill_error)?;
-    let runs: Vec<(&ComparisonSide, Vec<&mut Spill>)> = if sides.same_run() {
-        vec![(&sides.baseline, vec![&mut baseline, &mut variant])]
+    if sides.same_run() {
+        spill_run(archive, &sides.baseline, &mut [&mut baseline, &mut variant])?;
     } else {
-        vec![
-            (&sides.baseline, vec![&mut baseline]),
-            (&sides.variant, vec![&mut variant]),
-        ]
-    };
-    let mut line = Vec::with_capacity(1 << 16);
-    for (side, mut spills) in runs {
-        for entry in &side.manifest.imports {
-            for batch in read::batches(archive, &side.run, entry, Columns::ALL)? {
-                let batch = batch?;
-                for row in 0..batch.len() {
-                    let variant_id = batch.identity(row).variant_id;
-                    for spill in spills.iter_mut().filter(|s| s.variant_id == variant_id) {
-                        line.clear();
-                        batch.write_json_line(row, &mut line);
-                        spill.file.write_all(&line).map_err(spill_error)?;
-                        spill.written += line.len() as u64;
-                        spill.offsets.push(spill.written);
-                    }
-                }
-            }
-        }
+        // Two runs are two files: each is read and spilled on a thread of its own.
+        std::thread::scope(|scope| {
+            let other = scope.spawn(|| spill_run(archive, &sides.variant, &mut [&mut variant]));
+            let this = spill_run(archive, &sides.baseline, &mut [&mut baseline]);
+            let other = other
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            this.and(other)
+        })?;
     }
     let origin = |side: &ComparisonSide| format!("run {}", side.run);
     Ok((

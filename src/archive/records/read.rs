@@ -23,7 +23,9 @@ use super::{COLUMNS, Column, Columns, Kind, READABLE, SCHEMA_KEY, schema_of};
 use crate::canonical_json;
 use crate::jsonl;
 use crate::record::fields::MAX_SAFE_INTEGER;
-use crate::record::{Identity, IdentityScope, Locator, Record, SCHEMA_VERSION, Source};
+use crate::record::{
+    Identity, IdentityScope, Locator, Record, SCHEMA_VERSION, Source, StoredField, StoredRecord,
+};
 
 /// Rows per batch read.
 const BATCH_ROWS: usize = 4096;
@@ -662,98 +664,49 @@ impl Batch {
 }
 
 impl Batch {
-    /// Appends a row (every column projected) as one JSON object and LF, in the field order
-    /// of [`Record`]'s serialization: what `babel records` prints. The JSON columns are
-    /// copied as stored (canonical text, checked by `validate`), so nothing is parsed.
-    pub fn write_json_line(&self, row: usize, out: &mut Vec<u8>) {
-        let text = |out: &mut Vec<u8>, column: Column| match self.text(column, row) {
-            Some(value) => canonical_json::write_string(value, out),
-            None => out.extend_from_slice(b"null"),
+    /// The record of a row as stored, into `out` (every column must be projected; a
+    /// malformed locator reads as line 0, which `validate` reports): nothing is parsed,
+    /// the JSON columns are copied as stored.
+    pub fn stored_record(&self, row: usize, out: &mut StoredRecord) {
+        use StoredField as F;
+        out.clear();
+        out.schema_version = self.integer(Column::SchemaVersion, row).unwrap_or_default();
+        out.repeat_id = self.integer(Column::RepeatId, row).unwrap_or_default();
+        out.correct = self.correct(row);
+        let locator = self.locator(row).unwrap_or(Locator::Line(0));
+        out.source_line = match locator {
+            Locator::Line(line) => Some(line),
+            _ => None,
         };
-        let raw = |out: &mut Vec<u8>, column: Column| {
-            out.extend_from_slice(self.text(column, row).unwrap_or("null").as_bytes())
+        for (field, column) in [
+            (F::RunId, Column::RunId),
+            (F::Benchmark, Column::Benchmark),
+            (F::Script, Column::Script),
+            (F::Language, Column::Language),
+            (F::QuestionId, Column::QuestionId),
+            (F::VariantId, Column::VariantId),
+            (F::Filter, Column::Filter),
+            (F::IdentityScope, Column::IdentityScope),
+            (F::Model, Column::Model),
+            (F::RephrasingModel, Column::RephrasingModel),
+            (F::Input, Column::Input),
+            (F::Target, Column::Target),
+            (F::Prediction, Column::Prediction),
+            (F::Scores, Column::Scores),
+            (F::Metrics, Column::Metrics),
+            (F::Response, Column::Response),
+            (F::SourcePath, Column::SourcePath),
+        ] {
+            out.push(field, self.text(column, row));
+        }
+        let (member, pointer) = match &locator {
+            Locator::Member(member) => (Some(member.as_str()), None),
+            Locator::Pointer(pointer) => (None, Some(pointer.as_str())),
+            Locator::Line(_) => (None, None),
         };
-        let integer = |out: &mut Vec<u8>, column: Column| {
-            out.extend_from_slice(
-                self.integer(column, row)
-                    .unwrap_or_default()
-                    .to_string()
-                    .as_bytes(),
-            )
-        };
-        out.extend_from_slice(b"{\"schema_version\":");
-        integer(out, Column::SchemaVersion);
-        for (name, column) in [
-            ("run_id", Column::RunId),
-            ("benchmark", Column::Benchmark),
-            ("script", Column::Script),
-            ("language", Column::Language),
-            ("question_id", Column::QuestionId),
-            ("variant_id", Column::VariantId),
-            ("filter", Column::Filter),
-        ] {
-            out.extend_from_slice(b",\"");
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b"\":");
-            text(out, column);
-        }
-        out.extend_from_slice(b",\"repeat_id\":");
-        integer(out, Column::RepeatId);
-        for (name, column) in [
-            ("identity_scope", Column::IdentityScope),
-            ("model", Column::Model),
-            ("rephrasing_model", Column::RephrasingModel),
-        ] {
-            out.extend_from_slice(b",\"");
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b"\":");
-            text(out, column);
-        }
-        for (name, column) in [
-            ("input", Column::Input),
-            ("target", Column::Target),
-            ("prediction", Column::Prediction),
-        ] {
-            out.extend_from_slice(b",\"");
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b"\":");
-            raw(out, column);
-        }
-        out.extend_from_slice(match self.correct(row) {
-            Some(true) => b",\"correct\":true",
-            Some(false) => b",\"correct\":false",
-            None => b",\"correct\":null",
-        });
-        for (name, column) in [
-            ("scores", Column::Scores),
-            ("metrics", Column::Metrics),
-            ("response", Column::Response),
-        ] {
-            out.extend_from_slice(b",\"");
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b"\":");
-            raw(out, column);
-        }
-        out.extend_from_slice(b",\"source\":{\"path\":");
-        text(out, Column::SourcePath);
-        match self.locator(row) {
-            Ok(Locator::Member(member)) => {
-                out.extend_from_slice(b",\"member\":");
-                canonical_json::write_string(&member, out);
-            }
-            Ok(Locator::Pointer(pointer)) => {
-                out.extend_from_slice(b",\"pointer\":");
-                canonical_json::write_string(&pointer, out);
-            }
-            Ok(Locator::Line(_)) | Err(_) => {
-                out.extend_from_slice(b",\"line\":");
-                integer(out, Column::SourceLine);
-            }
-        }
-        out.extend_from_slice(b"},\"warnings\":");
-        raw(out, Column::Warnings);
-        out.extend_from_slice(b",\"extra\":");
-        raw(out, Column::Extra);
-        out.extend_from_slice(b"}\n");
+        out.push(F::SourceMember, member);
+        out.push(F::SourcePointer, pointer);
+        out.push(F::Warnings, self.text(Column::Warnings, row));
+        out.push(F::Extra, self.text(Column::Extra, row));
     }
 }

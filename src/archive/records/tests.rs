@@ -122,7 +122,9 @@ fn json_lines_from_columns_equal_the_serialized_record() {
     let bytes = write(&records);
     let batches = read_all(&bytes, Columns::ALL);
     let mut line = Vec::new();
-    batches[0].write_json_line(0, &mut line);
+    let mut stored = crate::record::StoredRecord::default();
+    batches[0].stored_record(0, &mut stored);
+    stored.write_json_line(&mut line);
     let mut expected = serde_json::to_vec(&records[0]).unwrap();
     expected.push(b'\n');
     assert_eq!(
@@ -258,7 +260,9 @@ fn every_kind_of_locator_round_trips() {
         );
     }
     let mut json = Vec::new();
-    batches[0].write_json_line(1, &mut json);
+    let mut stored = crate::record::StoredRecord::default();
+    batches[0].stored_record(1, &mut stored);
+    stored.write_json_line(&mut json);
     let value: Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(
         value["source"],

@@ -150,6 +150,7 @@ pub fn records_file_rows(path: &Path) -> Vec<serde_json::Value> {
     use babel::archive::records::{Columns, RecordsFile};
     let file = std::fs::File::open(path).unwrap();
     let mut rows = Vec::new();
+    let mut stored = babel::record::StoredRecord::default();
     for batch in RecordsFile::open(file)
         .unwrap()
         .batches(Columns::ALL)
@@ -158,7 +159,8 @@ pub fn records_file_rows(path: &Path) -> Vec<serde_json::Value> {
         let batch = batch.unwrap();
         for row in 0..batch.len() {
             let mut line = Vec::new();
-            batch.write_json_line(row, &mut line);
+            batch.stored_record(row, &mut stored);
+            stored.write_json_line(&mut line);
             rows.push(serde_json::from_slice(&line).unwrap());
         }
     }
