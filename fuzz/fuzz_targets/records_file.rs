@@ -21,7 +21,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             return;
         };
         for row in 0..batch.len() {
-            let _ = batch.record(row, true);
+            let _ = batch.record(row);
         }
     }
 });

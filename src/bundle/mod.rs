@@ -118,7 +118,7 @@ pub fn row_root(file: File) -> Result<(u64, String), String> {
     for batch in records.batches(Columns::ALL).map_err(|e| e.to_string())? {
         let batch = batch.map_err(|e| e.to_string())?;
         for row in 0..batch.len() {
-            let record = batch.record(row, true).map_err(|e| e.to_string())?;
+            let record = batch.record(row).map_err(|e| e.to_string())?;
             let bytes = canonical(&record)?;
             let identity = json!([
                 record.benchmark,

@@ -87,7 +87,7 @@ pub fn export_eee(
         for batch in read::batches(archive, run, entry, Columns::ALL)? {
             let batch = batch?;
             for row in 0..batch.len() {
-                let record = batch.record(row, true).map_err(|e| ArchiveError::Damaged {
+                let record = batch.record(row).map_err(|e| ArchiveError::Damaged {
                     path: archive
                         .layout()
                         .resolve(&run_relative(run, &entry.records.path)),

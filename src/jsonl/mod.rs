@@ -212,6 +212,49 @@ pub fn parse_value(text: &str) -> Result<Value, String> {
     })
 }
 
+/// Scratch buffers for [`check_canonical`], reused from value to value.
+#[derive(Debug, Default)]
+pub struct CanonicalScratch {
+    wrapped: String,
+    members: Members,
+}
+
+/// Checks that `text` is one JSON value exactly as RFC 8785 writes it (strict JSON, no
+/// whitespace, keys sorted, numbers and escapes in their one form, no integer a double
+/// cannot hold), in one pass of the streaming reader: canonical text reads back as
+/// itself. The error says what is wrong, as [`parse_value`] and the canonical writer say
+/// it.
+pub fn check_canonical(text: &str, scratch: &mut CanonicalScratch) -> Result<(), String> {
+    scratch.wrapped.clear();
+    scratch.wrapped.push_str("{\"v\":");
+    scratch.wrapped.push_str(text);
+    scratch.wrapped.push('}');
+    if stream::scan_object(
+        &scratch.wrapped,
+        NonFinitePolicy::Reject,
+        &mut scratch.members,
+    )
+    .is_err()
+        || scratch.members.len() != 1
+    {
+        // The tree reader says why, in the words every other reader uses.
+        parse_value(text)?;
+        return Err("not RFC 8785 canonical JSON".into());
+    }
+    let member = scratch.members.at(0);
+    if let Some((path, value)) = member.unsafe_integer {
+        let error = crate::canonical_json::CanonicalError::UnsafeInteger {
+            path: path.clone(),
+            value: value.clone(),
+        };
+        return Err(error.to_string());
+    }
+    if member.value != text {
+        return Err("not RFC 8785 canonical JSON".into());
+    }
+    Ok(())
+}
+
 /// Parses one line's text (no line ending) under a policy.
 pub fn parse_line(text: &str, number: u64, policy: NonFinitePolicy) -> Result<Line, LineError> {
     parse_bytes(text.as_bytes(), number, policy)
@@ -399,6 +442,64 @@ pub fn differential(bytes: &[u8], policy: NonFinitePolicy) -> Result<(), String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// "canonical text reads back as itself": the check agrees with the canonical writer
+    /// (an independent RFC 8785 implementation checks that writer in tests/it).
+    #[test]
+    fn check_canonical_accepts_exactly_what_the_canonical_writer_writes() {
+        let mut scratch = CanonicalScratch::default();
+        let values = [
+            "null",
+            "true",
+            "0",
+            "-1.5",
+            "1e+21",
+            "1e-7",
+            "\"é\\n\\u001f\"",
+            "[]",
+            "{}",
+            "{\"a\":[1,{\"b\":null}],\"é\":\"x\"}",
+            "[\"\",0.1,-0]",
+        ];
+        for text in values {
+            let value: Value = serde_json::from_str(text).unwrap();
+            let canonical = crate::canonical_json::to_canonical_string(&value).unwrap();
+            assert_eq!(
+                check_canonical(&canonical, &mut scratch),
+                Ok(()),
+                "{canonical}"
+            );
+            let spaced = serde_json::to_string_pretty(&value).unwrap();
+            assert_eq!(
+                check_canonical(&spaced, &mut scratch).is_ok(),
+                spaced == canonical,
+                "{spaced}"
+            );
+        }
+        for (text, message) in [
+            ("{\"b\":1,\"a\":2}", "not RFC 8785 canonical JSON"),
+            ("1.0", "not RFC 8785 canonical JSON"),
+            ("\"\\u00e9\"", "not RFC 8785 canonical JSON"),
+            (
+                "[9007199254740993]",
+                "field [0]: the integer 9007199254740993 has no exact canonical form (RFC 8785 numbers are doubles)",
+            ),
+        ] {
+            assert_eq!(
+                check_canonical(text, &mut scratch),
+                Err(message.to_owned()),
+                "{text}"
+            );
+        }
+        // Text that is not JSON at all is refused in the tree reader's words.
+        for text in ["1,2", "", "NaN", "{\"a\":1,\"a\":1}", "[1,]", "1}{"] {
+            assert_eq!(
+                check_canonical(text, &mut scratch),
+                Err(parse_value(text).unwrap_err()),
+                "{text}"
+            );
+        }
+    }
 
     fn read_all(bytes: &[u8], policy: NonFinitePolicy) -> Vec<Result<Line, LineError>> {
         Reader::new(bytes, policy)

@@ -16,12 +16,11 @@ use parquet::arrow::arrow_reader::{
     ParquetRecordBatchReaderBuilder,
 };
 use parquet::file::metadata::ParquetMetaData;
-use serde_json::{Map, Value};
 
 use super::write::to_io;
 use super::{COLUMNS, Column, Columns, Kind, READABLE, SCHEMA_KEY, schema_of};
-use crate::canonical_json;
-use crate::jsonl;
+use crate::canonical_json::{Json, JsonKind};
+use crate::jsonl::{self, CanonicalScratch};
 use crate::record::fields::MAX_SAFE_INTEGER;
 use crate::record::{
     Identity, IdentityScope, Locator, Record, SCHEMA_VERSION, Source, StoredField, StoredRecord,
@@ -541,124 +540,111 @@ impl Batch {
         })
     }
 
-    /// The full record of a row (every column must be projected), checked against the
-    /// schema: required text non-empty, integers in range, every JSON column one strict
-    /// JSON value of its type. With `canonical`, each JSON text must also be exactly its
-    /// RFC 8785 form (what `validate` checks; a report only needs the values).
-    pub fn record(&self, row: usize, canonical: bool) -> Result<Record, RowError> {
-        let required = |column: Column| -> Result<String, RowError> {
-            match self.text(column, row) {
-                Some(text) if !text.is_empty() => Ok(text.to_owned()),
-                _ => Err(row_error(column, "expected a non-empty string")),
-            }
-        };
-        let optional = |column: Column| -> Result<Option<String>, RowError> {
-            match self.text(column, row) {
-                None => Ok(None),
-                Some("") => Err(row_error(column, "expected a non-empty string or null")),
-                Some(text) => Ok(Some(text.to_owned())),
-            }
-        };
-        let json = |column: Column| -> Result<Value, RowError> {
-            let text = self.text(column, row).unwrap_or_default();
-            let value = jsonl::parse_value(text).map_err(|message| row_error(column, message))?;
-            if canonical {
-                let mut again = Vec::with_capacity(text.len());
-                canonical_json::write_value(&value, &mut again)
-                    .map_err(|e| row_error(column, e.to_string()))?;
-                if again != text.as_bytes() {
-                    return Err(row_error(column, "not RFC 8785 canonical JSON"));
-                }
-            }
-            Ok(value)
-        };
-        let object = |column: Column| -> Result<Map<String, Value>, RowError> {
-            match json(column)? {
-                Value::Object(map) => Ok(map),
-                other => Err(row_error(
-                    column,
-                    format!(
-                        "expected a JSON object, found {}",
-                        crate::record::fields::describe(&other)
-                    ),
-                )),
-            }
-        };
-        let version = self.integer(Column::SchemaVersion, row).unwrap_or_default();
+    /// The row-local checks of a stored record, on its stored text (every column must be
+    /// projected): the schema version, required text non-empty, integers in range, every
+    /// JSON column exactly its RFC 8785 form and of its type, and the locator. What
+    /// `validate` checks of each row; nothing is parsed into a tree.
+    pub fn check_row(&self, row: usize, scratch: &mut CanonicalScratch) -> Result<(), RowError> {
+        use Column as C;
+        let version = self.integer(C::SchemaVersion, row).unwrap_or_default();
         if version != SCHEMA_VERSION {
             return Err(row_error(
-                Column::SchemaVersion,
+                C::SchemaVersion,
                 format!("expected {SCHEMA_VERSION}, found {version}"),
             ));
         }
-        let repeat_id = self.integer(Column::RepeatId, row).unwrap_or_default();
+        let repeat_id = self.integer(C::RepeatId, row).unwrap_or_default();
         if repeat_id > MAX_SAFE_INTEGER {
             return Err(row_error(
-                Column::RepeatId,
+                C::RepeatId,
                 format!("{repeat_id} is beyond 2^53 - 1"),
             ));
         }
-        let input = json(Column::Input)?;
-        if !matches!(input, Value::Object(_) | Value::Null) {
-            return Err(row_error(
-                Column::Input,
-                format!(
-                    "expected a JSON object or null, found {}",
-                    crate::record::fields::describe(&input)
-                ),
-            ));
-        }
-        let warnings = match json(Column::Warnings)? {
-            Value::Array(items) => items
-                .into_iter()
-                .map(|item| match item {
-                    Value::String(text) => Ok(text),
-                    other => Err(row_error(
-                        Column::Warnings,
-                        format!(
-                            "expected an array of strings, found {}",
-                            crate::record::fields::describe(&other)
-                        ),
-                    )),
-                })
-                .collect::<Result<Vec<_>, _>>()?,
-            other => {
-                return Err(row_error(
-                    Column::Warnings,
-                    format!(
-                        "expected an array of strings, found {}",
-                        crate::record::fields::describe(&other)
-                    ),
-                ));
-            }
+        let json = |scratch: &mut CanonicalScratch, column: Column| -> Result<Json<'_>, RowError> {
+            let text = self.text(column, row).unwrap_or_default();
+            jsonl::check_canonical(text, scratch).map_err(|message| row_error(column, message))?;
+            Ok(Json::canonical(text))
         };
-        let locator = self.locator(row)?;
-        Ok(Record {
-            schema_version: SCHEMA_VERSION,
-            run_id: required(Column::RunId)?,
-            benchmark: required(Column::Benchmark)?,
-            script: optional(Column::Script)?,
-            language: optional(Column::Language)?,
-            question_id: required(Column::QuestionId)?,
-            variant_id: required(Column::VariantId)?,
-            filter: required(Column::Filter)?,
-            repeat_id,
-            identity_scope: self.identity_scope(row)?,
-            model: required(Column::Model)?,
-            rephrasing_model: optional(Column::RephrasingModel)?,
-            input,
-            target: json(Column::Target)?,
-            prediction: json(Column::Prediction)?,
-            correct: self.correct(row),
-            scores: object(Column::Scores)?,
-            metrics: object(Column::Metrics)?,
-            response: json(Column::Response)?,
-            source: Source {
-                path: required(Column::SourcePath)?,
-                locator,
-            },
-            warnings,
-            extra: object(Column::Extra)?,
+        let wrong = |column: Column, expected: &str, found: &Json<'_>| {
+            row_error(
+                column,
+                format!("expected {expected}, found {}", found.describe()),
+            )
+        };
+        let input = json(scratch, C::Input)?;
+        if !matches!(input.kind(), JsonKind::Object | JsonKind::Null) {
+            return Err(wrong(C::Input, "a JSON object or null", &input));
+        }
+        let warnings = json(scratch, C::Warnings)?;
+        let all_strings = warnings
+            .elements()
+            .is_some_and(|items| items.iter().all(|item| item.kind() == JsonKind::String));
+        if !all_strings {
+            let found = match warnings.elements() {
+                Some(items) => items
+                    .into_iter()
+                    .find(|item| item.kind() != JsonKind::String)
+                    .expect("an element that is not a string"),
+                None => warnings,
+            };
+            return Err(wrong(C::Warnings, "an array of strings", &found));
+        }
+        self.locator(row)?;
+        let required = [C::RunId, C::Benchmark];
+        let optional = [C::Script, C::Language];
+        let required_after = [C::QuestionId, C::VariantId, C::Filter];
+        for column in required {
+            self.required_text(column, row)?;
+        }
+        for column in optional {
+            self.optional_text(column, row)?;
+        }
+        for column in required_after {
+            self.required_text(column, row)?;
+        }
+        self.identity_scope(row)?;
+        self.required_text(C::Model, row)?;
+        self.optional_text(C::RephrasingModel, row)?;
+        json(scratch, C::Target)?;
+        json(scratch, C::Prediction)?;
+        for column in [C::Scores, C::Metrics] {
+            let value = json(scratch, column)?;
+            if value.kind() != JsonKind::Object {
+                return Err(wrong(column, "a JSON object", &value));
+            }
+        }
+        json(scratch, C::Response)?;
+        self.required_text(C::SourcePath, row)?;
+        let extra = json(scratch, C::Extra)?;
+        if extra.kind() != JsonKind::Object {
+            return Err(wrong(C::Extra, "a JSON object", &extra));
+        }
+        Ok(())
+    }
+
+    fn required_text(&self, column: Column, row: usize) -> Result<&str, RowError> {
+        match self.text(column, row) {
+            Some(text) if !text.is_empty() => Ok(text),
+            _ => Err(row_error(column, "expected a non-empty string")),
+        }
+    }
+
+    fn optional_text(&self, column: Column, row: usize) -> Result<Option<&str>, RowError> {
+        match self.text(column, row) {
+            Some("") => Err(row_error(column, "expected a non-empty string or null")),
+            text => Ok(text),
+        }
+    }
+
+    /// The full record of a row (every column must be projected), checked as
+    /// [`Batch::check_row`] checks it.
+    pub fn record(&self, row: usize) -> Result<Record, RowError> {
+        self.check_row(row, &mut CanonicalScratch::default())?;
+        let mut stored = StoredRecord::default();
+        self.stored_record(row, &mut stored);
+        stored.to_record().map_err(|message| RowError {
+            field: "record".into(),
+            message,
         })
     }
 }

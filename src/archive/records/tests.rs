@@ -76,7 +76,7 @@ fn a_record_reads_back_as_it_was_written_with_nested_values_canonical() {
     let batches = read_all(&bytes, Columns::ALL);
     let read: Vec<Record> = batches
         .iter()
-        .flat_map(|b| (0..b.len()).map(move |row| b.record(row, true).unwrap()))
+        .flat_map(|b| (0..b.len()).map(move |row| b.record(row).unwrap()))
         .collect();
     // Canonical JSON keeps every value: 1.0 and 1 are the same JSON number, -0 reads as 0.
     let mut expected = records.clone();
@@ -184,54 +184,76 @@ fn non_canonical_or_mistyped_json_in_a_column_is_a_row_error() {
     // A file written by hand with the right schema but a JSON column out of its form.
     let good = write(&[record("q1", None)]);
     let batches = read_all(&good, Columns::ALL);
-    let mut columns: Vec<arrow_array::ArrayRef> = Vec::new();
-    let source = &batches[0];
-    for (column, _, kind) in COLUMNS {
-        let array: arrow_array::ArrayRef = match (column, kind) {
-            (Column::Scores, _) => {
-                std::sync::Arc::new(arrow_array::StringArray::from(vec!["{\"b\":1,\"a\":2}"]))
-            }
-            (Column::Metrics, _) => {
-                std::sync::Arc::new(arrow_array::StringArray::from(vec!["[1]"]))
-            }
-            (_, Kind::Label { .. } | Kind::Text | Kind::Json) => {
-                std::sync::Arc::new(arrow_array::StringArray::from(vec![source.text(column, 0)]))
-            }
-            (_, Kind::Integer { .. }) => std::sync::Arc::new(arrow_array::UInt64Array::from(vec![
-                source.integer(column, 0),
-            ])),
-            (_, Kind::Boolean) => {
-                std::sync::Arc::new(arrow_array::BooleanArray::from(vec![source.correct(0)]))
-            }
-        };
-        columns.push(array);
-    }
-    let batch = arrow_array::RecordBatch::try_new(file_schema(), columns).unwrap();
-    let mut bytes = Vec::new();
-    let props = parquet::file::properties::WriterProperties::builder()
-        .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
-            SCHEMA_KEY.to_owned(),
-            SCHEMA_VALUE.to_owned(),
-        )]))
-        .build();
-    let options = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
-        .with_properties(props)
-        .with_skip_arrow_metadata(true);
-    let mut writer =
-        parquet::arrow::ArrowWriter::try_new_with_options(&mut bytes, file_schema(), options)
-            .unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
-    let batches = read_all(&bytes, Columns::ALL);
-    let error = batches[0].record(0, true).unwrap_err();
+    let hand_written = |scores: &str, metrics: &str| {
+        let mut columns: Vec<arrow_array::ArrayRef> = Vec::new();
+        let source = &batches[0];
+        for (column, _, kind) in COLUMNS {
+            let array: arrow_array::ArrayRef = match (column, kind) {
+                (Column::Scores, _) => {
+                    std::sync::Arc::new(arrow_array::StringArray::from(vec![scores]))
+                }
+                (Column::Metrics, _) => {
+                    std::sync::Arc::new(arrow_array::StringArray::from(vec![metrics]))
+                }
+                (_, Kind::Label { .. } | Kind::Text | Kind::Json) => {
+                    std::sync::Arc::new(arrow_array::StringArray::from(vec![
+                        source.text(column, 0),
+                    ]))
+                }
+                (_, Kind::Integer { .. }) => {
+                    std::sync::Arc::new(arrow_array::UInt64Array::from(vec![
+                        source.integer(column, 0),
+                    ]))
+                }
+                (_, Kind::Boolean) => {
+                    std::sync::Arc::new(arrow_array::BooleanArray::from(vec![source.correct(0)]))
+                }
+            };
+            columns.push(array);
+        }
+        let batch = arrow_array::RecordBatch::try_new(file_schema(), columns).unwrap();
+        let mut bytes = Vec::new();
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
+                SCHEMA_KEY.to_owned(),
+                SCHEMA_VALUE.to_owned(),
+            )]))
+            .build();
+        let options = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
+            .with_properties(props)
+            .with_skip_arrow_metadata(true);
+        let mut writer =
+            parquet::arrow::ArrowWriter::try_new_with_options(&mut bytes, file_schema(), options)
+                .unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        read_all(&bytes, Columns::ALL)
+    };
+    let error = hand_written("{\"b\":1,\"a\":2}", "{}")[0]
+        .record(0)
+        .unwrap_err();
     assert_eq!(
         error.to_string(),
         "field scores: not RFC 8785 canonical JSON"
     );
-    let error = batches[0].record(0, false).unwrap_err();
+    let error = hand_written("{}", "[1]")[0].record(0).unwrap_err();
     assert_eq!(
         error.to_string(),
         "field metrics: expected a JSON object, found an array"
+    );
+    let error = hand_written("{\"a\":9007199254740993}", "{}")[0]
+        .record(0)
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "field scores: field a: the integer 9007199254740993 has no exact canonical form (RFC 8785 numbers are doubles)"
+    );
+    let error = hand_written("{\"a\":1,\"a\":1}", "{}")[0]
+        .record(0)
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "field scores: field a: duplicate key \"a\""
     );
 }
 
@@ -255,7 +277,7 @@ fn every_kind_of_locator_round_trips() {
     let canonical = |r: &Record| crate::canonical_json::to_canonical_bytes(r).unwrap();
     for (row, record) in written.iter().enumerate() {
         assert_eq!(
-            canonical(&batches[0].record(row, true).unwrap()),
+            canonical(&batches[0].record(row).unwrap()),
             canonical(record)
         );
     }
@@ -310,7 +332,7 @@ fn a_version_1_file_reads_with_line_locators() {
     let batches = read_all(&bytes, Columns::ALL);
     let canonical = |r: &Record| crate::canonical_json::to_canonical_bytes(r).unwrap();
     assert_eq!(
-        canonical(&batches[0].record(0, true).unwrap()),
+        canonical(&batches[0].record(0).unwrap()),
         canonical(&written)
     );
 }

@@ -15,13 +15,13 @@ use crate::archive::layout::{self, RunId, run_relative};
 use crate::archive::manifest::{
     BreakdownCounter, CountEntry, ImportEntry, RUN_MANIFEST_FORMAT, RunManifest,
 };
-use crate::archive::records::{Batch, Columns, RecordsFile};
+use crate::archive::records::{Batch, Column, Columns, RecordsFile};
 use crate::archive::{Archive, ArchiveError, read_json_object};
 use crate::canonical_json::{is_canonical, to_canonical_bytes};
 use crate::durable::{ContentDigest, HashingReader, io_at};
 use crate::inputs::document::{self, Items};
 use crate::inputs::zip::ZipInput;
-use crate::jsonl::{self, BOM};
+use crate::jsonl::{self, BOM, CanonicalScratch};
 use crate::parallel;
 use crate::record::{DigestMap, KeyDigest, Locator};
 
@@ -463,58 +463,68 @@ enum Checked {
     },
 }
 
-/// The row-local checks of one stored record.
+thread_local! {
+    /// Each worker's scratch for the canonical checks, kept from row to row.
+    static SCRATCH: std::cell::RefCell<CanonicalScratch> = Default::default();
+}
+
+/// The row-local checks of one stored record, on its stored text.
 fn check_record(batch: &Batch, row: usize, number: u64, context: &RecordsContext<'_>) -> Checked {
-    let record = match batch.record(row, true) {
-        Ok(record) => record,
-        Err(error) => {
-            return Checked::Unreadable {
-                row: number,
-                message: error.to_string(),
-            };
-        }
-    };
+    let checked = SCRATCH.with_borrow_mut(|scratch| batch.check_row(row, scratch));
+    if let Err(error) = checked {
+        return Checked::Unreadable {
+            row: number,
+            message: error.to_string(),
+        };
+    }
+    let text = |column: Column| batch.text(column, row).unwrap_or_default();
     let mut findings = Vec::new();
-    if record.run_id != context.run.as_str() {
+    if text(Column::RunId) != context.run.as_str() {
         findings.push((
             "record",
-            format!("run_id {:?} is not this run", record.run_id),
+            format!("run_id {:?} is not this run", text(Column::RunId)),
         ));
     }
-    if record.model != context.model {
+    if text(Column::Model) != context.model {
         findings.push((
             "record",
             format!(
                 "model {:?} differs from the run's model {:?}",
-                record.model, context.model
+                text(Column::Model),
+                context.model
             ),
         ));
     }
-    if context.strict && record.script.is_none() {
+    if context.strict && batch.text(Column::Script, row).is_none() {
         findings.push((
             "record",
             "a strict benchmark run's record has no script".into(),
         ));
     }
-    let source = if record.source.path == context.raw_rel {
-        Some(record.source.locator.clone())
+    let source = if text(Column::SourcePath) == context.raw_rel {
+        batch.locator(row).ok()
     } else {
         findings.push((
             "source",
             format!(
                 "source {:?} is not this import's raw file {}",
-                record.source.path, context.raw_rel
+                text(Column::SourcePath),
+                context.raw_rel
             ),
         ));
         None
     };
-    let identity = record.identity();
+    let identity = batch.identity(row);
     Checked::Record {
         row: number,
         digest: identity.record_digest(context.strict),
         key: identity.record_key(context.strict),
         source,
-        counted: (record.benchmark, record.language, record.variant_id),
+        counted: (
+            identity.benchmark.to_owned(),
+            identity.language.map(str::to_owned),
+            identity.variant_id.to_owned(),
+        ),
         findings,
     }
 }
