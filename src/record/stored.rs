@@ -74,7 +74,7 @@ impl StoredRecord {
 
     /// Sets the next field, in the order of [`StoredField`].
     pub fn push(&mut self, field: StoredField, value: Option<&str>) {
-        assert_eq!(field as usize, self.set, "stored fields are set in order");
+        debug_assert_eq!(field as usize, self.set, "stored fields are set in order");
         match value {
             Some(text) => self.text.push_str(text),
             None => self.nulls |= 1 << self.set,
@@ -144,7 +144,7 @@ impl StoredRecord {
             out.extend_from_slice(b"\":");
         };
         out.extend_from_slice(b"{\"schema_version\":");
-        out.extend_from_slice(self.schema_version.to_string().as_bytes());
+        push_integer(self.schema_version, out);
         for (name, field) in [
             ("run_id", StoredField::RunId),
             ("benchmark", StoredField::Benchmark),
@@ -158,7 +158,7 @@ impl StoredRecord {
             text(out, field);
         }
         member(out, "repeat_id");
-        out.extend_from_slice(self.repeat_id.to_string().as_bytes());
+        push_integer(self.repeat_id, out);
         for (name, field) in [
             ("identity_scope", StoredField::IdentityScope),
             ("model", StoredField::Model),
@@ -201,7 +201,7 @@ impl StoredRecord {
             }
             Locator::Line(line) => {
                 out.extend_from_slice(b",\"line\":");
-                out.extend_from_slice(line.to_string().as_bytes());
+                push_integer(line, out);
             }
         }
         out.extend_from_slice(b"},\"warnings\":");
@@ -378,6 +378,22 @@ impl StoredRecord {
     }
 }
 
+/// Appends an integer's decimal digits (without the allocation of `to_string`: this runs
+/// several times per record of `babel records`).
+fn push_integer(mut value: u64, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -409,6 +425,15 @@ mod tests {
             String::from_utf8(line).unwrap(),
             String::from_utf8(expected).unwrap()
         );
+    }
+
+    #[test]
+    fn integers_are_written_in_decimal() {
+        for value in [0, 7, 10, 1234567890, u64::MAX] {
+            let mut out = Vec::new();
+            push_integer(value, &mut out);
+            assert_eq!(out, value.to_string().into_bytes());
+        }
     }
 
     #[test]

@@ -39,11 +39,16 @@ impl<W: Write> Write for ScriptSafe<W> {
     }
 }
 
-/// The deflate level of every compressed part of a page. A report of a million items
-/// spent most of its time in deflate at level 6; measured on it (BENCHMARKS.md), level 2
-/// was the fastest (level 1's static codes made a larger page and took longer), for a
-/// page about a quarter larger than level 6's.
-pub const LEVEL: u32 = 2;
+/// The deflate level of what a page inflates as it opens (the index columns, a
+/// dashboard's data): smaller is faster to load. Measured on a 200,000-item report, level
+/// 2 here made the first render about a fifth slower (BENCHMARKS.md).
+pub const LEVEL: u32 = 6;
+
+/// The deflate level of what a page inflates only on demand (a report's detail chunks,
+/// one when an item opens): the fastest measured on a report of a million items, where
+/// level 6 took most of the time (level 1's static codes made larger chunks and were
+/// slower still).
+pub const ON_DEMAND_LEVEL: u32 = 2;
 
 /// How many bytes of a [`Column`] are staged before they are compressed.
 const STAGED_BYTES: usize = 64 * 1024;

@@ -464,7 +464,8 @@ impl Chunk {
         json.extend_from_slice(b",\"i\":[");
         json.extend_from_slice(&self.items);
         json.extend_from_slice(b"]}");
-        let mut encoder = DeflateEncoder::new(Vec::new(), Compression::new(super::embed::LEVEL));
+        let mut encoder =
+            DeflateEncoder::new(Vec::new(), Compression::new(super::embed::ON_DEMAND_LEVEL));
         encoder.write_all(&json)?;
         let encoded = STANDARD.encode(encoder.finish()?);
         *self = Chunk::default();
