@@ -348,7 +348,8 @@ where
         let written = writing
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the writing thread panicked")));
-        (filled, sent.and(written))
+        // The writing thread's own error comes first: a failed send only means it stopped.
+        (filled, written.and_then(|done| sent.map(|()| done)))
     });
     // A failed write stops the filling too: its own error is the one to report.
     let (temp, digest) = match (filled, written) {

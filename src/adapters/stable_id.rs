@@ -79,14 +79,28 @@ impl IdSource for Members {
                     .unsafe_integer
                     .is_some_and(|(at, _)| at.segments() == below) =>
             {
+                // The exact decimal as written, as the tree reader's u64 gives it.
                 let (_, decimal) = member.unsafe_integer.expect("checked");
+                Candidate::Integer(decimal.clone())
+            }
+            // Only the first integer beyond 2^53 of a member is kept exactly: another one's
+            // canonical text may be rounded, so it is refused rather than guessed.
+            JsonKind::Number
+                if member.unsafe_integer.is_some()
+                    && value.as_str().trim_start_matches('-').len() > 15 =>
+            {
                 Candidate::Other(format!(
-                    "the integer {decimal}, which no JSON double holds exactly (write it as a string)"
+                    "the integer {}, which no JSON double holds exactly (write it as a string)",
+                    value.as_str()
                 ))
             }
             JsonKind::Number if rest.is_empty() && member.written_as_fraction => {
                 Candidate::Other(super::kit::describe(&member))
             }
+            // `12.0` or `1e2` deep in a line: the tree reader's double, not an integer ID.
+            JsonKind::Number if member.is_integral_double(&below) => Candidate::Other(
+                crate::record::fields::describe(&Value::from(value.as_f64().unwrap_or_default())),
+            ),
             JsonKind::Number
                 if value
                     .as_str()
@@ -292,5 +306,42 @@ mod tests {
             (chosen.question_id.as_str(), chosen.scope),
             ("0", IdentityScope::RunLocal)
         );
+    }
+}
+
+#[cfg(test)]
+mod readers {
+    use super::*;
+    use crate::jsonl::{NonFinitePolicy, parse_line, scan_bytes};
+
+    /// The streaming reader's members give every ID, and refuse every one, as the tree
+    /// does: a number the tree reads as a double is no integer ID at any depth, though its
+    /// canonical text is an integer.
+    #[test]
+    fn members_and_trees_agree_on_every_id() {
+        let lines = [
+            r#"{"id": 12}"#,
+            r#"{"id": 12.0}"#,
+            r#"{"id": -0}"#,
+            r#"{"id": 1e2}"#,
+            r#"{"doc": {"id": 12.0}}"#,
+            r#"{"doc": {"id": 1e2, "x": 3}}"#,
+            r#"{"doc": {"id": 7, "x": 3.0}}"#,
+            r#"{"doc": {"id": 18446744073709551617}}"#,
+            r#"{"doc": {"id": 9007199254740993}}"#,
+            r#"{"doc": {"id": "q1"}}"#,
+        ];
+        let mut members = Members::new();
+        for line in lines {
+            scan_bytes(line.as_bytes(), 1, NonFinitePolicy::Reject, &mut members).unwrap();
+            let tree = parse_line(line, 1, NonFinitePolicy::Reject).unwrap().object;
+            let streamed = lookup(&members).map(|found| found.map(|id| id.question_id));
+            let expected = lookup(&tree).map(|found| found.map(|id| id.question_id));
+            match (&streamed, &expected) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{line}"),
+                (Err(a), Err(b)) => assert_eq!(a.path, b.path, "{line}"),
+                _ => panic!("{line}: {streamed:?} against {expected:?}"),
+            }
+        }
     }
 }

@@ -164,6 +164,12 @@ impl<R: Read> Batcher<R> {
             // Where to look for line ends: the carry holds none, unless it is the rest of
             // a batch after an overlong line.
             let mut searched = if self.carry_has_lines { 0 } else { data.len() };
+            if !self.carry_has_lines && data.len() > MAX_LINE_BYTES {
+                // A line already over the limit is not read further into memory.
+                self.line_number += 1;
+                self.skipping = !self.at_end;
+                return Ok(Some(too_long(self.line_number)));
+            }
             self.carry_has_lines = false;
             if !self.at_end {
                 // A long line in the making doubles the read, so it is read in few steps.
@@ -192,25 +198,43 @@ impl<R: Read> Batcher<R> {
                 .map(|at| searched + at);
             match last {
                 Some(last) => {
-                    // Only the first line can be over the limit: it began in the carry.
-                    let first_end = data
-                        .iter()
-                        .position(|&b| b == b'\n')
-                        .expect("a line end exists");
-                    if first_end > MAX_LINE_BYTES {
-                        self.carry = data[first_end + 1..].to_vec();
-                        self.carry_has_lines = true;
-                        self.line_number += 1;
-                        return Ok(Some(too_long(first_line)));
+                    // Every line is held to the limit: after an overlong line the carry
+                    // holds several whole lines, any of which may be long.
+                    let (mut start, mut count) = (0, 0u64);
+                    while start <= last {
+                        let end = start
+                            + data[start..=last]
+                                .iter()
+                                .position(|&b| b == b'\n')
+                                .expect("a line end exists");
+                        if end - start > MAX_LINE_BYTES {
+                            self.carry_has_lines = true;
+                            if count == 0 {
+                                self.carry = data[end + 1..].to_vec();
+                                self.line_number += 1;
+                                return Ok(Some(too_long(first_line)));
+                            }
+                            // The lines before it are a batch; it is the next one.
+                            self.carry = data[start..].to_vec();
+                            data.truncate(start);
+                            self.line_number += count;
+                            return Ok(Some(LineBatch {
+                                data,
+                                first_line,
+                                line_count: count,
+                                too_long: false,
+                            }));
+                        }
+                        count += 1;
+                        start = end + 1;
                     }
                     self.carry = data[last + 1..].to_vec();
                     data.truncate(last + 1);
-                    let line_count = data.iter().filter(|&&b| b == b'\n').count() as u64;
-                    self.line_number += line_count;
+                    self.line_number += count;
                     return Ok(Some(LineBatch {
                         data,
                         first_line,
-                        line_count,
+                        line_count: count,
                         too_long: false,
                     }));
                 }
@@ -308,6 +332,22 @@ mod tests {
                 assert_eq!(lines[2], (3, Ok(Some(b"{\"next\": 1}".to_vec()))));
             }
         }
+        // After an overlong line the next batch starts from lines already read: a long
+        // line among them is held to the limit too.
+        let mut text = vec![b'x'; MAX_LINE_BYTES + 1];
+        text.extend_from_slice(b"\n{}\n");
+        text.extend(std::iter::repeat_n(b'y', MAX_LINE_BYTES + 1));
+        text.extend_from_slice(b"\n{}\n");
+        let lines: Vec<_> = batches(&text).into_iter().flatten().collect();
+        assert_eq!(
+            lines,
+            vec![
+                (1, Err(LineErrorKind::TooLong)),
+                (2, Ok(Some(b"{}".to_vec()))),
+                (3, Err(LineErrorKind::TooLong)),
+                (4, Ok(Some(b"{}".to_vec()))),
+            ]
+        );
         let mut exact = vec![b'x'; MAX_LINE_BYTES];
         exact.push(b'\n');
         let lines: Vec<_> = batches(&exact).into_iter().flatten().collect();

@@ -59,6 +59,10 @@ pub struct Members {
     written_as_fraction: Vec<usize>,
     /// Members holding an integer no double holds: (member, the first such integer).
     unsafe_integers: Vec<(usize, UnsafeInteger)>,
+    /// Numbers whose canonical text is an integer but that the tree reader reads as a
+    /// double (`12.0`, `1e2`, `-0`, an integer beyond 64 bits): (member, path below it),
+    /// in member order. An ID must not read them as integers.
+    integral_doubles: Vec<(usize, FieldPath)>,
     /// Non-finite tokens read as null (empty unless the policy allows them).
     replaced: Vec<NonFiniteReplacement>,
 }
@@ -72,6 +76,9 @@ pub struct Member<'a> {
     pub unsafe_integer: Option<&'a UnsafeInteger>,
     /// The value is a number written with a fraction or an exponent.
     pub written_as_fraction: bool,
+    /// The paths below the member of the numbers the tree reader reads as doubles though
+    /// their canonical text is an integer.
+    pub integral_doubles: &'a [(usize, FieldPath)],
 }
 
 impl<'a> Member<'a> {
@@ -82,6 +89,14 @@ impl<'a> Member<'a> {
             Some(found) => Err(found),
             None => Ok(Json::canonical(self.value)),
         }
+    }
+
+    /// Whether the number at `below` (a path inside the member) is a double to the tree
+    /// reader though its canonical text is an integer.
+    pub fn is_integral_double(&self, below: &[PathSegment]) -> bool {
+        self.integral_doubles
+            .iter()
+            .any(|(_, path)| path.segments() == below)
     }
 
     /// The value as canonical JSON for reading only (an unsafe integer reads as its
@@ -102,6 +117,7 @@ impl Members {
         self.keys.clear();
         self.ends.clear();
         self.unsafe_integers.clear();
+        self.integral_doubles.clear();
         self.written_as_fraction.clear();
         self.replaced.clear();
     }
@@ -133,7 +149,13 @@ impl Members {
                 .iter()
                 .find(|(member, _)| *member == index)
                 .map(|(_, found)| found),
-            written_as_fraction: self.written_as_fraction.contains(&index),
+            // Pushed in member order, so sorted.
+            written_as_fraction: self.written_as_fraction.binary_search(&index).is_ok(),
+            integral_doubles: {
+                let from = self.integral_doubles.partition_point(|(m, _)| *m < index);
+                let to = self.integral_doubles.partition_point(|(m, _)| *m <= index);
+                &self.integral_doubles[from..to]
+            },
         }
     }
 
@@ -219,6 +241,8 @@ struct Scanner<'a> {
     replaced: Vec<NonFiniteReplacement>,
     /// The first integer of the current value that no double holds, and its full path.
     unsafe_integer: Option<UnsafeInteger>,
+    /// The full paths of the current value's integral doubles.
+    integral_doubles: Vec<FieldPath>,
 }
 
 /// serde_json's error messages, which the tree reader reports.
@@ -262,6 +286,7 @@ impl<'a> Scanner<'a> {
             policy,
             replaced: Vec::new(),
             unsafe_integer: None,
+            integral_doubles: Vec::new(),
         }
     }
 
@@ -355,7 +380,7 @@ impl<'a> Scanner<'a> {
             self.frames.pop();
             let literal = &self.bytes[literal_start..self.at];
             if matches!(literal[0], b'-' | b'0'..=b'9')
-                && literal.iter().any(|b| matches!(b, b'.' | b'e' | b'E'))
+                && (literal.iter().any(|b| matches!(b, b'.' | b'e' | b'E')) || literal == b"-0")
             {
                 members.written_as_fraction.push(members.len());
             }
@@ -376,6 +401,13 @@ impl<'a> Scanner<'a> {
                 members
                     .unsafe_integers
                     .push((members.len(), (below, value)));
+            }
+            for path in self.integral_doubles.drain(..) {
+                let mut below = FieldPath::root();
+                for segment in path.segments().iter().skip(1) {
+                    below.push(segment.clone());
+                }
+                members.integral_doubles.push((members.len(), below));
             }
             members.keys.push_str(key);
             members.ends.push((members.keys.len(), members.text.len()));
@@ -878,11 +910,13 @@ impl<'a> Scanner<'a> {
             // Up to 15 digits an integer is below 2^53, and its canonical text is the
             // literal itself (the grammar allows no leading zeros), but for `-0`.
             if digits.len() <= 15 {
-                out.extend_from_slice(if literal == "-0" {
-                    b"0"
+                if literal == "-0" {
+                    // serde_json reads `-0` as the double -0.0.
+                    self.integral_doubles.push(self.path());
+                    out.push(b'0');
                 } else {
-                    literal.as_bytes()
-                });
+                    out.extend_from_slice(literal.as_bytes());
+                }
                 return Ok(());
             }
             if let Ok(value) = digits.parse::<u64>()
@@ -898,7 +932,11 @@ impl<'a> Scanner<'a> {
             return Err(self.syntax_at(self.at - 1, message::OUT_OF_RANGE));
         }
         let mut ryu = ryu_js::Buffer::new();
-        out.extend_from_slice(ryu.format_finite(value).as_bytes());
+        let formatted = ryu.format_finite(value);
+        if formatted.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+            self.integral_doubles.push(self.path());
+        }
+        out.extend_from_slice(formatted.as_bytes());
         Ok(())
     }
 

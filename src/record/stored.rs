@@ -93,11 +93,6 @@ impl StoredRecord {
         Some(&self.text[start as usize..self.ends[index] as usize])
     }
 
-    /// A nested field's canonical JSON (`null` when the column holds none).
-    pub fn json(&self, field: StoredField) -> Json<'_> {
-        self.get(field).map_or(Json::NULL, Json::canonical)
-    }
-
     /// A required text field ("" when a damaged file holds null: validate reports it).
     fn required(&self, field: StoredField) -> &str {
         self.get(field).unwrap_or_default()
