@@ -201,6 +201,9 @@ impl<R: Read> Batcher<R> {
                     // Every line is held to the limit: after an overlong line the carry
                     // holds several whole lines, any of which may be long.
                     let (mut start, mut count) = (0, 0u64);
+                    // Where the batch ends: after the last line end, or before an
+                    // overlong line that follows other lines (it is the next batch).
+                    let mut cut = last + 1;
                     while start <= last {
                         let end = start
                             + data[start..=last]
@@ -214,22 +217,14 @@ impl<R: Read> Batcher<R> {
                                 self.line_number += 1;
                                 return Ok(Some(too_long(first_line)));
                             }
-                            // The lines before it are a batch; it is the next one.
-                            self.carry = data[start..].to_vec();
-                            data.truncate(start);
-                            self.line_number += count;
-                            return Ok(Some(LineBatch {
-                                data,
-                                first_line,
-                                line_count: count,
-                                too_long: false,
-                            }));
+                            cut = start;
+                            break;
                         }
                         count += 1;
                         start = end + 1;
                     }
-                    self.carry = data[last + 1..].to_vec();
-                    data.truncate(last + 1);
+                    self.carry = data[cut..].to_vec();
+                    data.truncate(cut);
                     self.line_number += count;
                     return Ok(Some(LineBatch {
                         data,

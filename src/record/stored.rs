@@ -185,18 +185,21 @@ impl StoredRecord {
         }
         out.extend_from_slice(b",\"source\":{\"path\":");
         text(out, StoredField::SourcePath);
-        match self.locator() {
-            Locator::Member(member) => {
+        match (
+            self.get(StoredField::SourceMember),
+            self.get(StoredField::SourcePointer),
+        ) {
+            (Some(member), _) => {
                 out.extend_from_slice(b",\"member\":");
-                write_string(&member, out);
+                write_string(member, out);
             }
-            Locator::Pointer(pointer) => {
+            (None, Some(pointer)) => {
                 out.extend_from_slice(b",\"pointer\":");
-                write_string(&pointer, out);
+                write_string(pointer, out);
             }
-            Locator::Line(line) => {
+            (None, None) => {
                 out.extend_from_slice(b",\"line\":");
-                push_integer(line, out);
+                push_integer(self.source_line.unwrap_or_default(), out);
             }
         }
         out.extend_from_slice(b"},\"warnings\":");

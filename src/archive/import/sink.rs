@@ -13,7 +13,7 @@ use crate::archive::artifacts::contract::BankIndex;
 use crate::archive::manifest::BreakdownCounter;
 use crate::archive::records::EncodedBatch;
 use crate::canonical_json::CanonicalError;
-use crate::jsonl::{LineError, NonFiniteReplacement};
+use crate::jsonl::{FieldPath, LineError, NonFiniteReplacement};
 use crate::record::{DigestMap, KeyDigest, NewRecord, Record};
 
 /// Where an identity was first seen: the import and the place in its file (for
@@ -121,22 +121,6 @@ impl Refusal {
             hint: error.hint().map(str::to_owned),
         }
     }
-
-    /// An integer beyond 2^53, which the canonical form cannot hold exactly.
-    pub(super) fn unsafe_integer(place: Place, field: String, value: &str) -> Self {
-        Refusal {
-            place,
-            column: None,
-            field: Some(field),
-            message: format!(
-                "the integer {value} has no exact JSON double (RFC 8785 stores numbers as doubles)"
-            ),
-            hint: Some(
-                "write integers beyond 2^53 as strings; as numbers every JSON reader may round them"
-                    .into(),
-            ),
-        }
-    }
 }
 
 /// What a worker made of one item, in file order.
@@ -185,7 +169,8 @@ impl Normalized {
         match NewRecord::from_record(record) {
             Ok(record) => self.finish_record(record, replaced, note, bank, context, place),
             Err(CanonicalError::UnsafeInteger { path, value }) => {
-                self.refuse(Refusal::unsafe_integer(place, path.to_string(), &value));
+                let error = crate::adapters::kit::unsafe_integer(path, &FieldPath::root(), &value);
+                self.refuse(Refusal::of_adapter(place, error));
             }
             Err(other) => self.refuse(Refusal {
                 place,

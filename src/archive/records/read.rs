@@ -223,6 +223,9 @@ impl Iterator for Batches {
 thread_local! {
     /// Set while [`contained`] runs on this thread, so the panic hook stays quiet.
     static CONTAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// This thread's buffers for the canonical checks of [`Batch::check_row`], kept from
+    /// row to row.
+    static SCRATCH: std::cell::RefCell<CanonicalScratch> = Default::default();
 }
 
 /// Runs `read`, turning a panic into an error. The Parquet and Arrow readers trust some
@@ -544,7 +547,7 @@ impl Batch {
     /// projected): the schema version, required text non-empty, integers in range, every
     /// JSON column exactly its RFC 8785 form and of its type, and the locator. What
     /// `validate` checks of each row; nothing is parsed into a tree.
-    pub fn check_row(&self, row: usize, scratch: &mut CanonicalScratch) -> Result<(), RowError> {
+    pub fn check_row(&self, row: usize) -> Result<(), RowError> {
         use Column as C;
         let version = self.integer(C::SchemaVersion, row).unwrap_or_default();
         if version != SCHEMA_VERSION {
@@ -560,9 +563,11 @@ impl Batch {
                 format!("{repeat_id} is beyond 2^53 - 1"),
             ));
         }
-        let json = |scratch: &mut CanonicalScratch, column: Column| -> Result<Json<'_>, RowError> {
+        let json = |column: Column| -> Result<Json<'_>, RowError> {
             let text = self.text(column, row).unwrap_or_default();
-            jsonl::check_canonical(text, scratch).map_err(|message| row_error(column, message))?;
+            SCRATCH
+                .with_borrow_mut(|scratch| jsonl::check_canonical(text, scratch))
+                .map_err(|message| row_error(column, message))?;
             Ok(Json::canonical(text))
         };
         let wrong = |column: Column, expected: &str, found: &Json<'_>| {
@@ -571,51 +576,39 @@ impl Batch {
                 format!("expected {expected}, found {}", found.describe()),
             )
         };
-        let input = json(scratch, C::Input)?;
+        let input = json(C::Input)?;
         if !matches!(input.kind(), JsonKind::Object | JsonKind::Null) {
             return Err(wrong(C::Input, "a JSON object or null", &input));
         }
-        let warnings = json(scratch, C::Warnings)?;
-        let all_strings = warnings
-            .elements()
-            .is_some_and(|items| items.iter().all(|item| item.kind() == JsonKind::String));
-        if !all_strings {
-            let found = match warnings.elements() {
-                Some(items) => items
-                    .into_iter()
-                    .find(|item| item.kind() != JsonKind::String)
-                    .expect("an element that is not a string"),
-                None => warnings,
-            };
-            return Err(wrong(C::Warnings, "an array of strings", &found));
+        let warnings = json(C::Warnings)?;
+        let Some(items) = warnings.elements() else {
+            return Err(wrong(C::Warnings, "an array of strings", &warnings));
+        };
+        if let Some(item) = items.iter().find(|item| item.kind() != JsonKind::String) {
+            return Err(wrong(C::Warnings, "an array of strings", item));
         }
         self.locator(row)?;
-        let required = [C::RunId, C::Benchmark];
-        let optional = [C::Script, C::Language];
-        let required_after = [C::QuestionId, C::VariantId, C::Filter];
-        for column in required {
-            self.required_text(column, row)?;
-        }
-        for column in optional {
-            self.optional_text(column, row)?;
-        }
-        for column in required_after {
-            self.required_text(column, row)?;
-        }
+        self.required_text(C::RunId, row)?;
+        self.required_text(C::Benchmark, row)?;
+        self.optional_text(C::Script, row)?;
+        self.optional_text(C::Language, row)?;
+        self.required_text(C::QuestionId, row)?;
+        self.required_text(C::VariantId, row)?;
+        self.required_text(C::Filter, row)?;
         self.identity_scope(row)?;
         self.required_text(C::Model, row)?;
         self.optional_text(C::RephrasingModel, row)?;
-        json(scratch, C::Target)?;
-        json(scratch, C::Prediction)?;
+        json(C::Target)?;
+        json(C::Prediction)?;
         for column in [C::Scores, C::Metrics] {
-            let value = json(scratch, column)?;
+            let value = json(column)?;
             if value.kind() != JsonKind::Object {
                 return Err(wrong(column, "a JSON object", &value));
             }
         }
-        json(scratch, C::Response)?;
+        json(C::Response)?;
         self.required_text(C::SourcePath, row)?;
-        let extra = json(scratch, C::Extra)?;
+        let extra = json(C::Extra)?;
         if extra.kind() != JsonKind::Object {
             return Err(wrong(C::Extra, "a JSON object", &extra));
         }
@@ -639,7 +632,7 @@ impl Batch {
     /// The full record of a row (every column must be projected), checked as
     /// [`Batch::check_row`] checks it.
     pub fn record(&self, row: usize) -> Result<Record, RowError> {
-        self.check_row(row, &mut CanonicalScratch::default())?;
+        self.check_row(row)?;
         let mut stored = StoredRecord::default();
         self.stored_record(row, &mut stored);
         stored.to_record().map_err(|message| RowError {

@@ -21,7 +21,7 @@ use crate::canonical_json::{is_canonical, to_canonical_bytes};
 use crate::durable::{ContentDigest, HashingReader, io_at};
 use crate::inputs::document::{self, Items};
 use crate::inputs::zip::ZipInput;
-use crate::jsonl::{self, BOM, CanonicalScratch};
+use crate::jsonl::{self, BOM};
 use crate::parallel;
 use crate::record::{DigestMap, KeyDigest, Locator};
 
@@ -463,15 +463,9 @@ enum Checked {
     },
 }
 
-thread_local! {
-    /// Each worker's scratch for the canonical checks, kept from row to row.
-    static SCRATCH: std::cell::RefCell<CanonicalScratch> = Default::default();
-}
-
 /// The row-local checks of one stored record, on its stored text.
 fn check_record(batch: &Batch, row: usize, number: u64, context: &RecordsContext<'_>) -> Checked {
-    let checked = SCRATCH.with_borrow_mut(|scratch| batch.check_row(row, scratch));
-    if let Err(error) = checked {
+    if let Err(error) = batch.check_row(row) {
         return Checked::Unreadable {
             row: number,
             message: error.to_string(),
