@@ -30,6 +30,7 @@ pub fn run(format: Format, basename: &str, data: &[u8]) {
         source: SourceFile {
             raw_path: "runs/r/raw/0001-input.jsonl",
             basename,
+            folder: "",
         },
     };
     let adapter = format.adapter();

@@ -259,6 +259,7 @@ mod tests {
             source: SourceFile {
                 raw_path: "runs/r1/raw/0001-a.jsonl",
                 basename: "a.jsonl",
+                folder: "",
             },
         };
         let text = value.to_string();

@@ -485,6 +485,7 @@ mod tests {
             source: SourceFile {
                 raw_path: "runs/r1/raw/0001-s.jsonl",
                 basename,
+                folder: "",
             },
         };
         let mut out = records_of_line(normalize, text, 11, NonFinitePolicy::Null, &context)?;
@@ -819,6 +820,7 @@ mod tests {
             source: SourceFile {
                 raw_path: "runs/r1/raw/0001-s.jsonl",
                 basename: SAMPLES,
+                folder: "",
             },
         };
         assert!(check_source(&context).is_err(), "checked once per file too");

@@ -27,6 +27,7 @@ pub const ADAPTER: super::Adapter = super::Adapter {
         layout,
         begin,
         normalize,
+        units: None,
     }),
     check_options,
     check_source: super::any_source,
@@ -584,6 +585,7 @@ mod tests {
             source: SourceFile {
                 raw_path: "runs/r/raw/0001-x/scenario_state.json",
                 basename: "x",
+                folder: "",
             },
         };
         let mut header = Map::new();

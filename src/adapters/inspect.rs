@@ -26,6 +26,7 @@ pub const ADAPTER: super::Adapter = super::Adapter {
         layout,
         begin,
         normalize,
+        units: None,
     }),
     check_options: super::no_option_rules,
     check_source: super::any_source,

@@ -18,6 +18,8 @@ pub mod harness;
 pub mod helm;
 pub mod inspect;
 pub mod kit;
+pub mod lighteval;
+pub mod opencompass;
 pub mod paired;
 pub mod stable_id;
 
@@ -32,13 +34,15 @@ use crate::jsonl::FieldPath;
 use crate::record::{FieldError, Fields, NewRecord, Record, fields::describe};
 
 /// Every input format `babel import --format` accepts, in the order `--help` lists them.
-pub const REGISTRY: [&Adapter; 6] = [
+pub const REGISTRY: [&Adapter; 8] = [
     &canonical::ADAPTER,
     &paired::ADAPTER,
     &harness::ADAPTER,
     &inspect::ADAPTER,
     &helm::ADAPTER,
     &eee::ADAPTER,
+    &lighteval::ADAPTER,
+    &opencompass::ADAPTER,
 ];
 
 /// One input format.
@@ -103,6 +107,37 @@ pub struct Structured {
     /// Normalizes one item into records, appended to `out`.
     pub normalize:
         fn(&Begun, Item, &ImportContext<'_>, &mut Vec<Record>) -> Result<(), AdapterError>,
+    /// For a format whose input is a producer's output folder holding many result files
+    /// (lighteval, OpenCompass): splits the input into [`Unit`]s, one import each. `None`
+    /// for a format whose input is one file or one run folder.
+    pub units: Option<PlanUnits>,
+}
+
+/// Splits an input into units, or says why it cannot ([`Structured::units`]).
+pub type PlanUnits = fn(&Listing<'_>) -> Result<Vec<Unit>, String>;
+
+/// What the archive found at an input path, for [`Structured::units`]: every regular file
+/// under a folder (`/`-separated paths relative to it, sorted), or a file alone.
+pub struct Listing<'a> {
+    /// The relative paths of a folder's files; a file input's path as given, alone.
+    pub files: &'a [String],
+    /// Whether the input is a folder.
+    pub folder: bool,
+}
+
+/// One import of a [`Structured::units`] input: a file whose items make records, and the
+/// files read whole as its header (keyed by role, as [`Header::members`] holds them).
+/// Paths are relative to the input folder, or, for a file input, to the file's own
+/// folder (where `../` reaches a sibling the producer always writes, which is refused if
+/// it is a link).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unit {
+    /// What the unit is called (a task, a dataset abbreviation): `--ids NAME=FILE` names it.
+    pub name: String,
+    /// The file whose items make records.
+    pub items: String,
+    /// The header files, by role.
+    pub header: Vec<(&'static str, String)>,
 }
 
 /// Where a structured file's header and items are.
@@ -130,6 +165,19 @@ pub enum Layout {
         items: crate::inputs::document::Items<'static>,
         indexed: Option<Indexed>,
     },
+    /// One file of a [`Structured::units`] input; the header is the unit's header files,
+    /// parsed, keyed by role (a `.jsonl` file as the array of its lines).
+    Rows(Rows),
+}
+
+/// How the items of a [`Layout::Rows`] file are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rows {
+    /// A Parquet file: each row is an item, located by the pointer `/<row>` (zero-based,
+    /// in file order).
+    Parquet,
+    /// A JSON object read whole: each member is an item, located by `/<key>`.
+    Members,
 }
 
 /// A header file of a folder too large to be read whole (a HELM run's
@@ -206,6 +254,10 @@ impl Format {
     pub const HELM: Format = Format(&helm::ADAPTER);
     /// Every Eval Ever instance-level rows.
     pub const EEE: Format = Format(&eee::ADAPTER);
+    /// lighteval details Parquet files.
+    pub const LIGHTEVAL: Format = Format(&lighteval::ADAPTER);
+    /// OpenCompass predictions and results.
+    pub const OPENCOMPASS: Format = Format(&opencompass::ADAPTER);
 
     /// Every format, in registry order.
     pub fn all() -> impl Iterator<Item = Format> {
@@ -230,6 +282,14 @@ impl Format {
     /// The version of this adapter's normalization rules, recorded with every import.
     pub fn normalizer_version(self) -> &'static str {
         self.0.normalizer_version
+    }
+
+    /// How a [`Structured::units`] format splits its inputs, if it is one.
+    pub fn units(self) -> Option<PlanUnits> {
+        match &self.0.reader {
+            Reader::Items(structured) => structured.units,
+            Reader::Lines(_) | Reader::TreeLines(_) => None,
+        }
     }
 
     /// Whether the format's inputs are folders (a HELM run), not files: its layout is a
@@ -326,6 +386,9 @@ pub struct SourceFile<'a> {
     pub raw_path: &'a str,
     /// The file name as the user gave it (the harness reads its task name from it).
     pub basename: &'a str,
+    /// The name of the folder the file is in, as the user gave it (OpenCompass names the
+    /// model by it), or empty.
+    pub folder: &'a str,
 }
 
 /// Everything an adapter may consult besides the line itself.

@@ -540,6 +540,7 @@ mod tests {
             source: SourceFile {
                 raw_path: "runs/r1/raw/0001-p.jsonl",
                 basename: "p.jsonl",
+                folder: "",
             },
         };
         let mut out = Vec::new();

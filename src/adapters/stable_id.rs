@@ -277,6 +277,7 @@ mod tests {
         let source = SourceFile {
             raw_path: "runs/r1/raw/0001-a.jsonl",
             basename: "a.jsonl",
+            folder: "",
         };
         let a = line_derived(source, 1);
         let b = line_derived(source, 2);
@@ -291,6 +292,7 @@ mod tests {
         let source = SourceFile {
             raw_path: "runs/r1/raw/0001-a.jsonl",
             basename: "a.jsonl",
+            folder: "",
         };
         let none = object(json!({"doc": {"text": "no id here"}}));
         let derived = resolve(&none, None, source, 4).unwrap();

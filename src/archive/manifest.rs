@@ -194,9 +194,10 @@ fn is_sha256(text: &str) -> bool {
 }
 
 impl ImportEntry {
-    /// Whether the import's format reads a folder (its raw files are in one).
-    pub fn format_reads_folders(&self) -> bool {
-        Format::parse(&self.format).is_some_and(Format::reads_folders)
+    /// Whether the import's raw files are in a folder of their own: a run folder (HELM),
+    /// or a unit of an output folder (lighteval, OpenCompass) with its header files.
+    pub fn raw_is_a_folder(&self) -> bool {
+        Format::parse(&self.format).is_some_and(|f| f.reads_folders() || f.units().is_some())
     }
 
     /// Every archived input file of the import: the raw file, then its companions.
@@ -241,7 +242,7 @@ impl ImportEntry {
                 .and_then(|rest| rest.strip_prefix('/'))
                 .is_some_and(|name| !name.is_empty() && !name.contains('/'))
         };
-        let folder = self.format_reads_folders();
+        let folder = self.raw_is_a_folder();
         if !(if folder {
             folder_is(&self.raw.path)
         } else {
@@ -446,7 +447,7 @@ impl RunManifest {
             }
             let raw_prefix = format!("{}/{:04}-", layout::RAW, entry.seq);
             let raw_name = entry.raw.path.strip_prefix(&raw_prefix);
-            let depth = if entry.format_reads_folders() { 1 } else { 0 };
+            let depth = if entry.raw_is_a_folder() { 1 } else { 0 };
             if raw_name.is_none_or(|name| name.is_empty() || name.matches('/').count() != depth) {
                 problems.push(format!(
                     "import {} raw path {:?} is not {raw_prefix}<name>",

@@ -57,9 +57,26 @@ pub struct Args {
     /// Refuse an --attach file larger than this (e.g. 500MiB, 20GiB).
     #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = babel::hub::pull::parse_size)]
     max_attachment_size: u64,
+    /// OpenCompass: the dataset file (JSON Lines) whose line i is item i of dataset NAME
+    /// (its abbreviation, the predictions file's name without .json), so items get that
+    /// line's id (--id-field picks the column; default id) and pair across runs. The file
+    /// is archived with the import. Repeatable.
+    #[arg(long, value_name = "NAME=FILE", value_parser = parse_ids)]
+    ids: Vec<(String, PathBuf)>,
     /// Print the outcome as JSON.
     #[arg(long)]
     json: bool,
+}
+
+fn parse_ids(text: &str) -> Result<(String, PathBuf), String> {
+    match text.split_once('=') {
+        Some((name, file)) if !name.is_empty() && !file.is_empty() => {
+            Ok((name.to_owned(), PathBuf::from(file)))
+        }
+        _ => Err(format!(
+            "expected NAME=FILE (e.g. babel_mc_gen=data/babel_mc.jsonl), found {text:?}"
+        )),
+    }
 }
 
 const IMPORT_EXAMPLES: &str = "\
@@ -72,6 +89,9 @@ Examples:
   babel import r1 --format harness --non-finite null samples_with_nan_*.jsonl
   babel import r1 --format inspect --benchmark mc logs/2026-12-03T14-54-39-00-00_mc_*.eval
   babel import r1 --format helm 'benchmark_output/runs/suite/mmlu:subject=anatomy,model=m'
+  babel import r1 --format lighteval --id-field doc.specific.id out/custom-seed1
+  babel import r1 --format opencompass outputs/20261203_234822 \
+      --ids babel_mc_gen=data/babel_mc.jsonl --ids babel_mc_circular=data/babel_mc.jsonl
 
 The harness adapter reads the question ID from doc.id (or another place of the automatic
 lookup; --id-field overrides it), the benchmark from the file name, and correctness from a
@@ -81,7 +101,12 @@ The inspect adapter reads samples[].id (integer ids may be positions: run-local 
 correctness_metric names (or the log's only scorer): C right, I and N wrong, P and NaN unknown.
 The helm adapter imports a run folder whole: variants are its perturbations, repeats its train
 trials, correctness the 0/1 stat exact_match (or correctness_metric); ids id0, id1, ... are
-HELM's positions and stay run-local.";
+HELM's positions and stay run-local.
+The lighteval adapter reads an output folder (or one details Parquet file with the results
+JSON beside it): doc.id is a row position, run-local unless --id-field names a kept id
+(doc.specific.id); correctness is metric.acc or metric.em. The opencompass adapter reads an
+outputs/<timestamp> folder (or one predictions file): items are positions, run-local unless
+--ids gives each dataset its file; circular rotations are variants circular-0..3.";
 
 fn format_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(
@@ -154,6 +179,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         },
         attachments: args.attach,
         max_attachment_size: args.max_attachment_size,
+        ids: args.ids,
     };
     let archive = globals.archive()?;
     let session = globals.write_session(&archive)?;

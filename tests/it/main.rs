@@ -28,6 +28,8 @@ mod import_canonical;
 mod import_eee;
 mod import_helm;
 mod import_inspect;
+mod import_lighteval;
+mod import_opencompass;
 mod paired_import;
 mod panel;
 mod panel_browser;

@@ -542,6 +542,7 @@ mod tests {
             source: crate::adapters::SourceFile {
                 raw_path: "runs/r/raw/0001-a.jsonl",
                 basename: "a.jsonl",
+                folder: "",
             },
         };
         let mut out = crate::adapters::kit::records_of_line(

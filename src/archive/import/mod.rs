@@ -9,6 +9,7 @@
 mod lines;
 mod sink;
 mod structured;
+mod units;
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -51,6 +52,9 @@ pub struct ImportOptions {
     pub attachments: Vec<PathBuf>,
     /// The ceiling for each attachment (`--max-attachment-size`).
     pub max_attachment_size: u64,
+    /// `--ids NAME=FILE`: the dataset file whose line i names item i of the unit `NAME`
+    /// (an OpenCompass dataset abbreviation), archived with that unit.
+    pub ids: Vec<(String, PathBuf)>,
 }
 
 impl ImportOptions {
@@ -62,6 +66,7 @@ impl ImportOptions {
             non_finite: NonFinitePolicy::Reject,
             attachments: Vec::new(),
             max_attachment_size: super::DEFAULT_MAX_ATTACHMENT_SIZE,
+            ids: Vec::new(),
         }
     }
 
@@ -206,15 +211,32 @@ pub fn import(
         options.max_attachment_size,
     )?;
     let folders = options.format.reads_folders();
+    if !options.ids.is_empty() && options.format.units().is_none() {
+        return Err(ArchiveError::Usage {
+            message: format!("--ids does not apply to --format {}", options.format.name()),
+            hint: Some(
+                "--ids names the dataset file of an OpenCompass dataset; other formats carry their ids".into(),
+            ),
+        });
+    }
     let mut sources = Vec::new();
     for path in files {
+        if let Some(plan) = options.format.units() {
+            sources.extend(units::open_units(
+                path,
+                options.format.name(),
+                plan,
+                &options.ids,
+            )?);
+            continue;
+        }
         let input = if folders {
             open_folder(path, options.format)?
         } else {
             let (file, size) = super::open_input(path, None)?;
             Input::File(file, size)
         };
-        sources.push((path, input));
+        sources.push((path.clone(), input));
     }
     let first_seq = manifest.imports.last().map_or(1, |i| i.seq + 1);
     let planned: Vec<(u64, String, String, String)> = sources
@@ -288,7 +310,7 @@ pub fn import(
     let mut entries = Vec::new();
     for ((path, input), (seq, given, raw, records)) in sources.into_iter().zip(planned) {
         let plan = FilePlan {
-            given_path: path,
+            given_path: &path,
             given_name: &given,
             seq,
             origins: &origins,
@@ -312,14 +334,24 @@ pub fn import(
                 importing.lines(LineHook::Trees(*normalize), file, &mut seen, &mut report)
             }
             (Reader::Items(structured), Input::File(file, _)) => {
-                importing.items(structured, file, Vec::new(), &mut seen, &mut report)
+                importing.items(structured, file, Vec::new(), &[], &mut seen, &mut report)
             }
             (
                 Reader::Items(structured),
                 Input::Folder {
-                    items, companions, ..
+                    items,
+                    companions,
+                    roles,
+                    ..
                 },
-            ) => importing.items(structured, items, companions, &mut seen, &mut report),
+            ) => importing.items(
+                structured,
+                items,
+                companions,
+                &roles,
+                &mut seen,
+                &mut report,
+            ),
             (Reader::Lines(_) | Reader::TreeLines(_), Input::Folder { .. }) => {
                 unreachable!("only a format that reads folders opens one")
             }
@@ -404,13 +436,15 @@ pub fn import(
 }
 
 /// One input as opened: a file, or a folder's files (the items file and the others,
-/// each `(stored name, file, bytes)`, sorted by name).
+/// each `(stored name, file, bytes)`, sorted by name, with the header roles of a unit's).
 enum Input {
     File(File, u64),
     Folder {
-        items_file: &'static str,
+        items_file: String,
         items: File,
         companions: Vec<(String, File, u64)>,
+        /// A unit's header files: (role, stored name).
+        roles: Vec<(&'static str, String)>,
         bytes: u64,
     },
 }
@@ -501,9 +535,10 @@ fn open_folder(path: &Path, format: adapters::Format) -> Result<Input, ArchiveEr
     };
     let (_, items, _) = entries.remove(at);
     Ok(Input::Folder {
-        items_file,
+        items_file: items_file.to_owned(),
         items,
         companions: entries,
+        roles: Vec::new(),
         bytes: total,
     })
 }
@@ -579,6 +614,13 @@ impl FileImport<'_, '_> {
             source: SourceFile {
                 raw_path: &self.plan.raw_rel,
                 basename: self.plan.given_name,
+                folder: self
+                    .plan
+                    .given_path
+                    .parent()
+                    .and_then(Path::file_name)
+                    .and_then(|name| name.to_str())
+                    .unwrap_or_default(),
             },
         }
     }

@@ -26,6 +26,7 @@ impl FileImport<'_, '_> {
         structured: &adapters::Structured,
         source: File,
         companions: Vec<(String, File, u64)>,
+        roles: &[(&'static str, String)],
         seen: &mut DigestMap<Seen>,
         report: &mut ImportReport,
     ) -> Result<FileOutcome, ArchiveError> {
@@ -48,6 +49,7 @@ impl FileImport<'_, '_> {
             let read = structured_items(
                 structured,
                 &raw_path,
+                roles,
                 &import_context,
                 self.bank,
                 |normalized| {
@@ -97,7 +99,8 @@ fn document_items<R: BufRead>(
 }
 
 /// The largest header file of a folder input (a HELM run's `per_instance_stats.json`,
-/// read whole because every item is joined with it).
+/// read whole because every item is joined with it), and of a JSON object whose members
+/// are the items (an OpenCompass predictions file, written whole by its producer).
 const MAX_HEADER_FILE_BYTES: u64 = 1 << 30;
 
 /// A whole file, refused when larger than `limit`: `Ok(problem)` for a file too large,
@@ -212,6 +215,97 @@ fn begin_without_index(
     .map_err(header_problem)
 }
 
+/// A header file of a [`adapters::Layout::Rows`] unit parsed: a `.jsonl` file (a dataset)
+/// as the array of its lines, any other as one JSON value.
+fn header_file_value(bytes: &[u8], name: &str) -> Result<Value, FileProblem> {
+    if !name.ends_with(".jsonl") {
+        let mut wrapped = b"{\"v\":".to_vec();
+        wrapped.extend_from_slice(bytes);
+        wrapped.push(b'}');
+        return jsonl::parse_bytes(&wrapped, 1, NonFinitePolicy::Null)
+            .map(|mut line| line.object.shift_remove("v").unwrap_or_default())
+            .map_err(|e| (format!("{name}: {}", e.message()), None));
+    }
+    let mut lines = Vec::new();
+    for (number, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let parsed = jsonl::parse_bytes(line, number as u64 + 1, NonFinitePolicy::Null)
+            .map_err(|e| (format!("{name}: {e}"), None))?;
+        lines.push(Value::Object(parsed.object));
+    }
+    Ok(Value::Array(lines))
+}
+
+/// A member of a JSON object as an item located by `/<key>`: its value must be an object;
+/// the non-finite numbers read as null inside it are its own.
+fn member_item(
+    key: String,
+    value: Value,
+    replaced: &[jsonl::NonFiniteReplacement],
+) -> Result<adapters::Item, Refusal> {
+    use crate::jsonl::{FieldPath, PathSegment};
+    let locator = Locator::Pointer(format!(
+        "/{}",
+        crate::inputs::document::escape_pointer(&key)
+    ));
+    let Value::Object(object) = value else {
+        return Err(Refusal {
+            place: Place::of(&locator),
+            column: None,
+            field: None,
+            message: format!(
+                "member {key:?} is {}, not an object",
+                crate::record::fields::describe(&value)
+            ),
+            hint: None,
+        });
+    };
+    let replaced = replaced
+        .iter()
+        .filter_map(|r| match r.path.segments().split_first() {
+            Some((PathSegment::Key(first), rest)) if *first == key => {
+                let mut path = FieldPath::root();
+                for segment in rest {
+                    path = match segment {
+                        PathSegment::Key(k) => path.key(k),
+                        PathSegment::Index(i) => path.index(*i),
+                    };
+                }
+                Some(jsonl::NonFiniteReplacement {
+                    path,
+                    token: r.token,
+                })
+            }
+            _ => None,
+        })
+        .collect();
+    Ok(adapters::Item {
+        object,
+        replaced,
+        locator,
+    })
+}
+
+/// An item's JSON text parsed, or why it is refused.
+fn parse_item(bytes: &[u8], locator: Locator) -> Result<adapters::Item, Refusal> {
+    match jsonl::parse_bytes(bytes, 1, NonFinitePolicy::Null) {
+        Ok(parsed) => Ok(adapters::Item {
+            object: parsed.object,
+            replaced: parsed.replaced,
+            locator,
+        }),
+        Err(error) => Err(Refusal {
+            place: Place::of(&locator),
+            column: None,
+            field: (!error.path.is_root()).then(|| error.path.to_string()),
+            message: error.message(),
+            hint: None,
+        }),
+    }
+}
+
 /// Reads the archived structured file at `raw` as `structured` lays it out: its header
 /// first (a second pass over a document, so the header may come after the items), then
 /// every item, normalized and handed to `take` in file order. Returns the producer's
@@ -220,6 +314,7 @@ fn begin_without_index(
 fn structured_items(
     structured: &adapters::Structured,
     raw: &Path,
+    roles: &[(&'static str, String)],
     context: &ImportContext<'_>,
     bank: Option<&BankIndex>,
     mut take: impl FnMut(Normalized) -> Result<(), ArchiveError>,
@@ -238,48 +333,31 @@ fn structured_items(
             .map(|mut line| line.object.shift_remove("v").unwrap_or_default())
             .map_err(|e| (format!("{what}: {}", e.message()), None))
     };
-    let mut normalize_item = |item_bytes: &[u8],
-                              locator: Locator,
+    let mut normalize_item = |item: Result<adapters::Item, Refusal>,
                               begun: &adapters::Begun|
      -> Result<(), ArchiveError> {
-        let place = Place::of(&locator);
         let mut out = Normalized::default();
-        match jsonl::parse_bytes(item_bytes, 1, NonFinitePolicy::Null) {
-            Err(error) => out.refuse(Refusal {
-                place,
-                column: None,
-                field: (!error.path.is_root()).then(|| error.path.to_string()),
-                message: error.message(),
-                hint: None,
-            }),
-            Ok(parsed) => {
-                let item = adapters::Item {
-                    object: parsed.object,
-                    replaced: parsed.replaced,
-                    locator,
+        let item = match item {
+            Ok(item) => item,
+            Err(refusal) => {
+                out.refuse(refusal);
+                return take(out);
+            }
+        };
+        let place = Place::of(&item.locator);
+        let replaced = item.replaced.clone();
+        let mut records = Vec::new();
+        match (structured.normalize)(begun, item, context, &mut records) {
+            Err(error) => out.refuse(Refusal::of_adapter(place, error)),
+            Ok(()) => {
+                let note = |r: &jsonl::NonFiniteReplacement| {
+                    format!(
+                        "non-finite number {} at {} was read as null",
+                        r.token, r.path
+                    )
                 };
-                let replaced = item.replaced.clone();
-                let mut records = Vec::new();
-                match (structured.normalize)(begun, item, context, &mut records) {
-                    Err(error) => out.refuse(Refusal::of_adapter(place, error)),
-                    Ok(()) => {
-                        let note = |r: &jsonl::NonFiniteReplacement| {
-                            format!(
-                                "non-finite number {} at {} was read as null",
-                                r.token, r.path
-                            )
-                        };
-                        for record in records {
-                            out.finish_tree_record(
-                                record,
-                                &replaced,
-                                &note,
-                                bank,
-                                context,
-                                place.clone(),
-                            );
-                        }
-                    }
+                for record in records {
+                    out.finish_tree_record(record, &replaced, &note, bank, context, place.clone());
                 }
             }
         }
@@ -327,7 +405,7 @@ fn structured_items(
                     Ok(bytes) => bytes,
                     Err(error) => return Ok(Err((error.to_string(), None))),
                 };
-                normalize_item(&bytes, Locator::Member(name.clone()), &begun)?;
+                normalize_item(parse_item(&bytes, Locator::Member(name.clone())), &begun)?;
             }
             Ok(Ok(begun.producer))
         }
@@ -368,10 +446,72 @@ fn structured_items(
             let file = File::open(raw).map_err(io_at("reading", raw))?;
             let reader = BufReader::with_capacity(256 * 1024, file);
             match document_items(reader, items, |item, locator| {
-                normalize_item(item, locator, &begun)
+                normalize_item(parse_item(item, locator), &begun)
             }) {
                 Ok(()) => Ok(Ok(begun.producer)),
                 Err(error) => shape(error).map(Err),
+            }
+        }
+        adapters::Layout::Rows(rows) => {
+            for (role, stored) in roles {
+                let path = raw.with_file_name(stored);
+                let value = read_whole(&path, MAX_HEADER_FILE_BYTES)
+                    .and_then(|bytes| header_file_value(&bytes, stored).map_err(Ok));
+                match value {
+                    Ok(value) => header.insert((*role).to_owned(), value),
+                    Err(Ok(problem)) => return Ok(Err(problem)),
+                    Err(Err(error)) => return Err(error),
+                };
+            }
+            let begun = match begin_without_index(structured, std::mem::take(&mut header), context)
+            {
+                Ok(begun) => begun,
+                Err(problem) => return Ok(Err(problem)),
+            };
+            match rows {
+                adapters::Rows::Parquet => {
+                    use crate::inputs::parquet::{ParquetInputError, Row, read_rows};
+                    let file = File::open(raw).map_err(io_at("reading", raw))?;
+                    let read = read_rows(file, |row, Row { object, replaced }| {
+                        let locator = Locator::Pointer(format!("/{row}"));
+                        normalize_item(
+                            Ok(adapters::Item {
+                                object,
+                                replaced,
+                                locator,
+                            }),
+                            &begun,
+                        )
+                    });
+                    match read {
+                        Ok(()) => Ok(Ok(begun.producer)),
+                        Err(ParquetInputError::Visit(error)) => Err(error),
+                        Err(other) => Ok(Err((other.to_string(), None))),
+                    }
+                }
+                adapters::Rows::Members => {
+                    let document = match read_whole(raw, MAX_HEADER_FILE_BYTES) {
+                        Ok(bytes) => bytes,
+                        Err(Ok(problem)) => return Ok(Err(problem)),
+                        Err(Err(error)) => return Err(error),
+                    };
+                    let parsed = match jsonl::parse_bytes(&document, 1, NonFinitePolicy::Null) {
+                        Ok(parsed) => parsed,
+                        Err(error) => {
+                            return Ok(Err((
+                                format!(
+                                    "not the JSON object the format reads: {}",
+                                    error.message()
+                                ),
+                                None,
+                            )));
+                        }
+                    };
+                    for (key, value) in parsed.object {
+                        normalize_item(member_item(key, value, &parsed.replaced), &begun)?;
+                    }
+                    Ok(Ok(begun.producer))
+                }
             }
         }
         adapters::Layout::Document {
@@ -415,7 +555,7 @@ fn structured_items(
                 Err(problem) => return Ok(Err(problem)),
             };
             let second = document_items(open()?, items, |item, locator| {
-                normalize_item(item, locator, &begun)
+                normalize_item(parse_item(item, locator), &begun)
             });
             match second {
                 Ok(()) => Ok(Ok(begun.producer)),

@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use super::Collector;
-use crate::adapters::{Format, Layout, Reader};
+use crate::adapters::{Format, Layout, Reader, Rows};
 use crate::archive::layout::{self, RunId, run_relative};
 use crate::archive::manifest::{
     BreakdownCounter, CountEntry, ImportEntry, RUN_MANIFEST_FORMAT, RunManifest,
@@ -164,6 +164,8 @@ enum RawIndex {
     Lines(Vec<bool>),
     /// The item members of a ZIP log.
     Members(HashSet<String>),
+    /// The pointers of the members of a JSON object whose members are the items.
+    Keys(HashSet<String>),
     /// The number of items of a JSON document, and the pointer prefix they share.
     Items { items: Items<'static>, count: u64 },
     /// The file cannot be read as its format says; no locator resolves.
@@ -178,6 +180,7 @@ impl RawIndex {
                 *line >= 1 && nonblank.get(*line as usize - 1).copied().unwrap_or(false)
             }
             (RawIndex::Members(names), Locator::Member(name)) => names.contains(name),
+            (RawIndex::Keys(pointers), Locator::Pointer(pointer)) => pointers.contains(pointer),
             (RawIndex::Items { items, count }, Locator::Pointer(pointer)) => {
                 let prefix = items.pointer(0);
                 let prefix = &prefix[..prefix.len() - 1];
@@ -201,7 +204,7 @@ impl RawIndex {
             (RawIndex::Members(_), Locator::Member(name)) => {
                 format!("source member {name:?} is not an item member of {raw_rel}")
             }
-            (RawIndex::Items { .. }, Locator::Pointer(pointer)) => {
+            (RawIndex::Items { .. } | RawIndex::Keys(_), Locator::Pointer(pointer)) => {
                 format!("source pointer {pointer:?} is not an item of {raw_rel}")
             }
             _ => format!(
@@ -247,6 +250,36 @@ fn scan_raw(
                 Err(error) => RawIndex::Unreadable(format!("cannot be read: {error}")),
             };
             (index, digest)
+        }
+        // A Parquet file's rows are counted from its footer: hashed apart.
+        Ok(Layout::Rows(Rows::Parquet)) => {
+            let digest = hash_rest(HashingReader::new(
+                file.try_clone().map_err(io_at("reading", path))?,
+            ))?;
+            let index = match crate::inputs::parquet::count_rows(file) {
+                Ok(count) => RawIndex::Items {
+                    items: Items::TopLevel,
+                    count,
+                },
+                Err(error) => RawIndex::Unreadable(format!("cannot be read: {error}")),
+            };
+            (index, digest)
+        }
+        Ok(Layout::Rows(Rows::Members)) => {
+            let mut reader = HashingReader::new(file);
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut reader, &mut bytes).map_err(io_at("reading", path))?;
+            let index = match jsonl::parse_bytes(&bytes, 1, jsonl::NonFinitePolicy::Null) {
+                Ok(parsed) => RawIndex::Keys(
+                    parsed
+                        .object
+                        .keys()
+                        .map(|key| format!("/{}", document::escape_pointer(key)))
+                        .collect(),
+                ),
+                Err(error) => RawIndex::Unreadable(format!("cannot be read: {}", error.message())),
+            };
+            (index, reader.finish())
         }
         Ok(Layout::Document { items, .. } | Layout::Folder { items, .. }) => {
             let mut reader = BufReader::with_capacity(256 * 1024, HashingReader::new(file));
@@ -644,7 +677,7 @@ fn check_untracked(
         for entry in &manifest.imports {
             registered.extend(entry.raw_files().map(|f| f.path.clone()));
             registered.insert(entry.records.path.clone());
-            if entry.format_reads_folders()
+            if entry.raw_is_a_folder()
                 && let Some((folder, _)) = entry.raw.path.rsplit_once('/')
             {
                 folders.insert(folder.to_owned());

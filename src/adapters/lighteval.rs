@@ -1,0 +1,400 @@
+//! The lighteval adapter: an output folder `out/<run>/` written with `--save-details`
+//! (checked on lighteval 0.13.0), or one of its details Parquet files. Each
+//! `details/<model>/<date>/details_<task>|<fewshot>_<date>.parquet` is one import, with the
+//! `results/<model>/results_<date>.json` of its run beside it (the model is only there).
+//!
+//! Owns the lighteval rules of the data contract: `doc.id` is the row's position in the
+//! evaluated split (lighteval overwrites every dataset id), so by default it is run-local;
+//! `--id-field` names a kept id (`doc.specific.id`). The rows are shuffled: nothing is
+//! ever joined on row order. Correctness is `metric.acc` or `metric.em` (0/1 integers), or
+//! the run's `correctness_metric`; continuous metrics stay in `metrics`; no multiple-choice
+//! answer is inferred from the logprobs. The mapping is in FORMAT.md ("The lighteval
+//! adapter"). No filesystem access: the archive reads the files and hands over rows.
+
+use serde_json::{Map, Value};
+
+use super::{AdapterError, Begun, ImportContext, Item, Layout, Listing, Rows, Unit, stable_id};
+use crate::jsonl::{FieldPath, PathSegment};
+use crate::record::fields::describe;
+use crate::record::{DEFAULT_FILTER, IdentityScope, Record, SCHEMA_VERSION, Source};
+
+/// lighteval details, one Parquet file per task.
+pub const ADAPTER: super::Adapter = super::Adapter {
+    name: "lighteval",
+    summary: "lighteval output (out/<run>/ or one details_<task>|<n>_<date>.parquet)",
+    normalizer_version: "lighteval/1",
+    reader: super::Reader::Items(super::Structured {
+        layout,
+        begin,
+        normalize,
+        units: Some(units),
+    }),
+    check_options: super::no_option_rules,
+    check_source: super::any_source,
+    fixed_variants: &[],
+};
+
+/// The variant of every record without `--variant`.
+pub const ORIGINAL: &str = "original";
+
+/// The binary metrics that set `correct`, in order, when the run names none.
+pub const CORRECTNESS_METRICS: [&str; 2] = ["acc", "em"];
+
+const RESULTS: &str = "results";
+
+fn layout(_: &str) -> Result<Layout, String> {
+    Ok(Layout::Rows(Rows::Parquet))
+}
+
+/// A details file's name split: (`<task>|<fewshot>`, `<date>`).
+fn details_name(name: &str) -> Option<(&str, &str)> {
+    name.strip_prefix("details_")?
+        .strip_suffix(".parquet")?
+        .rsplit_once('_')
+}
+
+/// Every details file of the folder (or the file alone) is a unit, with its run's
+/// results file.
+fn units(listing: &Listing<'_>) -> Result<Vec<Unit>, String> {
+    let mut units = Vec::new();
+    for path in listing.files {
+        let parts: Vec<&str> = path.split('/').collect();
+        let name = parts.last().copied().unwrap_or_default();
+        let Some((task, date)) = details_name(name) else {
+            if listing.folder {
+                continue;
+            }
+            return Err(format!(
+                "{name:?} is not a lighteval details file (details_<task>|<n>_<date>.parquet)"
+            ));
+        };
+        // details/<model>/<date>/details_...: the results are results/<model>/results_<date>.json.
+        let model = match parts.len() {
+            n if n >= 3 => parts[n - 3],
+            _ => {
+                return Err(format!(
+                    "{path} is not inside details/<model>/<date>/, so its results file cannot be found"
+                ));
+            }
+        };
+        let results = format!("results/{model}/results_{date}.json");
+        let header = if listing.folder {
+            if !listing.files.contains(&results) {
+                return Err(format!(
+                    "{path} has no results file {results}: the model is named only there"
+                ));
+            }
+            results
+        } else {
+            format!("../../../{results}")
+        };
+        units.push(Unit {
+            name: task.to_owned(),
+            items: path.clone(),
+            header: vec![(RESULTS, header)],
+        });
+    }
+    if units.is_empty() {
+        return Err(
+            "holds no details/<model>/<date>/details_<task>|<n>_<date>.parquet (was it run with --save-details?)"
+                .into(),
+        );
+    }
+    Ok(units)
+}
+
+/// What every row of one details file needs.
+struct Details {
+    task: String,
+    benchmark: String,
+    fewshot: Option<u64>,
+    metric: Option<String>,
+    model_warning: Option<String>,
+}
+
+fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, AdapterError> {
+    let results = header.members.get(RESULTS).and_then(Value::as_object);
+    let Some(results) = results else {
+        return Err(AdapterError::new(
+            FieldPath::root(),
+            "the results JSON beside the details file is missing or not a JSON object",
+        )
+        .with_hint("import the run's output folder whole (out/<run>/)"));
+    };
+    let (task, _) = details_name(context.source.basename).ok_or_else(|| {
+        AdapterError::new(
+            FieldPath::root(),
+            format!(
+                "{:?} is not a lighteval details file name",
+                context.source.basename
+            ),
+        )
+    })?;
+    let (name, fewshot) = match task.rsplit_once('|') {
+        Some((name, n)) => (name, n.parse::<u64>().ok()),
+        None => (task, None),
+    };
+    let benchmark = super::named_benchmark(
+        context,
+        Some(name),
+        "the task name",
+        "no benchmark: the details file names no task",
+    )?;
+    let at_results = FieldPath::root().key("config_general");
+    let model_name = results
+        .get("config_general")
+        .and_then(|c| c.get("model_name"))
+        .and_then(Value::as_str);
+    if model_name.is_none() {
+        return Err(AdapterError::new(
+            at_results.key("model_name"),
+            "the results JSON names no model",
+        )
+        .with_hint("this is not a results file lighteval wrote; import the whole output folder"));
+    }
+    let model_warning = super::check_model(
+        model_name,
+        at_results.key("model_name"),
+        "the lighteval run's model (results JSON config_general.model_name)",
+        context,
+    )?;
+    let mut producer = Map::new();
+    producer.insert("framework".into(), "lighteval".into());
+    producer.insert("task".into(), task.into());
+    if let Some(model) = model_name {
+        producer.insert("model".into(), model.into());
+    }
+    let config = results.get("config_tasks").and_then(|c| c.get(task));
+    for (key, value) in [
+        ("task_version", config.and_then(|c| c.get("version"))),
+        ("hf_repo", config.and_then(|c| c.get("hf_repo"))),
+        (
+            "hashes",
+            results
+                .get("summary_tasks")
+                .and_then(|s| s.get(task))
+                .and_then(|s| s.get("hashes")),
+        ),
+        (
+            "lighteval_sha",
+            results
+                .get("config_general")
+                .and_then(|c| c.get("lighteval_sha")),
+        ),
+    ] {
+        if let Some(value) = value.filter(|v| !v.is_null()) {
+            producer.insert(key.into(), value.clone());
+        }
+    }
+    Ok(Begun {
+        state: Box::new(Details {
+            task: task.to_owned(),
+            benchmark,
+            fewshot,
+            metric: context.run.correctness_metric.clone(),
+            model_warning,
+        }),
+        producer,
+    })
+}
+
+fn normalize(
+    begun: &Begun,
+    item: Item,
+    context: &ImportContext<'_>,
+    out: &mut Vec<Record>,
+) -> Result<(), AdapterError> {
+    let details: &Details = begun.state.downcast_ref().expect("begun by this adapter");
+    let object = item.object;
+    let root = FieldPath::root();
+    let doc = match object.get("doc") {
+        Some(Value::Object(doc)) => doc,
+        other => {
+            return Err(AdapterError::new(
+                root.key("doc"),
+                format!(
+                    "expected lighteval's doc struct, found {}",
+                    other.map_or("nothing".into(), describe)
+                ),
+            ));
+        }
+    };
+    let empty = Map::new();
+    let metric = object
+        .get("metric")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let response = object
+        .get("model_response")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    if let Some(task) = doc.get("task_name").and_then(Value::as_str)
+        && task != details.task
+    {
+        return Err(AdapterError::new(
+            root.key("doc").key("task_name"),
+            format!("task {task:?}, but the file is of task {:?}", details.task),
+        ));
+    }
+    let mut warnings: Vec<String> = details.model_warning.iter().cloned().collect();
+    let row_id = super::required_text(
+        doc.get("id"),
+        root.key("doc").key("id"),
+        "lighteval's doc.id",
+    )?;
+    let positional_field = |field: &FieldPath| {
+        field.segments()
+            == [
+                PathSegment::Key("doc".into()),
+                PathSegment::Key("id".into()),
+            ]
+    };
+    let (question_id, identity_scope) = match &context.options.id_field {
+        Some(field) if !positional_field(field) => {
+            let found = stable_id::at_field(&object, field)?;
+            (found.question_id, found.scope)
+        }
+        _ => {
+            warnings.push(format!(
+                "doc.id {row_id} is lighteval's row position in the evaluated split (it replaces the dataset's id): run-local, it never pairs; --id-field names an id the task kept (e.g. doc.specific.id)"
+            ));
+            (
+                format!("{}:{row_id}", context.source.raw_path),
+                IdentityScope::RunLocal,
+            )
+        }
+    };
+    let correct = correctness(metric, details.metric.as_deref(), &mut warnings);
+
+    let choices = doc.get("choices").and_then(Value::as_array);
+    let text_of = |index: &Value| {
+        index
+            .as_u64()
+            .and_then(|i| choices.and_then(|c| c.get(i as usize)))
+            .cloned()
+    };
+    let target = match doc.get("gold_index") {
+        Some(Value::Array(indices)) => Value::Array(indices.iter().filter_map(text_of).collect()),
+        Some(index) => text_of(index).unwrap_or(Value::Null),
+        None => Value::Null,
+    };
+    let generated = response
+        .get("text")
+        .and_then(Value::as_array)
+        .and_then(|texts| texts.first())
+        .filter(|text| text.is_string())
+        .cloned();
+    let mut input = Map::new();
+    if let Some(query) = doc.get("query") {
+        input.insert("question".into(), query.clone());
+    }
+    if generated.is_none()
+        && let Some(choices) = choices
+    {
+        input.insert("choices".into(), Value::Array(choices.clone()));
+    }
+    if let Some(prompt) = response.get("input").filter(|p| p.is_string()) {
+        input.insert("prompt".into(), prompt.clone());
+    }
+    let mut scores = Map::new();
+    if let Some(logprobs) = response
+        .get("logprobs")
+        .filter(|l| l.as_array().is_some_and(|a| !a.is_empty()))
+    {
+        scores.insert("logprobs".into(), logprobs.clone());
+    }
+    let prediction = response
+        .get("text_post_processed")
+        .and_then(Value::as_array)
+        .and_then(|texts| texts.first())
+        .filter(|text| text.is_string())
+        .cloned()
+        .or_else(|| generated.clone())
+        .unwrap_or(Value::Null);
+
+    let mut extra = Map::new();
+    extra.insert("task".into(), details.task.clone().into());
+    if let Some(fewshot) = details.fewshot {
+        extra.insert("num_fewshot".into(), fewshot.into());
+    }
+    extra.insert("doc_id".into(), row_id.into());
+    for key in ["gold_index", "specific"] {
+        if let Some(value) = doc.get(key).filter(|v| !v.is_null()) {
+            extra.insert(key.into(), value.clone());
+        }
+    }
+    out.push(Record {
+        schema_version: SCHEMA_VERSION,
+        run_id: context.run.run_id.clone(),
+        benchmark: details.benchmark.clone(),
+        script: None,
+        language: context.options.language.clone(),
+        question_id,
+        variant_id: context
+            .options
+            .variant
+            .clone()
+            .unwrap_or_else(|| ORIGINAL.to_owned()),
+        filter: DEFAULT_FILTER.to_owned(),
+        repeat_id: 0,
+        identity_scope,
+        model: context.run.model.clone(),
+        rephrasing_model: None,
+        input: Value::Object(input),
+        target,
+        prediction,
+        correct,
+        scores,
+        metrics: metric.clone(),
+        response: generated.unwrap_or(Value::Null),
+        source: Source {
+            path: context.source.raw_path.to_owned(),
+            locator: item.locator,
+        },
+        warnings,
+        extra,
+    });
+    Ok(())
+}
+
+/// `correct` from the run's `correctness_metric`, else the first of
+/// [`CORRECTNESS_METRICS`] the row has: 1 is right, 0 wrong, anything else unknown.
+fn correctness(
+    metric: &Map<String, Value>,
+    named: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Option<bool> {
+    let name = match named {
+        Some(name) => name,
+        None => match CORRECTNESS_METRICS
+            .iter()
+            .find(|m| metric.contains_key(**m))
+        {
+            Some(name) => name,
+            None => {
+                warnings.push(format!(
+                    "the row has no {} metric and the run names no correctness_metric: correctness is unknown",
+                    CORRECTNESS_METRICS.join(" or ")
+                ));
+                return None;
+            }
+        },
+    };
+    match metric.get(name).map(|v| (v, v.as_f64())) {
+        // 1 and 0, whether the column is int64 or double.
+        None => {
+            warnings.push(format!(
+                "the row has no metric {name}: correctness is unknown"
+            ));
+            None
+        }
+        Some((_, Some(1.0))) => Some(true),
+        Some((_, Some(0.0))) => Some(false),
+        Some((value, _)) => {
+            warnings.push(format!(
+                "metric {name} is {value}, not 0 or 1: correctness is unknown"
+            ));
+            None
+        }
+    }
+}

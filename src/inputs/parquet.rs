@@ -1,0 +1,181 @@
+//! Parquet inputs (lighteval's details files) read row by row as JSON objects: each
+//! top-level column is a member, structs are objects, lists are arrays. The schema may
+//! differ from file to file (a column typed `null` where every value was None, a metric
+//! `int64` in one file and `double` in another); every file is read by its own schema.
+//!
+//! Owns only the reading: what a row means is the adapter's.
+
+use std::fs::File;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
+    UInt32Type, UInt64Type,
+};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde_json::{Map, Number, Value};
+
+use crate::jsonl::{FieldPath, NonFiniteReplacement};
+
+/// Rows decoded at a time.
+const BATCH_ROWS: usize = 256;
+
+/// The most uncompressed bytes of one row group babel decodes: a larger one would be
+/// held in memory whole.
+pub const MAX_ROW_GROUP_BYTES: i64 = 1 << 30;
+
+/// Why a Parquet file cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ParquetInputError<E> {
+    /// Not a Parquet file, or a damaged one.
+    #[error("not a Parquet file babel can read: {0}")]
+    Format(String),
+    /// A column of a type a row cannot carry as JSON.
+    #[error("column {column} has Arrow type {kind}, which babel does not read")]
+    Type { column: String, kind: String },
+    /// A row group larger than [`MAX_ROW_GROUP_BYTES`].
+    #[error(
+        "row group {group} is {bytes} bytes uncompressed, more than the {MAX_ROW_GROUP_BYTES} babel decodes at once"
+    )]
+    TooLarge { group: usize, bytes: i64 },
+    /// The caller's own failure, passed through.
+    #[error("{0}")]
+    Visit(E),
+}
+
+/// One row as a JSON object, with the non-finite floats it held (read as null).
+pub struct Row {
+    pub object: Map<String, Value>,
+    pub replaced: Vec<NonFiniteReplacement>,
+}
+
+/// The number of rows the file's footer declares.
+pub fn count_rows(file: File) -> Result<u64, String> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| e.to_string())?;
+    Ok(builder.metadata().file_metadata().num_rows().max(0) as u64)
+}
+
+/// Hands every row of the Parquet file, with its zero-based position, to `visit`, in
+/// file order.
+pub fn read_rows<E>(
+    file: File,
+    mut visit: impl FnMut(u64, Row) -> Result<(), E>,
+) -> Result<(), ParquetInputError<E>> {
+    let format = |e: parquet::errors::ParquetError| ParquetInputError::Format(e.to_string());
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(format)?;
+    for (group, meta) in builder.metadata().row_groups().iter().enumerate() {
+        if meta.total_byte_size() > MAX_ROW_GROUP_BYTES {
+            return Err(ParquetInputError::TooLarge {
+                group,
+                bytes: meta.total_byte_size(),
+            });
+        }
+    }
+    let reader = builder
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .map_err(format)?;
+    let mut position = 0u64;
+    for batch in reader {
+        let batch = batch.map_err(|e| ParquetInputError::Format(e.to_string()))?;
+        for row in 0..batch.num_rows() {
+            let row_value = row_object(&batch, row)?;
+            visit(position, row_value).map_err(ParquetInputError::Visit)?;
+            position += 1;
+        }
+    }
+    Ok(())
+}
+
+fn row_object<E>(batch: &RecordBatch, row: usize) -> Result<Row, ParquetInputError<E>> {
+    let mut out = Row {
+        object: Map::new(),
+        replaced: Vec::new(),
+    };
+    let schema = batch.schema();
+    for (field, column) in schema.fields().iter().zip(batch.columns()) {
+        let at = FieldPath::root().key(field.name());
+        let value = json_of(column, row, &at, &mut out.replaced)?;
+        out.object.insert(field.name().clone(), value);
+    }
+    Ok(out)
+}
+
+/// The JSON value of `array[row]`.
+fn json_of<E>(
+    array: &ArrayRef,
+    row: usize,
+    at: &FieldPath,
+    replaced: &mut Vec<NonFiniteReplacement>,
+) -> Result<Value, ParquetInputError<E>> {
+    if array.is_null(row) {
+        return Ok(Value::Null);
+    }
+    let float = |value: f64, replaced: &mut Vec<NonFiniteReplacement>| {
+        Number::from_f64(value)
+            .map(Value::Number)
+            .unwrap_or_else(|| {
+                replaced.push(NonFiniteReplacement {
+                    path: at.clone(),
+                    token: if value.is_nan() {
+                        "NaN"
+                    } else if value > 0.0 {
+                        "Infinity"
+                    } else {
+                        "-Infinity"
+                    },
+                });
+                Value::Null
+            })
+    };
+    Ok(match array.data_type() {
+        DataType::Null => Value::Null,
+        DataType::Boolean => Value::Bool(array.as_boolean().value(row)),
+        DataType::Int8 => array.as_primitive::<Int8Type>().value(row).into(),
+        DataType::Int16 => array.as_primitive::<Int16Type>().value(row).into(),
+        DataType::Int32 => array.as_primitive::<Int32Type>().value(row).into(),
+        DataType::Int64 => array.as_primitive::<Int64Type>().value(row).into(),
+        DataType::UInt8 => array.as_primitive::<UInt8Type>().value(row).into(),
+        DataType::UInt16 => array.as_primitive::<UInt16Type>().value(row).into(),
+        DataType::UInt32 => array.as_primitive::<UInt32Type>().value(row).into(),
+        DataType::UInt64 => array.as_primitive::<UInt64Type>().value(row).into(),
+        DataType::Float32 => float(
+            f64::from(array.as_primitive::<Float32Type>().value(row)),
+            replaced,
+        ),
+        DataType::Float64 => float(array.as_primitive::<Float64Type>().value(row), replaced),
+        DataType::Utf8 => array.as_string::<i32>().value(row).into(),
+        DataType::LargeUtf8 => array.as_string::<i64>().value(row).into(),
+        DataType::Utf8View => array.as_string_view().value(row).into(),
+        DataType::List(_) => list(&array.as_list::<i32>().value(row), at, replaced)?,
+        DataType::LargeList(_) => list(&array.as_list::<i64>().value(row), at, replaced)?,
+        DataType::Struct(fields) => {
+            let columns = array.as_struct();
+            let mut object = Map::new();
+            for (field, column) in fields.iter().zip(columns.columns()) {
+                let value = json_of(column, row, &at.key(field.name()), replaced)?;
+                object.insert(field.name().clone(), value);
+            }
+            Value::Object(object)
+        }
+        other => {
+            return Err(ParquetInputError::Type {
+                column: at.to_string(),
+                kind: other.to_string(),
+            });
+        }
+    })
+}
+
+fn list<E>(
+    values: &ArrayRef,
+    at: &FieldPath,
+    replaced: &mut Vec<NonFiniteReplacement>,
+) -> Result<Value, ParquetInputError<E>> {
+    (0..values.len())
+        .map(|i| json_of(values, i, &at.index(i), replaced))
+        .collect::<Result<Vec<_>, _>>()
+        .map(Value::Array)
+}

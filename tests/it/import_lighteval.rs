@@ -1,0 +1,350 @@
+//! `babel import --format lighteval` on real lighteval 0.13.0 output
+//! (`tests/fixtures/lighteval-0.13.0/`, see its NOTES.md): babel's accuracy per task
+//! equals lighteval's own `results[task]` aggregate, `doc.id` positions never pair, the
+//! ids a task kept (`doc.specific.id`) pair with the lm-eval, Inspect and HELM fixtures,
+//! and hostile copies are refused with the file and row named and nothing written.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::common::Env;
+
+const OUT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/lighteval-0.13.0/out"
+);
+
+/// The run folders of the fixture and the model each names.
+const RUNS: [(&str, &str); 2] = [("custom-seed1", "babel-policy"), ("dummy-seed42", "dummy")];
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The single file under `dir` whose name contains `part`.
+fn file_named(dir: &Path, part: &str) -> PathBuf {
+    let found: Vec<PathBuf> = files_under(dir)
+        .into_iter()
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().contains(part))
+        .collect();
+    assert_eq!(found.len(), 1, "{part} in {}: {found:?}", dir.display());
+    found[0].clone()
+}
+
+/// A copy of one run folder of the fixture under `env`, for a test to edit.
+fn copy_of(env: &Env, run: &str) -> PathBuf {
+    let from = Path::new(OUT).join(run);
+    let to = env.path().join(run);
+    for file in files_under(&from) {
+        let target = to.join(file.strip_prefix(&from).unwrap());
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(&file, &target).unwrap();
+    }
+    to
+}
+
+fn create(env: &Env, run: &str, model: &str) {
+    env.babel(&["run", "create", run, "--model", model])
+        .assert()
+        .success();
+}
+
+/// An import expected to be refused: its stderr, after checking the run is unchanged.
+fn refused(env: &Env, run: &str, args: &[&str], input: &Path) -> String {
+    let output = env
+        .babel(&["import", run, "--format", "lighteval"])
+        .args(args)
+        .arg(input)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(!output.status.success(), "{stderr}");
+    assert!(env.records(run).is_empty(), "nothing was written: {stderr}");
+    assert!(
+        !env.archived(&format!("runs/{run}/raw")).exists()
+            || std::fs::read_dir(env.archived(&format!("runs/{run}/raw")))
+                .unwrap()
+                .next()
+                .is_none(),
+        "no raw file is left behind: {stderr}"
+    );
+    stderr
+}
+
+#[test]
+fn accuracy_of_every_task_equals_lightevals_own_aggregate() {
+    // "Accuracy of every imported task equals the tool's own aggregate to 1e-12:
+    // lighteval's results[task].acc / em" (issue 19).
+    let env = Env::with_archive();
+    let mut checked = 0;
+    for (folder, model) in RUNS {
+        create(&env, folder, model);
+        env.babel(&["import", folder, "--format", "lighteval"])
+            .arg(Path::new(OUT).join(folder))
+            .assert()
+            .success();
+        let results = read_json(&file_named(&Path::new(OUT).join(folder), "results_"));
+        let records = env.records(folder);
+        for (task, metric) in [("babel_mc|0", "acc"), ("babel_gen|0", "em")] {
+            let of_task: Vec<&Value> = records
+                .iter()
+                .filter(|r| r["extra"]["task"] == task)
+                .collect();
+            assert!(!of_task.is_empty(), "{folder} {task}");
+            assert!(of_task.iter().all(|r| r["correct"].is_boolean()));
+            let right = of_task.iter().filter(|r| r["correct"] == true).count();
+            let ours = right as f64 / of_task.len() as f64;
+            let theirs = results["results"][task][metric].as_f64().unwrap();
+            assert!(
+                (ours - theirs).abs() < 1e-12,
+                "{folder} {task} {metric}: babel {ours}, lighteval {theirs}"
+            );
+            // The benchmark is the task without its few-shot suffix, the count kept.
+            assert!(of_task.iter().all(
+                |r| r["benchmark"] == task[..task.len() - 2] && r["extra"]["num_fewshot"] == 0
+            ));
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 4);
+}
+
+#[test]
+fn continuous_metrics_are_kept_logprobs_are_scores_and_no_answer_is_inferred() {
+    let env = Env::with_archive();
+    create(&env, "c", "babel-policy");
+    env.babel(&["import", "c", "--format", "lighteval"])
+        .arg(Path::new(OUT).join("custom-seed1"))
+        .assert()
+        .success();
+    for record in env.records("c") {
+        let metrics = record["metrics"].as_object().unwrap();
+        if record["benchmark"] == "babel_mc" {
+            assert!(metrics["mrr"].is_number(), "{record}");
+            assert_eq!(record["scores"]["logprobs"].as_array().unwrap().len(), 4);
+            assert!(
+                record["prediction"].is_null(),
+                "no winner from logprobs: {record}"
+            );
+            assert_eq!(record["input"]["choices"].as_array().unwrap().len(), 4);
+        } else {
+            assert!(metrics["f1"].is_number(), "{record}");
+            assert!(record["response"].is_string(), "{record}");
+        }
+        assert!(record["target"].is_string(), "{record}");
+        if let Some(choices) = record["input"]["choices"].as_array() {
+            // The target is the gold choice's text.
+            let gold = record["extra"]["gold_index"].as_u64().unwrap() as usize;
+            assert_eq!(record["target"], choices[gold], "{record}");
+        }
+    }
+}
+
+#[test]
+fn positional_ids_never_pair_and_kept_ids_pair_with_lm_eval_inspect_and_helm() {
+    // "Positional ids never pair by default (a test compares two runs and finds no
+    // matched items, with the hint); with the id options the same questions pair with the
+    // lm-eval, Inspect and HELM runs (20 matched for every pair)" (issue 19).
+    let env = Env::with_archive();
+    for (folder, model) in RUNS {
+        create(&env, folder, model);
+        env.babel(&["import", folder, "--format", "lighteval"])
+            .arg(Path::new(OUT).join(folder))
+            .assert()
+            .success();
+    }
+    let records = env.records("custom-seed1");
+    assert!(
+        records.iter().all(|r| r["identity_scope"] == "run-local"
+            && r["warnings"].to_string().contains("--id-field"))
+    );
+    let summary = crate::common::babel_json(
+        &env,
+        &["compare", "custom-seed1", "--other-run", "dummy-seed42"],
+    );
+    assert_eq!(summary["matched"], 0, "{summary}");
+    assert_eq!(summary["baseline"]["run_local_excluded"], 32, "{summary}");
+
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let harness = file_named(
+        &fixtures.join("lm-eval-0.4.13/original/dummy-p"),
+        "samples_babel_mc_original_",
+    );
+    let inspect = fixtures.join(
+        "inspect-ai-0.3.285/logs/seed1/2026-12-03T14-54-39-00-00_babel-mc_L3aC6TktMr8Qp7aQ5S3fqq.eval",
+    );
+    let helm = fixtures.join("crfm-helm-0.5.16/runs/babel_mc:model=simple_model1");
+    // One details file alone, with the results JSON lighteval wrote beside it.
+    let details = file_named(&Path::new(OUT).join("custom-seed1"), "details_babel_mc|0");
+    let mut id_field = vec!["--id-field", "doc.specific.id"];
+    for (run, model, format, input) in [
+        ("h", "dummy", "harness", &harness),
+        ("i", "mockllm/model", "inspect", &inspect),
+        ("m", "simple/model1", "helm", &helm),
+        ("l", "babel-policy", "lighteval", &details),
+    ] {
+        create(&env, run, model);
+        let extra = if format == "lighteval" {
+            std::mem::take(&mut id_field)
+        } else {
+            Vec::new()
+        };
+        env.babel(&["import", run, "--format", format, "--benchmark", "babel_mc"])
+            .args(&extra)
+            .arg(input)
+            .assert()
+            .success();
+    }
+    for other in ["h", "i", "m"] {
+        let summary = crate::common::babel_json(&env, &["compare", "l", "--other-run", other]);
+        assert_eq!(summary["matched"], 20, "l vs {other}: {summary}");
+    }
+}
+
+#[test]
+fn two_few_shot_settings_of_one_task_are_distinct_only_through_variant() {
+    let env = Env::with_archive();
+    create(&env, "c", "babel-policy");
+    let details = file_named(&Path::new(OUT).join("custom-seed1"), "details_babel_mc|0");
+    let import = |extra: &[&str]| {
+        env.babel(&[
+            "import",
+            "c",
+            "--format",
+            "lighteval",
+            "--id-field",
+            "doc.specific.id",
+        ])
+        .args(extra)
+        .arg(&details)
+        .output()
+        .unwrap()
+    };
+    assert!(import(&[]).status.success());
+    let again = import(&[]);
+    let stderr = String::from_utf8(again.stderr).unwrap();
+    assert!(!again.status.success());
+    assert!(stderr.contains("duplicate"), "{stderr}");
+    assert!(import(&["--variant", "fewshot-2"]).status.success());
+    assert_eq!(env.records("c").len(), 40);
+}
+
+#[test]
+fn a_missing_results_file_another_model_or_a_link_is_refused() {
+    let env = Env::with_archive();
+    create(&env, "c", "babel-policy");
+    let copy = copy_of(&env, "custom-seed1");
+    let results = file_named(&copy, "results_");
+    let kept = env.path().join("kept-results.json");
+    std::fs::rename(&results, &kept).unwrap();
+    let stderr = refused(&env, "c", &[], &copy);
+    assert!(
+        stderr.contains("has no results file results/babel-policy/results_"),
+        "{stderr}"
+    );
+    // One details file alone: its results file is looked for where lighteval writes it.
+    let details = file_named(&copy, "details_babel_mc|0");
+    let stderr = refused(&env, "c", &[], &details);
+    assert!(stderr.contains("has no results file"), "{stderr}");
+    assert!(
+        stderr.contains("results_2026-12-03T23-42-37.569981.json is missing"),
+        "{stderr}"
+    );
+    // A link in its place is refused, not followed.
+    std::os::unix::fs::symlink(&kept, &results).unwrap();
+    let stderr = refused(&env, "c", &[], &details);
+    assert!(stderr.contains("is a symbolic link"), "{stderr}");
+    let stderr = refused(&env, "c", &[], &copy);
+    assert!(stderr.contains("which is a symbolic link"), "{stderr}");
+    std::fs::remove_file(&results).unwrap();
+    std::fs::rename(&kept, &results).unwrap();
+
+    create(&env, "o", "other/model");
+    let stderr = refused(&env, "o", &[], &copy);
+    assert!(
+        stderr.contains("\"babel-policy\"") && stderr.contains("\"other/model\""),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_truncated_or_mistyped_parquet_file_is_refused_naming_file_and_row() {
+    let env = Env::with_archive();
+    create(&env, "c", "babel-policy");
+    let copy = copy_of(&env, "custom-seed1");
+    let details = file_named(&copy, "details_babel_gen|0");
+    let bytes = std::fs::read(&details).unwrap();
+    std::fs::write(&details, &bytes[..bytes.len() / 2]).unwrap();
+    let stderr = refused(&env, "c", &[], &copy);
+    assert!(stderr.contains("details_babel_gen|0"), "{stderr}");
+    assert!(
+        stderr.contains("not a Parquet file babel can read"),
+        "{stderr}"
+    );
+
+    // A details file whose doc column is a string, not lighteval's struct.
+    write_parquet(
+        &details,
+        "doc",
+        Arc::new(arrow_array::StringArray::from(vec!["q"])),
+    );
+    let stderr = refused(&env, "c", &[], &copy);
+    assert!(stderr.contains("details_babel_gen|0"), "{stderr}");
+    assert!(stderr.contains("/0") && stderr.contains("doc"), "{stderr}");
+    assert!(
+        stderr.contains("expected lighteval's doc struct"),
+        "{stderr}"
+    );
+}
+
+/// Writes a one-column Parquet file.
+fn write_parquet(path: &Path, column: &str, values: arrow_array::ArrayRef) {
+    let batch = arrow_array::RecordBatch::try_from_iter([(column, values)]).unwrap();
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+}
+
+#[test]
+fn validate_finds_a_changed_byte_in_the_details_or_the_results() {
+    let env = Env::with_archive();
+    create(&env, "c", "babel-policy");
+    env.babel(&["import", "c", "--format", "lighteval"])
+        .arg(Path::new(OUT).join("custom-seed1"))
+        .assert()
+        .success();
+    assert_eq!(env.validate_json()["ok"], true);
+    // The raw folder of the babel_mc import: its details file and its results beside it.
+    let details = file_named(&env.archived("runs/c/raw"), "details_babel_mc_0");
+    let folder = details.parent().unwrap();
+    for part in ["details_babel_mc_0", "results-results_"] {
+        let file = file_named(folder, part);
+        let original = std::fs::read(&file).unwrap();
+        let mut changed = original.clone();
+        changed[original.len() / 2] ^= 1;
+        std::fs::write(&file, &changed).unwrap();
+        let report = env.validate_json();
+        assert_eq!(report["ok"], false, "{part}");
+        assert!(report.to_string().contains(part), "{report}");
+        std::fs::write(&file, &original).unwrap();
+    }
+    assert_eq!(env.validate_json()["ok"], true);
+}
