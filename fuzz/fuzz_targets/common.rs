@@ -79,6 +79,72 @@ pub fn run(format: Format, basename: &str, data: &[u8]) {
     round_trip(batch, kept);
 }
 
+/// A structured format's items (lighteval, OpenCompass): the first line is its results
+/// file, each later line an item; nothing panics and every record round-trips.
+pub fn run_items(format: Format, basename: &str, data: &[u8]) {
+    let run = RunContext {
+        run_id: "r".into(),
+        model: "m".into(),
+        benchmark: None,
+        correctness_metric: None,
+        shared_answer_key: false,
+        strict: false,
+    };
+    let options = AdapterOptions {
+        allow_other_model: true,
+        ..AdapterOptions::default()
+    };
+    let context = ImportContext {
+        run: &run,
+        options: &options,
+        source: SourceFile {
+            raw_path: "runs/r/raw/0001-input/input",
+            basename,
+            folder: "m",
+        },
+    };
+    let Reader::Items(structured) = &format.adapter().reader else {
+        panic!("run_items fuzzes structured formats only");
+    };
+    let mut lines = data.split(|&b| b == b'\n');
+    let Some(Ok(results)) = lines
+        .next()
+        .map(|line| jsonl::parse_bytes(line, 1, NonFinitePolicy::Null))
+    else {
+        return;
+    };
+    let mut members = serde_json::Map::new();
+    members.insert("results".into(), serde_json::Value::Object(results.object));
+    let header = babel::adapters::Header {
+        members,
+        index: None,
+    };
+    let Ok(begun) = (structured.begin)(header, &context) else {
+        return;
+    };
+    let mut batch = EncodedBatch::new();
+    let mut kept: Vec<Record> = Vec::new();
+    for (index, line) in lines.take(MAX_LINES).enumerate() {
+        let Ok(parsed) = jsonl::parse_bytes(line, index as u64 + 2, NonFinitePolicy::Null) else {
+            continue;
+        };
+        let item = babel::adapters::Item {
+            object: parsed.object,
+            replaced: parsed.replaced,
+            locator: babel::record::Locator::Pointer(format!("/{index}")),
+        };
+        let mut records = Vec::new();
+        let _ = (structured.normalize)(&begun, item, &context, &mut records);
+        for record in records {
+            if let Ok(new) = NewRecord::from_record(record.clone()) {
+                batch.push(&new);
+                kept.push(record);
+            }
+        }
+    }
+    round_trip(batch, kept);
+}
+
 fn round_trip(batch: EncodedBatch, kept: Vec<Record>) {
     if kept.is_empty() {
         return;
