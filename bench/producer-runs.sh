@@ -6,8 +6,8 @@
 #   bench/producer-runs.sh lighteval   VENV   # VENV: Python 3.12, lighteval==0.13.0 + NOTES.md pins
 #   bench/producer-runs.sh opencompass VENV   # VENV: Python 3.10, opencompass==0.5.4
 #
-# The fixture folder (tests/fixtures/<tool>-<version>/) is copied to a scratch folder and
-# its run.sh regenerates the outputs there; the fixture itself is never touched.
+# The fixture folders (tests/fixtures/<tool>-<version>/) are copied to a scratch folder and
+# the tool's run.sh regenerates the outputs there; the fixtures themselves are never touched.
 set -euo pipefail
 tool=${1:?lighteval or opencompass}
 venv=${2:?the venv holding the tool}
@@ -22,14 +22,15 @@ case "$tool" in
   opencompass) fixture=opencompass-0.5.4; outputs=outputs ;;
   *) echo "unknown tool $tool" >&2; exit 2 ;;
 esac
-cp -r "$root/tests/fixtures/$fixture" "$work/producer"
-cd "$work/producer"
+# OpenCompass's make_data.py reads the shared questions from the lighteval fixture beside it.
+cp -r "$root/tests/fixtures/lighteval-0.13.0" "$root/tests/fixtures/opencompass-0.5.4" "$work/"
+cd "$work/$fixture"
 if [ "$tool" = opencompass ] && [ ! -e configs/eval_babel_seed2.py ]; then
   # run.sh's second run: the same evaluation with the model's seed 2.
-  sed 's/seed=1\b/seed=2/; s/babel-fake-seed1/babel-fake-seed2/' configs/eval_babel.py > configs/eval_babel_seed2.py
+  sed 's/^SEED = 1$/SEED = 2/' configs/eval_babel.py > configs/eval_babel_seed2.py
 fi
 V="$venv/bin" ./run.sh > "$work/run.log" 2>&1 || { tail -30 "$work/run.log"; exit 1; }
 
 cd "$work"
 "$babel" --root archive init > /dev/null
-"$root/bench/producer_check.py" "$tool" "$babel" "$work/archive" "$work/producer/$outputs"
+"$root/bench/producer_check.py" "$tool" "$babel" "$work/archive" "$work/$fixture/$outputs"

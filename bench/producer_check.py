@@ -24,6 +24,7 @@ def records(binary, archive, run):
 
 
 def share(values):
+    values = list(values)
     return sum(1 for v in values if v) / len(values)
 
 

@@ -417,3 +417,41 @@ fn hostile_outputs_are_refused_with_the_file_and_item_named() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_predictions_file_named_from_inside_its_folder_still_names_its_model_and_results() {
+    let env = Env::with_archive();
+    let inside = |run: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_babel"))
+            .current_dir(Path::new(OUTPUTS).join(format!("predictions/{MODEL}")))
+            .arg("--root")
+            .arg(env.root())
+            .args([
+                "import",
+                run,
+                "--format",
+                "opencompass",
+                "babel_mc_ppl.json",
+            ])
+            .env_remove("BABEL_ROOT")
+            .output()
+            .unwrap()
+    };
+    env.babel(&["run", "create", "x", "--model", "other"])
+        .assert()
+        .success();
+    let output = inside("x");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(!output.status.success());
+    assert!(stderr.contains("\"babel-fake-seed1\""), "{stderr}");
+    env.babel(&["run", "create", "o", "--model", MODEL])
+        .assert()
+        .success();
+    let output = inside("o");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(env.records("o").len(), 20);
+}

@@ -31,7 +31,13 @@ pub(super) fn open_units(
     let files = if folder {
         list(path)?
     } else {
-        vec![path.to_string_lossy().into_owned()]
+        // The folders a file is in name what it is (`predictions/<model>/`), even when
+        // it is given by its name alone from inside them.
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let parent = parent.unwrap_or(Path::new("."));
+        let parent = fs::canonicalize(parent).map_err(io_at("reading", parent))?;
+        let name = path.file_name().unwrap_or_default();
+        vec![parent.join(name).to_string_lossy().into_owned()]
     };
     let base = if folder {
         path.to_path_buf()
