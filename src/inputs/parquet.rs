@@ -3,7 +3,9 @@
 //! differ from file to file (a column typed `null` where every value was None, a metric
 //! `int64` in one file and `double` in another); every file is read by its own schema.
 //!
-//! Owns only the reading: what a row means is the adapter's.
+//! Owns only the reading: what a row means is the adapter's. Also owns what every Parquet
+//! read of babel's needs against damaged files (the records store reads through it too):
+//! [`check_chunks`] and [`contained`].
 
 use std::fs::File;
 
@@ -15,9 +17,73 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::file::metadata::ParquetMetaData;
 use serde_json::{Map, Number, Value};
 
 use crate::jsonl::{FieldPath, NonFiniteReplacement};
+
+thread_local! {
+    /// Set while [`contained`] runs on this thread, so the panic hook stays quiet.
+    static CONTAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `read`, turning a panic into an error. The Parquet and Arrow readers trust some
+/// numbers in a file (offsets, lengths, bit widths) and panic on damaged ones; a records
+/// file may have been changed by anyone, and validate must report that, not crash. The
+/// panic is not printed: the first call wraps the process's panic hook in one that stays
+/// silent while a contained read runs on its thread.
+pub fn contained<T>(read: impl FnOnce() -> T) -> Result<T, String> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !CONTAINING.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
+    CONTAINING.with(|c| c.set(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read));
+    CONTAINING.with(|c| c.set(false));
+    result.map_err(|panic| {
+        let detail = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        format!("the Parquet reader failed on damaged data ({detail})")
+    })
+}
+
+/// Checks that every column chunk the footer describes lies inside the file, with sizes
+/// and counts that are not negative. The Parquet reader trusts these numbers (a negative
+/// start makes it panic), so a damaged footer is refused here, with what is wrong.
+pub fn check_chunks(metadata: &ParquetMetaData, length: u64) -> Result<(), String> {
+    let length = i64::try_from(length).unwrap_or(i64::MAX);
+    for (group, row_group) in metadata.row_groups().iter().enumerate() {
+        if row_group.num_rows() < 0 {
+            return Err(format!("row group {group} has a negative row count"));
+        }
+        for column in row_group.columns() {
+            let start = column
+                .dictionary_page_offset()
+                .filter(|&offset| offset < column.data_page_offset())
+                .unwrap_or(column.data_page_offset());
+            let size = column.compressed_size();
+            let inside = start >= 0
+                && size >= 0
+                && column.num_values() >= 0
+                && start.checked_add(size).is_some_and(|end| end <= length);
+            if !inside {
+                return Err(format!(
+                    "the footer places column {} of row group {group} at bytes {start}..+{size}, outside the {length}-byte file",
+                    column.column_path()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Rows decoded at a time.
 const BATCH_ROWS: usize = 256;
@@ -53,7 +119,8 @@ pub struct Row {
 
 /// The number of rows the file's footer declares.
 pub fn count_rows(file: File) -> Result<u64, String> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| e.to_string())?;
+    let builder =
+        contained(|| ParquetRecordBatchReaderBuilder::try_new(file))?.map_err(|e| e.to_string())?;
     Ok(builder.metadata().file_metadata().num_rows().max(0) as u64)
 }
 
@@ -64,7 +131,14 @@ pub fn read_rows<E>(
     mut visit: impl FnMut(u64, Row) -> Result<(), E>,
 ) -> Result<(), ParquetInputError<E>> {
     let format = |e: parquet::errors::ParquetError| ParquetInputError::Format(e.to_string());
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(format)?;
+    let length = file
+        .metadata()
+        .map_err(|e| ParquetInputError::Format(e.to_string()))?
+        .len();
+    let builder = contained(|| ParquetRecordBatchReaderBuilder::try_new(file))
+        .map_err(ParquetInputError::Format)?
+        .map_err(format)?;
+    check_chunks(builder.metadata(), length).map_err(ParquetInputError::Format)?;
     for (group, meta) in builder.metadata().row_groups().iter().enumerate() {
         if meta.total_byte_size() > MAX_ROW_GROUP_BYTES {
             return Err(ParquetInputError::TooLarge {
@@ -81,7 +155,8 @@ pub fn read_rows<E>(
     for batch in reader {
         let batch = batch.map_err(|e| ParquetInputError::Format(e.to_string()))?;
         for row in 0..batch.num_rows() {
-            let row_value = row_object(&batch, row)?;
+            let row_value =
+                contained(|| row_object(&batch, row)).map_err(ParquetInputError::Format)??;
             visit(position, row_value).map_err(ParquetInputError::Visit)?;
             position += 1;
         }

@@ -15,11 +15,11 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
     ParquetRecordBatchReaderBuilder,
 };
-use parquet::file::metadata::ParquetMetaData;
 
 use super::write::to_io;
 use super::{COLUMNS, Column, Columns, Kind, READABLE, SCHEMA_KEY, schema_of};
 use crate::canonical_json::{Json, JsonKind};
+use crate::inputs::parquet::{check_chunks, contained};
 use crate::jsonl::{self, CanonicalScratch};
 use crate::record::fields::MAX_SAFE_INTEGER;
 use crate::record::{
@@ -113,36 +113,6 @@ impl RecordsFile {
     }
 }
 
-/// Checks that every column chunk the footer describes lies inside the file, with sizes
-/// and counts that are not negative. The Parquet reader trusts these numbers (a negative
-/// start makes it panic), so a damaged footer is refused here, with what is wrong.
-fn check_chunks(metadata: &ParquetMetaData, length: u64) -> Result<(), String> {
-    let length = i64::try_from(length).unwrap_or(i64::MAX);
-    for (group, row_group) in metadata.row_groups().iter().enumerate() {
-        if row_group.num_rows() < 0 {
-            return Err(format!("row group {group} has a negative row count"));
-        }
-        for column in row_group.columns() {
-            let start = column
-                .dictionary_page_offset()
-                .filter(|&offset| offset < column.data_page_offset())
-                .unwrap_or(column.data_page_offset());
-            let size = column.compressed_size();
-            let inside = start >= 0
-                && size >= 0
-                && column.num_values() >= 0
-                && start.checked_add(size).is_some_and(|end| end <= length);
-            if !inside {
-                return Err(format!(
-                    "the footer places column {} of row group {group} at bytes {start}..+{size}, outside the {length}-byte file",
-                    column.column_path()
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Checks the file's schema against the one its version names; returns the version.
 fn check_schema(found: &ArrowReaderMetadata) -> Result<&'static str, String> {
     let named = found
@@ -221,39 +191,9 @@ impl Iterator for Batches {
 }
 
 thread_local! {
-    /// Set while [`contained`] runs on this thread, so the panic hook stays quiet.
-    static CONTAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// This thread's buffers for the canonical checks of [`Batch::check_row`], kept from
     /// row to row.
     static SCRATCH: std::cell::RefCell<CanonicalScratch> = Default::default();
-}
-
-/// Runs `read`, turning a panic into an error. The Parquet and Arrow readers trust some
-/// numbers in a file (offsets, lengths, bit widths) and panic on damaged ones; a records
-/// file may have been changed by anyone, and validate must report that, not crash. The
-/// panic is not printed: the first call wraps the process's panic hook in one that stays
-/// silent while a contained read runs on its thread.
-fn contained<T>(read: impl FnOnce() -> T) -> Result<T, String> {
-    static HOOK: std::sync::Once = std::sync::Once::new();
-    HOOK.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !CONTAINING.with(std::cell::Cell::get) {
-                previous(info);
-            }
-        }));
-    });
-    CONTAINING.with(|c| c.set(true));
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read));
-    CONTAINING.with(|c| c.set(false));
-    result.map_err(|panic| {
-        let detail = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        format!("the Parquet reader failed on damaged data ({detail})")
-    })
 }
 
 /// UTF-8 text of a column: an offsets buffer into the bytes, and nulls.
