@@ -6,10 +6,13 @@
 #         HTML reports; about 20 minutes and 6 GB of disk in WORKDIR
 #   smoke every step on tiny inputs, in seconds (the test suite runs it with the debug
 #         binary through tests/it/bench_smoke.rs)
-# Needs what .ci/setup-data-tools and .ci/setup-browser install (DuckDB, pandas, Chromium).
+# Needs what .ci/setup-data-tools and .ci/setup-browser install (DuckDB, pandas, Chromium);
+# runs with the Python of their venv, target/ci/venv, else python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-full}
 work=${2:-$(mktemp -d)}
+python=target/ci/venv/bin/python
+[ -x "$python" ] || python=python3
 cargo build --release --quiet
-python3 bench/suite.py "$mode" target/release/babel "$work"
+"$python" bench/suite.py "$mode" target/release/babel "$work"

@@ -3,13 +3,21 @@
 //! in Chromium) on tiny inputs with this build's binary. Figures are not asserted here;
 //! BENCHMARKS.md records the full run's.
 
+use crate::common::{chromium, playwright, python, python_with, tools_or_skip};
 use std::path::Path;
 use std::process::Command;
 
 #[test]
 fn the_benchmark_suite_runs_every_step_on_tiny_inputs() {
+    if !tools_or_skip(&[
+        python_with("duckdb, pandas", "setup-data-tools"),
+        chromium(),
+        playwright(),
+    ]) {
+        return;
+    }
     let work = tempfile::tempdir().unwrap();
-    let output = Command::new("python3")
+    let output = Command::new(python())
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/suite.py"))
         .arg("smoke")
         .arg(env!("CARGO_BIN_EXE_babel"))

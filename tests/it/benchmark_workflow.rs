@@ -10,6 +10,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::common::{python, python_with, tools_or_skip};
+
 const DOCUMENT: &str = "BENCHMARK_WORKFLOW.md";
 
 struct Block {
@@ -60,24 +62,13 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn require_girth() {
-    let found = Command::new("python3")
-        .args(["-c", "import girth, pandas"])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        found,
-        "the workflow's calibration step needs Python with girth and pandas; install them \
-         with `.ci/setup-girth` (pip install girth==0.8.0 pandas==3.1.1)"
-    );
-}
-
 /// The whole document as one bash script; each block records its number when it is done.
+/// Python blocks run with the interpreter in `$WORKFLOW_PYTHON`.
 fn script(blocks: &[&Block]) -> String {
     let mut script = String::from("set -euo pipefail\n");
     for (number, block) in blocks.iter().enumerate() {
         if block.language == "python" {
-            script.push_str("python3 - <<'BABEL_WORKFLOW_PYTHON'\n");
+            script.push_str("\"$WORKFLOW_PYTHON\" - <<'BABEL_WORKFLOW_PYTHON'\n");
             script.push_str(&block.code);
             script.push_str("BABEL_WORKFLOW_PYTHON\n");
         } else {
@@ -98,7 +89,10 @@ fn csv_rows(path: &Path) -> Vec<String> {
 
 #[test]
 fn the_benchmark_workflow_runs_as_written() {
-    require_girth();
+    // The calibration step fits a Rasch model with girth and pandas.
+    if !tools_or_skip(&[python_with("girth, pandas", "setup-girth")]) {
+        return;
+    }
     let text = fs::read_to_string(repo().join(DOCUMENT)).unwrap();
     let all = fenced_blocks(&text);
     let runnable: Vec<&Block> = all
@@ -121,6 +115,7 @@ fn the_benchmark_workflow_runs_as_written() {
         .arg(script(&runnable))
         .current_dir(work)
         .env("PATH", path)
+        .env("WORKFLOW_PYTHON", python())
         .env_remove("BABEL_ROOT")
         .env_remove("BABEL_TIMESTAMP")
         .output()

