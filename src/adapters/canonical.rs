@@ -25,11 +25,36 @@ pub const ADAPTER: super::Adapter = super::Adapter {
 };
 
 /// Normalizes one canonical line into one record.
+/// The format a line is written in when it is plainly another one's (the fields that
+/// format always writes, and a babel record never has): what it is, and its `--format`.
+fn other_format(members: &crate::jsonl::Members) -> Option<(&'static str, &'static str)> {
+    let has = |key: &str| members.get(key).is_some();
+    if has("doc_id") && (has("resps") || has("filtered_resps")) {
+        Some(("lm-evaluation-harness output (doc_id, resps)", "harness"))
+    } else if has("original") && has("rephrased") {
+        Some(("a paired result (original, rephrased)", "paired"))
+    } else if has("evaluation_id") && has("sample_id") {
+        Some((
+            "an Every Eval Ever instance-level row (evaluation_id, sample_id)",
+            "eee",
+        ))
+    } else {
+        None
+    }
+}
+
 pub fn normalize<'a>(
     line: JsonLine<'a>,
     context: &'a ImportContext<'a>,
     out: &mut Vec<NewRecord<'a>>,
 ) -> Result<(), AdapterError> {
+    if let Some((what, format)) = other_format(line.members) {
+        return Err(AdapterError::new(
+            FieldPath::root(),
+            format!("this line looks like {what}, not a babel record"),
+        )
+        .with_hint(format!("import the file with --format {format}")));
+    }
     let run = context.run;
     let options = context.options;
     let selected = match &options.id_field {

@@ -69,6 +69,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Init(init::Args),
+    /// Manage runs: `run create` opens one with its model, benchmark and metadata
     #[command(subcommand)]
     Run(run::RunCommand),
     Import(import::Args),

@@ -20,8 +20,10 @@ pub enum RunCommand {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
-  babel run create llama-mmlu --model meta-llama/Llama-3-8B --benchmark mmlu --meta dataset_revision=3f2a1c
-  babel run create llama-caps --model meta-llama/Llama-3-8B --item-bank capitals-bank --protocol capitals-0shot
+  babel run create llama-mmlu --model meta-llama/Llama-3-8B --benchmark mmlu \\
+      --meta dataset_revision=3f2a1c
+  babel run create llama-caps --model meta-llama/Llama-3-8B \\
+      --item-bank capitals-bank --protocol capitals-0shot
 
 A strict run (--item-bank and --protocol, or --meta benchmark_contract=...) accepts only
 records that are instances of its bank and name their script; its correctness_metric is

@@ -345,3 +345,39 @@ fn the_same_input_imported_twice_gives_byte_identical_records_files() {
     }
     assert_eq!(sha256_hex(&records[0]), sha256_hex(&records[1]));
 }
+
+#[test]
+fn another_formats_file_imported_as_canonical_is_named_with_its_format() {
+    let env = Env::with_run();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let harness = std::fs::read_dir(fixtures.join("lm-eval-0.4.13/original/dummy-p"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().contains("samples_babel_mc_original_"))
+        .unwrap();
+    let paired = env.input(
+        "pairs.jsonl",
+        "{\"id\": \"q1\", \"original\": {}, \"rephrased\": {}}\n",
+    );
+    for (input, what, format) in [
+        (
+            harness.display().to_string(),
+            "lm-evaluation-harness output",
+            "harness",
+        ),
+        (paired, "a paired result", "paired"),
+    ] {
+        let output = env
+            .babel(&["import", "r1", "--format", "canonical", &input])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(&format!("looks like {what}")), "{stderr}");
+        assert!(
+            stderr.contains(&format!("import the file with --format {format}")),
+            "{stderr}"
+        );
+    }
+    assert!(env.records("r1").is_empty());
+}
