@@ -166,7 +166,10 @@ fn duplicate_identities_are_rejected_within_a_file_and_against_earlier_imports()
     );
     // Two files of one batch: the message names the first one, never an unpublished import.
     let one = env.input("one.jsonl", canonical_line("q3", "original", None) + "\n");
-    let two = env.input("two.jsonl", canonical_line("q3", "original", None) + "\n");
+    let two = env.input(
+        "two.jsonl",
+        canonical_line("q3", "original", Some(true)) + "\n",
+    );
     let output = import(&env, &[&one, &two]);
     assert!(
         stderr(&output)
@@ -380,4 +383,68 @@ fn another_formats_file_imported_as_canonical_is_named_with_its_format() {
         );
     }
     assert!(env.records("r1").is_empty());
+}
+
+#[test]
+fn a_file_imported_again_is_refused_as_that_import_in_one_line() {
+    let env = Env::with_run();
+    let lines: Vec<String> = (0..30)
+        .map(|q| crate::common::canonical_line(&format!("q{q}"), "original", Some(true)))
+        .collect();
+    let input = env.input("a.jsonl", lines.join("\n") + "\n");
+    env.babel(&["import", "r1", "--format", "canonical", &input])
+        .assert()
+        .success();
+    let manifest_before = std::fs::read(env.archived("runs/r1/manifest.json")).unwrap();
+    let output = env
+        .babel(&["import", "r1", "--format", "canonical", &input])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("1 problem in"), "{stderr}");
+    assert!(
+        stderr
+            .contains("this file is already import 1 of run r1 (raw/0001-a.jsonl), byte for byte"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("duplicate"),
+        "one line, not one per record: {stderr}"
+    );
+    // Twice in one batch: the second names the first as given.
+    let output = env
+        .babel(&[
+            "import",
+            "r1",
+            "--format",
+            "canonical",
+            "--variant",
+            "v3",
+            &input,
+            &input,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("this file is byte for byte inputs/a.jsonl (file 1 of this batch)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(env.archived("runs/r1/manifest.json")).unwrap(),
+        manifest_before
+    );
+    // As another variant, the same bytes are new records.
+    env.babel(&[
+        "import",
+        "r1",
+        "--format",
+        "canonical",
+        "--variant",
+        "v2",
+        &input,
+    ])
+    .assert()
+    .success();
 }

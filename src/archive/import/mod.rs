@@ -153,6 +153,8 @@ pub struct ImportReport {
     pub rejections: Vec<Rejection>,
     /// All problems, counted.
     pub rejected_total: usize,
+    /// All problems, counted per file (as [`Rejection::file`] names it).
+    rejected_per_file: HashMap<String, usize>,
 }
 
 impl ImportReport {
@@ -175,6 +177,10 @@ impl ImportReport {
 
     fn reject(&mut self, rejection: Rejection) {
         self.rejected_total += 1;
+        *self
+            .rejected_per_file
+            .entry(rejection.file.clone())
+            .or_default() += 1;
         if self.rejections.len() < MAX_REPORTED {
             self.rejections.push(rejection);
         }
@@ -406,6 +412,7 @@ pub fn import(
         }
     }
     if report.rejected_total > 0 {
+        name_reimports(&mut report, &manifest, &entries);
         // The rejection is what the user needs to see; if the clean-up fails, the journal
         // still names the files and the next write removes them.
         return Err(abort_after(
@@ -433,6 +440,68 @@ pub fn import(
     };
     transaction.commit(&bytes, change)?;
     Ok(report)
+}
+
+/// A refused file that is byte for byte an earlier import of the run (or of this batch)
+/// under the same format and variant is refused as that, in one line, instead of once
+/// per duplicate record.
+fn name_reimports(report: &mut ImportReport, manifest: &RunManifest, entries: &[ImportEntry]) {
+    for (index, entry) in entries.iter().enumerate() {
+        let same = |earlier: &&ImportEntry| {
+            earlier.raw.sha256 == entry.raw.sha256
+                && earlier.raw.bytes == entry.raw.bytes
+                && earlier.format == entry.format
+                && earlier.variant_override == entry.variant_override
+        };
+        let published = manifest.imports.iter().find(same).map(|earlier| {
+            format!(
+                "this file is already import {} of run {} ({}), byte for byte: its records are in the run",
+                earlier.seq, report.run, earlier.raw.path
+            )
+        });
+        // An earlier file of this batch is named as given: it is not an import (yet).
+        let in_batch = || {
+            let earlier = entries[..index].iter().find(same)?;
+            let position = entries.iter().position(|e| e.seq == earlier.seq)? + 1;
+            let given = report.files.iter().find(|f| f.seq == earlier.seq)?;
+            Some(format!(
+                "this file is byte for byte {} (file {position} of this batch)",
+                given.given.display()
+            ))
+        };
+        let Some(message) = published.or_else(in_batch) else {
+            continue;
+        };
+        let Some(given) = report.files.iter().find(|f| f.seq == entry.seq) else {
+            continue;
+        };
+        let label = given.given.display().to_string();
+        let of_file: Vec<String> = report
+            .rejected_per_file
+            .keys()
+            .filter(|file| file.starts_with(&label))
+            .cloned()
+            .collect();
+        if of_file.is_empty() {
+            continue;
+        }
+        for file in of_file {
+            report.rejected_total -= report.rejected_per_file.remove(&file).unwrap_or(0);
+        }
+        report.rejections.retain(|r| !r.file.starts_with(&label));
+        report.reject(Rejection {
+            file: label,
+            line: None,
+            column: None,
+            item: None,
+            field: None,
+            message,
+            hint: Some(
+                "import a file once; to keep the same results as another variant, pass --variant"
+                    .into(),
+            ),
+        });
+    }
 }
 
 /// One input as opened: a file, or a folder's files (the items file and the others,
