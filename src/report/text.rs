@@ -7,7 +7,7 @@ use std::io::{self, Write};
 
 use super::{EACH_SIDE_ALONE, each_side_alone, level, p_value, percent, points};
 use crate::compare::Outcome;
-use crate::compare::summary::{Group, SideSummary, Summary};
+use crate::compare::summary::{Group, OutcomeCounts, SideSummary, Summary};
 
 fn side_line(name: &str, side: &SideSummary) -> String {
     format!(
@@ -31,6 +31,49 @@ fn alone(out: &mut dyn Write, summary: &Summary) -> io::Result<()> {
     writeln!(out)?;
     writeln!(out, "{}", EACH_SIDE_ALONE.to_lowercase())?;
     writeln!(out, "  accuracy     {line}")
+}
+
+/// Why no item paired, when none did though both sides hold records: the benchmark names
+/// of each side when they differ (the usual cause: one side imported without
+/// `--benchmark`), else the run-local identities left out, else the question ids.
+fn no_pair_hint(summary: &Summary) -> Option<String> {
+    let (baseline, variant) = (&summary.baseline, &summary.variant);
+    let holds = |side: &SideSummary| side.records + side.run_local_excluded > 0;
+    if summary.overall.matched > 0 || !holds(baseline) || !holds(variant) {
+        return None;
+    }
+    let names = |only: fn(&OutcomeCounts) -> u64| -> Vec<&str> {
+        summary
+            .by_benchmark
+            .iter()
+            .filter(|g| g.group.matched > 0 || only(&g.group.outcomes) > 0)
+            .map(|g| g.benchmark.as_str())
+            .collect()
+    };
+    let on_baseline = names(|c| c.only_baseline);
+    let on_variant = names(|c| c.only_variant);
+    let shared = on_baseline.iter().any(|b| on_variant.contains(b));
+    Some(
+        if !on_baseline.is_empty() && !on_variant.is_empty() && !shared {
+            format!(
+                "hint: no item is on both sides: the baseline names benchmark {}, the variant {}. \
+             If they hold the same questions, import both with the same --benchmark NAME.",
+                on_baseline.join(", "),
+                on_variant.join(", ")
+            )
+        } else if baseline.run_local_excluded + variant.run_local_excluded > 0 {
+            format!(
+                "hint: no item is on both sides: {} baseline and {} variant records have run-local \
+             ids (positions), which never pair. If the data has ids, name them at import: --id-field \
+             (OpenCompass: --ids NAME=FILE); FORMAT.md says where each format keeps them.",
+                baseline.run_local_excluded, variant.run_local_excluded
+            )
+        } else {
+            "hint: no item is on both sides: the sides share no (benchmark, language, script, \
+         question_id, filter, repeat_id). Check each side's question ids with `babel records`."
+                .to_owned()
+        },
+    )
 }
 
 /// Writes the summary as people read it.
@@ -102,6 +145,9 @@ pub fn render(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
                 percent(stats.consistency)
             )?;
         }
+    }
+    if let Some(hint) = no_pair_hint(summary) {
+        writeln!(out, "{hint}")?;
     }
     alone(out, summary)?;
     let benchmarks: Vec<(String, &Group)> = summary

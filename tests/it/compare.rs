@@ -862,3 +862,47 @@ fn one_filter_and_one_repeat_need_no_pooling_caveat() {
     assert_eq!(summary["by_filter"][0]["filter"], "none");
     assert_eq!(summary["by_filter"][0]["outcomes"], summary["outcomes"]);
 }
+
+#[test]
+fn no_matched_item_says_why_naming_each_sides_benchmarks() {
+    // The usual cause: one side imported without --benchmark, so the harness named the
+    // benchmark after its task, and the two sides call the same questions differently.
+    let env = Env::with_archive();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let harness = std::fs::read_dir(fixtures.join("lm-eval-0.4.13/original/dummy-p"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().contains("samples_babel_mc_original_"))
+        .unwrap();
+    for (run, benchmark) in [("a", None), ("b", Some("babel_mc"))] {
+        env.babel(&["run", "create", run, "--model", "dummy"])
+            .assert()
+            .success();
+        let mut import = env.babel(&["import", run, "--format", "harness"]);
+        if let Some(benchmark) = benchmark {
+            import.args(["--benchmark", benchmark]);
+        }
+        import.arg(&harness).assert().success();
+    }
+    let output = env
+        .babel(&["compare", "a", "--other-run", "b"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.contains("hint: no item is on both sides: the baseline names benchmark babel_mc_original, the variant babel_mc."),
+        "{text}"
+    );
+    assert!(text.contains("--benchmark NAME"), "{text}");
+    // Items that pair get no such hint.
+    let output = env
+        .babel(&["compare", "b", "--other-run", "b"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8(output.stdout)
+            .unwrap()
+            .contains("hint: no item")
+    );
+}
