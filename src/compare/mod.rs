@@ -48,6 +48,8 @@ impl fmt::Display for Side {
 pub struct SideLabel {
     pub run_id: String,
     pub variant_id: String,
+    /// The run's model.
+    pub model: String,
 }
 
 /// What the join needs of one side's rows, by row number.
@@ -563,6 +565,7 @@ pub(crate) mod tests {
         let label = |variant_id: &str| SideLabel {
             run_id: "r1".into(),
             variant_id: variant_id.into(),
+            model: "m".into(),
         };
         let (b_label, v_label) = (label("original"), label("rephrased"));
         let comparison = compare(

@@ -106,6 +106,8 @@ impl Group {
 pub struct SideSummary {
     pub run_id: String,
     pub variant_id: String,
+    /// The run's model.
+    pub model: String,
     /// Records of this side with a stable identity (each is one item).
     pub records: u64,
     /// Records of this side left out because their identity is run-local.
@@ -264,6 +266,7 @@ fn side_summary(
     SideSummary {
         run_id: label.run_id.clone(),
         variant_id: label.variant_id.clone(),
+        model: label.model.clone(),
         records,
         run_local_excluded: run_local,
         alone: SideAlone::of(scored, confidence),

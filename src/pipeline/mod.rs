@@ -80,6 +80,7 @@ pub fn compare(
     let label = |side: &crate::archive::comparison::ComparisonSide| SideLabel {
         run_id: side.run.to_string(),
         variant_id: side.variant_id.clone(),
+        model: side.manifest.model().to_owned(),
     };
     let (baseline_label, variant_label) = (label(&sides.baseline), label(&sides.variant));
     let join = |baseline: &dyn Rows, variant: &dyn Rows| {

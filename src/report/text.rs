@@ -11,8 +11,8 @@ use crate::compare::summary::{Group, OutcomeCounts, SideSummary, Summary};
 
 fn side_line(name: &str, side: &SideSummary) -> String {
     format!(
-        "{name:<9} run {} variant {} ({} records",
-        side.run_id, side.variant_id, side.records
+        "{name:<9} run {}, variant {}, model {} ({} records",
+        side.run_id, side.variant_id, side.model, side.records
     ) + &if side.run_local_excluded > 0 {
         format!(
             "; {} run-local records excluded, they never pair)",
@@ -80,7 +80,13 @@ fn no_pair_hint(summary: &Summary) -> Option<String> {
 pub fn render(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
     let level = level(summary.confidence_level);
     writeln!(out, "{}", side_line("baseline", &summary.baseline))?;
-    writeln!(out, "{}", side_line("variant", &summary.variant))?;
+    // Two runs compare a run with another; one run, a variant with its baseline.
+    let other = if summary.variant.run_id == summary.baseline.run_id {
+        "variant"
+    } else {
+        "other"
+    };
+    writeln!(out, "{}", side_line(other, &summary.variant))?;
     let overall = &summary.overall;
     let counts = &overall.outcomes;
     writeln!(

@@ -895,6 +895,15 @@ fn no_matched_item_says_why_naming_each_sides_benchmarks() {
         "{text}"
     );
     assert!(text.contains("--benchmark NAME"), "{text}");
+    // The other run is named as such, with each side's model.
+    assert!(
+        text.contains("baseline  run a, variant original, model dummy (30 records)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("other     run b, variant original, model dummy (30 records)"),
+        "{text}"
+    );
     // Items that pair get no such hint.
     let output = env
         .babel(&["compare", "b", "--other-run", "b"])

@@ -20,7 +20,7 @@ fn the_demo_builds_a_valid_archive_and_shows_a_rejection() {
         "imported 16 records -> runs/paired-demo/raw/0001-capitals-paired.jsonl",
         "imported 36 records (one per document and filter)",
         "a strict run: imported 17 records, each checked against the item bank",
-        "variant   run demo-7b-step2000 variant original (17 records)",
+        "other     run demo-7b-step2000, variant original, model demo-org/demo-7b (17 records)",
         "validate: ok (5 run(s), 23 file(s), 98 record(s) checked)",
     ] {
         assert!(stdout.contains(expected), "{expected:?} not in:\n{stdout}");

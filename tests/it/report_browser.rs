@@ -292,6 +292,7 @@ fn big_report(dir: &Path) -> PathBuf {
     let label = |variant: &str| SideLabel {
         run_id: "big".into(),
         variant_id: variant.into(),
+        model: "m".into(),
     };
     let (b_label, v_label) = (label("original"), label("rephrased"));
     let baseline: Vec<Record> = (0..BIG_ITEMS).map(|i| big_record(i, "original")).collect();
