@@ -147,12 +147,11 @@ pub fn read_rows<E>(
             });
         }
     }
-    let reader = builder
-        .with_batch_size(BATCH_ROWS)
-        .build()
+    let mut reader = contained(|| builder.with_batch_size(BATCH_ROWS).build())
+        .map_err(ParquetInputError::Format)?
         .map_err(format)?;
     let mut position = 0u64;
-    for batch in reader {
+    while let Some(batch) = contained(|| reader.next()).map_err(ParquetInputError::Format)? {
         let batch = batch.map_err(|e| ParquetInputError::Format(e.to_string()))?;
         for row in 0..batch.num_rows() {
             let row_value =

@@ -2,8 +2,9 @@
 //! (`tests/fuzz-regressions/<target>/`). Records-file crashes are stored as a run's records
 //! file, rehashed into its manifest and laundered into the history, so that only the
 //! records reader sees them: validate must report the file, not panic. Document-scanner
-//! crashes are imported as Inspect `.json` logs: refused whole, nothing written. (The
-//! adapter targets have found no crash so far; RELIABILITY.md has the figures.)
+//! crashes are imported as Inspect `.json` logs, Parquet-row crashes as lighteval details
+//! files: refused whole, nothing written. (The adapter targets have found no crash so far;
+//! RELIABILITY.md has the figures.)
 
 use crate::common::{Env, canonical_line, launder_history};
 use std::path::{Path, PathBuf};
@@ -93,6 +94,47 @@ fn documents_that_confused_the_scanner_are_refused_as_inspect_logs() {
         assert_eq!(output.status.code(), Some(1), "{}", crash.display());
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains("nothing was imported"), "{stderr}");
+        assert_eq!(env.files(), before, "{}", crash.display());
+    }
+}
+
+#[test]
+fn parquet_files_that_crashed_the_row_reader_are_refused_as_lighteval_details() {
+    let crashes = inputs("parquet_rows");
+    assert!(
+        !crashes.is_empty(),
+        "the regression corpus is in the repository"
+    );
+    for crash in crashes {
+        let env = Env::with_archive();
+        env.babel(&["run", "create", "r", "--model", "m"])
+            .assert()
+            .success();
+        let date = "2026-01-01T00-00-00.000000";
+        env.input(
+            &format!("out/details/m/{date}/details_t|0_{date}.parquet"),
+            std::fs::read(&crash).unwrap(),
+        );
+        env.input(
+            &format!("out/results/m/results_{date}.json"),
+            r#"{"config_general": {"model_name": "m"}, "results": {}}"#,
+        );
+        let before = env.files();
+        let output = env
+            .babel(&["import", "r", "--format", "lighteval", "inputs/out"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{}: {stderr}",
+            crash.display()
+        );
+        assert!(
+            stderr.contains("not a Parquet file babel can read"),
+            "{stderr}"
+        );
         assert_eq!(env.files(), before, "{}", crash.display());
     }
 }
