@@ -78,6 +78,23 @@ fn step(text: &str) {
     outln!("\n== {text}");
 }
 
+/// How the user can run this binary: `babel` when that name on the PATH is this very
+/// program, else its full path (as after `cargo run`, before `cargo install`).
+fn invocation() -> String {
+    let Ok(this) = std::env::current_exe().and_then(std::fs::canonicalize) else {
+        return "babel".into();
+    };
+    let on_path = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path)
+            .any(|dir| std::fs::canonicalize(dir.join("babel")).is_ok_and(|found| found == this))
+    });
+    if on_path {
+        "babel".into()
+    } else {
+        this.display().to_string()
+    }
+}
+
 fn write_examples(inputs: &Path) -> Result<(), CliError> {
     for (name, text) in EXAMPLES {
         let path = inputs.join(name);
@@ -327,16 +344,20 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             written.path.display()
         );
     }
+    let babel = invocation();
     outln!("Try:");
-    outln!("  babel --root {} show {run}", root.display());
+    outln!("  {babel} --root {} show {run}", root.display());
     outln!(
-        "  babel --root {} records {paired} --variant rephrased",
+        "  {babel} --root {} records {paired} --variant rephrased",
         root.display()
     );
-    outln!("  babel --root {} list", root.display());
+    outln!("  {babel} --root {} list", root.display());
     outln!(
-        "  babel --root {} matrix --bank capitals-bank --runs demo-7b-step1000,demo-7b-step2000 --out responses.csv",
+        "  {babel} --root {} matrix --bank capitals-bank --runs demo-7b-step1000,demo-7b-step2000 --out responses.csv",
         root.display()
     );
+    if babel != "babel" {
+        outln!("(`cargo install --locked --path .` puts babel on your PATH)");
+    }
     Ok(if report.ok { Exit::Ok } else { Exit::Failure })
 }

@@ -39,6 +39,33 @@ fn the_demo_builds_a_valid_archive_and_shows_a_rejection() {
         .output()
         .unwrap();
     assert!(check.status.success());
+    // Every "Try:" line works as printed: without babel on the PATH, it names this binary.
+    let tries: Vec<&str> = stdout
+        .lines()
+        .skip_while(|line| *line != "Try:")
+        .skip(1)
+        .filter_map(|line| line.strip_prefix("  "))
+        .collect();
+    assert_eq!(tries.len(), 4, "{stdout}");
+    for line in tries {
+        let mut words = line.split_whitespace();
+        let program = words.next().unwrap();
+        assert_eq!(
+            std::fs::canonicalize(program).unwrap(),
+            std::fs::canonicalize(env!("CARGO_BIN_EXE_babel")).unwrap(),
+            "{line}"
+        );
+        let tried = std::process::Command::new(program)
+            .args(words)
+            .current_dir(env.path())
+            .output()
+            .unwrap();
+        assert!(
+            tried.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&tried.stderr)
+        );
+    }
     // A second demo into the same folder is refused rather than mixed in.
     let again = env
         .babel(&["demo", "--dir", dir.to_str().unwrap()])
