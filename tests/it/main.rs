@@ -34,6 +34,7 @@ mod paired_import;
 mod panel;
 mod panel_browser;
 mod properties;
+mod readme;
 mod records_readers;
 mod reliability;
 mod report_browser;
