@@ -175,12 +175,29 @@ pub fn render(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out)?;
         wrapped(out, "caveat    ", &caveat.message)?;
     }
-    writeln!(out)?;
-    breakdown(out, "benchmark", &level, &benchmarks)?;
-    writeln!(out)?;
-    breakdown(out, "language", &level, &languages)?;
-    writeln!(out)?;
-    breakdown(out, "filter", &level, &filters)
+    // A table of one row repeats the headline: it folds into one line.
+    let tables = [
+        ("benchmark", benchmarks),
+        ("language", languages),
+        ("filter", filters),
+    ];
+    let single: Vec<String> = tables
+        .iter()
+        .filter(|(_, groups)| groups.len() == 1)
+        .map(|(title, groups)| match (*title, summary.by_language.first()) {
+            ("language", Some(only)) if only.language.is_none() => "no language".to_owned(),
+            _ => format!("{title} {}", groups[0].0),
+        })
+        .collect();
+    if !single.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "every item has {}", single.join(", "))?;
+    }
+    for (title, groups) in tables.iter().filter(|(_, groups)| groups.len() > 1) {
+        writeln!(out)?;
+        breakdown(out, title, &level, groups)?;
+    }
+    Ok(())
 }
 
 /// Lines of the wrapped caveat, at most this wide unless one word is wider.
