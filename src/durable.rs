@@ -45,6 +45,11 @@ pub struct ContentDigest {
     pub bytes: u64,
 }
 
+/// Whether `text` is a SHA-256 as babel writes one: 64 lowercase hex digits.
+pub fn is_sha256(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
 /// Lowercase hex of a byte string.
 pub fn hex(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len() * 2);

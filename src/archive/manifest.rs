@@ -11,6 +11,7 @@ use super::layout;
 use super::metadata::RunMetadata;
 use crate::adapters::Format;
 use crate::canonical_json::{CanonicalError, to_canonical_bytes};
+use crate::durable::is_sha256;
 
 /// True for a version as babel writes them: `MAJOR.MINOR.PATCH`, each a decimal number
 /// without leading zeros, optionally followed by `-` and a pre-release of ASCII letters,
@@ -188,10 +189,6 @@ const OPTIONS: [(&str, Option<&[&str]>); 3] = [
     ("language", None),
     ("non_finite", Some(&["reject", "null"])),
 ];
-
-fn is_sha256(text: &str) -> bool {
-    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-}
 
 impl ImportEntry {
     /// Whether the import's raw files are in a folder of their own: a run folder (HELM),

@@ -211,10 +211,12 @@ pub fn pull(
     let expected: BTreeSet<String> = tree.iter().map(|f| f.path.clone()).collect();
     prune(&snapshot, "", &expected)?;
 
+    // The snapshot is the archive being restored: its paths resolve as an archive's do.
+    let restored = crate::archive::layout::Layout::new(snapshot.clone());
     let mut verified: BTreeMap<String, Verified> = BTreeMap::new();
     let mut pending = Vec::new();
     for file in &tree {
-        let target = resolve(&snapshot, &file.path);
+        let target = restored.resolve(&file.path);
         match reuse(&target, file)? {
             Some(ok) => {
                 verified.insert(file.path.clone(), ok);
@@ -229,7 +231,7 @@ pub fn pull(
         progress.file(&file.path);
         let part = parts.join(format!("{index}.part"));
         let ok = download(client, repo, &commit, file, &part, progress)?;
-        let target = resolve(&snapshot, &file.path);
+        let target = restored.resolve(&file.path);
         let parent = durable::parent_of(&target);
         fs::create_dir_all(parent).map_err(io_at("creating", parent))?;
         durable::rename_replacing(&part, &target)?;
@@ -382,12 +384,6 @@ fn check_tree(
         });
     }
     Ok(())
-}
-
-/// The filesystem path of a checked repository path under `root`.
-fn resolve(root: &Path, path: &str) -> PathBuf {
-    path.split('/')
-        .fold(root.to_owned(), |at, part| at.join(part))
 }
 
 fn clear_dir(dir: &Path) -> Result<(), HubError> {

@@ -184,10 +184,12 @@ pub fn render(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
     let single: Vec<String> = tables
         .iter()
         .filter(|(_, groups)| groups.len() == 1)
-        .map(|(title, groups)| match (*title, summary.by_language.first()) {
-            ("language", Some(only)) if only.language.is_none() => "no language".to_owned(),
-            _ => format!("{title} {}", groups[0].0),
-        })
+        .map(
+            |(title, groups)| match (*title, summary.by_language.first()) {
+                ("language", Some(only)) if only.language.is_none() => "no language".to_owned(),
+                _ => format!("{title} {}", groups[0].0),
+            },
+        )
         .collect();
     if !single.is_empty() {
         writeln!(out)?;

@@ -34,7 +34,7 @@ use super::layout::Layout;
 use super::manifest::{AttachmentEntry, ImportEntry};
 use crate::canonical_json::{is_canonical, to_canonical_bytes};
 use crate::clock::now_rfc3339;
-use crate::durable::{self, PathIoError, digest_of, io_at};
+use crate::durable::{self, PathIoError, digest_of, io_at, is_sha256};
 
 /// The history folder, at ROOT.
 pub const HISTORY: &str = "history";
@@ -327,10 +327,6 @@ fn check_line(line: &[u8]) -> Result<Entry, String> {
         return Err("a manifest path or SHA-256 is malformed".into());
     }
     Ok(entry)
-}
-
-fn is_sha256(text: &str) -> bool {
-    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// The entry a write will append: the next number, chained to the current head.
