@@ -68,25 +68,36 @@ fn units(listing: &Listing<'_>) -> Result<Vec<Unit>, String> {
                 "{name:?} is not a lighteval details file (details_<task>|<n>_<date>.parquet)"
             ));
         };
-        // details/<model>/<date>/details_...: the results are results/<model>/results_<date>.json.
-        let model = match parts.len() {
-            n if n >= 3 => parts[n - 3],
-            _ => {
-                return Err(format!(
-                    "{path} is not inside details/<model>/<date>/, so its results file cannot be found"
-                ));
-            }
+        // details/<model>/<date>/details_...: the results are results/<model>/results_<date>.json,
+        // where <model> is the model_name, folders and all (`org/name`).
+        let n = parts.len();
+        let Some(details) = parts[..n.saturating_sub(2)]
+            .iter()
+            .rposition(|part| *part == "details")
+            .filter(|at| at + 3 < n)
+        else {
+            return Err(format!(
+                "{path} is not inside details/<model>/<date>/, so its results file cannot be found"
+            ));
         };
+        let model = parts[details + 1..n - 2].join("/");
         let results = format!("results/{model}/results_{date}.json");
         let header = if listing.folder {
-            if !listing.files.contains(&results) {
+            let beside = format!(
+                "{}{results}",
+                parts[..details]
+                    .iter()
+                    .map(|p| format!("{p}/"))
+                    .collect::<String>()
+            );
+            if !listing.files.contains(&beside) {
                 return Err(format!(
-                    "{path} has no results file {results}: the model is named only there"
+                    "{path} has no results file {beside}: the model is named only there"
                 ));
             }
-            results
+            beside
         } else {
-            format!("../../../{results}")
+            format!("{}{results}", "../".repeat(n - 1 - details))
         };
         units.push(Unit {
             name: task.to_owned(),
@@ -258,25 +269,36 @@ fn normalize(
             warnings.push(format!(
                 "doc.id {row_id} is lighteval's row position in the evaluated split (it replaces the dataset's id): run-local, it never pairs; --id-field names an id the task kept (e.g. doc.specific.id)"
             ));
-            (
-                format!("{}:{row_id}", context.source.raw_path),
-                IdentityScope::RunLocal,
-            )
+            // The position alone: two files of one benchmark in a run (two few-shot
+            // settings of a task) are then duplicates unless --variant tells them apart.
+            (row_id.clone(), IdentityScope::RunLocal)
         }
     };
     let correct = correctness(metric, details.metric.as_deref(), &mut warnings);
 
     let choices = doc.get("choices").and_then(Value::as_array);
+    let at_gold = root.key("doc").key("gold_index");
     let text_of = |index: &Value| {
         index
             .as_u64()
             .and_then(|i| choices.and_then(|c| c.get(i as usize)))
             .cloned()
+            .ok_or_else(|| {
+                AdapterError::new(
+                    at_gold.clone(),
+                    format!(
+                        "{index} is not an index of doc.choices ({} choices)",
+                        choices.map_or(0, Vec::len)
+                    ),
+                )
+            })
     };
     let target = match doc.get("gold_index") {
-        Some(Value::Array(indices)) => Value::Array(indices.iter().filter_map(text_of).collect()),
-        Some(index) => text_of(index).unwrap_or(Value::Null),
-        None => Value::Null,
+        Some(Value::Array(indices)) => {
+            Value::Array(indices.iter().map(text_of).collect::<Result<Vec<_>, _>>()?)
+        }
+        None | Some(Value::Null) => Value::Null,
+        Some(index) => text_of(index)?,
     };
     let generated = response
         .get("text")
@@ -288,7 +310,13 @@ fn normalize(
     if let Some(query) = doc.get("query") {
         input.insert("question".into(), query.clone());
     }
+    // Multiple choice scores each choice's logprob; generation's choices are references.
+    let scored_choices = response
+        .get("logprobs")
+        .and_then(Value::as_array)
+        .is_some_and(|l| !l.is_empty());
     if generated.is_none()
+        && scored_choices
         && let Some(choices) = choices
     {
         input.insert("choices".into(), Value::Array(choices.clone()));

@@ -220,30 +220,92 @@ fn positional_ids_never_pair_and_kept_ids_pair_with_lm_eval_inspect_and_helm() {
 
 #[test]
 fn two_few_shot_settings_of_one_task_are_distinct_only_through_variant() {
+    // "Two few-shot settings of one task in one run are distinct identities only through
+    // --variant; otherwise a clear duplicate error" (issue 19). dummy-fewshot2 is
+    // babel_mc|2, dummy-seed42 holds babel_mc|0: the same 20 positions.
+    let env = Env::with_archive();
+    create(&env, "d", "dummy");
+    let zero = file_named(&Path::new(OUT).join("dummy-seed42"), "details_babel_mc|0");
+    let two = file_named(&Path::new(OUT).join("dummy-fewshot2"), "details_babel_mc|2");
+    env.babel(&["import", "d", "--format", "lighteval"])
+        .arg(&zero)
+        .assert()
+        .success();
+    let output = env
+        .babel(&["import", "d", "--format", "lighteval"])
+        .arg(&two)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("duplicate record identity (benchmark=babel_mc"),
+        "{stderr}"
+    );
+    assert_eq!(
+        env.records("d").len(),
+        20,
+        "nothing of the refused import was written"
+    );
+    env.babel(&[
+        "import",
+        "d",
+        "--format",
+        "lighteval",
+        "--variant",
+        "fewshot-2",
+    ])
+    .arg(&two)
+    .assert()
+    .success();
+    let records = env.records("d");
+    let results = read_json(&file_named(
+        &Path::new(OUT).join("dummy-fewshot2"),
+        "results_",
+    ));
+    let of_two: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["variant_id"] == "fewshot-2")
+        .collect();
+    assert_eq!(of_two.len(), 20);
+    assert!(of_two.iter().all(|r| r["extra"]["num_fewshot"] == 2));
+    let right = of_two.iter().filter(|r| r["correct"] == true).count() as f64;
+    let theirs = results["results"]["babel_mc|2"]["acc"].as_f64().unwrap();
+    assert!(
+        (right / 20.0 - theirs).abs() < 1e-12,
+        "{right} of 20 vs {theirs}"
+    );
+}
+
+#[test]
+fn a_model_name_with_an_organization_nests_its_folders_and_still_finds_its_results() {
+    // lighteval writes details/<model_name>/... and results/<model_name>/...: a Hub id
+    // (org/name) is two folders.
     let env = Env::with_archive();
     create(&env, "c", "babel-policy");
-    let details = file_named(&Path::new(OUT).join("custom-seed1"), "details_babel_mc|0");
-    let import = |extra: &[&str]| {
-        env.babel(&[
-            "import",
-            "c",
-            "--format",
-            "lighteval",
-            "--id-field",
-            "doc.specific.id",
-        ])
-        .args(extra)
-        .arg(&details)
-        .output()
-        .unwrap()
-    };
-    assert!(import(&[]).status.success());
-    let again = import(&[]);
-    let stderr = String::from_utf8(again.stderr).unwrap();
-    assert!(!again.status.success());
-    assert!(stderr.contains("duplicate"), "{stderr}");
-    assert!(import(&["--variant", "fewshot-2"]).status.success());
-    assert_eq!(env.records("c").len(), 40);
+    let copy = copy_of(&env, "custom-seed1");
+    for part in ["details", "results"] {
+        let from = copy.join(part).join("babel-policy");
+        let to = copy.join(part).join("org");
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::rename(&from, to.join("babel-policy")).unwrap();
+    }
+    let results = file_named(&copy, "results_");
+    let mut json = read_json(&results);
+    json["config_general"]["model_name"] = "org/babel-policy".into();
+    std::fs::write(&results, serde_json::to_vec(&json).unwrap()).unwrap();
+    create(&env, "o", "org/babel-policy");
+    env.babel(&["import", "o", "--format", "lighteval"])
+        .arg(&copy)
+        .assert()
+        .success();
+    assert_eq!(env.records("o").len(), 32);
+    create(&env, "f", "org/babel-policy");
+    env.babel(&["import", "f", "--format", "lighteval"])
+        .arg(file_named(&copy, "details_babel_mc|0"))
+        .assert()
+        .success();
+    assert_eq!(env.records("f").len(), 20);
 }
 
 #[test]
