@@ -103,6 +103,7 @@ fn units(listing: &Listing<'_>) -> Result<Vec<Unit>, String> {
             name: task.to_owned(),
             items: path.clone(),
             header: vec![(RESULTS, header)],
+            takes_ids: false,
         });
     }
     if units.is_empty() {

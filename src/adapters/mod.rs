@@ -138,6 +138,8 @@ pub struct Unit {
     pub items: String,
     /// The header files, by role.
     pub header: Vec<(&'static str, String)>,
+    /// Whether `--ids NAME=FILE` may give the unit a dataset file (role `ids`).
+    pub takes_ids: bool,
 }
 
 /// Where a structured file's header and items are.

@@ -37,7 +37,8 @@ pub const ADAPTER: super::Adapter = super::Adapter {
 /// The variant of every record of a plain evaluation without `--variant`.
 pub const ORIGINAL: &str = "original";
 
-/// The rotations of one question in a circular evaluation.
+/// The rotations of one question in a circular evaluation of four options, when the
+/// results name no `more_<k>_circular` to tell (one rotation per option).
 pub const ROTATIONS: u64 = 4;
 
 /// The column of a dataset file holding the id, unless `--id-field` names another.
@@ -81,6 +82,7 @@ fn units(listing: &Listing<'_>) -> Result<Vec<Unit>, String> {
             name: abbr.to_owned(),
             items: path.clone(),
             header: vec![(RESULTS, header)],
+            takes_ids: true,
         });
     }
     if units.is_empty() {
@@ -89,8 +91,14 @@ fn units(listing: &Listing<'_>) -> Result<Vec<Unit>, String> {
     Ok(units)
 }
 
-/// The results' `details` entry of each position (`None` where there is none).
-type Entries = Vec<Option<Map<String, Value>>>;
+/// The results' `details` entry of each position.
+type Entries = std::collections::HashMap<u64, Map<String, Value>>;
+
+/// One line of the `--ids` file: its id and, when it has one, its question text.
+struct IdLine {
+    id: String,
+    question: Option<String>,
+}
 
 /// What every item of one predictions file needs.
 struct Dataset {
@@ -100,27 +108,37 @@ struct Dataset {
     details: Entries,
     /// Whether the `details` entries carry `correct` at all (free generation does not).
     scored: bool,
-    circular: bool,
-    /// The ids of the dataset file's lines (`--ids`), and the file's name.
-    ids: Option<Vec<Result<String, AdapterError>>>,
+    /// A circular evaluation's rotations per question.
+    rotations: Option<u64>,
+    /// The lines of the dataset file (`--ids`), or why one has no id.
+    ids: Option<Vec<Result<IdLine, AdapterError>>>,
+    /// Where the results are, for messages (`results/<model>/<abbr>.json`).
+    results_file: String,
     model_warning: Option<String>,
 }
 
 fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, AdapterError> {
     let root = FieldPath::root();
-    let results = header.members.get(RESULTS).and_then(Value::as_object);
-    let Some(results) = results else {
-        return Err(AdapterError::new(
-            root,
-            "the results file beside the predictions is missing or not a JSON object",
-        )
-        .with_hint("import the whole outputs/<timestamp>/ folder"));
-    };
     let abbr = context
         .source
         .basename
         .strip_suffix(".json")
         .unwrap_or(context.source.basename);
+    let results_file = format!("results/{}/{abbr}.json", context.source.folder);
+    let results = header.members.get(RESULTS).and_then(Value::as_object);
+    let Some(results) = results else {
+        return Err(AdapterError::new(
+            root,
+            format!("{results_file} is not a JSON object: not the results OpenCompass writes"),
+        ));
+    };
+    if context.options.id_field.is_some() && !header.members.contains_key(IDS) {
+        return Err(AdapterError::new(
+            root,
+            "--id-field names the id column of an --ids file, and none was given for this dataset",
+        )
+        .with_hint(format!("add --ids {abbr}=DATASET.jsonl")));
+    }
     let benchmark = super::named_benchmark(
         context,
         Some(abbr),
@@ -133,8 +151,20 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
         "the OpenCompass model (the predictions/<model>/ folder)",
         context,
     )?;
-    let (details, scored) = details_by_position(results.get("details"))?;
-    let circular = results.contains_key("perf_circular");
+    let (details, scored) = details_by_position(results.get("details"), &results_file)?;
+    // One rotation per option: `more_<k>_circular` for k up to the option count - 1.
+    let rotations = results.contains_key("perf_circular").then(|| {
+        results
+            .keys()
+            .filter_map(|key| {
+                key.strip_prefix("more_")?
+                    .strip_suffix("_circular")?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max()
+            .map_or(ROTATIONS, |k| k + 1)
+    });
     let ids = header.members.get(IDS).map(|lines| {
         let field = context
             .options
@@ -149,11 +179,21 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
             .map(|(line, value)| {
                 let object = value.as_object().cloned().unwrap_or_default();
                 stable_id::at_field(&object, &field)
-                    .map(|found| found.question_id)
+                    .map(|found| IdLine {
+                        id: found.question_id,
+                        question: object
+                            .get("question")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
+                    })
                     .map_err(|e| {
                         AdapterError::new(
                             e.path,
-                            format!("line {} of the --ids file: {}", line + 1, e.message),
+                            format!(
+                                "record {} of the --ids file has no id at {field}: {}",
+                                line + 1,
+                                e.message
+                            ),
                         )
                     })
             })
@@ -175,56 +215,114 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
             benchmark,
             details,
             scored,
-            circular,
+            rotations,
             ids,
+            results_file,
             model_warning,
         }),
         producer,
     })
 }
 
-/// The results' `details` in position order, from either shape (a list, or an object
-/// keyed by position beside a `"type"`), and whether any entry carries `correct`.
-fn details_by_position(details: Option<&Value>) -> Result<(Entries, bool), AdapterError> {
-    let at = FieldPath::root().key(RESULTS).key("details");
-    let mut out: Entries = Vec::new();
+/// The results' `details` by position, from either shape (a list, or an object keyed by
+/// position beside a `"type"`), and whether any entry carries `correct`.
+fn details_by_position(
+    details: Option<&Value>,
+    results_file: &str,
+) -> Result<(Entries, bool), AdapterError> {
+    let at = FieldPath::root().key("details");
+    let problem = |at: FieldPath, message: String| {
+        AdapterError::new(
+            FieldPath::root(),
+            format!("{results_file}: field {at}: {message}"),
+        )
+    };
+    let mut out = Entries::new();
     match details {
         Some(Value::Array(entries)) => {
-            out = entries.iter().map(|e| e.as_object().cloned()).collect();
+            for (position, entry) in entries.iter().enumerate() {
+                if let Some(entry) = entry.as_object() {
+                    out.insert(position as u64, entry.clone());
+                }
+            }
         }
         Some(Value::Object(entries)) => {
             for (key, entry) in entries {
                 if key == "type" {
                     continue;
                 }
-                let Ok(position) = key.parse::<usize>() else {
-                    return Err(AdapterError::new(
+                let Ok(position) = key.parse::<u64>() else {
+                    return Err(problem(
                         at.key(key),
-                        "a details key that is neither \"type\" nor a position",
+                        "a details key that is neither \"type\" nor a position".into(),
                     ));
                 };
-                if position >= out.len() {
-                    out.resize(position + 1, None);
+                if let Some(entry) = entry.as_object() {
+                    out.insert(position, entry.clone());
                 }
-                out[position] = entry.as_object().cloned();
             }
         }
         None | Some(Value::Null) => {
-            return Err(
-                AdapterError::new(at, "the results file has no details").with_hint(
-                    "run OpenCompass with --dump-eval-details (the default) so each item is scored",
-                ),
-            );
+            return Err(AdapterError::new(
+                FieldPath::root(),
+                format!("{results_file} has no per-item details"),
+            )
+            .with_hint(
+                "run OpenCompass with --dump-eval-details (the default) so each item is scored; an evaluator that writes none cannot be imported item by item",
+            ));
         }
         Some(other) => {
-            return Err(AdapterError::new(
+            return Err(problem(
                 at,
                 format!("expected a list or an object, found {}", describe(other)),
             ));
         }
     }
-    let scored = out.iter().flatten().any(|e| e.contains_key("correct"));
+    let scored = out.values().any(|e| e.contains_key("correct"));
     Ok((out, scored))
+}
+
+/// Checks that a results `details` entry is of this prediction: its `example_abbr` ends
+/// with the item's position, its reference is the prediction's gold, and it scores one
+/// repeat (`n` = 1).
+fn check_join(
+    detail: &Map<String, Value>,
+    prediction: &Map<String, Value>,
+    key: &str,
+    results_file: &str,
+) -> Result<(), AdapterError> {
+    let refuse = |what: String| {
+        Err(AdapterError::new(
+            FieldPath::root(),
+            format!("{results_file}: the details entry of item {key} {what}"),
+        )
+        .with_hint("the results file must be the one OpenCompass wrote with these predictions"))
+    };
+    for field in ["correct", "pred", "parsed", "refr"] {
+        if let Some(Value::Array(values)) = detail.get(field)
+            && values.len() > 1
+        {
+            return refuse(format!(
+                "has {} values of {field}: OpenCompass repeated each item (n > 1), and babel reads results of one repeat",
+                values.len()
+            ));
+        }
+    }
+    if let Some(abbr) = first(detail.get("example_abbr")).and_then(Value::as_str)
+        && abbr.rsplit_once('_').map(|(_, n)| n) != Some(key)
+    {
+        return refuse(format!("is {abbr:?}, another item"));
+    }
+    let reference = first(detail.get("refr")).or_else(|| detail.get("references"));
+    if let (Some(Value::String(reference)), Some(Value::String(gold))) =
+        (reference, prediction.get("gold"))
+        && reference != gold
+    {
+        return refuse(format!(
+            "has the reference {reference:?}, but the prediction's gold is {gold:?}"
+        ));
+    }
+    Ok(())
 }
 
 /// The first element of a one-element-list field (`pred: ["B"]`), or the field itself.
@@ -255,14 +353,33 @@ fn normalize(
         )
     })?;
     let mut warnings: Vec<String> = dataset.model_warning.iter().cloned().collect();
-    let (question, rotation) = if dataset.circular {
-        (position / ROTATIONS, Some(position % ROTATIONS))
-    } else {
-        (position, None)
+    let (question, rotation) = match dataset.rotations {
+        Some(rotations) => (position / rotations, Some(position % rotations)),
+        None => (position, None),
     };
+    let detail = dataset.details.get(&position);
+    if let Some(detail) = detail {
+        check_join(detail, &object, key, &dataset.results_file)?;
+    }
+    let prompt = object.get("origin_prompt").and_then(Value::as_str);
     let (question_id, identity_scope) = match &dataset.ids {
         Some(ids) => match ids.get(question as usize) {
-            Some(Ok(id)) => (id.clone(), IdentityScope::Stable),
+            Some(Ok(line)) => {
+                if let (Some(asked), Some(prompt)) = (&line.question, prompt)
+                    && !prompt.contains(asked.as_str())
+                {
+                    return Err(AdapterError::new(
+                        root,
+                        format!(
+                            "record {} of the --ids file of {} asks {asked:?}, which the prompt of item {key} does not contain",
+                            question + 1,
+                            dataset.abbr
+                        ),
+                    )
+                    .with_hint("give the dataset file the run read, whole and in its order: record i names question i"));
+                }
+                (line.id.clone(), IdentityScope::Stable)
+            }
             Some(Err(error)) => return Err(error.clone()),
             None => {
                 return Err(AdapterError::new(
@@ -287,26 +404,26 @@ fn normalize(
             )
         }
     };
-    let detail = dataset
-        .details
-        .get(position as usize)
-        .and_then(Option::as_ref);
-    let correct = match detail.map(|d| first(d.get("correct"))) {
-        None => {
-            warnings.push(format!(
-                "the results file has no details entry for item {key}: correctness is unknown"
-            ));
-            None
-        }
-        Some(Some(Value::Bool(correct))) => Some(*correct),
-        Some(None) if !dataset.scored => {
+    let Some(detail) = detail else {
+        return Err(AdapterError::new(
+            root,
+            format!(
+                "{} has no details entry for item {key}",
+                dataset.results_file
+            ),
+        )
+        .with_hint("the results file must be the one OpenCompass wrote with these predictions"));
+    };
+    let correct = match first(detail.get("correct")) {
+        Some(Value::Bool(correct)) => Some(*correct),
+        None if !dataset.scored => {
             warnings.push(
                 "the evaluator wrote no per-item correct for this dataset (only its aggregate): correctness is unknown"
                     .into(),
             );
             None
         }
-        Some(other) => {
+        other => {
             warnings.push(format!(
                 "details correct is {}, not true or false: correctness is unknown",
                 other.map_or("missing".into(), describe)
@@ -315,7 +432,7 @@ fn normalize(
         }
     };
     let reply = object.get("prediction").cloned().unwrap_or(Value::Null);
-    let parsed = detail.and_then(|d| first(d.get("parsed"))).cloned();
+    let parsed = first(detail.get("parsed")).cloned();
     let ppl = object.keys().any(|k| k.starts_with("label: "));
     if let (Some(Value::String(letter)), Some(text)) = (&parsed, reply.as_str())
         && !text.contains(letter.as_str())

@@ -325,6 +325,11 @@ fn refused(env: &Env, run: &str, args: &[&str], input: &Path) -> String {
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(!output.status.success(), "{stderr}");
     assert!(env.records(run).is_empty(), "nothing was written: {stderr}");
+    let raw = env.archived(&format!("runs/{run}/raw"));
+    assert!(
+        !raw.exists() || std::fs::read_dir(&raw).unwrap().next().is_none(),
+        "no raw file is left behind: {stderr}"
+    );
     stderr
 }
 
@@ -404,6 +409,83 @@ fn hostile_outputs_are_refused_with_the_file_and_item_named() {
     );
     assert!(
         stderr.contains("member \"7\" is the string \"oops\", not an object"),
+        "{stderr}"
+    );
+
+    // Results that are not of these predictions: the details reversed, an entry missing, a
+    // position far beyond them, two repeats (n = 2), and an --ids file one line off.
+    let results_path = outputs.join(format!("results/{MODEL}/babel_mc_gen.json"));
+    let original = std::fs::read_to_string(&results_path).unwrap();
+    let edited = |edit: &dyn Fn(&mut Value)| {
+        let mut results: Value = serde_json::from_str(&original).unwrap();
+        edit(&mut results);
+        std::fs::write(&results_path, serde_json::to_vec(&results).unwrap()).unwrap();
+    };
+    std::fs::write(&generated, &text).unwrap();
+    for (edit, expected) in [
+        (
+            &(|r: &mut Value| r["details"].as_array_mut().unwrap().reverse())
+                as &dyn Fn(&mut Value),
+            "the details entry of item 0 is \"babel_mc_gen_19\", another item",
+        ),
+        (
+            &|r: &mut Value| {
+                r["details"].as_array_mut().unwrap().pop();
+            },
+            "results/babel-fake-seed1/babel_mc_gen.json has no details entry for item 19",
+        ),
+        (
+            &|r: &mut Value| {
+                r["details"] = serde_json::json!({"type": "GEN", "18446744073709551615": {}});
+            },
+            "has no details entry for item 0",
+        ),
+        (
+            &|r: &mut Value| r["details"][3]["correct"] = serde_json::json!([true, false]),
+            "has 2 values of correct: OpenCompass repeated each item (n > 1)",
+        ),
+    ] {
+        edited(edit);
+        let stderr = refused(&env, "o", &[], &outputs);
+        assert!(stderr.contains(expected), "{expected}: {stderr}");
+    }
+    std::fs::write(&results_path, &original).unwrap();
+    let shifted = ids_file("shifted.jsonl", &|lines| {
+        let mut out = vec![
+            lines[0]
+                .replace("\"q001\"", "\"q000\"")
+                .replace("capital of France", "capital of Spain"),
+        ];
+        out.extend(lines.iter().map(|l| l.to_string()));
+        out
+    });
+    let ids = format!("babel_mc_gen={}", shifted.display());
+    let stderr = refused(&env, "o", &["--ids", &ids], &predictions("babel_mc_gen"));
+    assert!(
+        stderr.contains("record 1 of the --ids file of babel_mc_gen asks \"What is the capital of Spain?\", which the prompt of item 0 does not contain"),
+        "{stderr}"
+    );
+
+    // Options that do not apply are refused, not ignored.
+    let stderr = refused(
+        &env,
+        "o",
+        &["--id-field", "id"],
+        &predictions("babel_mc_gen"),
+    );
+    assert!(
+        stderr.contains("--id-field names the id column of an --ids file"),
+        "{stderr}"
+    );
+    let ids = format!("babel_mc_gen={}", data("babel_mc.jsonl"));
+    let stderr = refused(
+        &env,
+        "o",
+        &["--ids", &ids, "--ids", &ids],
+        &predictions("babel_mc_gen"),
+    );
+    assert!(
+        stderr.contains("--ids names \"babel_mc_gen\" twice"),
         "{stderr}"
     );
 

@@ -54,7 +54,21 @@ pub(super) fn open_units(
             "give --format {format} the output folder its producer wrote, or one of its result files"
         )),
     })?;
-    for (name, _) in ids {
+    for (index, (name, _)) in ids.iter().enumerate() {
+        if ids[..index].iter().any(|(earlier, _)| earlier == name) {
+            return Err(ArchiveError::Usage {
+                message: format!("--ids names {name:?} twice"),
+                hint: Some("give each dataset one file".into()),
+            });
+        }
+        if !units.iter().any(|unit| unit.takes_ids) {
+            return Err(ArchiveError::Usage {
+                message: format!(
+                    "--ids does not apply to --format {format}: its items carry their ids"
+                ),
+                hint: Some("name an id field of the items with --id-field".into()),
+            });
+        }
         if !units.iter().any(|unit| unit.name == *name) {
             let known: Vec<&str> = units.iter().map(|u| u.name.as_str()).collect();
             return Err(ArchiveError::Usage {
