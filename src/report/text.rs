@@ -339,7 +339,8 @@ mod tests {
 
     #[test]
     fn the_text_states_the_confidence_level_the_summary_was_computed_at() {
-        let summary = text(ConfidenceLevel::new(0.9).unwrap(), false);
+        // Two filters, so a breakdown table (with its CI column) is printed.
+        let summary = text(ConfidenceLevel::new(0.9).unwrap(), true);
         assert!(!summary.contains("95%"), "{summary}");
         for expected in ["(90% Wilson)", "90% Newcombe", "delta 90% CI"] {
             assert!(
