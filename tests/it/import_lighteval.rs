@@ -66,26 +66,9 @@ fn create(env: &Env, run: &str, model: &str) {
         .success();
 }
 
-/// An import expected to be refused: its stderr, after checking the run is unchanged.
+/// An import expected to be refused, nothing written: its stderr.
 fn refused(env: &Env, run: &str, args: &[&str], input: &Path) -> String {
-    let output = env
-        .babel(&["import", run, "--format", "lighteval"])
-        .args(args)
-        .arg(input)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert!(!output.status.success(), "{stderr}");
-    assert!(env.records(run).is_empty(), "nothing was written: {stderr}");
-    assert!(
-        !env.archived(&format!("runs/{run}/raw")).exists()
-            || std::fs::read_dir(env.archived(&format!("runs/{run}/raw")))
-                .unwrap()
-                .next()
-                .is_none(),
-        "no raw file is left behind: {stderr}"
-    );
-    stderr
+    crate::common::refused_import(env, run, "lighteval", args, input)
 }
 
 #[test]

@@ -314,23 +314,9 @@ fn copy_of_outputs(env: &Env) -> PathBuf {
     to
 }
 
-/// An import expected to be refused: its stderr, after checking nothing was written.
+/// An import expected to be refused, nothing written: its stderr.
 fn refused(env: &Env, run: &str, args: &[&str], input: &Path) -> String {
-    let output = env
-        .babel(&["import", run, "--format", "opencompass"])
-        .args(args)
-        .arg(input)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert!(!output.status.success(), "{stderr}");
-    assert!(env.records(run).is_empty(), "nothing was written: {stderr}");
-    let raw = env.archived(&format!("runs/{run}/raw"));
-    assert!(
-        !raw.exists() || std::fs::read_dir(&raw).unwrap().next().is_none(),
-        "no raw file is left behind: {stderr}"
-    );
-    stderr
+    crate::common::refused_import(env, run, "opencompass", args, input)
 }
 
 #[test]

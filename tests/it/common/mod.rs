@@ -562,3 +562,24 @@ pub fn playwright() -> Tool {
             .env("NODE_PATH", playwright_modules()),
     )
 }
+
+/// An import of `input` into `run` expected to be refused: its stderr, after checking that
+/// it exited 1 (rejected input) or 2 (an input the format cannot read at all) and wrote
+/// nothing (no record, no raw file left behind).
+pub fn refused_import(env: &Env, run: &str, format: &str, args: &[&str], input: &Path) -> String {
+    let output = env
+        .babel(&["import", run, "--format", format])
+        .args(args)
+        .arg(input)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(matches!(output.status.code(), Some(1 | 2)), "{stderr}");
+    assert!(env.records(run).is_empty(), "nothing was written: {stderr}");
+    let raw = env.archived(&format!("runs/{run}/raw"));
+    assert!(
+        !raw.exists() || std::fs::read_dir(&raw).unwrap().next().is_none(),
+        "no raw file is left behind: {stderr}"
+    );
+    stderr
+}
