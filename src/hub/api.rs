@@ -37,16 +37,17 @@ pub const SAMPLE_BYTES: usize = 512;
 const UPLOAD_SECONDS_PER_MIB: u64 = 64;
 
 /// Percent-encodes one path segment: everything but RFC 3986 unreserved characters.
+/// What a path segment keeps as it is: RFC 3986's unreserved characters, as Python's
+/// `urllib.parse.quote` (which the official client uses) keeps them.
+const ENCODED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Percent-encodes one path segment (a `/` in it too).
 pub fn encode_segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(text, ENCODED).to_string()
 }
 
 /// Percent-encodes a repository path segment by segment, keeping its `/`.

@@ -9,7 +9,7 @@
 //! wait real and in order. Pure arithmetic: nothing here sleeps or touches the network.
 
 use std::ffi::OsString;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
@@ -155,64 +155,18 @@ pub fn parse_rate_limit(text: &str) -> Option<Duration> {
         .max()
 }
 
-const MONTHS: [&str; 12] = [
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-];
-
 /// Parses an HTTP-date in any of the three forms of RFC 9110 §5.6.7: IMF-fixdate
 /// (`Sun, 06 Nov 1994 08:49:37 GMT`), RFC 850 (`Sunday, 06-Nov-94 08:49:37 GMT`) and
 /// asctime (`Sun Nov  6 08:49:37 1994`).
 pub fn parse_http_date(text: &str) -> Option<SystemTime> {
-    let words: Vec<&str> = text
-        .split([' ', ','])
-        .filter(|word| !word.is_empty())
-        .collect();
-    let month = |name: &str| MONTHS.iter().position(|m| *m == name).map(|i| i as u32 + 1);
-    let (year, month, day, time) = match words.as_slice() {
-        [_, day, mon, year, time, "GMT"] => {
-            (year.parse().ok()?, month(mon)?, day.parse().ok()?, *time)
-        }
-        [_, date, time, "GMT"] => {
-            let mut parts = date.split('-');
-            let day = parts.next()?.parse().ok()?;
-            let mon = month(parts.next()?)?;
-            let short: i64 = parts.next()?.parse().ok()?;
-            // RFC 9110: a two-digit year more than 50 years ahead is in the past century.
-            let year = if short < 70 {
-                2000 + short
-            } else {
-                1900 + short
-            };
-            (year, mon, day, *time)
-        }
-        [_, mon, day, time, year] => (year.parse().ok()?, month(mon)?, day.parse().ok()?, *time),
-        _ => return None,
-    };
-    let mut clock = time.split(':').map(|part| part.parse::<u64>().ok());
-    let (hour, minute, second) = (clock.next()??, clock.next()??, clock.next()??);
-    if !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
-        return None;
-    }
-    let days = days_from_civil(year, month, day);
-    let seconds = u64::try_from(days).ok()? * 86_400 + hour * 3600 + minute * 60 + second;
-    Some(UNIX_EPOCH + Duration::from_secs(seconds))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year.rem_euclid(400);
-    let month = i64::from(month);
-    let doy = (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    httpdate::parse_http_date(text).ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
+    use std::time::UNIX_EPOCH;
 
     fn at(seconds: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(seconds)

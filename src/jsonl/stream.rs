@@ -140,6 +140,7 @@ impl Members {
         // SAFETY: the scanner writes UTF-8 only (runs of the UTF-8 input cut at ASCII
         // bytes, and encoded characters), and a member's value starts and ends at value
         // boundaries.
+        #[allow(unsafe_code)]
         let value = unsafe { std::str::from_utf8_unchecked(&self.text[value_start..value_end]) };
         Member {
             key: &self.keys[key_start..key_end],

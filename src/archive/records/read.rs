@@ -221,7 +221,10 @@ impl TextBuffers {
         );
         // SAFETY: a StringArray's bytes are valid UTF-8 between consecutive offsets (the
         // Parquet reader validates them as it decodes).
-        unsafe { std::str::from_utf8_unchecked(&self.bytes[start..end]) }
+        #[allow(unsafe_code)]
+        unsafe {
+            std::str::from_utf8_unchecked(&self.bytes[start..end])
+        }
     }
 
     fn is_null(&self, index: usize) -> bool {

@@ -200,6 +200,7 @@ impl EncodedBatch {
         };
         // SAFETY: the buffer holds the bytes of Rust strings and canonical JSON copied from
         // them (ASCII punctuation added), split only at the ends of whole fields.
+        #[allow(unsafe_code)]
         Some(unsafe { std::str::from_utf8_unchecked(&self.text[start..record.ends[index]]) })
     }
 
