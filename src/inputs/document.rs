@@ -15,6 +15,9 @@ pub enum Items<'a> {
     TopLevel,
     /// The array under this key of the top-level object (`/samples/0`, ...).
     Member(&'a str),
+    /// None: the document is an object, and its members (those `capture` selects) are
+    /// what the caller reads, one at a time (an OpenCompass predictions file).
+    Nothing,
 }
 
 impl Items<'_> {
@@ -23,6 +26,7 @@ impl Items<'_> {
         match self {
             Items::TopLevel => format!("/{index}"),
             Items::Member(key) => format!("/{}/{index}", escape_pointer(key)),
+            Items::Nothing => format!("/{index}"),
         }
     }
 }
@@ -268,7 +272,11 @@ fn scan<R: BufRead, E>(
     };
     match items {
         Items::TopLevel => array(&mut lexer, &mut visit)?,
-        Items::Member(wanted) => {
+        Items::Member(_) | Items::Nothing => {
+            let wanted = match items {
+                Items::Member(wanted) => Some(wanted),
+                _ => None,
+            };
             lexer.expect(b'{', "{ (a JSON object)")?;
             lexer.skip_whitespace()?;
             if lexer.peek()? == Some(b'}') {
@@ -283,7 +291,7 @@ fn scan<R: BufRead, E>(
                         return Err(lexer.shape(format!("duplicate key {key:?} in the document")));
                     }
                     lexer.expect(b':', ":")?;
-                    if key == wanted {
+                    if wanted == Some(key.as_str()) {
                         array(&mut lexer, &mut visit)?;
                     } else if capture(&key) {
                         let mut value = Vec::new();

@@ -382,7 +382,7 @@ fn hostile_outputs_are_refused_with_the_file_and_item_named() {
     let stderr = refused(&env, "o", &[], &outputs);
     assert!(stderr.contains("babel_mc_gen.json"), "{stderr}");
     assert!(
-        stderr.contains("not the JSON object the format reads"),
+        stderr.contains("not the JSON document the format reads: byte"),
         "{stderr}"
     );
     let mut document: serde_json::Map<String, Value> = serde_json::from_str(&text).unwrap();

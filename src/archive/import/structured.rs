@@ -99,8 +99,7 @@ fn document_items<R: BufRead>(
 }
 
 /// The largest header file of a folder input (a HELM run's `per_instance_stats.json`,
-/// read whole because every item is joined with it), and of a JSON object whose members
-/// are the items (an OpenCompass predictions file, written whole by its producer).
+/// an OpenCompass results file: read whole because every item is joined with it).
 const MAX_HEADER_FILE_BYTES: u64 = 1 << 30;
 
 /// A whole file, refused when larger than `limit`: `Ok(problem)` for a file too large,
@@ -238,53 +237,22 @@ fn header_file_value(bytes: &[u8], name: &str) -> Result<Value, FileProblem> {
     Ok(Value::Array(lines))
 }
 
-/// A member of a JSON object as an item located by `/<key>`: its value must be an object;
-/// the non-finite numbers read as null inside it are its own.
-fn member_item(
-    key: String,
-    value: Value,
-    replaced: &[jsonl::NonFiniteReplacement],
-) -> Result<adapters::Item, Refusal> {
-    use crate::jsonl::{FieldPath, PathSegment};
-    let locator = Locator::Pointer(format!(
-        "/{}",
-        crate::inputs::document::escape_pointer(&key)
-    ));
-    let Value::Object(object) = value else {
-        return Err(Refusal {
-            place: Place::of(&locator),
-            column: None,
-            field: None,
-            message: format!(
-                "member {key:?} is {}, not an object",
-                crate::record::fields::describe(&value)
-            ),
-            hint: None,
-        });
-    };
-    let replaced = replaced
-        .iter()
-        .filter_map(|r| match r.path.segments().split_first() {
-            Some((PathSegment::Key(first), rest)) if *first == key => {
-                let mut path = FieldPath::root();
-                for segment in rest {
-                    path = match segment {
-                        PathSegment::Key(k) => path.key(k),
-                        PathSegment::Index(i) => path.index(*i),
-                    };
-                }
-                Some(jsonl::NonFiniteReplacement {
-                    path,
-                    token: r.token,
-                })
-            }
-            _ => None,
-        })
-        .collect();
-    Ok(adapters::Item {
-        object,
-        replaced,
-        locator,
+/// A member of a JSON object as an item located by `/<key>`: its value must be an object.
+fn member_item(key: &str, value: &[u8]) -> Result<adapters::Item, Refusal> {
+    let locator = Locator::Pointer(format!("/{}", crate::inputs::document::escape_pointer(key)));
+    if value.trim_ascii_start().starts_with(b"{") {
+        return parse_item(value, locator);
+    }
+    let found = header_file_value(value, "").map_or_else(
+        |_| "not JSON".to_owned(),
+        |v| crate::record::fields::describe(&v),
+    );
+    Err(Refusal {
+        place: Place::of(&locator),
+        column: None,
+        field: None,
+        message: format!("member {key:?} is {found}, not an object"),
+        hint: None,
     })
 }
 
@@ -490,27 +458,26 @@ fn structured_items(
                     }
                 }
                 adapters::Rows::Members => {
-                    let document = match read_whole(raw, MAX_HEADER_FILE_BYTES) {
-                        Ok(bytes) => bytes,
-                        Err(Ok(problem)) => return Ok(Err(problem)),
-                        Err(Err(error)) => return Err(error),
-                    };
-                    let parsed = match jsonl::parse_bytes(&document, 1, NonFinitePolicy::Null) {
-                        Ok(parsed) => parsed,
-                        Err(error) => {
-                            return Ok(Err((
-                                format!(
-                                    "not the JSON object the format reads: {}",
-                                    error.message()
-                                ),
-                                None,
-                            )));
-                        }
-                    };
-                    for (key, value) in parsed.object {
-                        normalize_item(member_item(key, value, &parsed.replaced), &begun)?;
+                    // Streamed a member at a time: memory holds one item, and a NaN read as
+                    // null costs a re-parse of that item only.
+                    let file = File::open(raw).map_err(io_at("reading", raw))?;
+                    let reader = BufReader::with_capacity(256 * 1024, file);
+                    let read = document::read(
+                        reader,
+                        document::Items::Nothing,
+                        &|_| true,
+                        MAX_ITEM_BYTES,
+                        |part| match part {
+                            Part::Member { key, value } => {
+                                normalize_item(member_item(key, value), &begun)
+                            }
+                            Part::Item { .. } => Ok(()),
+                        },
+                    );
+                    match read {
+                        Ok(()) => Ok(Ok(begun.producer)),
+                        Err(error) => shape(error).map(Err),
                     }
-                    Ok(Ok(begun.producer))
                 }
             }
         }

@@ -266,20 +266,25 @@ fn scan_raw(
             (index, digest)
         }
         Ok(Layout::Rows(Rows::Members)) => {
-            let mut reader = HashingReader::new(file);
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut reader, &mut bytes).map_err(io_at("reading", path))?;
-            let index = match jsonl::parse_bytes(&bytes, 1, jsonl::NonFinitePolicy::Null) {
-                Ok(parsed) => RawIndex::Keys(
-                    parsed
-                        .object
-                        .keys()
-                        .map(|key| format!("/{}", document::escape_pointer(key)))
-                        .collect(),
-                ),
-                Err(error) => RawIndex::Unreadable(format!("cannot be read: {}", error.message())),
+            let mut reader = BufReader::with_capacity(256 * 1024, HashingReader::new(file));
+            let mut keys = HashSet::new();
+            let read = document::read::<_, std::convert::Infallible>(
+                &mut reader,
+                Items::Nothing,
+                &|_| true,
+                jsonl::MAX_LINE_BYTES,
+                |part| {
+                    if let document::Part::Member { key, .. } = part {
+                        keys.insert(format!("/{}", document::escape_pointer(key)));
+                    }
+                    Ok(())
+                },
+            );
+            let index = match read {
+                Ok(()) => RawIndex::Keys(keys),
+                Err(error) => RawIndex::Unreadable(format!("cannot be read: {error}")),
             };
-            (index, reader.finish())
+            (index, hash_rest(reader.into_inner())?)
         }
         Ok(Layout::Document { items, .. } | Layout::Folder { items, .. }) => {
             let mut reader = BufReader::with_capacity(256 * 1024, HashingReader::new(file));
