@@ -1,10 +1,22 @@
 //! babel: a tamper-evident archive of language-model evaluation results, compared item by
 //! item.
 //!
-//! Layers, and the direction of their dependencies (see ARCHITECTURE in the docs):
-//! `cli → archive → adapters → jsonl, record`. `record` and `jsonl` are pure; adapters turn
-//! input lines into records without touching the filesystem; `archive` is the only code
-//! that writes under the archive root; `durable` is the one commit helper for files.
+//! The layers, lowest first; a module uses only modules of its own or a lower layer (the
+//! exact table is `tests/it/dependency_rule.rs`, which fails on a module it does not list):
+//!
+//! - pure values, no files: `canonical_json`, `jsonl`, `record` (the schema-v1 record and
+//!   its stored form), `clock`, `parallel`;
+//! - reading inputs: `inputs` (JSON documents, ZIP logs, Parquet rows; the only reader of
+//!   input files besides `jsonl`'s line reader);
+//! - meaning, no files: `adapters` (one file per input format, in a registry), `compare`,
+//!   `panel`, `matrix` (the statistics);
+//! - files: `durable` (the one commit helper), `archive` (the only code that writes under
+//!   an archive root: transactions, manifests, history, records store, validate),
+//!   `report` (writes through `durable` only);
+//! - workflows over an archive: `pipeline` (compare and panel end to end), `export`
+//!   (Every Eval Ever), `bundle` (release bundles), `hub` (the Hugging Face Hub).
+//!
+//! The binary (`src/cli/`) parses arguments, decides where files go, and prints.
 
 pub mod adapters;
 pub mod archive;
