@@ -90,7 +90,7 @@ fn units(listing: &Listing<'_>) -> Result<Vec<Unit>, String> {
                     .map(|p| format!("{p}/"))
                     .collect::<String>()
             );
-            if !listing.files.contains(&beside) {
+            if listing.files.binary_search(&beside).is_err() {
                 return Err(format!(
                     "{path} has no results file {beside}: the model is named only there"
                 ));

@@ -69,7 +69,7 @@ fn units(listing: &Listing<'_>) -> Result<Vec<Unit>, String> {
         let model = parts[n - 2];
         let results = format!("results/{model}/{abbr}.json");
         let header = if listing.folder {
-            if !listing.files.contains(&results) {
+            if listing.files.binary_search(&results).is_err() {
                 return Err(format!(
                     "{path} has no results file {results}: correctness is only there"
                 ));

@@ -435,6 +435,17 @@ fn a_file_imported_again_is_refused_as_that_import_in_one_line() {
         std::fs::read(env.archived("runs/r1/manifest.json")).unwrap(),
         manifest_before
     );
+    // Another file whose name begins with this one's keeps its own problems.
+    let other = env.input("a.jsonl.bak", "[1]\n");
+    let output = env
+        .babel(&["import", "r1", "--format", "canonical", &input, &other])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("2 problems in inputs/a.jsonl, inputs/a.jsonl.bak;"),
+        "{stderr}"
+    );
     // As another variant, the same bytes are new records.
     env.babel(&[
         "import",

@@ -160,8 +160,9 @@ pub struct ImportReport {
 impl ImportReport {
     /// One line saying how bad it is.
     pub fn summary(&self) -> String {
-        let mut files: Vec<&str> = self.rejections.iter().map(|r| r.file.as_str()).collect();
-        files.dedup();
+        // Every file with a problem, listed or not (the list stops at MAX_REPORTED).
+        let mut files: Vec<&str> = self.rejected_per_file.keys().map(String::as_str).collect();
+        files.sort_unstable();
         let problems = if self.rejected_total == 1 {
             "1 problem".to_owned()
         } else {
@@ -476,10 +477,15 @@ fn name_reimports(report: &mut ImportReport, manifest: &RunManifest, entries: &[
             continue;
         };
         let label = given.given.display().to_string();
+        // A folder input's problems name a file in it (`<folder>/<items file>`).
+        let of_this = |file: &str| {
+            file.strip_prefix(label.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        };
         let of_file: Vec<String> = report
             .rejected_per_file
             .keys()
-            .filter(|file| file.starts_with(&label))
+            .filter(|file| of_this(file))
             .cloned()
             .collect();
         if of_file.is_empty() {
@@ -488,7 +494,7 @@ fn name_reimports(report: &mut ImportReport, manifest: &RunManifest, entries: &[
         for file in of_file {
             report.rejected_total -= report.rejected_per_file.remove(&file).unwrap_or(0);
         }
-        report.rejections.retain(|r| !r.file.starts_with(&label));
+        report.rejections.retain(|r| !of_this(&r.file));
         report.reject(Rejection {
             file: label,
             line: None,
