@@ -182,6 +182,21 @@ pub enum Rows {
     Members,
 }
 
+impl Layout {
+    /// How the items of a file of this layout are read, at import and in validate.
+    pub fn shape(&self) -> Box<dyn crate::inputs::Shape> {
+        use crate::inputs::{document, parquet, zip};
+        match *self {
+            Layout::Zip { item, .. } => Box::new(zip::ZipItems { item }),
+            Layout::Document { items, .. } | Layout::Folder { items, .. } => {
+                Box::new(document::ArrayItems { items })
+            }
+            Layout::Rows(Rows::Parquet) => Box::new(parquet::ParquetRows),
+            Layout::Rows(Rows::Members) => Box::new(document::MemberItems),
+        }
+    }
+}
+
 /// A header file of a folder too large to be read whole (a HELM run's
 /// `per_instance_stats.json` can be hundreds of megabytes): a JSON array whose elements
 /// are parsed one at a time and handed to `add`, which keeps, in the adapter's own

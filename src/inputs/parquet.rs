@@ -20,7 +20,10 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::file::metadata::ParquetMetaData;
 use serde_json::{Map, Number, Value};
 
+use super::document::Items;
+use super::shape::{Content, Index, Item, ItemVisit, Shape, ShapeError, Stop};
 use crate::jsonl::{FieldPath, NonFiniteReplacement};
+use crate::record::Locator;
 
 thread_local! {
     /// Set while [`contained`] runs on this thread, so the panic hook stays quiet.
@@ -252,4 +255,34 @@ fn list<E>(
         .map(|i| json_of(values, i, &at.index(i), replaced))
         .collect::<Result<Vec<_>, _>>()
         .map(Value::Array)
+}
+
+/// The items of a Parquet file: each row, located by the pointer `/<row>` (zero-based, in
+/// file order).
+pub struct ParquetRows;
+
+impl Shape for ParquetRows {
+    fn items(&self, file: File, visit: &mut ItemVisit) -> Result<(), ShapeError> {
+        let read = read_rows(file, |row, content| {
+            visit(Item {
+                locator: Locator::Pointer(format!("/{row}")),
+                content: Content::Row(content),
+            })
+        });
+        match read {
+            Ok(()) => Ok(()),
+            Err(ParquetInputError::Visit(Stop)) => Err(ShapeError::Stopped),
+            Err(other) => Err(ShapeError::Invalid(other.to_string())),
+        }
+    }
+
+    fn index(&self, file: File) -> Result<Index, String> {
+        match count_rows(file) {
+            Ok(count) => Ok(Index::Items {
+                items: Items::TopLevel,
+                count,
+            }),
+            Err(error) => Err(format!("cannot be read: {error}")),
+        }
+    }
 }

@@ -10,6 +10,11 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
+use super::shape::{
+    Content, HeaderVisit, Index, Item, ItemVisit, MAX_ITEM_BYTES, Shape, ShapeError, Stop,
+};
+use crate::record::Locator;
+
 /// Why a ZIP input could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ZipError {
@@ -79,5 +84,62 @@ impl ZipInput {
             return Err(failure(format!("inflates past {limit} bytes")));
         }
         Ok(bytes)
+    }
+}
+
+/// The items of a ZIP archive: the members for which `item` is true, in the order of the
+/// central directory, each located by its name; header members are read by name.
+pub struct ZipItems {
+    pub item: fn(&str) -> bool,
+}
+
+impl ZipItems {
+    fn open(file: File) -> Result<(ZipInput, Vec<String>), ShapeError> {
+        let invalid = |error: ZipError| ShapeError::Invalid(error.to_string());
+        let zip = ZipInput::new(file).map_err(invalid)?;
+        let names = zip.names().map_err(invalid)?;
+        Ok((zip, names))
+    }
+}
+
+impl Shape for ZipItems {
+    fn header(
+        &self,
+        file: File,
+        wanted: &[&str],
+        visit: &mut HeaderVisit,
+    ) -> Result<(), ShapeError> {
+        let (mut zip, names) = Self::open(file)?;
+        for name in wanted.iter().filter(|w| names.iter().any(|n| n == *w)) {
+            let bytes = zip
+                .read(name, MAX_ITEM_BYTES as u64)
+                .map_err(|e| ShapeError::Invalid(e.to_string()))?;
+            visit(name, &bytes).map_err(|Stop| ShapeError::Stopped)?;
+        }
+        Ok(())
+    }
+
+    fn items(&self, file: File, visit: &mut ItemVisit) -> Result<(), ShapeError> {
+        let (mut zip, names) = Self::open(file)?;
+        for name in names.into_iter().filter(|n| (self.item)(n)) {
+            let bytes = zip
+                .read(&name, MAX_ITEM_BYTES as u64)
+                .map_err(|e| ShapeError::Invalid(e.to_string()))?;
+            visit(Item {
+                locator: Locator::Member(name),
+                content: Content::Json(&bytes),
+            })
+            .map_err(|Stop| ShapeError::Stopped)?;
+        }
+        Ok(())
+    }
+
+    fn index(&self, file: File) -> Result<Index, String> {
+        match ZipInput::new(file).and_then(|zip| zip.names()) {
+            Ok(names) => Ok(Index::Members(
+                names.into_iter().filter(|n| (self.item)(n)).collect(),
+            )),
+            Err(error) => Err(format!("cannot be read: {error}")),
+        }
     }
 }

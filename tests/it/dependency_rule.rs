@@ -24,7 +24,7 @@ const MODULES: [(&str, &[&str], bool); 17] = [
     ("clock", &[], false),
     ("parallel", &[], false),
     // Reads input files (JSON documents, ZIP logs, Parquet) for import and validate.
-    ("inputs", &["jsonl"], true),
+    ("inputs", &["jsonl", "record"], true),
     (
         "adapters",
         &["canonical_json", "inputs", "jsonl", "record"],

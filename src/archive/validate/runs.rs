@@ -4,13 +4,13 @@
 //! nonblank source line); duplicate identities; record counts and breakdowns; files in the
 //! run folder that no manifest registers.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Seek};
 use std::path::Path;
 
 use super::Collector;
-use crate::adapters::{Format, Layout, Reader, Rows};
+use crate::adapters::{Format, Reader};
 use crate::archive::layout::{self, RunId, run_relative};
 use crate::archive::manifest::{
     BreakdownCounter, CountEntry, ImportEntry, RUN_MANIFEST_FORMAT, RunManifest,
@@ -19,8 +19,7 @@ use crate::archive::records::{Batch, Column, Columns, RecordsFile};
 use crate::archive::{Archive, ArchiveError, read_json_object};
 use crate::canonical_json::{is_canonical, to_canonical_bytes};
 use crate::durable::{ContentDigest, HashingReader, io_at};
-use crate::inputs::document::{self, Items};
-use crate::inputs::zip::ZipInput;
+use crate::inputs::Index;
 use crate::jsonl::{self, BOM};
 use crate::parallel;
 use crate::record::{DigestMap, KeyDigest, Locator};
@@ -162,12 +161,8 @@ fn compare_digest(
 enum RawIndex {
     /// Which lines of a JSON Lines file hold something.
     Lines(Vec<bool>),
-    /// The item members of a ZIP log.
-    Members(HashSet<String>),
-    /// The pointers of the members of a JSON object whose members are the items.
-    Keys(HashSet<String>),
-    /// The number of items of a JSON document, and the pointer prefix they share.
-    Items { items: Items<'static>, count: u64 },
+    /// The items of a structured file, as its shape locates them.
+    Shape(Index),
     /// The file cannot be read as its format says; no locator resolves.
     Unreadable(String),
 }
@@ -177,127 +172,61 @@ impl RawIndex {
     fn problem(&self, locator: &Locator, raw_rel: &str) -> Option<String> {
         let resolves = match (self, locator) {
             (RawIndex::Lines(nonblank), Locator::Line(line)) => {
-                *line >= 1 && nonblank.get(*line as usize - 1).copied().unwrap_or(false)
+                Some(*line >= 1 && nonblank.get(*line as usize - 1).copied().unwrap_or(false))
             }
-            (RawIndex::Members(names), Locator::Member(name)) => names.contains(name),
-            (RawIndex::Keys(pointers), Locator::Pointer(pointer)) => pointers.contains(pointer),
-            (RawIndex::Items { items, count }, Locator::Pointer(pointer)) => {
-                let prefix = items.pointer(0);
-                let prefix = &prefix[..prefix.len() - 1];
-                pointer
-                    .strip_prefix(prefix)
-                    .and_then(|index| index.parse::<u64>().ok())
-                    .is_some_and(|index| index < *count && items.pointer(index) == *pointer)
-            }
+            (RawIndex::Shape(index), _) => index.resolves(locator),
             (RawIndex::Unreadable(reason), _) => {
                 return Some(format!(
                     "source {raw_rel}{} cannot be resolved: the raw file {reason}",
                     locator.suffix()
                 ));
             }
-            _ => false,
+            _ => None,
         };
-        (!resolves).then(|| match (self, locator) {
-            (RawIndex::Lines(_), Locator::Line(line)) => {
-                format!("source line {line} is not a nonblank line of {raw_rel}")
-            }
-            (RawIndex::Members(_), Locator::Member(name)) => {
-                format!("source member {name:?} is not an item member of {raw_rel}")
-            }
-            (RawIndex::Items { .. } | RawIndex::Keys(_), Locator::Pointer(pointer)) => {
-                format!("source pointer {pointer:?} is not an item of {raw_rel}")
-            }
-            _ => format!(
+        match (resolves, locator) {
+            (Some(true), _) => None,
+            (Some(false), Locator::Line(line)) => Some(format!(
+                "source line {line} is not a nonblank line of {raw_rel}"
+            )),
+            (Some(false), Locator::Member(name)) => Some(format!(
+                "source member {name:?} is not an item member of {raw_rel}"
+            )),
+            (Some(false), Locator::Pointer(pointer)) => Some(format!(
+                "source pointer {pointer:?} is not an item of {raw_rel}"
+            )),
+            (None, _) => Some(format!(
                 "source {raw_rel}{} is not the kind of locator {raw_rel}'s format has",
                 locator.suffix()
-            ),
-        })
+            )),
+        }
     }
 }
 
-/// Hashes a raw file and indexes its items as its import's format reads them (`None` for
-/// a format this babel does not know, which the manifest check reports).
+/// Hashes a raw file and indexes its items as its import's format reads them (as JSON
+/// Lines for a format this babel does not know, which the manifest check reports). A
+/// structured file is hashed apart from its indexing: ZIP and Parquet are read from
+/// their end.
 fn scan_raw(
-    file: File,
+    mut file: File,
     relative: &str,
     entry: &ImportEntry,
 ) -> Result<(RawIndex, ContentDigest), ArchiveError> {
     let path = Path::new(relative);
     let layout = match Format::parse(&entry.format).map(|f| &f.adapter().reader) {
-        Some(Reader::Items(structured)) => Some((structured.layout)(&entry.source_basename)),
-        _ => None,
+        Some(Reader::Items(structured)) => (structured.layout)(&entry.source_basename),
+        _ => return scan_lines(file, path),
     };
-    let Some(layout) = layout else {
-        return scan_lines(file, path);
+    let mut hashing = HashingReader::new(file.try_clone().map_err(io_at("reading", path))?);
+    std::io::copy(&mut hashing, &mut std::io::sink()).map_err(io_at("reading", path))?;
+    file.rewind().map_err(io_at("reading", path))?;
+    let index = match layout {
+        Ok(layout) => layout
+            .shape()
+            .index(file)
+            .map_or_else(RawIndex::Unreadable, RawIndex::Shape),
+        Err(reason) => RawIndex::Unreadable(reason),
     };
-    // A document is hashed while its items are counted (the hasher sees every byte read).
-    let hash_rest = |mut hashing: HashingReader<File>| -> Result<ContentDigest, ArchiveError> {
-        std::io::copy(&mut hashing, &mut std::io::sink()).map_err(io_at("reading", path))?;
-        Ok(hashing.finish())
-    };
-    let index_and_digest = match layout {
-        Err(reason) => (
-            RawIndex::Unreadable(reason),
-            hash_rest(HashingReader::new(file))?,
-        ),
-        // A ZIP archive is read from its end: hashed apart.
-        Ok(Layout::Zip { item, .. }) => {
-            let digest = hash_rest(HashingReader::new(
-                file.try_clone().map_err(io_at("reading", path))?,
-            ))?;
-            let index = match ZipInput::new(file).and_then(|zip| zip.names()) {
-                Ok(names) => RawIndex::Members(names.into_iter().filter(|n| item(n)).collect()),
-                Err(error) => RawIndex::Unreadable(format!("cannot be read: {error}")),
-            };
-            (index, digest)
-        }
-        // A Parquet file's rows are counted from its footer: hashed apart.
-        Ok(Layout::Rows(Rows::Parquet)) => {
-            let digest = hash_rest(HashingReader::new(
-                file.try_clone().map_err(io_at("reading", path))?,
-            ))?;
-            let index = match crate::inputs::parquet::count_rows(file) {
-                Ok(count) => RawIndex::Items {
-                    items: Items::TopLevel,
-                    count,
-                },
-                Err(error) => RawIndex::Unreadable(format!("cannot be read: {error}")),
-            };
-            (index, digest)
-        }
-        Ok(Layout::Rows(Rows::Members)) => {
-            let mut reader = BufReader::with_capacity(256 * 1024, HashingReader::new(file));
-            let mut keys = HashSet::new();
-            let read = document::read::<_, std::convert::Infallible>(
-                &mut reader,
-                Items::Nothing,
-                &|_| true,
-                jsonl::MAX_LINE_BYTES,
-                |part| {
-                    if let document::Part::Member { key, .. } = part {
-                        keys.insert(format!("/{}", document::escape_pointer(key)));
-                    }
-                    Ok(())
-                },
-            );
-            let index = match read {
-                Ok(()) => RawIndex::Keys(keys),
-                Err(error) => RawIndex::Unreadable(format!("cannot be read: {error}")),
-            };
-            (index, hash_rest(reader.into_inner())?)
-        }
-        Ok(Layout::Document { items, .. } | Layout::Folder { items, .. }) => {
-            let mut reader = BufReader::with_capacity(256 * 1024, HashingReader::new(file));
-            let index = match document::count_items(&mut reader, items) {
-                Ok(count) => RawIndex::Items { items, count },
-                Err(error) => RawIndex::Unreadable(format!("cannot be read: {error}")),
-            };
-            // Bytes already buffered were hashed as they were read; what a refused
-            // document left unread is hashed now.
-            (index, hash_rest(reader.into_inner())?)
-        }
-    };
-    Ok(index_and_digest)
+    Ok((index, hashing.finish()))
 }
 
 fn scan_lines(file: File, path: &Path) -> Result<(RawIndex, ContentDigest), ArchiveError> {
