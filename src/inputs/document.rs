@@ -327,6 +327,116 @@ fn scan<R: BufRead, E>(
     Ok(count)
 }
 
+/// A document read through a shape: buffered, bounded.
+fn scan_shape(
+    file: File,
+    items: Items<'_>,
+    capture: &dyn Fn(&str) -> bool,
+    visit: impl FnMut(Part<'_>) -> Result<(), Stop>,
+) -> Result<(), ShapeError> {
+    let reader = io::BufReader::with_capacity(256 * 1024, file);
+    read(reader, items, capture, MAX_ITEM_BYTES, visit).map_err(shape_error)
+}
+
+/// A document's failure told apart: the visitor's stop, a failed read, a document of
+/// another shape.
+fn shape_error(error: DocumentError<Stop>) -> ShapeError {
+    match error {
+        DocumentError::Visit(Stop) => ShapeError::Stopped,
+        DocumentError::Io(error) => ShapeError::Io(error),
+        other => ShapeError::Invalid(format!("not the JSON document the format reads: {other}")),
+    }
+}
+
+/// The items of a JSON document: the elements of one array (`items`), each located by
+/// its pointer; header members are top-level members of the document, before or after
+/// the items.
+pub struct ArrayItems {
+    pub items: Items<'static>,
+}
+
+impl Shape for ArrayItems {
+    fn header(
+        &self,
+        file: File,
+        wanted: &[&str],
+        visit: &mut HeaderVisit,
+    ) -> Result<(), ShapeError> {
+        let reader = io::BufReader::with_capacity(256 * 1024, file);
+        // The items' bytes are checked and skipped, never copied.
+        read_members(
+            reader,
+            self.items,
+            &|key| wanted.contains(&key),
+            MAX_ITEM_BYTES,
+            |part| match part {
+                Part::Member { key, value } => visit(key, value),
+                Part::Item { .. } => Ok(()),
+            },
+        )
+        .map(drop)
+        .map_err(shape_error)
+    }
+
+    fn items(&self, file: File, visit: &mut ItemVisit) -> Result<(), ShapeError> {
+        scan_shape(file, self.items, &|_| false, |part| match part {
+            Part::Item { index, value } => visit(Item {
+                locator: Locator::Pointer(self.items.pointer(index)),
+                content: Content::Json(value),
+            }),
+            Part::Member { .. } => Ok(()),
+        })
+    }
+
+    fn index(&self, file: File) -> Result<Index, String> {
+        let reader = io::BufReader::with_capacity(256 * 1024, file);
+        match count_items(reader, self.items) {
+            Ok(count) => Ok(Index::Items {
+                items: self.items,
+                count,
+            }),
+            Err(error) => Err(format!("cannot be read: {error}")),
+        }
+    }
+}
+
+/// The items of a JSON object read a member at a time (an OpenCompass predictions file):
+/// each member is an item, located by `/<key>`. Memory holds one item.
+pub struct MemberItems;
+
+impl Shape for MemberItems {
+    fn items(&self, file: File, visit: &mut ItemVisit) -> Result<(), ShapeError> {
+        scan_shape(file, Items::Nothing, &|_| true, |part| match part {
+            Part::Member { key, value } => visit(Item {
+                locator: Locator::Pointer(format!("/{}", escape_pointer(key))),
+                content: Content::Member { key, value },
+            }),
+            Part::Item { .. } => Ok(()),
+        })
+    }
+
+    fn index(&self, file: File) -> Result<Index, String> {
+        let mut keys = std::collections::HashSet::new();
+        let reader = io::BufReader::with_capacity(256 * 1024, file);
+        let read = read::<_, std::convert::Infallible>(
+            reader,
+            Items::Nothing,
+            &|_| true,
+            crate::jsonl::MAX_LINE_BYTES,
+            |part| {
+                if let Part::Member { key, .. } = part {
+                    keys.insert(format!("/{}", escape_pointer(key)));
+                }
+                Ok(())
+            },
+        );
+        match read {
+            Ok(()) => Ok(Index::Pointers(keys)),
+            Err(error) => Err(format!("cannot be read: {error}")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,115 +545,5 @@ mod tests {
             count_items("[1,[2],{\"3\":[]}]".as_bytes(), Items::TopLevel).unwrap(),
             3
         );
-    }
-}
-
-/// A document read through a shape: buffered, bounded.
-fn scan_shape(
-    file: File,
-    items: Items<'_>,
-    capture: &dyn Fn(&str) -> bool,
-    visit: impl FnMut(Part<'_>) -> Result<(), Stop>,
-) -> Result<(), ShapeError> {
-    let reader = io::BufReader::with_capacity(256 * 1024, file);
-    read(reader, items, capture, MAX_ITEM_BYTES, visit).map_err(shape_error)
-}
-
-/// A document's failure told apart: the visitor's stop, a failed read, a document of
-/// another shape.
-fn shape_error(error: DocumentError<Stop>) -> ShapeError {
-    match error {
-        DocumentError::Visit(Stop) => ShapeError::Stopped,
-        DocumentError::Io(error) => ShapeError::Io(error),
-        other => ShapeError::Invalid(format!("not the JSON document the format reads: {other}")),
-    }
-}
-
-/// The items of a JSON document: the elements of one array (`items`), each located by
-/// its pointer; header members are top-level members of the document, before or after
-/// the items.
-pub struct ArrayItems {
-    pub items: Items<'static>,
-}
-
-impl Shape for ArrayItems {
-    fn header(
-        &self,
-        file: File,
-        wanted: &[&str],
-        visit: &mut HeaderVisit,
-    ) -> Result<(), ShapeError> {
-        let reader = io::BufReader::with_capacity(256 * 1024, file);
-        // The items' bytes are checked and skipped, never copied.
-        read_members(
-            reader,
-            self.items,
-            &|key| wanted.contains(&key),
-            MAX_ITEM_BYTES,
-            |part| match part {
-                Part::Member { key, value } => visit(key, value),
-                Part::Item { .. } => Ok(()),
-            },
-        )
-        .map(drop)
-        .map_err(shape_error)
-    }
-
-    fn items(&self, file: File, visit: &mut ItemVisit) -> Result<(), ShapeError> {
-        scan_shape(file, self.items, &|_| false, |part| match part {
-            Part::Item { index, value } => visit(Item {
-                locator: Locator::Pointer(self.items.pointer(index)),
-                content: Content::Json(value),
-            }),
-            Part::Member { .. } => Ok(()),
-        })
-    }
-
-    fn index(&self, file: File) -> Result<Index, String> {
-        let reader = io::BufReader::with_capacity(256 * 1024, file);
-        match count_items(reader, self.items) {
-            Ok(count) => Ok(Index::Items {
-                items: self.items,
-                count,
-            }),
-            Err(error) => Err(format!("cannot be read: {error}")),
-        }
-    }
-}
-
-/// The items of a JSON object read a member at a time (an OpenCompass predictions file):
-/// each member is an item, located by `/<key>`. Memory holds one item.
-pub struct MemberItems;
-
-impl Shape for MemberItems {
-    fn items(&self, file: File, visit: &mut ItemVisit) -> Result<(), ShapeError> {
-        scan_shape(file, Items::Nothing, &|_| true, |part| match part {
-            Part::Member { key, value } => visit(Item {
-                locator: Locator::Pointer(format!("/{}", escape_pointer(key))),
-                content: Content::Member { key, value },
-            }),
-            Part::Item { .. } => Ok(()),
-        })
-    }
-
-    fn index(&self, file: File) -> Result<Index, String> {
-        let mut keys = std::collections::HashSet::new();
-        let reader = io::BufReader::with_capacity(256 * 1024, file);
-        let read = read::<_, std::convert::Infallible>(
-            reader,
-            Items::Nothing,
-            &|_| true,
-            crate::jsonl::MAX_LINE_BYTES,
-            |part| {
-                if let Part::Member { key, .. } = part {
-                    keys.insert(format!("/{}", escape_pointer(key)));
-                }
-                Ok(())
-            },
-        );
-        match read {
-            Ok(()) => Ok(Index::Pointers(keys)),
-            Err(error) => Err(format!("cannot be read: {error}")),
-        }
     }
 }

@@ -26,7 +26,9 @@ use super::manifest::{
 };
 use super::read;
 use super::records::Columns;
-use super::runs::{FilesToVerify, open_for_write, plan_attachments, run_context, verify_files};
+use super::runs::{
+    FilesToVerify, PlannedAttachments, open_for_write, plan_attachments, run_context, verify_files,
+};
 use super::transaction::{Transaction, abort_after};
 use super::{ArchiveError, WriteSession};
 use crate::adapters::{self, AdapterOptions, Format, ImportContext, Layout, Reader, SourceFile};
@@ -196,8 +198,64 @@ pub fn import(
     options: &ImportOptions,
     progress: &dyn Progress,
 ) -> Result<ImportReport, ArchiveError> {
-    let mut manifest = open_for_write(session, run)?;
+    let manifest = open_for_write(session, run)?;
     let context = run_context(&manifest);
+    check_request(files, options)?;
+    let attachments = plan_attachments(
+        run,
+        &manifest,
+        &options.attachments,
+        options.max_attachment_size,
+    )?;
+    let sources = open_sources(files, options)?;
+    let first_seq = manifest.imports.last().map_or(1, |i| i.seq + 1);
+    let planned = plan_files(&sources, first_seq);
+    verify_files(session, run, &manifest, FilesToVerify::Records)?;
+    let mut seen = existing_identities(session, run, &manifest)?;
+    let origins = origins_of(run, &manifest, &sources, &planned);
+    let bank = BankIndex::for_run(session.archive(), &manifest)?;
+    let transaction = begin(session, run, &sources, &planned, &attachments)?;
+    let mut report = ImportReport {
+        run: run.to_string(),
+        ..Default::default()
+    };
+    let mut entries = Vec::new();
+    for ((path, input), planned) in sources.into_iter().zip(planned) {
+        let plan = FilePlan {
+            given_path: &path,
+            given_name: &planned.given,
+            seq: planned.seq,
+            origins: &origins,
+            raw_rel: run_relative(run, &planned.raw),
+            records_rel: run_relative(run, &planned.records),
+        };
+        let importing = FileImport {
+            transaction: &transaction,
+            plan: &plan,
+            context: &context,
+            bank: bank.as_ref(),
+            options,
+            progress,
+        };
+        match importing.read(input, &mut seen, &mut report) {
+            Ok(outcome) => entries.push(importing.entry(outcome, &planned, &mut report)),
+            Err(fatal) => return Err(abort_after(transaction, fatal)),
+        }
+    }
+    if report.rejected_total > 0 {
+        name_reimports(&mut report, &manifest, &entries);
+        // The rejection is what the user needs to see; if the clean-up fails, the journal
+        // still names the files and the next write removes them.
+        return Err(abort_after(
+            transaction,
+            ArchiveError::Rejected(Box::new(report)),
+        ));
+    }
+    publish(transaction, run, manifest, entries, attachments, report)
+}
+
+/// What is wrong with the request itself, before anything is read.
+fn check_request(files: &[PathBuf], options: &ImportOptions) -> Result<(), ArchiveError> {
     if files.is_empty() {
         return Err(ArchiveError::Usage {
             message: "no input files".into(),
@@ -211,13 +269,6 @@ pub fn import(
             message,
             hint: None,
         })?;
-    let attachments = plan_attachments(
-        run,
-        &manifest,
-        &options.attachments,
-        options.max_attachment_size,
-    )?;
-    let folders = options.format.reads_folders();
     if !options.ids.is_empty() && options.format.units().is_none() {
         return Err(ArchiveError::Usage {
             message: format!("--ids does not apply to --format {}", options.format.name()),
@@ -226,6 +277,14 @@ pub fn import(
             ),
         });
     }
+    Ok(())
+}
+
+/// Every input opened, as given: a file, a run folder, or the units of an output folder.
+fn open_sources(
+    files: &[PathBuf],
+    options: &ImportOptions,
+) -> Result<Vec<(PathBuf, Input)>, ArchiveError> {
     let mut sources = Vec::new();
     for path in files {
         if let Some(plan) = options.format.units() {
@@ -235,18 +294,27 @@ pub fn import(
                 plan,
                 &options.ids,
             )?);
-            continue;
-        }
-        let input = if folders {
-            open_folder(path, options.format)?
+        } else if options.format.reads_folders() {
+            sources.push((path.clone(), open_folder(path, options.format)?));
         } else {
             let (file, size) = super::open_input(path, None)?;
-            Input::File(file, size)
-        };
-        sources.push((path.clone(), input));
+            sources.push((path.clone(), Input::File(file, size)));
+        }
     }
-    let first_seq = manifest.imports.last().map_or(1, |i| i.seq + 1);
-    let planned: Vec<(u64, String, String, String)> = sources
+    Ok(sources)
+}
+
+/// Where one input goes: its sequence number, its name as given, and the run-relative
+/// paths of its raw copy and records file.
+struct Planned {
+    seq: u64,
+    given: String,
+    raw: String,
+    records: String,
+}
+
+fn plan_files(sources: &[(PathBuf, Input)], first_seq: u64) -> Vec<Planned> {
+    sources
         .iter()
         .enumerate()
         .map(|(i, (path, input))| {
@@ -256,43 +324,63 @@ pub fn import(
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "input".into());
             let mut raw = layout::raw_path(seq, &layout::stored_basename(&given));
-            if let Input::Folder { items_file, .. } = input {
+            if let Input::Folder(FolderInput { items_file, .. }) = input {
                 raw = format!("{raw}/{items_file}");
             }
-            (seq, given, raw, layout::records_path(seq))
+            Planned {
+                seq,
+                given,
+                raw,
+                records: layout::records_path(seq),
+            }
         })
-        .collect();
-    verify_files(session, run, &manifest, FilesToVerify::Records)?;
-    let mut seen = existing_identities(session, run, &manifest)?;
-    let mut origins: HashMap<u64, Origin> = manifest
-        .imports
-        .iter()
-        .map(|entry| {
-            (
-                entry.seq,
-                Origin::Published(run_relative(run, &entry.raw.path)),
-            )
-        })
-        .collect();
-    for (position, ((path, _), (seq, _, _, _))) in sources.iter().zip(&planned).enumerate() {
-        origins.insert(
-            *seq,
-            Origin::Batch(path.display().to_string(), position + 1),
-        );
-    }
-    let bank = BankIndex::for_run(session.archive(), &manifest)?;
+        .collect()
+}
 
+/// Where the records of every import sequence number came from: the published imports'
+/// raw files, and this batch's files as given.
+fn origins_of(
+    run: &RunId,
+    manifest: &RunManifest,
+    sources: &[(PathBuf, Input)],
+    planned: &[Planned],
+) -> HashMap<u64, Origin> {
+    let published = manifest.imports.iter().map(|entry| {
+        let raw = run_relative(run, &entry.raw.path);
+        (entry.seq, Origin::Published(raw))
+    });
+    let batch = sources
+        .iter()
+        .zip(planned)
+        .enumerate()
+        .map(|(i, ((path, _), plan))| (plan.seq, Origin::Batch(path.display().to_string(), i + 1)));
+    published.chain(batch).collect()
+}
+
+/// The transaction, naming every file and folder the batch may create.
+fn begin<'s>(
+    session: &'s WriteSession<'_>,
+    run: &RunId,
+    sources: &[(PathBuf, Input)],
+    planned: &[Planned],
+    attachments: &PlannedAttachments,
+) -> Result<Transaction<'s>, ArchiveError> {
     let mut created: Vec<String> = planned
         .iter()
-        .flat_map(|(_, _, raw, records)| [run_relative(run, raw), run_relative(run, records)])
+        .flat_map(|plan| {
+            [
+                run_relative(run, &plan.raw),
+                run_relative(run, &plan.records),
+            ]
+        })
         .collect();
     let mut dirs = vec![
         run_relative(run, layout::RAW),
         run_relative(run, layout::RECORDS),
     ];
-    for ((_, input), (_, _, raw, _)) in sources.iter().zip(&planned) {
-        if let Input::Folder { companions, .. } = input {
-            let folder = folder_of(raw);
+    for ((_, input), plan) in sources.iter().zip(planned) {
+        if let Input::Folder(FolderInput { companions, .. }) = input {
+            let folder = folder_of(&plan.raw);
             dirs.push(run_relative(run, folder));
             created.extend(
                 companions
@@ -303,124 +391,24 @@ pub fn import(
     }
     created.extend(attachments.files());
     dirs.extend(attachments.dirs());
-    let transaction = Transaction::begin(
+    Transaction::begin(
         session,
         "import",
         created,
         dirs,
         run_relative(run, layout::MANIFEST),
-    )?;
-    let mut report = ImportReport {
-        run: run.to_string(),
-        ..Default::default()
-    };
-    let mut entries = Vec::new();
-    for ((path, input), (seq, given, raw, records)) in sources.into_iter().zip(planned) {
-        let plan = FilePlan {
-            given_path: &path,
-            given_name: &given,
-            seq,
-            origins: &origins,
-            raw_rel: run_relative(run, &raw),
-            records_rel: run_relative(run, &records),
-        };
-        progress.begin_file(&given, input.bytes());
-        let importing = FileImport {
-            transaction: &transaction,
-            plan: &plan,
-            context: &context,
-            bank: bank.as_ref(),
-            options,
-            progress,
-        };
-        let outcome = match (&options.format.adapter().reader, input) {
-            (Reader::Lines(normalize), Input::File(file, _)) => {
-                importing.lines(LineHook::Members(*normalize), file, &mut seen, &mut report)
-            }
-            (Reader::TreeLines(normalize), Input::File(file, _)) => {
-                importing.lines(LineHook::Trees(*normalize), file, &mut seen, &mut report)
-            }
-            (Reader::Items(structured), Input::File(file, _)) => {
-                importing.items(structured, file, Vec::new(), &[], &mut seen, &mut report)
-            }
-            (
-                Reader::Items(structured),
-                Input::Folder {
-                    items,
-                    companions,
-                    roles,
-                    ..
-                },
-            ) => importing.items(
-                structured,
-                items,
-                companions,
-                &roles,
-                &mut seen,
-                &mut report,
-            ),
-            (Reader::Lines(_) | Reader::TreeLines(_), Input::Folder { .. }) => {
-                unreachable!("only a format that reads folders opens one")
-            }
-        };
-        progress.end_file();
-        match outcome {
-            Ok(FileOutcome {
-                raw: raw_digest,
-                companions,
-                records: records_entry,
-                breakdown,
-                producer,
-            }) => {
-                report.files.push(ImportedFile {
-                    seq,
-                    given: path.clone(),
-                    raw_path: plan.raw_rel.clone(),
-                    records: records_entry.count,
-                });
-                entries.push(ImportEntry {
-                    seq,
-                    format: options.format.name().into(),
-                    source_basename: given.clone(),
-                    raw: FileEntry {
-                        path: raw.clone(),
-                        sha256: raw_digest.sha256,
-                        bytes: raw_digest.bytes,
-                    },
-                    companions: companions
-                        .into_iter()
-                        .map(|(name, digest)| FileEntry {
-                            path: format!("{}/{name}", folder_of(&raw)),
-                            sha256: digest.sha256,
-                            bytes: digest.bytes,
-                        })
-                        .collect(),
-                    records: RecordsEntry {
-                        path: records,
-                        ..records_entry
-                    },
-                    breakdown,
-                    variant_override: options.adapter.variant.clone(),
-                    id_field: options.adapter.id_field.as_ref().map(|f| f.to_string()),
-                    options: options.recorded_options(),
-                    normalizer_version: options.format.normalizer_version().into(),
-                    producer,
-                    babel_version: env!("CARGO_PKG_VERSION").into(),
-                    imported_at: now_rfc3339(),
-                });
-            }
-            Err(fatal) => return Err(abort_after(transaction, fatal)),
-        }
-    }
-    if report.rejected_total > 0 {
-        name_reimports(&mut report, &manifest, &entries);
-        // The rejection is what the user needs to see; if the clean-up fails, the journal
-        // still names the files and the next write removes them.
-        return Err(abort_after(
-            transaction,
-            ArchiveError::Rejected(Box::new(report)),
-        ));
-    }
+    )
+}
+
+/// Stores the attachments and commits the run's manifest with the batch's imports.
+fn publish(
+    transaction: Transaction<'_>,
+    run: &RunId,
+    mut manifest: RunManifest,
+    entries: Vec<ImportEntry>,
+    attachments: PlannedAttachments,
+    mut report: ImportReport,
+) -> Result<ImportReport, ArchiveError> {
     manifest.imports.extend(entries.iter().cloned());
     let attached_before = manifest.attachments.len();
     if let Err(error) = attachments.store(&transaction, &mut manifest) {
@@ -510,24 +498,27 @@ fn name_reimports(report: &mut ImportReport, manifest: &RunManifest, entries: &[
     }
 }
 
-/// One input as opened: a file, or a folder's files (the items file and the others,
-/// each `(stored name, file, bytes)`, sorted by name, with the header roles of a unit's).
+/// One input as opened: a file, or a folder's files.
 enum Input {
     File(File, u64),
-    Folder {
-        items_file: String,
-        items: File,
-        companions: Vec<(String, File, u64)>,
-        /// A unit's header files: (role, stored name).
-        roles: Vec<(&'static str, String)>,
-        bytes: u64,
-    },
+    Folder(FolderInput),
+}
+
+/// A folder's files: the items file and the others, each `(stored name, file, bytes)`,
+/// sorted by name, with the header roles of a unit's.
+struct FolderInput {
+    items_file: String,
+    items: File,
+    companions: Vec<(String, File, u64)>,
+    /// A unit's header files: (role, stored name).
+    roles: Vec<(&'static str, String)>,
+    bytes: u64,
 }
 
 impl Input {
     fn bytes(&self) -> u64 {
         match self {
-            Input::File(_, bytes) | Input::Folder { bytes, .. } => *bytes,
+            Input::File(_, bytes) | Input::Folder(FolderInput { bytes, .. }) => *bytes,
         }
     }
 }
@@ -609,13 +600,13 @@ fn open_folder(path: &Path, format: adapters::Format) -> Result<Input, ArchiveEr
         ));
     };
     let (_, items, _) = entries.remove(at);
-    Ok(Input::Folder {
+    Ok(Input::Folder(FolderInput {
         items_file: items_file.to_owned(),
         items,
         companions: entries,
         roles: Vec::new(),
         bytes: total,
-    })
+    }))
 }
 
 struct FilePlan<'a> {
@@ -714,6 +705,88 @@ impl FileImport<'_, '_> {
             },
             breakdown: BreakdownCounter::default(),
             partly_written: false,
+        }
+    }
+
+    /// Reads one input into its raw copy and records file, as its format's reader does.
+    fn read(
+        &self,
+        input: Input,
+        seen: &mut DigestMap<Seen>,
+        report: &mut ImportReport,
+    ) -> Result<FileOutcome, ArchiveError> {
+        self.progress
+            .begin_file(self.plan.given_name, input.bytes());
+        let outcome = match (&self.options.format.adapter().reader, input) {
+            (Reader::Lines(normalize), Input::File(file, _)) => {
+                self.lines(LineHook::Members(*normalize), file, seen, report)
+            }
+            (Reader::TreeLines(normalize), Input::File(file, _)) => {
+                self.lines(LineHook::Trees(*normalize), file, seen, report)
+            }
+            (Reader::Items(structured), Input::File(file, _)) => {
+                self.items(structured, file, Vec::new(), &[], seen, report)
+            }
+            (Reader::Items(structured), Input::Folder(folder)) => self.items(
+                structured,
+                folder.items,
+                folder.companions,
+                &folder.roles,
+                seen,
+                report,
+            ),
+            (Reader::Lines(_) | Reader::TreeLines(_), Input::Folder(_)) => {
+                unreachable!("only a format that reads folders opens one")
+            }
+        };
+        self.progress.end_file();
+        outcome
+    }
+
+    /// The manifest entry of an imported file, which the report lists too.
+    fn entry(
+        &self,
+        outcome: FileOutcome,
+        planned: &Planned,
+        report: &mut ImportReport,
+    ) -> ImportEntry {
+        let options = self.options;
+        report.files.push(ImportedFile {
+            seq: planned.seq,
+            given: self.plan.given_path.to_path_buf(),
+            raw_path: self.plan.raw_rel.clone(),
+            records: outcome.records.count,
+        });
+        let folder = folder_of(&planned.raw);
+        let companions: Vec<FileEntry> = (outcome.companions.into_iter())
+            .map(|(name, digest)| FileEntry {
+                path: format!("{folder}/{name}"),
+                sha256: digest.sha256,
+                bytes: digest.bytes,
+            })
+            .collect();
+        ImportEntry {
+            seq: planned.seq,
+            format: options.format.name().into(),
+            source_basename: planned.given.clone(),
+            raw: FileEntry {
+                path: planned.raw.clone(),
+                sha256: outcome.raw.sha256,
+                bytes: outcome.raw.bytes,
+            },
+            companions,
+            records: RecordsEntry {
+                path: planned.records.clone(),
+                ..outcome.records
+            },
+            breakdown: outcome.breakdown,
+            variant_override: options.adapter.variant.clone(),
+            id_field: options.adapter.id_field.as_ref().map(|f| f.to_string()),
+            options: options.recorded_options(),
+            normalizer_version: options.format.normalizer_version().into(),
+            producer: outcome.producer,
+            babel_version: env!("CARGO_PKG_VERSION").into(),
+            imported_at: now_rfc3339(),
         }
     }
 

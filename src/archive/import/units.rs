@@ -11,7 +11,7 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-use super::{Input, MAX_FOLDER_FILES};
+use super::{FolderInput, Input, MAX_FOLDER_FILES};
 use crate::adapters::{Listing, PlanUnits, Unit};
 use crate::archive::{ArchiveError, layout};
 use crate::durable::io_at;
@@ -144,13 +144,13 @@ fn open_unit(
     );
     Ok((
         items_path,
-        Input::Folder {
+        Input::Folder(FolderInput {
             items_file,
             items,
             companions,
             roles,
             bytes,
-        },
+        }),
     ))
 }
 
