@@ -238,17 +238,47 @@ fn scan<R: BufRead, E>(
     keep_items: bool,
     mut visit: impl FnMut(Part<'_>) -> Result<(), E>,
 ) -> Result<u64, DocumentError<E>> {
-    let mut count = 0u64;
     let mut lexer = Lexer { reader, offset: 0 };
     // A UTF-8 byte order mark is allowed at the very start.
     if lexer.reader.fill_buf()?.starts_with(b"\xEF\xBB\xBF") {
         lexer.reader.consume(3);
         lexer.offset = 3;
     }
-    let mut buffer = Vec::new();
-    let mut array = |lexer: &mut Lexer<R>,
-                     visit: &mut dyn FnMut(Part<'_>) -> Result<(), E>|
-     -> Result<(), DocumentError<E>> {
+    let mut scan = Scan {
+        capture,
+        limit,
+        keep_items,
+        count: 0,
+        buffer: Vec::new(),
+    };
+    match items {
+        Items::TopLevel => scan.array(&mut lexer, &mut visit)?,
+        Items::Member(wanted) => scan.object(&mut lexer, Some(wanted), &mut visit)?,
+        Items::Nothing => scan.object(&mut lexer, None, &mut visit)?,
+    }
+    lexer.skip_whitespace()?;
+    if lexer.peek()?.is_some() {
+        return Err(lexer.shape("more after the end of the document"));
+    }
+    Ok(scan.count)
+}
+
+/// One reading of a document: what it keeps and hands out, and the items counted.
+struct Scan<'c> {
+    capture: &'c dyn Fn(&str) -> bool,
+    limit: usize,
+    keep_items: bool,
+    count: u64,
+    buffer: Vec<u8>,
+}
+
+impl Scan<'_> {
+    /// The items array, each item handed out (or only checked) in turn.
+    fn array<R: BufRead, E>(
+        &mut self,
+        lexer: &mut Lexer<R>,
+        visit: &mut dyn FnMut(Part<'_>) -> Result<(), E>,
+    ) -> Result<(), DocumentError<E>> {
         lexer.expect(b'[', "[ (an array)")?;
         lexer.skip_whitespace()?;
         if lexer.peek()? == Some(b']') {
@@ -256,18 +286,18 @@ fn scan<R: BufRead, E>(
             return Ok(());
         }
         loop {
-            if keep_items {
-                buffer.clear();
-                lexer.value(Some(&mut buffer), limit)?;
+            if self.keep_items {
+                self.buffer.clear();
+                lexer.value(Some(&mut self.buffer), self.limit)?;
                 visit(Part::Item {
-                    index: count,
-                    value: &buffer,
+                    index: self.count,
+                    value: &self.buffer,
                 })
                 .map_err(DocumentError::Visit)?;
             } else {
-                lexer.value::<E>(None, limit)?;
+                lexer.value::<E>(None, self.limit)?;
             }
-            count += 1;
+            self.count += 1;
             lexer.skip_whitespace()?;
             match lexer.bump()? {
                 Some(b',') => {}
@@ -275,56 +305,52 @@ fn scan<R: BufRead, E>(
                 _ => return Err(lexer.shape("expected , or ] after an item")),
             }
         }
-    };
-    match items {
-        Items::TopLevel => array(&mut lexer, &mut visit)?,
-        Items::Member(_) | Items::Nothing => {
-            let wanted = match items {
-                Items::Member(wanted) => Some(wanted),
-                _ => None,
-            };
-            lexer.expect(b'{', "{ (a JSON object)")?;
-            lexer.skip_whitespace()?;
-            if lexer.peek()? == Some(b'}') {
-                lexer.bump()?;
+    }
+
+    /// The top-level object: the member `items` names is the items array, captured
+    /// members are handed out, the others skipped.
+    fn object<R: BufRead, E>(
+        &mut self,
+        lexer: &mut Lexer<R>,
+        items: Option<&str>,
+        visit: &mut dyn FnMut(Part<'_>) -> Result<(), E>,
+    ) -> Result<(), DocumentError<E>> {
+        lexer.expect(b'{', "{ (a JSON object)")?;
+        lexer.skip_whitespace()?;
+        if lexer.peek()? == Some(b'}') {
+            lexer.bump()?;
+            return Ok(());
+        }
+        // A repeated key is refused, as the strict reader refuses one at any depth: a
+        // second `samples` would otherwise add items, or replace a header.
+        let mut keys = std::collections::HashSet::new();
+        loop {
+            let key = lexer.key()?;
+            if !keys.insert(key.clone()) {
+                return Err(lexer.shape(format!("duplicate key {key:?} in the document")));
+            }
+            lexer.expect(b':', ":")?;
+            if items == Some(key.as_str()) {
+                self.array(lexer, visit)?;
+            } else if (self.capture)(&key) {
+                let mut value = Vec::new();
+                lexer.value(Some(&mut value), self.limit)?;
+                visit(Part::Member {
+                    key: &key,
+                    value: &value,
+                })
+                .map_err(DocumentError::Visit)?;
             } else {
-                // A repeated key is refused, as the strict reader refuses one at any
-                // depth: a second `samples` would otherwise add items, or replace a header.
-                let mut keys = std::collections::HashSet::new();
-                loop {
-                    let key = lexer.key()?;
-                    if !keys.insert(key.clone()) {
-                        return Err(lexer.shape(format!("duplicate key {key:?} in the document")));
-                    }
-                    lexer.expect(b':', ":")?;
-                    if wanted == Some(key.as_str()) {
-                        array(&mut lexer, &mut visit)?;
-                    } else if capture(&key) {
-                        let mut value = Vec::new();
-                        lexer.value(Some(&mut value), limit)?;
-                        visit(Part::Member {
-                            key: &key,
-                            value: &value,
-                        })
-                        .map_err(DocumentError::Visit)?;
-                    } else {
-                        lexer.value::<E>(None, limit)?;
-                    }
-                    lexer.skip_whitespace()?;
-                    match lexer.bump()? {
-                        Some(b',') => {}
-                        Some(b'}') => break,
-                        _ => return Err(lexer.shape("expected , or } after a member")),
-                    }
-                }
+                lexer.value::<E>(None, self.limit)?;
+            }
+            lexer.skip_whitespace()?;
+            match lexer.bump()? {
+                Some(b',') => {}
+                Some(b'}') => return Ok(()),
+                _ => return Err(lexer.shape("expected , or } after a member")),
             }
         }
     }
-    lexer.skip_whitespace()?;
-    if lexer.peek()?.is_some() {
-        return Err(lexer.shape("more after the end of the document"));
-    }
-    Ok(count)
 }
 
 /// A document read through a shape: buffered, bounded.
