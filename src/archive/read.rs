@@ -1,5 +1,5 @@
 //! Reading a run's stored records: the archive's side of the records store. It resolves an
-//! import's records file under ROOT, opens it through [`records::RecordsFile`] (a file whose
+//! import's records file under ROOT, opens it through [`super::records::RecordsFile`] (a file whose
 //! schema is not the records schema is a damaged archive) and hands out batches of the
 //! projected columns, each error naming the file.
 //!

@@ -17,7 +17,7 @@ use super::{CanonicalError, next_escape, push_string, utf16_order, write_value};
 /// The RFC 8785 canonical text of one JSON value, owned or borrowed.
 ///
 /// Every constructor guarantees the text is canonical: [`Json::of`] writes it,
-/// [`Json::canonical`] trusts a caller that holds canonical text (the streaming reader),
+/// `Json::canonical` trusts a caller that holds canonical text (the streaming reader),
 /// [`ObjectWriter`] assembles canonical members.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Json<'a>(Cow<'a, str>);

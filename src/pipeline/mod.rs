@@ -3,7 +3,7 @@
 //!
 //! `babel compare`: select two sides → read their join columns → join
 //! → summarize → optionally write the item-level report, reading full records only for
-//! the items it writes. The CLI parses arguments and prints what [`compare`] returns; the
+//! the items it writes. The CLI parses arguments and prints what [`compare()`] returns; the
 //! demo and the tests call the same function.
 //!
 //! It wires layers together and owns no rule of its own: side selection and the

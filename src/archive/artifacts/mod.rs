@@ -4,8 +4,9 @@
 //!
 //! Owns registration (one [`Transaction`] per `artifact add`, like every write), reading,
 //! listing and pin resolution; the payload schemas live in [`payload`], the strict-run
-//! contract in [`contract`], validation's artifact checks in [`checks`], and the archive
-//! side of the response matrix in [`matrix`]. It never changes a registered artifact and
+//! contract in [`contract`], and the archive
+//! side of the response matrix in [`matrix`]; validate checks artifacts in
+//! `archive::validate`. It never changes a registered artifact and
 //! never writes into a run.
 
 pub mod contract;

@@ -1,7 +1,7 @@
 //! The archive's part of `babel compare`: selecting the two sides (a run and a variant
 //! each, with the run's manifest), the rule saying whether they may be compared, handing
-//! the join its rows ([`rows`]), reading the full records of a report's items back
-//! ([`spill`]), and keeping derived reports out of the archive.
+//! the join its rows (`rows`), reading the full records of a report's items back
+//! (`spill`), and keeping derived reports out of the archive.
 //!
 //! Reads only, and takes no lock: a comparison never changes or reseals a run. The join
 //! itself is `crate::compare`'s (pure); this module only hands it rows.

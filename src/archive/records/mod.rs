@@ -11,7 +11,7 @@
 //!
 //! Writing ([`RecordsWriter`]) takes records already encoded on worker threads
 //! ([`EncodedBatch`]); reading ([`RecordsFile`]) projects only the columns a caller asks
-//! for ([`Columns`]) and decodes a full [`Record`] strictly on demand. The store knows
+//! for ([`Columns`]) and decodes a full [`crate::record::Record`] strictly on demand. The store knows
 //! nothing of runs, manifests or transactions: the archive hands it paths and writers.
 
 mod read;
