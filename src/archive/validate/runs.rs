@@ -363,38 +363,7 @@ fn check_rows(
         |checked| {
             for checked in checked {
                 read_rows += 1;
-                match checked {
-                    Checked::Unreadable { row, message } => {
-                        outcome.findings.push((row, "schema", message));
-                    }
-                    Checked::Record {
-                        row,
-                        digest,
-                        key,
-                        source,
-                        counted,
-                        findings,
-                    } => {
-                        outcome.records += 1;
-                        outcome
-                            .findings
-                            .extend(findings.into_iter().map(|(check, m)| (row, check, m)));
-                        if let Some((first_seq, first_row)) =
-                            identities.insert(digest, (context.seq, row))
-                        {
-                            outcome.findings.push((
-                                row,
-                                "duplicate",
-                                format!("duplicate record identity ({key}); first at row {first_row} of import {first_seq}'s records"),
-                            ));
-                        }
-                        if let Some(locator) = source {
-                            outcome.sources.push((row, locator));
-                        }
-                        let (benchmark, language, variant_id) = &counted;
-                        breakdown.add(benchmark, language.as_deref(), variant_id);
-                    }
-                }
+                outcome.take(checked, context, identities, &mut breakdown);
             }
             Ok::<(), ArchiveError>(())
         },
@@ -412,6 +381,47 @@ fn check_rows(
     outcome.rows = Some(read_rows);
     outcome.breakdown = breakdown.finish();
     Ok(())
+}
+
+impl RecordsOutcome {
+    /// What a worker found on one row, in file order: its findings, its identity against
+    /// every earlier one, its source, and its count.
+    fn take(
+        &mut self,
+        checked: Checked,
+        context: &RecordsContext<'_>,
+        identities: &mut DigestMap<(u64, u64)>,
+        breakdown: &mut BreakdownCounter,
+    ) {
+        let (row, digest, key, source, counted, findings) = match checked {
+            Checked::Unreadable { row, message } => {
+                self.findings.push((row, "schema", message));
+                return;
+            }
+            Checked::Record {
+                row,
+                digest,
+                key,
+                source,
+                counted,
+                findings,
+            } => (row, digest, key, source, counted, findings),
+        };
+        self.records += 1;
+        (self.findings).extend(findings.into_iter().map(|(check, m)| (row, check, m)));
+        if let Some((first_seq, first_row)) = identities.insert(digest, (context.seq, row)) {
+            self.findings.push((
+                row,
+                "duplicate",
+                format!("duplicate record identity ({key}); first at row {first_row} of import {first_seq}'s records"),
+            ));
+        }
+        if let Some(locator) = source {
+            self.sources.push((row, locator));
+        }
+        let (benchmark, language, variant_id) = &counted;
+        breakdown.add(benchmark, language.as_deref(), variant_id);
+    }
 }
 
 /// What a worker found on one row of a records file.
@@ -502,81 +512,102 @@ pub(super) fn validate_run(
     out.findings.extend(super::artifacts::check_run_contract(
         archive, run, &manifest,
     )?);
-    let strict = manifest.is_strict();
     let model = manifest.model().to_owned();
     let mut identities: DigestMap<(u64, u64)> = DigestMap::default();
     for entry in &manifest.imports {
         let raw_rel = run_relative(run, &entry.raw.path);
-        let records_rel = run_relative(run, &entry.records.path);
-        let raw_file = open_registered(archive, &raw_rel, out);
-        let records_file = open_registered(archive, &records_rel, out);
         let context = RecordsContext {
             run,
             model: &model,
-            strict,
+            strict: manifest.is_strict(),
             raw_rel: &raw_rel,
             seq: entry.seq,
         };
-        // The raw file is scanned on its own thread while the records are checked.
-        let (raw_outcome, records_outcome) = std::thread::scope(|scope| {
-            let raw = scope.spawn(|| {
-                raw_file
-                    .map(|file| scan_raw(file, &raw_rel, entry))
-                    .transpose()
-            });
-            let records = records_file
-                .map(|file| check_records(file, archive, &records_rel, &context, &mut identities))
-                .transpose();
-            (raw.join().expect("the raw scan does not panic"), records)
+        validate_import(archive, entry, &context, &mut identities, out)?;
+    }
+    check_whole_files(archive, run, &manifest, out)?;
+    check_untracked(archive, run, Some(&manifest), out)
+}
+
+/// One import: its raw file hashed and indexed on its own thread while its records are
+/// checked, then every record's source resolved in the raw file.
+fn validate_import(
+    archive: &Archive,
+    entry: &ImportEntry,
+    context: &RecordsContext<'_>,
+    identities: &mut DigestMap<(u64, u64)>,
+    out: &mut Collector,
+) -> Result<(), ArchiveError> {
+    let raw_rel = context.raw_rel;
+    let records_rel = run_relative(context.run, &entry.records.path);
+    let raw_file = open_registered(archive, raw_rel, out);
+    let records_file = open_registered(archive, &records_rel, out);
+    let (raw_outcome, records_outcome) = std::thread::scope(|scope| {
+        let raw = scope.spawn(|| {
+            raw_file
+                .map(|file| scan_raw(file, raw_rel, entry))
+                .transpose()
         });
-        let index = match raw_outcome? {
-            Some((index, digest)) => {
-                compare_digest(&raw_rel, &entry.raw.sha256, entry.raw.bytes, &digest, out);
-                Some(index)
-            }
-            None => None,
-        };
-        let Some(outcome) = records_outcome? else {
-            continue;
-        };
-        out.records += outcome.records;
-        for (check, message) in outcome.file_findings {
-            out.add(&records_rel, None, check, message);
+        let records = records_file
+            .map(|file| check_records(file, archive, &records_rel, context, identities))
+            .transpose();
+        (raw.join().expect("the raw scan does not panic"), records)
+    });
+    let index = match raw_outcome? {
+        Some((index, digest)) => {
+            compare_digest(raw_rel, &entry.raw.sha256, entry.raw.bytes, &digest, out);
+            Some(index)
         }
-        for (row, check, message) in outcome.findings {
-            out.add_row(&records_rel, row, check, message);
-        }
-        if let Some(index) = &index {
-            for (row, locator) in outcome.sources {
-                if let Some(problem) = index.problem(&locator, &raw_rel) {
-                    out.add_row(&records_rel, row, "source", problem);
-                }
-            }
-        }
-        compare_digest(
-            &records_rel,
-            &entry.records.sha256,
-            entry.records.bytes,
-            &outcome.digest,
-            out,
-        );
-        if let Some(rows) = outcome.rows {
-            if rows != entry.records.count {
-                out.add(
-                    &records_rel,
-                    None,
-                    "count",
-                    format!(
-                        "{rows} records, but the manifest registers {}",
-                        entry.records.count
-                    ),
-                );
-            }
-            if outcome.breakdown != entry.breakdown {
-                out.add(&records_rel, None, "count", "record counts per benchmark, language and variant differ from the manifest's breakdown");
+        None => None,
+    };
+    let Some(outcome) = records_outcome? else {
+        return Ok(());
+    };
+    out.records += outcome.records;
+    for (check, message) in outcome.file_findings {
+        out.add(&records_rel, None, check, message);
+    }
+    for (row, check, message) in outcome.findings {
+        out.add_row(&records_rel, row, check, message);
+    }
+    if let Some(index) = &index {
+        for (row, locator) in &outcome.sources {
+            if let Some(problem) = index.problem(locator, raw_rel) {
+                out.add_row(&records_rel, *row, "source", problem);
             }
         }
     }
+    let records = &entry.records;
+    compare_digest(
+        &records_rel,
+        &records.sha256,
+        records.bytes,
+        &outcome.digest,
+        out,
+    );
+    if let Some(rows) = outcome.rows {
+        if rows != records.count {
+            let message = format!(
+                "{rows} records, but the manifest registers {}",
+                records.count
+            );
+            out.add(&records_rel, None, "count", message);
+        }
+        if outcome.breakdown != entry.breakdown {
+            out.add(&records_rel, None, "count", "record counts per benchmark, language and variant differ from the manifest's breakdown");
+        }
+    }
+    Ok(())
+}
+
+/// The files registered whole (a folder input's companions, the attachments): each
+/// hashed against its registered digest.
+fn check_whole_files(
+    archive: &Archive,
+    run: &RunId,
+    manifest: &RunManifest,
+    out: &mut Collector,
+) -> Result<(), ArchiveError> {
     let companions = manifest.imports.iter().flat_map(|i| &i.companions);
     let whole_files = companions.map(|c| (&c.path, &c.sha256, c.bytes)).chain(
         manifest
@@ -593,7 +624,7 @@ pub(super) fn validate_run(
             compare_digest(&relative, sha256, bytes, &reader.finish(), out);
         }
     }
-    check_untracked(archive, run, Some(&manifest), out)
+    Ok(())
 }
 
 /// Reports files in the run folder that the manifest does not register.
