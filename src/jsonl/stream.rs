@@ -857,53 +857,11 @@ impl<'a> Scanner<'a> {
         if self.peek() == Some(b'.') {
             integer = false;
             self.at += 1;
-            match self.peek() {
-                Some(b'0'..=b'9') => {}
-                None => return Err(self.eof(message::EOF_VALUE)),
-                Some(_) => return Err(self.syntax_here(message::INVALID_NUMBER)),
-            }
-            while let Some(b'0'..=b'9') = self.peek() {
-                self.at += 1;
-            }
+            self.digits()?;
         }
         if let Some(b'e' | b'E') = self.peek() {
             integer = false;
-            let significand = &self.text[start..self.at];
-            let zero_significand = !significand.bytes().any(|b| matches!(b, b'1'..=b'9'));
-            self.at += 1;
-            let positive_exponent = match self.peek() {
-                Some(b'+') => {
-                    self.at += 1;
-                    true
-                }
-                Some(b'-') => {
-                    self.at += 1;
-                    false
-                }
-                _ => true,
-            };
-            match self.peek() {
-                Some(b'0'..=b'9') => {}
-                None => return Err(self.eof(message::EOF_VALUE)),
-                Some(_) => return Err(self.syntax_here(message::INVALID_NUMBER)),
-            }
-            // serde_json accumulates the exponent in an i32: a positive one that overflows
-            // it, of a nonzero significand, is out of range at the digit that overflows.
-            let mut exponent: i32 = 0;
-            let mut overflowed = false;
-            while let Some(digit @ b'0'..=b'9') = self.peek() {
-                self.at += 1;
-                let digit = i32::from(digit - b'0');
-                if !overflowed {
-                    match exponent.checked_mul(10).and_then(|e| e.checked_add(digit)) {
-                        Some(next) => exponent = next,
-                        None if positive_exponent && !zero_significand => {
-                            return Err(self.syntax_consumed(self.at, message::OUT_OF_RANGE));
-                        }
-                        None => overflowed = true,
-                    }
-                }
-            }
+            self.exponent(start)?;
         }
         let literal = &self.text[start..self.at];
         if integer {
@@ -938,6 +896,53 @@ impl<'a> Scanner<'a> {
             self.integral_doubles.push(self.path());
         }
         out.extend_from_slice(formatted.as_bytes());
+        Ok(())
+    }
+
+    /// One or more digits (of a fraction or an exponent).
+    fn digits(&mut self) -> Scan {
+        match self.peek() {
+            Some(b'0'..=b'9') => {}
+            None => return Err(self.eof(message::EOF_VALUE)),
+            Some(_) => return Err(self.syntax_here(message::INVALID_NUMBER)),
+        }
+        while let Some(b'0'..=b'9') = self.peek() {
+            self.at += 1;
+        }
+        Ok(())
+    }
+
+    /// The exponent of the number that began at `start`, from its `e` or `E`.
+    fn exponent(&mut self, start: usize) -> Scan {
+        let significand = &self.text[start..self.at];
+        let zero_significand = !significand.bytes().any(|b| matches!(b, b'1'..=b'9'));
+        self.at += 1;
+        let positive = match self.peek() {
+            Some(b'+') => {
+                self.at += 1;
+                true
+            }
+            Some(b'-') => {
+                self.at += 1;
+                false
+            }
+            _ => true,
+        };
+        let digits = self.at;
+        self.digits()?;
+        // serde_json accumulates the exponent in an i32: a positive one that overflows it,
+        // of a nonzero significand, is out of range at the digit that overflows.
+        let mut exponent: i32 = 0;
+        for (offset, digit) in self.text.as_bytes()[digits..self.at].iter().enumerate() {
+            let digit = i32::from(digit - b'0');
+            match exponent.checked_mul(10).and_then(|e| e.checked_add(digit)) {
+                Some(next) => exponent = next,
+                None if positive && !zero_significand => {
+                    return Err(self.syntax_consumed(digits + offset + 1, message::OUT_OF_RANGE));
+                }
+                None => break,
+            }
+        }
         Ok(())
     }
 
