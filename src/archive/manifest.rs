@@ -457,6 +457,18 @@ impl RunManifest {
             .collect()
     }
 
+    /// The variants the run holds records of, sorted.
+    pub fn variants(&self) -> Vec<String> {
+        let mut variants: Vec<String> = self
+            .totals()
+            .into_iter()
+            .map(|count| count.variant_id)
+            .collect();
+        variants.sort();
+        variants.dedup();
+        variants
+    }
+
     /// Everything wrong with where this manifest says its files are: import numbers not
     /// 1, 2, 3, ...; raw, records and attachment paths not in their folders, or not safe
     /// package paths. A manifest with such problems must not be used to open files.
