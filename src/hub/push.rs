@@ -131,17 +131,7 @@ pub fn push(
         .filter(|(_, status)| **status != FileStatus::Unchanged)
         .map(|(file, _)| file)
         .collect();
-    let offered = changed
-        .iter()
-        .map(|file| {
-            Ok(PreuploadFile {
-                path: file.path.clone(),
-                size: file.size,
-                sample: sample(file)?,
-            })
-        })
-        .collect::<Result<Vec<_>, HubError>>()?;
-    let modes = client.preupload(repo, &offered)?;
+    let modes = upload_modes(client, repo, &changed)?;
     let lfs_files: Vec<&PlannedFile> = changed
         .iter()
         .zip(&modes)
@@ -197,6 +187,25 @@ fn remote_head(
         });
     };
     Ok((created_repo, head, files))
+}
+
+/// How the Hub says to send each changed file (preupload, with each file's sample).
+fn upload_modes(
+    client: &HubClient,
+    repo: &RepoId,
+    changed: &[&PlannedFile],
+) -> Result<Vec<UploadMode>, HubError> {
+    let offered = changed
+        .iter()
+        .map(|file| {
+            Ok(PreuploadFile {
+                path: file.path.clone(),
+                size: file.size,
+                sample: sample(file)?,
+            })
+        })
+        .collect::<Result<Vec<_>, HubError>>()?;
+    client.preupload(repo, &offered)
 }
 
 /// Uploads the LFS objects of `lfs_files` the Hub does not hold yet (each object once);
