@@ -106,12 +106,7 @@ pub fn export_eee(
         std::fs::create_dir_all(&target).map_err(io_at("creating", &target))?;
         let id = evaluation_id(&benchmark, &model, run.as_str(), &variant);
         let samples_path = target.join(format!("{uuid}_samples.jsonl"));
-        let mut samples = String::new();
-        for row in &group.rows {
-            samples.push_str(row);
-            samples.push('\n');
-        }
-        let digest = write_new(&samples_path, &samples)?;
+        let digest = write_rows(&samples_path, &group.rows)?;
         let aggregate = aggregate(AggregateFacts {
             manifest: &manifest,
             manifest_sha256: &manifest_sha256,
@@ -192,6 +187,19 @@ fn refuse_existing(folder: &Path, uuid: &str) -> Result<(), ArchiveError> {
         }
     }
     Ok(())
+}
+
+/// Writes the instance rows to the new file `path`, one JSON line each, atomically.
+fn write_rows(
+    path: &Path,
+    rows: &[String],
+) -> Result<durable::ContentDigest, durable::PathIoError> {
+    let mut samples = String::new();
+    for row in rows {
+        samples.push_str(row);
+        samples.push('\n');
+    }
+    write_new(path, &samples)
 }
 
 /// Writes `text` to the new file `path`, atomically.
