@@ -205,6 +205,16 @@ impl ImportEntry {
     fn contract_problems(&self, metadata: &RunMetadata) -> Vec<String> {
         let mut problems = Vec::new();
         let format = Format::parse(&self.format);
+        self.version_problems(format, &mut problems);
+        self.path_problems(&mut problems);
+        self.option_problems(&mut problems);
+        self.breakdown_problems(format, metadata, &mut problems);
+        problems
+    }
+
+    /// The format is known, the normalizer version is one of its, and `babel_version` is a
+    /// version.
+    fn version_problems(&self, format: Option<Format>, problems: &mut Vec<String>) {
         match format {
             None => problems.push(format!(
                 "unknown format {:?} (one of {})",
@@ -231,6 +241,11 @@ impl ImportEntry {
                 self.babel_version
             ));
         }
+    }
+
+    /// The raw path is the one `source_basename` gives, companions are other files of a
+    /// folder input, and every hash is a SHA-256.
+    fn path_problems(&self, problems: &mut Vec<String>) {
         let expected_raw =
             layout::raw_path(self.seq, &layout::stored_basename(&self.source_basename));
         // A file input is the raw path itself; a folder input's files are in it.
@@ -269,6 +284,10 @@ impl ImportEntry {
         if !is_sha256(&self.raw.sha256) || !is_sha256(&self.records.sha256) {
             problems.push("a sha256 is not 64 lowercase hex digits".into());
         }
+    }
+
+    /// Exactly the known options, each with an allowed value, and a valid `id_field`.
+    fn option_problems(&self, problems: &mut Vec<String>) {
         for key in self.options.keys() {
             if !OPTIONS.iter().any(|(known, _)| known == key) {
                 problems.push(format!("unknown option {key:?}"));
@@ -294,6 +313,16 @@ impl ImportEntry {
         {
             problems.push(format!("id_field {field:?} is not a dotted field path"));
         }
+    }
+
+    /// The breakdown is sorted, counts the records, and agrees with the variant override,
+    /// `--benchmark`, the run's benchmark and `--language`.
+    fn breakdown_problems(
+        &self,
+        format: Option<Format>,
+        metadata: &RunMetadata,
+        problems: &mut Vec<String>,
+    ) {
         if self.breakdown.windows(2).any(|pair| pair[0] >= pair[1]) {
             problems.push("the breakdown is not sorted, or lists a combination twice".into());
         }
@@ -344,7 +373,6 @@ impl ImportEntry {
                 ));
             }
         }
-        problems
     }
 }
 
@@ -427,6 +455,18 @@ impl RunManifest {
                 records,
             })
             .collect()
+    }
+
+    /// The variants the run holds records of, sorted.
+    pub fn variants(&self) -> Vec<String> {
+        let mut variants: Vec<String> = self
+            .totals()
+            .into_iter()
+            .map(|count| count.variant_id)
+            .collect();
+        variants.sort();
+        variants.dedup();
+        variants
     }
 
     /// Everything wrong with where this manifest says its files are: import numbers not

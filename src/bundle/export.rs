@@ -209,6 +209,25 @@ pub fn export(
     out: &Path,
 ) -> Result<Exported, ArchiveError> {
     let out = &archive.layout().derived_destination(out, false)?;
+    let manifest = bundle_manifest(archive, selection)?;
+    let manifest_bytes = super::manifest_bytes(&manifest);
+    let checksums = super::checksums(&digest_of(&manifest_bytes).sha256, &manifest.components);
+    let members = members(&manifest, &manifest_bytes, &checksums);
+    let digest = write_bundle(archive, out, &members)?;
+    Ok(Exported {
+        path: out.to_owned(),
+        sha256: digest.sha256,
+        bytes: digest.bytes,
+        bundle_root: manifest.bundle_root.clone(),
+        components: manifest.components.iter().map(|c| c.name.clone()).collect(),
+    })
+}
+
+/// The manifest of the bundle of `selection`: every component of its closure, hashed.
+fn bundle_manifest(
+    archive: &Archive,
+    selection: &Selection,
+) -> Result<BundleManifest, ArchiveError> {
     let (runs, artifact_ids) = closure(archive, selection)?;
     // Every file the bundle copies is checked first, history included, so that an edit
     // made outside babel is refused here rather than carried into another archive.
@@ -237,7 +256,7 @@ pub fn export(
         }
         Selection::Release(id) => json!({"release": id}),
     };
-    let manifest = BundleManifest {
+    Ok(BundleManifest {
         format: super::FORMAT.into(),
         format_version: super::FORMAT_VERSION,
         selection: selection_value,
@@ -248,19 +267,36 @@ pub fn export(
         },
         bundle_root: super::bundle_root(&components),
         components,
-    };
-    let manifest_bytes = super::manifest_bytes(&manifest);
-    let checksums = super::checksums(&digest_of(&manifest_bytes).sha256, &manifest.components);
+    })
+}
 
-    // Members: every folder on the way to a file, and the files, in path byte order.
-    enum Body<'a> {
-        Folder,
-        Bytes(&'a [u8]),
-        File(&'a str, u64),
+/// What a member of the bundle's tar holds.
+enum Body<'a> {
+    Folder,
+    Bytes(&'a [u8]),
+    /// An archive file (ROOT-relative) and the size it was hashed at.
+    File(&'a str, u64),
+}
+
+impl Body<'_> {
+    fn size(&self) -> u64 {
+        match self {
+            Body::Folder => 0,
+            Body::Bytes(bytes) => bytes.len() as u64,
+            Body::File(_, bytes) => *bytes,
+        }
     }
+}
+
+/// Members: every folder on the way to a file, and the files, in path byte order.
+fn members<'a>(
+    manifest: &'a BundleManifest,
+    manifest_bytes: &'a [u8],
+    checksums: &'a str,
+) -> BTreeMap<String, Body<'a>> {
     let mut members: BTreeMap<String, Body<'_>> = BTreeMap::new();
     members.insert(format!("{TOP}/"), Body::Folder);
-    members.insert(format!("{TOP}/manifest.json"), Body::Bytes(&manifest_bytes));
+    members.insert(format!("{TOP}/manifest.json"), Body::Bytes(manifest_bytes));
     members.insert(
         format!("{TOP}/checksums.sha256"),
         Body::Bytes(checksums.as_bytes()),
@@ -278,74 +314,77 @@ pub fn export(
             );
         }
     }
+    members
+}
+
+/// Writes `members` to `out` as one tar in one zstd frame, atomically; every header is
+/// built before anything is written, so a path tar cannot hold leaves no file.
+fn write_bundle(
+    archive: &Archive,
+    out: &Path,
+    members: &BTreeMap<String, Body<'_>>,
+) -> Result<durable::ContentDigest, ArchiveError> {
     let mut headers = Vec::new();
     let mut tar_bytes = tar::END.len() as u64;
-    for (path, body) in &members {
-        let size = match body {
-            Body::Folder => 0,
-            Body::Bytes(bytes) => bytes.len() as u64,
-            Body::File(_, bytes) => *bytes,
-        };
-        headers.push(tar::header(path, size).map_err(|reason| {
+    for (path, body) in members {
+        headers.push(tar::header(path, body.size()).map_err(|reason| {
             usage(
                 format!("cannot export: {reason}"),
                 "shorten the file or run name; bundles do not fall back to PAX",
             )
         })?);
-        tar_bytes += tar::member_size(size);
+        tar_bytes += tar::member_size(body.size());
     }
-    let digest = durable::write_new_atomically(
-        out,
-        |writer: &mut dyn Write| -> Result<(), ArchiveError> {
-            let mut encoder = zstd::stream::write::Encoder::new(writer, super::ZSTD_LEVEL)
-                .map_err(io_at("compressing", out))?;
-            encoder
-                .include_checksum(true)
-                .map_err(io_at("compressing", out))?;
-            encoder
-                .include_contentsize(true)
-                .map_err(io_at("compressing", out))?;
-            encoder
-                .set_pledged_src_size(Some(tar_bytes))
-                .map_err(io_at("compressing", out))?;
-            for ((_, body), header) in members.iter().zip(&headers) {
-                encoder.write_all(header).map_err(io_at("writing", out))?;
-                let size = match body {
-                    Body::Folder => 0,
-                    Body::Bytes(bytes) => {
-                        encoder.write_all(bytes).map_err(io_at("writing", out))?;
-                        bytes.len() as u64
-                    }
-                    Body::File(source, bytes) => {
-                        let path = archive.layout().resolve(source);
-                        let file = File::open(&path).map_err(io_at("reading", &path))?;
-                        let copied = io::copy(&mut file.take(*bytes + 1), &mut encoder)
-                            .map_err(io_at("reading", &path))?;
-                        if copied != *bytes {
-                            return Err(ArchiveError::Damaged {
-                                path,
-                                reason: format!(
-                                    "it changed while it was exported ({copied} bytes, {bytes} hashed)"
-                                ),
-                            });
-                        }
-                        copied
-                    }
-                };
-                tar::pad(&mut encoder, size).map_err(io_at("writing", out))?;
-            }
-            encoder
-                .write_all(&tar::END)
-                .map_err(io_at("writing", out))?;
-            encoder.finish().map_err(io_at("compressing", out))?;
-            Ok(())
-        },
-    )?;
-    Ok(Exported {
-        path: out.to_owned(),
-        sha256: digest.sha256,
-        bytes: digest.bytes,
-        bundle_root: manifest.bundle_root.clone(),
-        components: manifest.components.iter().map(|c| c.name.clone()).collect(),
+    durable::write_new_atomically(out, |writer: &mut dyn Write| -> Result<(), ArchiveError> {
+        let mut encoder = zstd::stream::write::Encoder::new(writer, super::ZSTD_LEVEL)
+            .map_err(io_at("compressing", out))?;
+        encoder
+            .include_checksum(true)
+            .map_err(io_at("compressing", out))?;
+        encoder
+            .include_contentsize(true)
+            .map_err(io_at("compressing", out))?;
+        encoder
+            .set_pledged_src_size(Some(tar_bytes))
+            .map_err(io_at("compressing", out))?;
+        for ((_, body), header) in members.iter().zip(&headers) {
+            encoder.write_all(header).map_err(io_at("writing", out))?;
+            write_body(archive, body, &mut encoder, out)?;
+            tar::pad(&mut encoder, body.size()).map_err(io_at("writing", out))?;
+        }
+        encoder
+            .write_all(&tar::END)
+            .map_err(io_at("writing", out))?;
+        encoder.finish().map_err(io_at("compressing", out))?;
+        Ok(())
     })
+}
+
+/// Writes a member's content; an archive file that no longer has the size it was hashed
+/// at is refused.
+fn write_body(
+    archive: &Archive,
+    body: &Body<'_>,
+    encoder: &mut dyn Write,
+    out: &Path,
+) -> Result<(), ArchiveError> {
+    match body {
+        Body::Folder => {}
+        Body::Bytes(bytes) => encoder.write_all(bytes).map_err(io_at("writing", out))?,
+        Body::File(source, bytes) => {
+            let path = archive.layout().resolve(source);
+            let file = File::open(&path).map_err(io_at("reading", &path))?;
+            let copied =
+                io::copy(&mut file.take(*bytes + 1), encoder).map_err(io_at("reading", &path))?;
+            if copied != *bytes {
+                return Err(ArchiveError::Damaged {
+                    path,
+                    reason: format!(
+                        "it changed while it was exported ({copied} bytes, {bytes} hashed)"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }

@@ -15,13 +15,14 @@ use std::fs::File;
 use std::path::Path;
 
 use super::verify::{self, BundleError, Ceilings};
+use super::{BundleFile, BundleManifest, Component};
 use crate::archive::artifacts::{self, Kind};
 use crate::archive::history::{BundleRef, Change};
 use crate::archive::journal::Rename;
 use crate::archive::layout::{self, RunId};
 use crate::archive::transaction::{Transaction, abort_after};
 use crate::archive::{ArchiveError, WriteSession};
-use crate::durable::{self, NewFile, io_at};
+use crate::durable::{NewFile, io_at};
 
 /// What an import did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -113,21 +114,8 @@ pub fn import(
     ceilings: &Ceilings,
 ) -> Result<Imported, ImportError> {
     let layout = session.layout();
-    // Staging folders of imports that died (the lock is ours: none is running).
     let operational = layout.operational();
-    if let Ok(entries) = std::fs::read_dir(&operational) {
-        for entry in entries.flatten() {
-            if entry
-                .file_name()
-                .to_string_lossy()
-                .starts_with(verify::STAGING_PREFIX)
-            {
-                std::fs::remove_dir_all(entry.path())
-                    .map_err(io_at("removing", &entry.path()))
-                    .map_err(ArchiveError::from)?;
-            }
-        }
-    }
+    remove_dead_staging(&operational)?;
     let staged = verify::verify(file, expect_sha256, ceilings, &operational)?;
     let manifest = &staged.verified.manifest;
     let mut imported = Imported {
@@ -135,60 +123,14 @@ pub fn import(
         bundle_root: manifest.bundle_root.clone(),
         ..Imported::default()
     };
-    let mut new = Vec::new();
-    for component in &manifest.components {
-        match present_root(session, &component.name)? {
-            Some(root) if root == component.root => {
-                imported.already_present.push(component.name.clone())
-            }
-            Some(root) => {
-                return Err(ImportError::Conflict(format!(
-                    "{} is in this archive with root {root}, and in the bundle with root {}: refusing to replace it",
-                    component.name, component.root
-                )));
-            }
-            None => new.push(component),
-        }
-    }
+    let new = new_components(session, manifest, &mut imported)?;
     if new.is_empty() {
         return Ok(imported);
     }
 
     let needed: u64 = new.iter().flat_map(|c| &c.files).map(|f| f.bytes).sum();
     verify::require_room(layout.root(), needed)?;
-    // One write: every file of every new component, their folders, and the manifests in
-    // the history entry; the marker, rewritten with its own bytes, is the commit point.
-    // A component's manifest is written under a temporary name and renamed into place
-    // only once the write has committed, so that no reader sees a run or an artifact
-    // before all of its files, or one of a write that never committed.
-    let is_manifest = |role: &str| role == "run-manifest" || role == "artifact-manifest";
-    let mut files = Vec::new();
-    let mut publish = Vec::new();
-    for entry in new.iter().flat_map(|c| &c.files) {
-        if is_manifest(&entry.role) {
-            publish.push(Rename {
-                from: format!("{}{}", entry.path, layout::NEW_SUFFIX),
-                to: entry.path.clone(),
-            });
-        } else {
-            files.push(entry.path.clone());
-        }
-    }
-    // Sorted, a folder comes before the folders in it.
-    let dirs: BTreeSet<String> = new
-        .iter()
-        .flat_map(|c| &c.files)
-        .flat_map(|entry| super::folders_of(&entry.path))
-        .map(|folder| folder.trim_end_matches('/').to_owned())
-        .collect();
-    let transaction = Transaction::begin_publishing(
-        session,
-        "import-bundle",
-        files,
-        dirs.into_iter().collect(),
-        layout::MARKER.into(),
-        publish,
-    )?;
+    let transaction = begin(session, &new)?;
     let mut recorded = BTreeMap::new();
     let mut changes = Vec::new();
     let top = staged.top();
@@ -203,46 +145,15 @@ pub fn import(
                 .filter(|entry| is_manifest(&entry.role)),
         );
     for entry in ordered {
-        let from = top.join(&entry.path);
-        let manifest = is_manifest(&entry.role);
-        let to = if manifest {
-            transaction.path(&format!("{}{}", entry.path, layout::NEW_SUFFIX))
-        } else {
-            transaction.path(&entry.path)
-        };
-        let copied =
-            (|| -> Result<(durable::ContentDigest, Option<serde_json::Value>), ArchiveError> {
-                let mut source = File::open(&from).map_err(io_at("reading", &from))?;
-                let mut target = NewFile::create(&to)?;
-                std::io::copy(&mut source, target.writer()).map_err(io_at("writing", &to))?;
-                let digest = target.finish()?;
-                let value = if manifest {
-                    Some(crate::archive::read_json_object(&to)?.1)
-                } else {
-                    None
-                };
-                Ok((digest, value))
-            })();
-        match copied {
-            Ok((digest, value)) if digest.sha256 == entry.sha256 => {
-                if let Some(value) = value {
-                    recorded.insert(entry.path.clone(), Some(entry.sha256.clone()));
-                    changes.push(Change::Create {
-                        path: entry.path.clone(),
-                        manifest: value,
-                    });
-                }
+        match copy_staged(&transaction, &top, entry) {
+            Ok(Some(value)) => {
+                recorded.insert(entry.path.clone(), Some(entry.sha256.clone()));
+                changes.push(Change::Create {
+                    path: entry.path.clone(),
+                    manifest: value,
+                });
             }
-            Ok(_) => {
-                return Err(abort_after(
-                    transaction,
-                    ArchiveError::Damaged {
-                        path: from,
-                        reason: "the staged file changed after it was verified".into(),
-                    },
-                )
-                .into());
-            }
+            Ok(None) => {}
             Err(error) => return Err(abort_after(transaction, error).into()),
         }
     }
@@ -267,4 +178,120 @@ pub fn import(
         }),
     )?;
     Ok(imported)
+}
+
+/// Removes the staging folders of imports that died (the lock is ours: none is running).
+fn remove_dead_staging(operational: &Path) -> Result<(), ArchiveError> {
+    let Ok(entries) = std::fs::read_dir(operational) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(verify::STAGING_PREFIX)
+        {
+            std::fs::remove_dir_all(entry.path()).map_err(io_at("removing", &entry.path()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The bundle's components the archive does not hold; those it holds identical are noted
+/// in `imported`, and one it holds with another root is a conflict.
+fn new_components<'m>(
+    session: &WriteSession<'_>,
+    manifest: &'m BundleManifest,
+    imported: &mut Imported,
+) -> Result<Vec<&'m Component>, ImportError> {
+    let mut new = Vec::new();
+    for component in &manifest.components {
+        match present_root(session, &component.name)? {
+            Some(root) if root == component.root => {
+                imported.already_present.push(component.name.clone())
+            }
+            Some(root) => {
+                return Err(ImportError::Conflict(format!(
+                    "{} is in this archive with root {root}, and in the bundle with root {}: refusing to replace it",
+                    component.name, component.root
+                )));
+            }
+            None => new.push(component),
+        }
+    }
+    Ok(new)
+}
+
+fn is_manifest(role: &str) -> bool {
+    role == "run-manifest" || role == "artifact-manifest"
+}
+
+/// Begins the one write: every file of every new component, their folders, and the
+/// manifests in the history entry; the marker, rewritten with its own bytes, is the commit
+/// point. A component's manifest is written under a temporary name and renamed into place
+/// only once the write has committed, so that no reader sees a run or an artifact before
+/// all of its files, or one of a write that never committed.
+fn begin<'s>(
+    session: &'s WriteSession<'_>,
+    new: &[&Component],
+) -> Result<Transaction<'s>, ArchiveError> {
+    let mut files = Vec::new();
+    let mut publish = Vec::new();
+    for entry in new.iter().flat_map(|c| &c.files) {
+        if is_manifest(&entry.role) {
+            publish.push(Rename {
+                from: format!("{}{}", entry.path, layout::NEW_SUFFIX),
+                to: entry.path.clone(),
+            });
+        } else {
+            files.push(entry.path.clone());
+        }
+    }
+    // Sorted, a folder comes before the folders in it.
+    let dirs: BTreeSet<String> = new
+        .iter()
+        .flat_map(|c| &c.files)
+        .flat_map(|entry| super::folders_of(&entry.path))
+        .map(|folder| folder.trim_end_matches('/').to_owned())
+        .collect();
+    Transaction::begin_publishing(
+        session,
+        "import-bundle",
+        files,
+        dirs.into_iter().collect(),
+        layout::MARKER.into(),
+        publish,
+    )
+}
+
+/// Copies one staged file into the write, checking that it still has the verified
+/// digest; a manifest's parsed value comes back for the history entry.
+fn copy_staged(
+    transaction: &Transaction<'_>,
+    top: &Path,
+    entry: &BundleFile,
+) -> Result<Option<serde_json::Value>, ArchiveError> {
+    let from = top.join(&entry.path);
+    let manifest = is_manifest(&entry.role);
+    let to = if manifest {
+        transaction.path(&format!("{}{}", entry.path, layout::NEW_SUFFIX))
+    } else {
+        transaction.path(&entry.path)
+    };
+    let mut source = File::open(&from).map_err(io_at("reading", &from))?;
+    let mut target = NewFile::create(&to)?;
+    std::io::copy(&mut source, target.writer()).map_err(io_at("writing", &to))?;
+    let digest = target.finish()?;
+    let value = if manifest {
+        Some(crate::archive::read_json_object(&to)?.1)
+    } else {
+        None
+    };
+    if digest.sha256 != entry.sha256 {
+        return Err(ArchiveError::Damaged {
+            path: from,
+            reason: "the staged file changed after it was verified".into(),
+        });
+    }
+    Ok(value)
 }

@@ -656,10 +656,36 @@ fn check(
             "manifest.json changed between the two passes over the bundle",
         ));
     }
-
-    // The member set: exactly the declared files (each component's sorted), the
-    // bundle's own two, and the folders on their way.
     let names: Vec<String> = manifest.components.iter().map(|c| c.name.clone()).collect();
+    check_member_set(&manifest, &names, extracted, declared)?;
+    let rows = check_files(&top, &manifest)?;
+    check_checksums(&top, &bytes, &manifest)?;
+    for component in &manifest.components {
+        check_registered(&top, component)?;
+    }
+    check_dependencies(&top, &manifest.components)?;
+    Ok(Verified {
+        sha256: transport.sha256,
+        bytes: transport.bytes,
+        bundle_root: manifest.bundle_root.clone(),
+        components: names,
+        files: declared.files.len() + OWN_FILES.len(),
+        rows,
+        manifest,
+    })
+}
+
+/// The bundle's own files, beside its components'.
+const OWN_FILES: [&str; 2] = ["checksums.sha256", "manifest.json"];
+
+/// The member set: exactly the declared files (each component's sorted), the bundle's own
+/// two, and the folders on their way.
+fn check_member_set(
+    manifest: &BundleManifest,
+    names: &[String],
+    extracted: &Extracted,
+    declared: &Declared,
+) -> Result<(), BundleError> {
     for component in &manifest.components {
         if component.files.windows(2).any(|w| w[0].path >= w[1].path) {
             return Err(invalid(format!(
@@ -673,8 +699,7 @@ fn check(
             "the components are not sorted by name, or one is repeated",
         ));
     }
-    let own = ["checksums.sha256", "manifest.json"];
-    for missing in declared.files.keys().map(String::as_str).chain(own) {
+    for missing in declared.files.keys().map(String::as_str).chain(OWN_FILES) {
         if !extracted.files.contains_key(missing) {
             return Err(invalid(format!(
                 "{missing} is declared in manifest.json but missing from the archive"
@@ -686,38 +711,15 @@ fn check(
             "the archive's folders are not exactly those of its files",
         ));
     }
+    Ok(())
+}
 
-    // Every file, every row, every root.
+/// Every file, every row, every root; the number of rows of the records files.
+fn check_files(top: &Path, manifest: &BundleManifest) -> Result<u64, BundleError> {
     let mut rows = 0;
     for component in &manifest.components {
         for file in &component.files {
-            let path = top.join(&file.path);
-            let digest = durable::digest_file(&path)?;
-            if digest.sha256 != file.sha256 || digest.bytes != file.bytes {
-                return Err(invalid(format!(
-                    "{}: SHA-256 {} ({} bytes), but manifest.json says {} ({} bytes)",
-                    file.path, digest.sha256, digest.bytes, file.sha256, file.bytes
-                )));
-            }
-            if file.role == "records" {
-                let opened = File::open(&path).map_err(io_at("reading", &path))?;
-                let (count, root) =
-                    super::row_root(opened).map_err(|e| invalid(format!("{}: {e}", file.path)))?;
-                if Some(count) != file.rows || Some(&root) != file.row_root.as_ref() {
-                    return Err(invalid(format!(
-                        "{}: {count} rows with row root {root}, but manifest.json says {} rows with row root {}",
-                        file.path,
-                        file.rows.map_or("no".into(), |r| r.to_string()),
-                        file.row_root.as_deref().unwrap_or("none")
-                    )));
-                }
-                rows += count;
-            } else if file.rows.is_some() || file.row_root.is_some() {
-                return Err(invalid(format!(
-                    "{}: only records files have rows",
-                    file.path
-                )));
-            }
+            rows += check_file(top, file)?;
         }
         if super::component_root(&component.name, &component.files) != component.root {
             return Err(invalid(format!(
@@ -729,41 +731,69 @@ fn check(
     if super::bundle_root(&manifest.components) != manifest.bundle_root {
         return Err(invalid("the bundle root does not match its components"));
     }
-    let expected = super::checksums(&digest_of(&bytes).sha256, &manifest.components);
-    let checksums_path = top.join("checksums.sha256");
-    let found = fs::read(&checksums_path).map_err(io_at("reading", &checksums_path))?;
-    if found != expected.as_bytes() {
-        let found = String::from_utf8_lossy(&found);
-        let (line, text) = found
-            .split_inclusive('\n')
-            .zip(
-                expected
-                    .split_inclusive('\n')
-                    .map(Some)
-                    .chain(std::iter::repeat(None)),
-            )
-            .position(|(found, expected)| Some(found) != expected)
-            .map_or(
-                (found.lines().count() + 1, String::from("(missing)")),
-                |at| (at + 1, found.lines().nth(at).unwrap_or_default().to_owned()),
-            );
+    Ok(rows)
+}
+
+/// One file's digest and, for a records file, its row count and row root; the rows it
+/// holds.
+fn check_file(top: &Path, file: &super::BundleFile) -> Result<u64, BundleError> {
+    let path = top.join(&file.path);
+    let digest = durable::digest_file(&path)?;
+    if digest.sha256 != file.sha256 || digest.bytes != file.bytes {
         return Err(invalid(format!(
-            "checksums.sha256 line {line} ({text:?}) is not what manifest.json and the files give: it must list exactly manifest.json and every file with its SHA-256"
+            "{}: SHA-256 {} ({} bytes), but manifest.json says {} ({} bytes)",
+            file.path, digest.sha256, digest.bytes, file.sha256, file.bytes
         )));
     }
-    for component in &manifest.components {
-        check_registered(&top, component)?;
+    if file.role != "records" {
+        if file.rows.is_some() || file.row_root.is_some() {
+            return Err(invalid(format!(
+                "{}: only records files have rows",
+                file.path
+            )));
+        }
+        return Ok(0);
     }
-    check_dependencies(&top, &manifest.components)?;
-    Ok(Verified {
-        sha256: transport.sha256,
-        bytes: transport.bytes,
-        bundle_root: manifest.bundle_root.clone(),
-        components: names,
-        files: declared.files.len() + own.len(),
-        rows,
-        manifest,
-    })
+    let opened = File::open(&path).map_err(io_at("reading", &path))?;
+    let (count, root) =
+        super::row_root(opened).map_err(|e| invalid(format!("{}: {e}", file.path)))?;
+    if Some(count) != file.rows || Some(&root) != file.row_root.as_ref() {
+        return Err(invalid(format!(
+            "{}: {count} rows with row root {root}, but manifest.json says {} rows with row root {}",
+            file.path,
+            file.rows.map_or("no".into(), |r| r.to_string()),
+            file.row_root.as_deref().unwrap_or("none")
+        )));
+    }
+    Ok(count)
+}
+
+/// `checksums.sha256` lists exactly manifest.json (of `bytes`) and every file; the first
+/// line that differs is named.
+fn check_checksums(top: &Path, bytes: &[u8], manifest: &BundleManifest) -> Result<(), BundleError> {
+    let expected = super::checksums(&digest_of(bytes).sha256, &manifest.components);
+    let checksums_path = top.join("checksums.sha256");
+    let found = fs::read(&checksums_path).map_err(io_at("reading", &checksums_path))?;
+    if found == expected.as_bytes() {
+        return Ok(());
+    }
+    let found = String::from_utf8_lossy(&found);
+    let (line, text) = found
+        .split_inclusive('\n')
+        .zip(
+            expected
+                .split_inclusive('\n')
+                .map(Some)
+                .chain(std::iter::repeat(None)),
+        )
+        .position(|(found, expected)| Some(found) != expected)
+        .map_or(
+            (found.lines().count() + 1, String::from("(missing)")),
+            |at| (at + 1, found.lines().nth(at).unwrap_or_default().to_owned()),
+        );
+    Err(invalid(format!(
+        "checksums.sha256 line {line} ({text:?}) is not what manifest.json and the files give: it must list exactly manifest.json and every file with its SHA-256"
+    )))
 }
 
 /// A component name is `runs/<run ID>` or `<registry>/<artifact ID>`, by the archive's ID
@@ -788,101 +818,15 @@ fn check_name(name: &str) -> Result<(), BundleError> {
 /// the archive will check after an import, so the bundle must agree with them.
 fn check_registered(top: &Path, component: &Component) -> Result<(), BundleError> {
     let name = &component.name;
-    let declared: BTreeMap<&str, &super::BundleFile> = component
-        .files
-        .iter()
-        .map(|f| (f.path.as_str(), f))
-        .collect();
-    // Path (relative to the component) → (role, sha256, bytes, rows).
-    let mut expected: BTreeMap<String, (&str, String, u64, Option<u64>)> = BTreeMap::new();
     let manifest_path = format!("{name}/manifest.json");
-    let Some(manifest_file) = declared.get(manifest_path.as_str()) else {
+    let Some(manifest_file) = component.files.iter().find(|f| f.path == manifest_path) else {
         return Err(invalid(format!("{name} has no manifest.json")));
     };
-    if let Some(run) = name.strip_prefix("runs/") {
-        let manifest: RunManifest = read_json(&top.join(&manifest_path), &manifest_path)?;
-        if manifest.run_id != run {
-            return Err(invalid(format!(
-                "{manifest_path} describes run {}, not {run}",
-                manifest.run_id
-            )));
-        }
-        for entry in &manifest.imports {
-            for file in entry.raw_files() {
-                let role = if file.path == entry.raw.path {
-                    "raw"
-                } else {
-                    "raw-companion"
-                };
-                expected.insert(
-                    file.path.clone(),
-                    (role, file.sha256.clone(), file.bytes, None),
-                );
-            }
-            let records = &entry.records;
-            expected.insert(
-                records.path.clone(),
-                (
-                    "records",
-                    records.sha256.clone(),
-                    records.bytes,
-                    Some(records.count),
-                ),
-            );
-        }
-        for attachment in &manifest.attachments {
-            expected.insert(
-                attachment.path.clone(),
-                (
-                    "attachment",
-                    attachment.sha256.clone(),
-                    attachment.bytes,
-                    None,
-                ),
-            );
-        }
-        expected.insert(
-            layout::MANIFEST.into(),
-            (
-                "run-manifest",
-                manifest_file.sha256.clone(),
-                manifest_file.bytes,
-                None,
-            ),
-        );
+    let expected = if let Some(run) = name.strip_prefix("runs/") {
+        registered_by_run(top, run, &manifest_path, manifest_file)?
     } else {
-        let manifest: ArtifactManifest = read_json(&top.join(&manifest_path), &manifest_path)?;
-        if artifact_dir(
-            Kind::parse(&manifest.kind)
-                .ok_or_else(|| invalid(format!("{manifest_path}: unknown kind")))?,
-            &manifest.id,
-        ) != *name
-        {
-            return Err(invalid(format!(
-                "{manifest_path} describes {} {}, which does not live in {name}",
-                manifest.kind, manifest.id
-            )));
-        }
-        let payload = &manifest.artifact;
-        expected.insert(
-            payload.path.clone(),
-            (
-                "artifact-payload",
-                payload.sha256.clone(),
-                payload.bytes,
-                None,
-            ),
-        );
-        expected.insert(
-            layout::MANIFEST.into(),
-            (
-                "artifact-manifest",
-                manifest_file.sha256.clone(),
-                manifest_file.bytes,
-                None,
-            ),
-        );
-    }
+        registered_by_artifact(top, name, &manifest_path, manifest_file)?
+    };
     let found: BTreeMap<String, &super::BundleFile> = component
         .files
         .iter()
@@ -906,6 +850,114 @@ fn check_registered(top: &Path, component: &Component) -> Result<(), BundleError
         }
     }
     Ok(())
+}
+
+/// Path (relative to the component) → (role, sha256, bytes, rows), as a manifest
+/// registers them.
+type Registered = BTreeMap<String, (&'static str, String, u64, Option<u64>)>;
+
+/// The files a run's manifest registers, its own included.
+fn registered_by_run(
+    top: &Path,
+    run: &str,
+    manifest_path: &str,
+    manifest_file: &super::BundleFile,
+) -> Result<Registered, BundleError> {
+    let manifest: RunManifest = read_json(&top.join(manifest_path), manifest_path)?;
+    if manifest.run_id != run {
+        return Err(invalid(format!(
+            "{manifest_path} describes run {}, not {run}",
+            manifest.run_id
+        )));
+    }
+    let mut expected = Registered::new();
+    for entry in &manifest.imports {
+        for file in entry.raw_files() {
+            let role = if file.path == entry.raw.path {
+                "raw"
+            } else {
+                "raw-companion"
+            };
+            expected.insert(
+                file.path.clone(),
+                (role, file.sha256.clone(), file.bytes, None),
+            );
+        }
+        let records = &entry.records;
+        expected.insert(
+            records.path.clone(),
+            (
+                "records",
+                records.sha256.clone(),
+                records.bytes,
+                Some(records.count),
+            ),
+        );
+    }
+    for attachment in &manifest.attachments {
+        expected.insert(
+            attachment.path.clone(),
+            (
+                "attachment",
+                attachment.sha256.clone(),
+                attachment.bytes,
+                None,
+            ),
+        );
+    }
+    expected.insert(
+        layout::MANIFEST.into(),
+        (
+            "run-manifest",
+            manifest_file.sha256.clone(),
+            manifest_file.bytes,
+            None,
+        ),
+    );
+    Ok(expected)
+}
+
+/// The files an artifact's manifest registers, its own included; the artifact must live
+/// in the component `name`.
+fn registered_by_artifact(
+    top: &Path,
+    name: &str,
+    manifest_path: &str,
+    manifest_file: &super::BundleFile,
+) -> Result<Registered, BundleError> {
+    let manifest: ArtifactManifest = read_json(&top.join(manifest_path), manifest_path)?;
+    if artifact_dir(
+        Kind::parse(&manifest.kind)
+            .ok_or_else(|| invalid(format!("{manifest_path}: unknown kind")))?,
+        &manifest.id,
+    ) != name
+    {
+        return Err(invalid(format!(
+            "{manifest_path} describes {} {}, which does not live in {name}",
+            manifest.kind, manifest.id
+        )));
+    }
+    let payload = &manifest.artifact;
+    let mut expected = Registered::new();
+    expected.insert(
+        payload.path.clone(),
+        (
+            "artifact-payload",
+            payload.sha256.clone(),
+            payload.bytes,
+            None,
+        ),
+    );
+    expected.insert(
+        layout::MANIFEST.into(),
+        (
+            "artifact-manifest",
+            manifest_file.sha256.clone(),
+            manifest_file.bytes,
+            None,
+        ),
+    );
+    Ok(expected)
 }
 
 /// Every run is sealed, and every pin a run or an artifact makes names a component of the

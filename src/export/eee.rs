@@ -81,8 +81,67 @@ pub fn export_eee(
     let evaluated_at = crate::clock::unix_seconds(&manifest.created_at)
         .map_or_else(|| manifest.created_at.clone(), |s| s.to_string());
 
-    let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
     let mut export = EeeExport::default();
+    let groups = group_records(archive, run, &manifest, &model, &mut export)?;
+    let mut planned = Vec::new();
+    for ((benchmark, variant), group) in groups {
+        if group.rows.is_empty() {
+            export.without_known.push(format!("{benchmark}/{variant}"));
+            continue;
+        }
+        let uuid = uuid_for(&manifest_sha256, run.as_str(), &benchmark, &variant);
+        let folder = format!(
+            "data/{}/{}/{}",
+            component(&benchmark),
+            component(&developer),
+            component(&model_dir)
+        );
+        planned.push((benchmark, variant, group, uuid, folder));
+    }
+    for (_, _, _, uuid, folder) in &planned {
+        refuse_existing(&dir.join(folder), uuid)?;
+    }
+    for (benchmark, variant, group, uuid, folder) in planned {
+        let target = dir.join(&folder);
+        std::fs::create_dir_all(&target).map_err(io_at("creating", &target))?;
+        let id = evaluation_id(&benchmark, &model, run.as_str(), &variant);
+        let samples_path = target.join(format!("{uuid}_samples.jsonl"));
+        let digest = write_rows(&samples_path, &group.rows)?;
+        let aggregate = aggregate(AggregateFacts {
+            manifest: &manifest,
+            manifest_sha256: &manifest_sha256,
+            run: run.as_str(),
+            model: &model,
+            developer: &developer,
+            benchmark: &benchmark,
+            variant: &variant,
+            evaluation_id: &id,
+            evaluated_at: &evaluated_at,
+            group: &group,
+            samples_path: &format!("{folder}/{uuid}_samples.jsonl"),
+            samples_sha256: &digest.sha256,
+        });
+        let aggregate_path = target.join(format!("{uuid}.json"));
+        let mut text = serde_json::to_string_pretty(&aggregate).expect("JSON values serialize");
+        text.push('\n');
+        write_new(&aggregate_path, &text)?;
+        export.rows += group.rows.len() as u64;
+        export.files.push(aggregate_path);
+        export.files.push(samples_path);
+    }
+    Ok(export)
+}
+
+/// The run's records per (benchmark, variant): tallies per filter and an instance row per
+/// record of known correctness; records of unknown correctness are counted in `export`.
+fn group_records(
+    archive: &Archive,
+    run: &RunId,
+    manifest: &RunManifest,
+    model: &str,
+    export: &mut EeeExport,
+) -> Result<BTreeMap<(String, String), Group>, ArchiveError> {
+    let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
     for entry in &manifest.imports {
         for batch in read::batches(archive, run, entry, Columns::ALL)? {
             let batch = batch?;
@@ -107,79 +166,48 @@ pub fn export_eee(
                         tally.1 += u64::from(correct);
                         group
                             .rows
-                            .push(instance_row(&record, &model, run.as_str(), correct));
+                            .push(instance_row(&record, model, run.as_str(), correct));
                     }
                 }
             }
         }
     }
+    Ok(groups)
+}
 
-    let mut planned = Vec::new();
-    for ((benchmark, variant), group) in groups {
-        if group.rows.is_empty() {
-            export.without_known.push(format!("{benchmark}/{variant}"));
-            continue;
-        }
-        let uuid = uuid_for(&manifest_sha256, run.as_str(), &benchmark, &variant);
-        let folder = format!(
-            "data/{}/{}/{}",
-            component(&benchmark),
-            component(&developer),
-            component(&model_dir)
-        );
-        planned.push((benchmark, variant, group, uuid, folder));
-    }
-    for (_, _, _, uuid, folder) in &planned {
-        for name in [format!("{uuid}.json"), format!("{uuid}_samples.jsonl")] {
-            let path = dir.join(folder).join(name);
-            if path.symlink_metadata().is_ok() {
-                return Err(ArchiveError::Usage {
-                    message: format!("{} already exists; nothing was written", path.display()),
-                    hint: Some("export into an empty folder, or remove the earlier export".into()),
-                });
-            }
+/// Refuses when either file of the group `uuid` exists in `folder`.
+fn refuse_existing(folder: &Path, uuid: &str) -> Result<(), ArchiveError> {
+    for name in [format!("{uuid}.json"), format!("{uuid}_samples.jsonl")] {
+        let path = folder.join(name);
+        if path.symlink_metadata().is_ok() {
+            return Err(ArchiveError::Usage {
+                message: format!("{} already exists; nothing was written", path.display()),
+                hint: Some("export into an empty folder, or remove the earlier export".into()),
+            });
         }
     }
-    for (benchmark, variant, group, uuid, folder) in planned {
-        let target = dir.join(&folder);
-        std::fs::create_dir_all(&target).map_err(io_at("creating", &target))?;
-        let id = evaluation_id(&benchmark, &model, run.as_str(), &variant);
-        let mut samples = String::new();
-        for row in &group.rows {
-            samples.push_str(row);
-            samples.push('\n');
-        }
-        let samples_path = target.join(format!("{uuid}_samples.jsonl"));
-        let digest = durable::write_new_atomically(&samples_path, |out| {
-            out.write_all(samples.as_bytes())
-                .map_err(io_at("writing", &samples_path))
-        })?;
-        let aggregate = aggregate(AggregateFacts {
-            manifest: &manifest,
-            manifest_sha256: &manifest_sha256,
-            run: run.as_str(),
-            model: &model,
-            developer: &developer,
-            benchmark: &benchmark,
-            variant: &variant,
-            evaluation_id: &id,
-            evaluated_at: &evaluated_at,
-            group: &group,
-            samples_path: &format!("{folder}/{uuid}_samples.jsonl"),
-            samples_sha256: &digest.sha256,
-        });
-        let aggregate_path = target.join(format!("{uuid}.json"));
-        let mut text = serde_json::to_string_pretty(&aggregate).expect("JSON values serialize");
-        text.push('\n');
-        durable::write_new_atomically(&aggregate_path, |out| {
-            out.write_all(text.as_bytes())
-                .map_err(io_at("writing", &aggregate_path))
-        })?;
-        export.rows += group.rows.len() as u64;
-        export.files.push(aggregate_path);
-        export.files.push(samples_path);
+    Ok(())
+}
+
+/// Writes the instance rows to the new file `path`, one JSON line each, atomically.
+fn write_rows(
+    path: &Path,
+    rows: &[String],
+) -> Result<durable::ContentDigest, durable::PathIoError> {
+    let mut samples = String::new();
+    for row in rows {
+        samples.push_str(row);
+        samples.push('\n');
     }
-    Ok(export)
+    write_new(path, &samples)
+}
+
+/// Writes `text` to the new file `path`, atomically.
+fn write_new(path: &Path, text: &str) -> Result<durable::ContentDigest, durable::PathIoError> {
+    durable::write_new_atomically(path, |out| {
+        out.write_all(text.as_bytes())
+            .map_err(io_at("writing", path))
+    })
 }
 
 /// The evaluation ID of one (benchmark, variant) of a run.

@@ -185,17 +185,7 @@ pub fn pull(
             Some("pull into a new or empty folder; an archive is never overwritten"),
         ));
     }
-    let (commit, resolved_from) = match revision {
-        Revision::Commit(commit) => (commit.clone(), None),
-        Revision::Named(name) => {
-            let info = client.repo_info(repo, name)?;
-            let commit = info.sha.ok_or_else(|| HubError::RevisionNotFound {
-                repo: repo.to_string(),
-                revision: name.clone(),
-            })?;
-            (commit, Some(name.clone()))
-        }
-    };
+    let (commit, resolved_from) = resolve(client, repo, revision)?;
     let staging_name = format!("{STAGING_PREFIX}{commit}");
     check_destination(dest, &staging_name)?;
     let tree = client.list_tree(repo, &commit)?;
@@ -211,35 +201,9 @@ pub fn pull(
     let expected: BTreeSet<String> = tree.iter().map(|f| f.path.clone()).collect();
     prune(&snapshot, "", &expected)?;
 
-    // The snapshot is the archive being restored: its paths resolve as an archive's do.
-    let restored = crate::archive::layout::Layout::new(snapshot.clone());
-    let mut verified: BTreeMap<String, Verified> = BTreeMap::new();
-    let mut pending = Vec::new();
-    for file in &tree {
-        let target = restored.resolve(&file.path);
-        match reuse(&target, file)? {
-            Some(ok) => {
-                verified.insert(file.path.clone(), ok);
-            }
-            None => pending.push(file),
-        }
-    }
-    let reused = verified.len();
-    let pending_bytes = pending.iter().map(|f| f.size).sum();
-    progress.begin("downloading", pending.len(), pending_bytes);
-    for (index, file) in pending.iter().enumerate() {
-        progress.file(&file.path);
-        let part = parts.join(format!("{index}.part"));
-        let ok = download(client, repo, &commit, file, &part, progress)?;
-        let target = restored.resolve(&file.path);
-        let parent = durable::parent_of(&target);
-        fs::create_dir_all(parent).map_err(io_at("creating", parent))?;
-        durable::rename_replacing(&part, &target)?;
-        verified.insert(file.path.clone(), ok);
-    }
-    progress.finish();
+    let fetched = fetch(client, repo, &commit, &tree, &snapshot, &parts, progress)?;
 
-    let checksums_verified = verify_checksums(&snapshot, &verified)?;
+    let checksums_verified = verify_checksums(&snapshot, &fetched.verified)?;
     let history_head = check_published_head(client, repo, &commit, &snapshot)?;
     // Runs the publication left out are recorded first, so that adopting an older
     // history (init) snapshots only the manifests this copy holds.
@@ -266,12 +230,83 @@ pub fn pull(
         dest: dest.to_owned(),
         files: tree.len(),
         bytes: tree.iter().map(|f| f.size).sum(),
-        downloaded: pending.len(),
-        reused,
+        downloaded: fetched.downloaded,
+        reused: fetched.reused,
         checksums_verified,
         history_head,
         left_out,
         validation,
+    })
+}
+
+/// The commit `revision` names, and the name it was resolved from.
+fn resolve(
+    client: &HubClient,
+    repo: &RepoId,
+    revision: &Revision,
+) -> Result<(CommitId, Option<String>), HubError> {
+    match revision {
+        Revision::Commit(commit) => Ok((commit.clone(), None)),
+        Revision::Named(name) => {
+            let info = client.repo_info(repo, name)?;
+            let commit = info.sha.ok_or_else(|| HubError::RevisionNotFound {
+                repo: repo.to_string(),
+                revision: name.clone(),
+            })?;
+            Ok((commit, Some(name.clone())))
+        }
+    }
+}
+
+/// The files of a commit, verified under the snapshot.
+struct Fetched {
+    verified: BTreeMap<String, Verified>,
+    downloaded: usize,
+    reused: usize,
+}
+
+/// Brings every file of `tree` into `snapshot`: one a previous pull left there verified is
+/// reused, the others are downloaded under `parts` and moved into place once verified.
+fn fetch(
+    client: &HubClient,
+    repo: &RepoId,
+    commit: &CommitId,
+    tree: &[TreeFile],
+    snapshot: &Path,
+    parts: &Path,
+    progress: &dyn Progress,
+) -> Result<Fetched, HubError> {
+    // The snapshot is the archive being restored: its paths resolve as an archive's do.
+    let restored = crate::archive::layout::Layout::new(snapshot.to_owned());
+    let mut verified: BTreeMap<String, Verified> = BTreeMap::new();
+    let mut pending = Vec::new();
+    for file in tree {
+        let target = restored.resolve(&file.path);
+        match reuse(&target, file)? {
+            Some(ok) => {
+                verified.insert(file.path.clone(), ok);
+            }
+            None => pending.push(file),
+        }
+    }
+    let reused = verified.len();
+    let pending_bytes = pending.iter().map(|f| f.size).sum();
+    progress.begin("downloading", pending.len(), pending_bytes);
+    for (index, file) in pending.iter().enumerate() {
+        progress.file(&file.path);
+        let part = parts.join(format!("{index}.part"));
+        let ok = download(client, repo, commit, file, &part, progress)?;
+        let target = restored.resolve(&file.path);
+        let parent = durable::parent_of(&target);
+        fs::create_dir_all(parent).map_err(io_at("creating", parent))?;
+        durable::rename_replacing(&part, &target)?;
+        verified.insert(file.path.clone(), ok);
+    }
+    progress.finish();
+    Ok(Fetched {
+        verified,
+        downloaded: pending.len(),
+        reused,
     })
 }
 
@@ -607,67 +642,30 @@ fn download(
         }
         // `follow` already retried lost connections and busy answers; resuming below is
         // for bodies cut off mid-transfer.
-        let mut response = client.follow(call, &mut |url, response| {
+        let response = client.follow(call, &mut |url, response| {
             inspect(client, commit, file, &what, url, response)
         })?;
-        let status = response.status();
-        let expired = status == StatusCode::FORBIDDEN && !client.is_endpoint_origin(response.url());
+        let expired = response.status() == StatusCode::FORBIDDEN
+            && !client.is_endpoint_origin(response.url());
         if expired && resumes < MAX_RESUMES {
             // An expired presigned storage URL: resolve the file again.
             resumes += 1;
             continue;
         }
-        match status {
-            StatusCode::OK if have > 0 => {
-                // The server ignored the range: start over.
-                drop(writer);
-                fs::remove_file(part).map_err(io_at("removing", part))?;
-                writer = PartWriter::create(part, file.size)?;
-            }
-            StatusCode::OK => {}
-            StatusCode::PARTIAL_CONTENT if have > 0 => {
-                check_content_range(&response, have, file.size)
-                    .map_err(|reason| refused(&what, reason))?;
-            }
-            status if status.is_success() => {
-                return Err(refused(
-                    &what,
-                    format!("unexpected HTTP {}", status.as_u16()),
-                ));
-            }
-            _ => return Err(client.status_error(&what, Some(repo), response)),
+        let (mut response, start_over) = accept_answer(client, repo, &what, file, have, response)?;
+        if start_over {
+            drop(writer);
+            fs::remove_file(part).map_err(io_at("removing", part))?;
+            writer = PartWriter::create(part, file.size)?;
         }
-        if let Some(length) = response.content_length()
-            && writer.count + length > file.size
-        {
-            return Err(refused(
-                &what,
-                format!(
-                    "the answer declares {} bytes, more than the {} the file list says",
-                    writer.count + length,
-                    file.size
-                ),
-            ));
-        }
-        let cut = loop {
-            match response.read(&mut buffer) {
-                Ok(0) => break false,
-                Ok(read) => {
-                    if writer.count + read as u64 > file.size {
-                        return Err(refused(
-                            &what,
-                            format!(
-                                "the Hub sent more than the {} bytes the file list says",
-                                file.size
-                            ),
-                        ));
-                    }
-                    writer.write(&buffer[..read])?;
-                    progress.advance(read as u64);
-                }
-                Err(_) => break true,
-            }
-        };
+        let cut = receive(
+            &mut response,
+            &mut writer,
+            &mut buffer,
+            file,
+            &what,
+            progress,
+        )?;
         if writer.count == file.size {
             break;
         }
@@ -690,6 +688,82 @@ fn download(
         }
         resumes += 1;
     }
+    check_download(writer, file, what)
+}
+
+/// The answer to a request for `file` from byte `have` on, if its status can be read;
+/// true when the server ignored the range and the part must start over.
+fn accept_answer(
+    client: &HubClient,
+    repo: &RepoId,
+    what: &str,
+    file: &TreeFile,
+    have: u64,
+    response: Response,
+) -> Result<(Response, bool), HubError> {
+    let start_over = match response.status() {
+        StatusCode::OK => have > 0,
+        StatusCode::PARTIAL_CONTENT if have > 0 => {
+            check_content_range(&response, have, file.size)
+                .map_err(|reason| refused(what, reason))?;
+            false
+        }
+        status if status.is_success() => {
+            return Err(refused(
+                what,
+                format!("unexpected HTTP {}", status.as_u16()),
+            ));
+        }
+        _ => return Err(client.status_error(what, Some(repo), response)),
+    };
+    if let Some(length) = response.content_length() {
+        let declared = if start_over { 0 } else { have } + length;
+        if declared > file.size {
+            return Err(refused(
+                what,
+                format!(
+                    "the answer declares {declared} bytes, more than the {} the file list says",
+                    file.size
+                ),
+            ));
+        }
+    }
+    Ok((response, start_over))
+}
+
+/// Streams the answer's body into the part, never past the size the list declares; true
+/// when the connection was cut rather than the body ended.
+fn receive(
+    response: &mut Response,
+    writer: &mut PartWriter,
+    buffer: &mut [u8],
+    file: &TreeFile,
+    what: &str,
+    progress: &dyn Progress,
+) -> Result<bool, HubError> {
+    loop {
+        match response.read(buffer) {
+            Ok(0) => return Ok(false),
+            Ok(read) => {
+                if writer.count + read as u64 > file.size {
+                    return Err(refused(
+                        what,
+                        format!(
+                            "the Hub sent more than the {} bytes the file list says",
+                            file.size
+                        ),
+                    ));
+                }
+                writer.write(&buffer[..read])?;
+                progress.advance(read as u64);
+            }
+            Err(_) => return Ok(true),
+        }
+    }
+}
+
+/// Finishes a complete part and checks its ID against the list.
+fn check_download(writer: PartWriter, file: &TreeFile, what: String) -> Result<Verified, HubError> {
     let digest = writer.file.finish()?;
     let git_sha1 = writer.git.finish().unwrap_or_default();
     match &file.content {

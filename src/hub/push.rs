@@ -14,7 +14,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::api::{BatchAnswer, CommitOp, FileSource, PreuploadFile, SAMPLE_BYTES, UploadMode};
+use super::api::{
+    BatchAnswer, CommitOp, FileSource, PreuploadFile, SAMPLE_BYTES, TreeFile, UploadMode,
+};
 use super::client::HubClient;
 use super::plan::{self, FileStatus, LocalPlan, PlannedFile, Remote, Selection};
 use super::{CommitId, HubError, Progress, RepoId};
@@ -94,20 +96,7 @@ pub fn push(
     progress: Arc<dyn Progress>,
 ) -> Result<PushReport, HubError> {
     let local = plan::plan_local(session.archive(), selection)?;
-    let mut created_repo = false;
-    let remote = match plan::fetch_remote(client, repo)? {
-        Remote::Missing if options.create => {
-            created_repo = client.create_repo(repo, options.private)?;
-            plan::fetch_remote(client, repo)?
-        }
-        other => other,
-    };
-    let Remote::At { head, files } = remote else {
-        return Err(HubError::RepoNotFound {
-            repo: repo.to_string(),
-            had_token: client.has_token(),
-        });
-    };
+    let (created_repo, head, files) = remote_head(client, repo, options)?;
     let comparison = plan::compare(&local, &files);
     let mut report = PushReport {
         repo: repo.to_string(),
@@ -142,83 +131,17 @@ pub fn push(
         .filter(|(_, status)| **status != FileStatus::Unchanged)
         .map(|(file, _)| file)
         .collect();
-    let offered = changed
-        .iter()
-        .map(|file| {
-            Ok(PreuploadFile {
-                path: file.path.clone(),
-                size: file.size,
-                sample: sample(file)?,
-            })
-        })
-        .collect::<Result<Vec<_>, HubError>>()?;
-    let modes = client.preupload(repo, &offered)?;
+    let modes = upload_modes(client, repo, &changed)?;
     let lfs_files: Vec<&PlannedFile> = changed
         .iter()
         .zip(&modes)
         .filter(|(_, mode)| **mode == UploadMode::Lfs)
         .map(|(file, _)| *file)
         .collect();
-    let mut objects: Vec<(String, u64)> = lfs_files
-        .iter()
-        .map(|f| (f.sha256.clone(), f.size))
-        .collect();
-    objects.sort();
-    objects.dedup();
     let total: u64 = changed.iter().map(|f| f.size).sum();
     progress.begin("uploading", changed.len(), total);
-    let answers = client.lfs_batch(repo, &objects)?;
-    for ((sha256, size), answer) in objects.iter().zip(answers) {
-        let file = lfs_files
-            .iter()
-            .find(|f| f.sha256 == *sha256)
-            .ok_or_else(|| HubError::Refused {
-                what: "uploading LFS objects".into(),
-                reason: format!("no planned file has the object {sha256}"),
-            })?;
-        match answer {
-            BatchAnswer::Stored => {
-                report.lfs_already_stored += 1;
-                progress.advance(*size);
-            }
-            BatchAnswer::Upload { upload, verify } => {
-                progress.file(&file.path);
-                client.lfs_put(
-                    &upload,
-                    &file.path,
-                    &file.source,
-                    *size,
-                    Arc::clone(&progress),
-                )?;
-                if let Some(verify) = verify {
-                    client.lfs_verify(&verify, &file.path, sha256, *size)?;
-                }
-            }
-        }
-    }
-    let mut ops: Vec<CommitOp> = changed
-        .iter()
-        .zip(&modes)
-        .map(|(file, mode)| match mode {
-            UploadMode::Lfs => CommitOp::LfsFile {
-                path: file.path.clone(),
-                sha256: file.sha256.clone(),
-                size: file.size,
-            },
-            UploadMode::Regular => CommitOp::File {
-                path: file.path.clone(),
-                size: file.size,
-                git_sha1: file.git_sha1.clone(),
-                source: file.source.clone(),
-            },
-        })
-        .collect();
-    ops.extend(
-        comparison
-            .deletions
-            .iter()
-            .map(|path| CommitOp::Delete { path: path.clone() }),
-    );
+    report.lfs_already_stored = upload_lfs(client, repo, &lfs_files, &progress)?;
+    let ops = commit_ops(&changed, &modes, &comparison.deletions);
     let message = options.message.clone().unwrap_or_else(|| summary(&local));
     // The description names the history head the commit publishes, so that anyone can
     // cite it and check a restored copy with `babel validate --since`.
@@ -240,4 +163,126 @@ pub fn push(
     report.sent = changed.len();
     report.lfs = lfs_files.len();
     Ok(report)
+}
+
+/// The repository's head and files, creating it first when it is missing and `options`
+/// say so; whether it was created comes first.
+fn remote_head(
+    client: &HubClient,
+    repo: &RepoId,
+    options: &PushOptions,
+) -> Result<(bool, Option<CommitId>, Vec<TreeFile>), HubError> {
+    let mut created_repo = false;
+    let remote = match plan::fetch_remote(client, repo)? {
+        Remote::Missing if options.create => {
+            created_repo = client.create_repo(repo, options.private)?;
+            plan::fetch_remote(client, repo)?
+        }
+        other => other,
+    };
+    let Remote::At { head, files } = remote else {
+        return Err(HubError::RepoNotFound {
+            repo: repo.to_string(),
+            had_token: client.has_token(),
+        });
+    };
+    Ok((created_repo, head, files))
+}
+
+/// How the Hub says to send each changed file (preupload, with each file's sample).
+fn upload_modes(
+    client: &HubClient,
+    repo: &RepoId,
+    changed: &[&PlannedFile],
+) -> Result<Vec<UploadMode>, HubError> {
+    let offered = changed
+        .iter()
+        .map(|file| {
+            Ok(PreuploadFile {
+                path: file.path.clone(),
+                size: file.size,
+                sample: sample(file)?,
+            })
+        })
+        .collect::<Result<Vec<_>, HubError>>()?;
+    client.preupload(repo, &offered)
+}
+
+/// Uploads the LFS objects of `lfs_files` the Hub does not hold yet (each object once);
+/// returns how many it already held.
+fn upload_lfs(
+    client: &HubClient,
+    repo: &RepoId,
+    lfs_files: &[&PlannedFile],
+    progress: &Arc<dyn Progress>,
+) -> Result<usize, HubError> {
+    let mut objects: Vec<(String, u64)> = lfs_files
+        .iter()
+        .map(|f| (f.sha256.clone(), f.size))
+        .collect();
+    objects.sort();
+    objects.dedup();
+    let mut already_stored = 0;
+    let answers = client.lfs_batch(repo, &objects)?;
+    for ((sha256, size), answer) in objects.iter().zip(answers) {
+        let file = lfs_files
+            .iter()
+            .find(|f| f.sha256 == *sha256)
+            .ok_or_else(|| HubError::Refused {
+                what: "uploading LFS objects".into(),
+                reason: format!("no planned file has the object {sha256}"),
+            })?;
+        match answer {
+            BatchAnswer::Stored => {
+                already_stored += 1;
+                progress.advance(*size);
+            }
+            BatchAnswer::Upload { upload, verify } => {
+                progress.file(&file.path);
+                client.lfs_put(
+                    &upload,
+                    &file.path,
+                    &file.source,
+                    *size,
+                    Arc::clone(progress),
+                )?;
+                if let Some(verify) = verify {
+                    client.lfs_verify(&verify, &file.path, sha256, *size)?;
+                }
+            }
+        }
+    }
+    Ok(already_stored)
+}
+
+/// The commit's operations: each changed file as the Hub said to send it, then the
+/// deletions.
+fn commit_ops(
+    changed: &[&PlannedFile],
+    modes: &[UploadMode],
+    deletions: &[String],
+) -> Vec<CommitOp> {
+    let mut ops: Vec<CommitOp> = changed
+        .iter()
+        .zip(modes)
+        .map(|(file, mode)| match mode {
+            UploadMode::Lfs => CommitOp::LfsFile {
+                path: file.path.clone(),
+                sha256: file.sha256.clone(),
+                size: file.size,
+            },
+            UploadMode::Regular => CommitOp::File {
+                path: file.path.clone(),
+                size: file.size,
+                git_sha1: file.git_sha1.clone(),
+                source: file.source.clone(),
+            },
+        })
+        .collect();
+    ops.extend(
+        deletions
+            .iter()
+            .map(|path| CommitOp::Delete { path: path.clone() }),
+    );
+    ops
 }

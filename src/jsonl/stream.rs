@@ -371,10 +371,7 @@ impl<'a> Scanner<'a> {
         self.at += 1;
         let mut seen: Option<HashSet<String>> = None;
         let mut first = true;
-        while let Some((start, end)) = self.object_next(first)? {
-            first = false;
-            self.frames.push(Frame::Key(start, end));
-            self.colon()?;
+        while let Some((start, end)) = self.member_key(&mut first)? {
             self.skip_whitespace();
             let literal_start = self.at;
             self.value(&mut members.text)?;
@@ -395,20 +392,14 @@ impl<'a> Scanner<'a> {
             }
             // The unsafe integer's path is relative to the member.
             if let Some((path, value)) = self.unsafe_integer.take() {
-                let mut below = FieldPath::root();
-                for segment in path.segments().iter().skip(1) {
-                    below.push(segment.clone());
-                }
                 members
                     .unsafe_integers
-                    .push((members.len(), (below, value)));
+                    .push((members.len(), (below_member(&path), value)));
             }
             for path in self.integral_doubles.drain(..) {
-                let mut below = FieldPath::root();
-                for segment in path.segments().iter().skip(1) {
-                    below.push(segment.clone());
-                }
-                members.integral_doubles.push((members.len(), below));
+                members
+                    .integral_doubles
+                    .push((members.len(), below_member(&path)));
             }
             members.keys.push_str(key);
             members.ends.push((members.keys.len(), members.text.len()));
@@ -444,6 +435,18 @@ impl<'a> Scanner<'a> {
 
     fn leave(&mut self) {
         self.remaining_depth += 1;
+    }
+
+    /// Inside an object: reads the next member's key and its colon, entering the member's
+    /// frame; the key's range in `self.keys`, or `None` at the closing brace.
+    fn member_key(&mut self, first: &mut bool) -> Scan<Option<(usize, usize)>> {
+        let Some((start, end)) = self.object_next(*first)? else {
+            return Ok(None);
+        };
+        *first = false;
+        self.frames.push(Frame::Key(start, end));
+        self.colon()?;
+        Ok(Some((start, end)))
     }
 
     /// Inside an object: reads the next member's key, decoded onto the end of `self.keys`,
@@ -583,10 +586,7 @@ impl<'a> Scanner<'a> {
         out.push(b'{');
         let mut seen: Option<HashSet<String>> = None;
         let mut first = true;
-        while let Some((start, end)) = self.object_next(first)? {
-            first = false;
-            self.frames.push(Frame::Key(start, end));
-            self.colon()?;
+        while let Some((start, end)) = self.member_key(&mut first)? {
             if self.written.len() > written_base {
                 out.push(b',');
             }
@@ -975,6 +975,15 @@ impl<'a> Scanner<'a> {
         out.extend_from_slice(formatted.as_bytes());
         Ok(())
     }
+}
+
+/// A path from the line's top level as a path inside the top-level member it is in.
+fn below_member(path: &FieldPath) -> FieldPath {
+    let mut below = FieldPath::root();
+    for segment in path.segments().iter().skip(1) {
+        below.push(segment.clone());
+    }
+    below
 }
 
 #[cfg(test)]

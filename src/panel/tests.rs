@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use super::grid::{Cell, Grid};
-use super::summary::{ItemLabels, SideInfo, summarize};
+use super::summary::{ItemLabels, PanelSummary, SideInfo, summarize};
 use crate::compare::stats::ConfidenceLevel;
 
 fn reference() -> Value {
@@ -107,145 +107,181 @@ fn every_statistic_agrees_with_the_independent_implementations() {
         let expected = &case["expected"];
         let (grid, sides, labels) = panel(case);
         let summary = summarize(&grid, &sides, &labels, confidence);
-        for (i, (found, want)) in summary
-            .sides
-            .iter()
-            .zip(expected["sides"].as_array().unwrap())
-            .enumerate()
-        {
-            let what = format!("{name} side {i}");
-            assert_eq!(found.known, want["known"].as_u64().unwrap(), "{what}");
-            assert_eq!(found.correct, want["correct"].as_u64().unwrap(), "{what}");
-            close(
-                found.accuracy,
-                &want["accuracy"],
-                &format!("{what} accuracy"),
-            );
-            close(found.ci_low, &want["ci_low"], &format!("{what} Wilson low"));
-            close(
-                found.ci_high,
-                &want["ci_high"],
-                &format!("{what} Wilson high"),
-            );
-            checked += 5;
-        }
-        let matched = &expected["matched"];
-        assert_eq!(
-            summary.matched.items,
-            matched["items"].as_u64().unwrap(),
-            "{name}"
-        );
-        assert_eq!(
-            summary.matched.df,
-            matched["df"].as_u64().unwrap(),
-            "{name}"
-        );
-        close(
-            summary.matched.cochran_q,
-            &matched["cochran_q"],
-            &format!("{name} Cochran's Q"),
-        );
-        close(
-            summary.matched.p_value,
-            &matched["p_value"],
-            &format!("{name} Cochran's p"),
-        );
-        let pairs = expected["pairs"].as_array().unwrap();
-        assert_eq!(summary.pairs.len(), pairs.len(), "{name}");
-        for (found, want) in summary.pairs.iter().zip(pairs) {
-            let what = format!("{name} pair ({}, {})", found.a, found.b);
-            assert_eq!(found.a as u64, want["a"].as_u64().unwrap(), "{what}");
-            assert_eq!(found.b as u64, want["b"].as_u64().unwrap(), "{what}");
-            for (field, value) in [
-                ("known_pairs", found.known_pairs),
-                ("both_correct", found.both_correct),
-                ("both_wrong", found.both_wrong),
-                ("a_only_correct", found.a_only_correct),
-                ("b_only_correct", found.b_only_correct),
-            ] {
-                assert_eq!(value, want[field].as_u64().unwrap(), "{what} {field}");
-            }
-            close(found.delta, &want["delta"], &format!("{what} delta"));
-            close(
-                found.mcnemar_p,
-                &want["mcnemar_p"],
-                &format!("{what} McNemar"),
-            );
-            close(
-                found.mcnemar_p_holm,
-                &want["mcnemar_p_holm"],
-                &format!("{what} Holm"),
-            );
-            close(found.kappa, &want["kappa"], &format!("{what} kappa"));
-            checked += 9;
-        }
-        for (key, slices) in [
-            ("by_benchmark", &summary.by_benchmark),
-            ("by_language", &summary.by_language),
-        ] {
-            let wanted = expected[key].as_array().unwrap();
-            assert_eq!(slices.len(), wanted.len(), "{name} {key}");
-            for (found, want) in slices.iter().zip(wanted) {
-                let what = format!("{name} {key} {:?}", found.value);
-                assert_eq!(found.value.as_deref(), want["value"].as_str(), "{what}");
-                for (side, (f, w)) in found
-                    .sides
-                    .iter()
-                    .zip(want["sides"].as_array().unwrap())
-                    .enumerate()
-                {
-                    assert_eq!(f.known, w["known"].as_u64().unwrap(), "{what} side {side}");
-                    assert_eq!(
-                        f.correct,
-                        w["correct"].as_u64().unwrap(),
-                        "{what} side {side}"
-                    );
-                    close(
-                        f.accuracy,
-                        &w["accuracy"],
-                        &format!("{what} side {side} accuracy"),
-                    );
-                }
-                close(
-                    found.kendall_tau,
-                    &want["kendall_tau"],
-                    &format!("{what} Kendall's tau-b"),
-                );
-                checked += 1;
-            }
-        }
-        let items = expected["items"].as_array().unwrap();
-        assert_eq!(summary.item_stats.len(), items.len(), "{name}");
-        for (i, (found, want)) in summary.item_stats.iter().zip(items).enumerate() {
-            let what = format!("{name} item {i}");
-            assert_eq!(found.known, want["known"].as_u64().unwrap(), "{what}");
-            assert_eq!(found.correct, want["correct"].as_u64().unwrap(), "{what}");
-            close(
-                found.point_biserial,
-                &want["point_biserial"],
-                &format!("{what} point-biserial"),
-            );
-            assert_eq!(
-                found.consensus_wrong,
-                want["consensus_wrong"].as_bool().unwrap(),
-                "{what}"
-            );
-            assert_eq!(
-                found.negative_discrimination,
-                want["negative_discrimination"].as_bool().unwrap(),
-                "{what}"
-            );
-            checked += 3;
-        }
-        assert_eq!(
-            summary.flags.consensus_wrong,
-            items
-                .iter()
-                .filter(|i| i["consensus_wrong"] == true)
-                .count() as u64
-        );
+        checked += sides_agree(name, &summary, expected);
+        matched_agrees(name, &summary, expected);
+        checked += pairs_agree(name, &summary, expected);
+        checked += slices_agree(name, &summary, expected);
+        checked += items_agree(name, &summary, expected);
     }
     assert!(checked > 9_000, "{checked} values checked");
+}
+
+/// Each side's counts, accuracy and Wilson interval; the number of values checked.
+fn sides_agree(name: &str, summary: &PanelSummary, expected: &Value) -> usize {
+    let mut checked = 0;
+    for (i, (found, want)) in summary
+        .sides
+        .iter()
+        .zip(expected["sides"].as_array().unwrap())
+        .enumerate()
+    {
+        let what = format!("{name} side {i}");
+        assert_eq!(found.known, want["known"].as_u64().unwrap(), "{what}");
+        assert_eq!(found.correct, want["correct"].as_u64().unwrap(), "{what}");
+        close(
+            found.accuracy,
+            &want["accuracy"],
+            &format!("{what} accuracy"),
+        );
+        close(found.ci_low, &want["ci_low"], &format!("{what} Wilson low"));
+        close(
+            found.ci_high,
+            &want["ci_high"],
+            &format!("{what} Wilson high"),
+        );
+        checked += 5;
+    }
+    checked
+}
+
+/// Cochran's Q over the items known on every side.
+fn matched_agrees(name: &str, summary: &PanelSummary, expected: &Value) {
+    let matched = &expected["matched"];
+    assert_eq!(
+        summary.matched.items,
+        matched["items"].as_u64().unwrap(),
+        "{name}"
+    );
+    assert_eq!(
+        summary.matched.df,
+        matched["df"].as_u64().unwrap(),
+        "{name}"
+    );
+    close(
+        summary.matched.cochran_q,
+        &matched["cochran_q"],
+        &format!("{name} Cochran's Q"),
+    );
+    close(
+        summary.matched.p_value,
+        &matched["p_value"],
+        &format!("{name} Cochran's p"),
+    );
+}
+
+/// Each pair's table, delta, McNemar p, Holm-adjusted p and kappa; the number of values
+/// checked.
+fn pairs_agree(name: &str, summary: &PanelSummary, expected: &Value) -> usize {
+    let mut checked = 0;
+    let pairs = expected["pairs"].as_array().unwrap();
+    assert_eq!(summary.pairs.len(), pairs.len(), "{name}");
+    for (found, want) in summary.pairs.iter().zip(pairs) {
+        let what = format!("{name} pair ({}, {})", found.a, found.b);
+        assert_eq!(found.a as u64, want["a"].as_u64().unwrap(), "{what}");
+        assert_eq!(found.b as u64, want["b"].as_u64().unwrap(), "{what}");
+        for (field, value) in [
+            ("known_pairs", found.known_pairs),
+            ("both_correct", found.both_correct),
+            ("both_wrong", found.both_wrong),
+            ("a_only_correct", found.a_only_correct),
+            ("b_only_correct", found.b_only_correct),
+        ] {
+            assert_eq!(value, want[field].as_u64().unwrap(), "{what} {field}");
+        }
+        close(found.delta, &want["delta"], &format!("{what} delta"));
+        close(
+            found.mcnemar_p,
+            &want["mcnemar_p"],
+            &format!("{what} McNemar"),
+        );
+        close(
+            found.mcnemar_p_holm,
+            &want["mcnemar_p_holm"],
+            &format!("{what} Holm"),
+        );
+        close(found.kappa, &want["kappa"], &format!("{what} kappa"));
+        checked += 9;
+    }
+    checked
+}
+
+/// Each benchmark's and language's per-side accuracy and Kendall's tau-b; the number of
+/// values checked.
+fn slices_agree(name: &str, summary: &PanelSummary, expected: &Value) -> usize {
+    let mut checked = 0;
+    for (key, slices) in [
+        ("by_benchmark", &summary.by_benchmark),
+        ("by_language", &summary.by_language),
+    ] {
+        let wanted = expected[key].as_array().unwrap();
+        assert_eq!(slices.len(), wanted.len(), "{name} {key}");
+        for (found, want) in slices.iter().zip(wanted) {
+            let what = format!("{name} {key} {:?}", found.value);
+            assert_eq!(found.value.as_deref(), want["value"].as_str(), "{what}");
+            for (side, (f, w)) in found
+                .sides
+                .iter()
+                .zip(want["sides"].as_array().unwrap())
+                .enumerate()
+            {
+                assert_eq!(f.known, w["known"].as_u64().unwrap(), "{what} side {side}");
+                assert_eq!(
+                    f.correct,
+                    w["correct"].as_u64().unwrap(),
+                    "{what} side {side}"
+                );
+                close(
+                    f.accuracy,
+                    &w["accuracy"],
+                    &format!("{what} side {side} accuracy"),
+                );
+            }
+            close(
+                found.kendall_tau,
+                &want["kendall_tau"],
+                &format!("{what} Kendall's tau-b"),
+            );
+            checked += 1;
+        }
+    }
+    checked
+}
+
+/// Each item's counts, point-biserial correlation and flags, and the flag total; the
+/// number of values checked.
+fn items_agree(name: &str, summary: &PanelSummary, expected: &Value) -> usize {
+    let mut checked = 0;
+    let items = expected["items"].as_array().unwrap();
+    assert_eq!(summary.item_stats.len(), items.len(), "{name}");
+    for (i, (found, want)) in summary.item_stats.iter().zip(items).enumerate() {
+        let what = format!("{name} item {i}");
+        assert_eq!(found.known, want["known"].as_u64().unwrap(), "{what}");
+        assert_eq!(found.correct, want["correct"].as_u64().unwrap(), "{what}");
+        close(
+            found.point_biserial,
+            &want["point_biserial"],
+            &format!("{what} point-biserial"),
+        );
+        assert_eq!(
+            found.consensus_wrong,
+            want["consensus_wrong"].as_bool().unwrap(),
+            "{what}"
+        );
+        assert_eq!(
+            found.negative_discrimination,
+            want["negative_discrimination"].as_bool().unwrap(),
+            "{what}"
+        );
+        checked += 3;
+    }
+    assert_eq!(
+        summary.flags.consensus_wrong,
+        items
+            .iter()
+            .filter(|i| i["consensus_wrong"] == true)
+            .count() as u64
+    );
+    checked
 }
 
 #[test]

@@ -1,6 +1,22 @@
 //! The schema-v1 normalized record, its identity key, and the strict reading of stored
 //! records. Pure data: no filesystem, no knowledge of input formats or of the archive.
 
+/// The [`Identity`] of a record whose identity fields carry the schema's names
+/// ([`Record`], [`NewRecord`]): the seven fields spelled once for both.
+macro_rules! identity_of {
+    ($record:expr) => {
+        Identity {
+            benchmark: &$record.benchmark,
+            language: $record.language.as_deref(),
+            script: $record.script.as_deref(),
+            question_id: &$record.question_id,
+            variant_id: &$record.variant_id,
+            filter: &$record.filter,
+            repeat_id: $record.repeat_id,
+        }
+    };
+}
+
 pub mod fields;
 mod new;
 mod stored;
@@ -317,15 +333,7 @@ impl Serialize for Identity<'_> {
 impl Record {
     /// The record's identity fields.
     pub fn identity(&self) -> Identity<'_> {
-        Identity {
-            benchmark: &self.benchmark,
-            language: self.language.as_deref(),
-            script: self.script.as_deref(),
-            question_id: &self.question_id,
-            variant_id: &self.variant_id,
-            filter: &self.filter,
-            repeat_id: self.repeat_id,
-        }
+        identity_of!(self)
     }
 }
 

@@ -48,15 +48,7 @@ pub struct NewRecord<'a> {
 impl NewRecord<'_> {
     /// The record's identity fields.
     pub fn identity(&self) -> Identity<'_> {
-        Identity {
-            benchmark: &self.benchmark,
-            language: self.language.as_deref(),
-            script: self.script.as_deref(),
-            question_id: &self.question_id,
-            variant_id: &self.variant_id,
-            filter: &self.filter,
-            repeat_id: self.repeat_id,
-        }
+        identity_of!(self)
     }
 
     /// The record with its nested values as trees.

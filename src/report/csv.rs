@@ -13,17 +13,6 @@ use super::{Load, LoadedItem};
 use crate::compare::{Comparison, Side};
 use crate::record::{Locator, StoredField, StoredRecord};
 
-/// The identity columns, in order.
-const IDENTITY_COLUMNS: [&str; 7] = [
-    "outcome",
-    "benchmark",
-    "language",
-    "script",
-    "question_id",
-    "filter",
-    "repeat_id",
-];
-
 /// The per-side columns, in order, each written once with `baseline_` and `variant_`.
 const SIDE_COLUMNS: [&str; 17] = [
     "run_id",
@@ -115,7 +104,11 @@ pub fn csv_error(error: ::csv::Error) -> io::Error {
 /// Writes the header and one row per item.
 pub fn render(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut writer = ::csv::Writer::from_writer(out);
-    let mut header: Vec<String> = IDENTITY_COLUMNS.iter().map(|c| c.to_string()).collect();
+    // The outcome, then the item's identity.
+    let mut header: Vec<String> = std::iter::once("outcome")
+        .chain(super::IDENTITY_COLUMNS)
+        .map(str::to_owned)
+        .collect();
     for side in [Side::Baseline, Side::Variant] {
         header.extend(SIDE_COLUMNS.iter().map(|c| format!("{side}_{c}")));
     }

@@ -155,6 +155,16 @@ pub fn write_new(
     })
 }
 
+/// An item's identity columns, in the order every CSV report writes them.
+pub const IDENTITY_COLUMNS: [&str; 6] = [
+    "benchmark",
+    "language",
+    "script",
+    "question_id",
+    "filter",
+    "repeat_id",
+];
+
 /// What "each side alone" covers, as the text summary and the HTML report say it.
 pub const EACH_SIDE_ALONE: &str = "Each side alone (all its records with known correctness, unmatched and run-local too; unpaired)";
 

@@ -79,6 +79,22 @@ fn no_pair_hint(summary: &Summary) -> Option<String> {
 /// Writes the summary as people read it.
 pub fn render(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
     let level = level(summary.confidence_level);
+    write_sides(summary, out)?;
+    write_outcomes(summary, out)?;
+    write_statistics(summary, &level, out)?;
+    if let Some(hint) = no_pair_hint(summary) {
+        writeln!(out, "{hint}")?;
+    }
+    alone(out, summary)?;
+    if let Some(caveat) = &summary.pooling_caveat {
+        writeln!(out)?;
+        wrapped(out, "caveat    ", &caveat.message)?;
+    }
+    write_breakdowns(summary, &level, out)
+}
+
+/// The two sides and the item counts.
+fn write_sides(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{}", side_line("baseline", &summary.baseline))?;
     // Two runs compare a run with another; one run, a variant with its baseline.
     let other = if summary.variant.run_id == summary.baseline.run_id {
@@ -93,7 +109,12 @@ pub fn render(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
         out,
         "items     {} ({} matched, {} only baseline, {} only variant)",
         overall.items, overall.matched, counts.only_baseline, counts.only_variant
-    )?;
+    )
+}
+
+/// The table of outcome counts.
+fn write_outcomes(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
+    let counts = &summary.overall.outcomes;
     writeln!(out)?;
     writeln!(out, "outcome            items")?;
     for outcome in Outcome::ALL {
@@ -108,54 +129,57 @@ pub fn render(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
             counts.get(outcome)
         )?;
     }
-    writeln!(out)?;
-    match &overall.statistics {
-        None => writeln!(
+    writeln!(out)
+}
+
+/// The paired statistics of the known pairs, or why there are none.
+fn write_statistics(summary: &Summary, level: &str, out: &mut dyn Write) -> io::Result<()> {
+    let Some(stats) = &summary.overall.statistics else {
+        return writeln!(
             out,
             "no matched item has known correctness on both sides: no accuracy, delta or test"
-        )?,
-        Some(stats) => {
-            writeln!(
-                out,
-                "known pairs {} (matched items with known correctness on both sides)",
-                stats.pairs
-            )?;
-            writeln!(
-                out,
-                "  accuracy     baseline {} [{}, {}]  variant {} [{}, {}]  ({level} Wilson)",
-                percent(stats.baseline_accuracy),
-                percent(stats.baseline_ci_low),
-                percent(stats.baseline_ci_high),
-                percent(stats.variant_accuracy),
-                percent(stats.variant_ci_low),
-                percent(stats.variant_ci_high),
-            )?;
-            writeln!(
-                out,
-                "  delta        {} [{}, {}]  (variant - baseline; {level} Newcombe 1998 method 10)",
-                points(stats.delta),
-                points(stats.delta_ci_low),
-                points(stats.delta_ci_high),
-            )?;
-            writeln!(
-                out,
-                "  McNemar      exact two-sided p = {} on {} discordant pairs ({} correct -> wrong, {} wrong -> correct)",
-                p_value(stats.mcnemar_exact_p),
-                stats.discordant_pairs,
-                stats.correct_to_wrong,
-                stats.wrong_to_correct
-            )?;
-            writeln!(
-                out,
-                "  consistency  {} of known pairs have the same outcome on both sides",
-                percent(stats.consistency)
-            )?;
-        }
-    }
-    if let Some(hint) = no_pair_hint(summary) {
-        writeln!(out, "{hint}")?;
-    }
-    alone(out, summary)?;
+        );
+    };
+    writeln!(
+        out,
+        "known pairs {} (matched items with known correctness on both sides)",
+        stats.pairs
+    )?;
+    writeln!(
+        out,
+        "  accuracy     baseline {} [{}, {}]  variant {} [{}, {}]  ({level} Wilson)",
+        percent(stats.baseline_accuracy),
+        percent(stats.baseline_ci_low),
+        percent(stats.baseline_ci_high),
+        percent(stats.variant_accuracy),
+        percent(stats.variant_ci_low),
+        percent(stats.variant_ci_high),
+    )?;
+    writeln!(
+        out,
+        "  delta        {} [{}, {}]  (variant - baseline; {level} Newcombe 1998 method 10)",
+        points(stats.delta),
+        points(stats.delta_ci_low),
+        points(stats.delta_ci_high),
+    )?;
+    writeln!(
+        out,
+        "  McNemar      exact two-sided p = {} on {} discordant pairs ({} correct -> wrong, {} wrong -> correct)",
+        p_value(stats.mcnemar_exact_p),
+        stats.discordant_pairs,
+        stats.correct_to_wrong,
+        stats.wrong_to_correct
+    )?;
+    writeln!(
+        out,
+        "  consistency  {} of known pairs have the same outcome on both sides",
+        percent(stats.consistency)
+    )
+}
+
+/// The tables per benchmark, per language and per filter; a table of one row repeats the
+/// headline, so it folds into one line.
+fn write_breakdowns(summary: &Summary, level: &str, out: &mut dyn Write) -> io::Result<()> {
     let benchmarks: Vec<(String, &Group)> = summary
         .by_benchmark
         .iter()
@@ -171,11 +195,6 @@ pub fn render(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
         .iter()
         .map(|g| (g.filter.clone(), &g.group))
         .collect();
-    if let Some(caveat) = &summary.pooling_caveat {
-        writeln!(out)?;
-        wrapped(out, "caveat    ", &caveat.message)?;
-    }
-    // A table of one row repeats the headline: it folds into one line.
     let tables = [
         ("benchmark", benchmarks),
         ("language", languages),
@@ -197,7 +216,7 @@ pub fn render(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
     }
     for (title, groups) in tables.iter().filter(|(_, groups)| groups.len() > 1) {
         writeln!(out)?;
-        breakdown(out, title, &level, groups)?;
+        breakdown(out, title, level, groups)?;
     }
     Ok(())
 }

@@ -67,17 +67,9 @@ fn refuse(message: String, hint: &str) -> ArchiveError {
 }
 
 /// What the matrix reads of each record: its identity, correctness and source.
-const OBSERVATION: Columns = Columns::of(&[
-    Column::Benchmark,
-    Column::Language,
-    Column::Script,
-    Column::QuestionId,
-    Column::VariantId,
-    Column::Filter,
-    Column::RepeatId,
-    Column::Correct,
-])
-.with(Columns::SOURCE);
+const OBSERVATION: Columns = Columns::IDENTITY
+    .with(Columns::of(&[Column::Correct]))
+    .with(Columns::SOURCE);
 
 fn selected_runs(
     archive: &Archive,

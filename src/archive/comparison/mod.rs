@@ -131,13 +131,7 @@ impl ComparisonSides {
 
 fn side(archive: &Archive, request: SideRequest) -> Result<ComparisonSide, ArchiveError> {
     let manifest = archive.run_manifest(&request.run)?;
-    let mut variants: Vec<String> = manifest
-        .totals()
-        .into_iter()
-        .map(|count| count.variant_id)
-        .collect();
-    variants.sort();
-    variants.dedup();
+    let variants = manifest.variants();
     if !variants.contains(&request.variant_id) {
         let present = if variants.is_empty() {
             "it has no records yet".to_owned()

@@ -50,18 +50,6 @@ pub enum PanelSelection {
     ModelPanel { id: String, variant: String },
 }
 
-/// The variants a run holds records of, sorted.
-fn variants_of(manifest: &crate::archive::manifest::RunManifest) -> Vec<String> {
-    let mut variants: Vec<String> = manifest
-        .totals()
-        .into_iter()
-        .map(|count| count.variant_id)
-        .collect();
-    variants.sort();
-    variants.dedup();
-    variants
-}
-
 /// Selects the sides of a panel and checks that every two of them may be compared.
 pub fn select(
     archive: &Archive,
@@ -72,7 +60,7 @@ pub fn select(
         PanelSelection::All { variant } => {
             let mut requests = Vec::new();
             for run in archive.run_ids()? {
-                if variants_of(&archive.run_manifest(&run)?).contains(variant) {
+                if archive.run_manifest(&run)?.variants().contains(variant) {
                     requests.push(SideRequest {
                         run,
                         variant_id: variant.clone(),
@@ -121,7 +109,7 @@ fn named_requests(
         let variant_id = match &side.variant {
             Some(variant) => variant.clone(),
             None => {
-                let variants = variants_of(&archive.run_manifest(&side.run)?);
+                let variants = archive.run_manifest(&side.run)?.variants();
                 match variants.as_slice() {
                     [only] => only.clone(),
                     [] => {
@@ -182,7 +170,7 @@ fn panel_requests(
                         .as_ref()
                         .is_some_and(|c| entry.checkpoints.contains(c)))
         });
-        if listed && variants_of(&manifest).iter().any(|v| v == variant) {
+        if listed && manifest.variants().iter().any(|v| v == variant) {
             requests.push(SideRequest {
                 run,
                 variant_id: variant.to_owned(),

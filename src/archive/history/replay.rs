@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::{Change, Entry};
 use crate::archive::layout::{MANIFEST, MARKER, REGISTRIES, RUNS};
-use crate::archive::manifest::{RunManifest, RunStatus};
+use crate::archive::manifest::{AttachmentEntry, ImportEntry, RunManifest, RunStatus};
 use crate::canonical_json::to_canonical_bytes;
 use crate::durable::digest_of;
 
@@ -165,21 +165,7 @@ impl Replay {
     pub(crate) fn apply(&mut self, entry: &Entry) {
         let seq = entry.seq;
         let Some(changes) = &entry.changes else {
-            if let Some(first) = self.replayable_from {
-                self.problem(
-                    seq,
-                    format!("the entry does not record what its {} changed, but every entry from entry {first} on must: it was not written by this babel", entry.operation),
-                );
-            }
-            for (path, sha256) in &entry.manifests {
-                let recorded = match sha256 {
-                    Some(sha256) => Recorded::Opaque {
-                        sha256: sha256.clone(),
-                    },
-                    None => Recorded::Removed,
-                };
-                self.set(path, recorded, seq);
-            }
+            self.apply_hashes_only(entry);
             return;
         };
         self.replayable_from.get_or_insert(seq);
@@ -215,6 +201,35 @@ impl Replay {
         if entry.operation == "adopt" {
             self.check_adoption(entry, &touched);
         }
+        self.check_subject(entry, changes);
+        self.check_recorded_hashes(entry, &touched);
+    }
+
+    /// An entry from before babel recorded changes: its manifests are known by their
+    /// hashes alone, which no entry after the first that records changes may do.
+    fn apply_hashes_only(&mut self, entry: &Entry) {
+        let seq = entry.seq;
+        if let Some(first) = self.replayable_from {
+            self.problem(
+                seq,
+                format!("the entry does not record what its {} changed, but every entry from entry {first} on must: it was not written by this babel", entry.operation),
+            );
+        }
+        for (path, sha256) in &entry.manifests {
+            let recorded = match sha256 {
+                Some(sha256) => Recorded::Opaque {
+                    sha256: sha256.clone(),
+                },
+                None => Recorded::Removed,
+            };
+            self.set(path, recorded, seq);
+        }
+    }
+
+    /// An entry of a single-manifest write changes one manifest, and its subject is that
+    /// manifest's folder; any other entry's subject is the archive (`.`).
+    fn check_subject(&mut self, entry: &Entry, changes: &[Change]) {
+        let seq = entry.seq;
         let single = matches!(
             entry.operation.as_str(),
             "run create" | "artifact add" | "import" | "attach" | "seal"
@@ -241,6 +256,10 @@ impl Replay {
                 ),
             );
         }
+    }
+
+    fn check_recorded_hashes(&mut self, entry: &Entry, touched: &BTreeSet<&str>) {
+        let seq = entry.seq;
         // Every manifest the entry names is one it changed (or the marker, rewritten with
         // its own bytes as the commit point of an archive-wide write), with the hash the
         // replay gives it.
@@ -256,7 +275,7 @@ impl Replay {
                 );
             }
         }
-        for path in &touched {
+        for path in touched {
             if !entry.manifests.contains_key(*path) {
                 self.problem(
                     seq,
@@ -324,62 +343,11 @@ impl Replay {
         let current = self.manifests.get(path).map(|s| s.recorded.clone());
         match change {
             Change::Create { manifest, .. } => {
-                if current.is_some() {
-                    return Err(match current {
-                        Some(Recorded::Removed) => {
-                            "created again after an entry recorded it as absent".into()
-                        }
-                        _ => "created again: it already exists (a manifest is created once)".into(),
-                    });
-                }
-                let bytes = stored_bytes(manifest)?;
-                match (kind, entry.operation.as_str()) {
-                    (Kind::Marker, "init") if entry.seq == 1 => {}
-                    (Kind::Marker, _) => {
-                        return Err("the marker is created by the first entry, `init`".into());
-                    }
-                    (Kind::Run(id), "run create" | "import-bundle") => {
-                        let run = run_of(&bytes)?;
-                        if run.run_id != id {
-                            return Err(format!("the manifest names run {:?}", run.run_id));
-                        }
-                        let bundle = entry.operation == "import-bundle";
-                        if bundle && run.status != RunStatus::Sealed {
-                            return Err("a bundle brings only sealed runs".into());
-                        }
-                        if !bundle
-                            && (run.status != RunStatus::Open
-                                || run.sealed_at.is_some()
-                                || !run.imports.is_empty()
-                                || !run.attachments.is_empty())
-                        {
-                            return Err("a new run is open and holds nothing yet".into());
-                        }
-                    }
-                    (Kind::Artifact, "artifact add" | "import-bundle") => {}
-                    _ => return Err(format!("a {} entry cannot create it", entry.operation)),
-                }
+                let bytes = created(entry, kind, current, manifest)?;
                 self.known(path, bytes, entry.seq);
             }
             Change::Snapshot { manifest, .. } => {
-                let bytes = stored_bytes(manifest)?;
-                let sha256 = digest_of(&bytes).sha256;
-                match current {
-                    None if entry.seq == 1 => {}
-                    Some(Recorded::Opaque { sha256: recorded }) if recorded == sha256 => {}
-                    Some(Recorded::Opaque { .. }) => {
-                        return Err(
-                            "the snapshot differs from the manifest the history recorded".into(),
-                        );
-                    }
-                    _ => {
-                        return Err(
-                            "only a manifest the history holds by its hash alone is adopted".into(),
-                        );
-                    }
-                }
-                // The snapshot is the manifest as it stood; whether that is a valid
-                // manifest is validate's check of the manifest itself.
+                let bytes = snapshotted(entry, current, manifest)?;
                 self.known(path, bytes, entry.seq);
             }
             Change::Extend {
@@ -390,61 +358,8 @@ impl Replay {
                 let Kind::Run(_) = kind else {
                     return Err("only a run takes imports and attachments".into());
                 };
-                let mut run = self.open_run(current)?;
-                let needs = if entry.operation == "import" {
-                    !imports.is_empty()
-                } else {
-                    imports.is_empty() && !attachments.is_empty()
-                };
-                if !needs {
-                    return Err(format!(
-                        "a{} {} adds {}",
-                        if entry.operation == "import" { "n" } else { "" },
-                        entry.operation,
-                        if entry.operation == "import" {
-                            "at least one import"
-                        } else {
-                            "attachments and no import"
-                        }
-                    ));
-                }
-                let mut taken: BTreeSet<String> = registered_paths(&run)
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect();
-                for import in imports {
-                    let next = run.imports.last().map_or(1, |i| i.seq + 1);
-                    if import.seq != next {
-                        return Err(format!(
-                            "import {} follows import {} (imports are numbered 1, 2, 3, ...)",
-                            import.seq,
-                            next - 1
-                        ));
-                    }
-                    let files = import
-                        .raw_files()
-                        .map(|f| f.path.as_str())
-                        .chain([import.records.path.as_str()]);
-                    for file in files {
-                        if !taken.insert(file.to_owned()) {
-                            return Err(format!(
-                                "import {} registers {file} again: a registered file is never replaced",
-                                import.seq
-                            ));
-                        }
-                    }
-                    run.imports.push(import.clone());
-                }
-                for attachment in attachments {
-                    if !taken.insert(attachment.path.clone()) {
-                        return Err(format!(
-                            "it attaches {} again: a registered file is never replaced",
-                            attachment.path
-                        ));
-                    }
-                    run.attachments.push(attachment.clone());
-                }
-                let bytes = run.to_bytes().map_err(|e| e.to_string())?;
+                let run = self.open_run(current)?;
+                let bytes = extended(entry, run, imports, attachments)?;
                 self.known(path, bytes, entry.seq);
             }
             Change::Seal { sealed_at, .. } => {
@@ -493,6 +408,140 @@ impl Replay {
         }
         Ok(run)
     }
+}
+
+/// The bytes of a manifest `entry` creates: never one that exists or existed, the marker
+/// only by the first `init`, a new run open and empty unless a bundle brings it sealed.
+fn created(
+    entry: &Entry,
+    kind: Kind<'_>,
+    current: Option<Recorded>,
+    manifest: &Value,
+) -> Result<Vec<u8>, String> {
+    if let Some(current) = current {
+        return Err(match current {
+            Recorded::Removed => "created again after an entry recorded it as absent".into(),
+            _ => "created again: it already exists (a manifest is created once)".into(),
+        });
+    }
+    let bytes = stored_bytes(manifest)?;
+    match (kind, entry.operation.as_str()) {
+        (Kind::Marker, "init") if entry.seq == 1 => {}
+        (Kind::Marker, _) => {
+            return Err("the marker is created by the first entry, `init`".into());
+        }
+        (Kind::Run(id), "run create" | "import-bundle") => {
+            let run = run_of(&bytes)?;
+            if run.run_id != id {
+                return Err(format!("the manifest names run {:?}", run.run_id));
+            }
+            let bundle = entry.operation == "import-bundle";
+            if bundle && run.status != RunStatus::Sealed {
+                return Err("a bundle brings only sealed runs".into());
+            }
+            if !bundle
+                && (run.status != RunStatus::Open
+                    || run.sealed_at.is_some()
+                    || !run.imports.is_empty()
+                    || !run.attachments.is_empty())
+            {
+                return Err("a new run is open and holds nothing yet".into());
+            }
+        }
+        (Kind::Artifact, "artifact add" | "import-bundle") => {}
+        _ => return Err(format!("a {} entry cannot create it", entry.operation)),
+    }
+    Ok(bytes)
+}
+
+/// The bytes of an adopted manifest: at the first entry, or one the history holds by the
+/// same hash alone.
+fn snapshotted(
+    entry: &Entry,
+    current: Option<Recorded>,
+    manifest: &Value,
+) -> Result<Vec<u8>, String> {
+    let bytes = stored_bytes(manifest)?;
+    let sha256 = digest_of(&bytes).sha256;
+    match current {
+        None if entry.seq == 1 => {}
+        Some(Recorded::Opaque { sha256: recorded }) if recorded == sha256 => {}
+        Some(Recorded::Opaque { .. }) => {
+            return Err("the snapshot differs from the manifest the history recorded".into());
+        }
+        _ => {
+            return Err("only a manifest the history holds by its hash alone is adopted".into());
+        }
+    }
+    // The snapshot is the manifest as it stood; whether that is a valid manifest is
+    // validate's check of the manifest itself.
+    Ok(bytes)
+}
+
+/// The bytes of the open `run` with `imports` and `attachments` appended: an import adds
+/// imports numbered on from the run's, an attach only attachments, and no registered
+/// file is registered again.
+fn extended(
+    entry: &Entry,
+    mut run: RunManifest,
+    imports: &[ImportEntry],
+    attachments: &[AttachmentEntry],
+) -> Result<Vec<u8>, String> {
+    let import = entry.operation == "import";
+    let needs = if import {
+        !imports.is_empty()
+    } else {
+        imports.is_empty() && !attachments.is_empty()
+    };
+    if !needs {
+        return Err(format!(
+            "a{} {} adds {}",
+            if import { "n" } else { "" },
+            entry.operation,
+            if import {
+                "at least one import"
+            } else {
+                "attachments and no import"
+            }
+        ));
+    }
+    let mut taken: BTreeSet<String> = registered_paths(&run)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    for import in imports {
+        let next = run.imports.last().map_or(1, |i| i.seq + 1);
+        if import.seq != next {
+            return Err(format!(
+                "import {} follows import {} (imports are numbered 1, 2, 3, ...)",
+                import.seq,
+                next - 1
+            ));
+        }
+        let files = import
+            .raw_files()
+            .map(|f| f.path.as_str())
+            .chain([import.records.path.as_str()]);
+        for file in files {
+            if !taken.insert(file.to_owned()) {
+                return Err(format!(
+                    "import {} registers {file} again: a registered file is never replaced",
+                    import.seq
+                ));
+            }
+        }
+        run.imports.push(import.clone());
+    }
+    for attachment in attachments {
+        if !taken.insert(attachment.path.clone()) {
+            return Err(format!(
+                "it attaches {} again: a registered file is never replaced",
+                attachment.path
+            ));
+        }
+        run.attachments.push(attachment.clone());
+    }
+    run.to_bytes().map_err(|e| e.to_string())
 }
 
 impl Change {

@@ -172,8 +172,8 @@ impl Columns {
     /// Every column: a full record.
     pub const ALL: Columns = Columns((1 << COLUMNS.len()) - 1);
 
-    /// The identity fields, `identity_scope` and `correct`: what a join needs.
-    pub const JOIN: Columns = Columns::of(&[
+    /// The identity fields: the record key within a run.
+    pub const IDENTITY: Columns = Columns::of(&[
         Column::Benchmark,
         Column::Language,
         Column::Script,
@@ -181,9 +181,11 @@ impl Columns {
         Column::VariantId,
         Column::Filter,
         Column::RepeatId,
-        Column::IdentityScope,
-        Column::Correct,
     ]);
+
+    /// The identity fields, `identity_scope` and `correct`: what a join needs.
+    pub const JOIN: Columns =
+        Columns::IDENTITY.with(Columns::of(&[Column::IdentityScope, Column::Correct]));
 
     /// Where a record came from: its source path and locator.
     pub const SOURCE: Columns = Columns::of(&[
@@ -195,16 +197,7 @@ impl Columns {
 
     /// The record key within a run and its source: what an import's duplicate check
     /// needs of the records already stored.
-    pub const KEY: Columns = Columns::of(&[
-        Column::Benchmark,
-        Column::Language,
-        Column::Script,
-        Column::QuestionId,
-        Column::VariantId,
-        Column::Filter,
-        Column::RepeatId,
-    ])
-    .with(Columns::SOURCE);
+    pub const KEY: Columns = Columns::IDENTITY.with(Columns::SOURCE);
 
     /// A set of the given columns.
     pub const fn of(columns: &[Column]) -> Columns {

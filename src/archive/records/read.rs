@@ -293,26 +293,8 @@ impl Batch {
 
     /// The rows whose label `column` holds `value`, compared once per dictionary value.
     pub fn rows_with(&self, column: Column, value: &str) -> Vec<usize> {
-        match &self.views[column.index()] {
-            View::Label {
-                keys,
-                nulls,
-                values,
-            } => {
-                let matching: Vec<bool> = (0..values.offsets.len() - 1)
-                    .map(|key| values.at(key) == value)
-                    .collect();
-                (0..self.len)
-                    .filter(|&row| {
-                        !nulls.as_ref().is_some_and(|n| n.is_null(row))
-                            && matching[keys[row] as usize]
-                    })
-                    .collect()
-            }
-            _ => (0..self.len)
-                .filter(|&row| self.text(column, row) == Some(value))
-                .collect(),
-        }
+        let matching = self.per_label(column, |label| label == Some(value));
+        (0..self.len).filter(|&row| matching[row]).collect()
     }
 
     /// A value per row of the label `column`, computed by `of` once per distinct label

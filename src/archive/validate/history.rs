@@ -10,6 +10,7 @@
 use std::io;
 
 use super::Collector;
+use crate::archive::history::replay::State;
 use crate::archive::history::{self, Head};
 use crate::archive::layout::{self, MARKER, REGISTRIES};
 use crate::archive::{Archive, ArchiveError};
@@ -71,29 +72,7 @@ pub(super) fn check(
             },
         );
     }
-    let folder = archive.layout().resolve(history::HISTORY);
-    if let Ok(entries) = std::fs::read_dir(&folder) {
-        let mut strays: Vec<String> = entries
-            .filter_map(Result::ok)
-            .map(|entry| {
-                format!(
-                    "{}/{}",
-                    history::HISTORY,
-                    entry.file_name().to_string_lossy()
-                )
-            })
-            .filter(|path| path != history::LOG && path != history::HEAD)
-            .collect();
-        strays.sort();
-        for stray in strays {
-            out.add(
-                stray,
-                None,
-                "untracked",
-                "the history folder holds only log.jsonl and HEAD",
-            );
-        }
-    }
+    report_strays(archive, out);
     if read.entries.is_empty() {
         return Ok(());
     }
@@ -122,41 +101,8 @@ pub(super) fn check(
     }
     let on_disk = history::manifests_on_disk(archive.layout())?;
     for (path, state) in &replay.manifests {
-        if !scope.covers(path) {
-            continue;
-        }
-        let seq = state.seq;
-        let file = archive.layout().resolve(path);
-        let Some(sha256) = state.recorded.sha256() else {
-            out.note(
-                path.clone(),
-                format!("history entry {seq} ({}) recorded this run as absent from this copy: a publication or bundle left it out", operation_of(&read, seq)),
-            );
-            if file.symlink_metadata().is_ok() {
-                out.add(
-                    path.clone(),
-                    None,
-                    "history",
-                    format!("history entry {seq} recorded this manifest as absent from this copy, but it is here: it was written outside babel"),
-                );
-            }
-            continue;
-        };
-        match digest_file(&file) {
-            Ok(found) if found.sha256 == sha256 => {}
-            Ok(_) => out.add(
-                path.clone(),
-                None,
-                "history",
-                format!("the manifest differs from the one history entry {seq} recorded: it was changed outside babel"),
-            ),
-            Err(error) if error.source.kind() == io::ErrorKind::NotFound => out.add(
-                path.clone(),
-                None,
-                "history",
-                format!("history entry {seq} recorded this manifest, but it is gone (a deleted run or artifact?)"),
-            ),
-            Err(error) => out.add(path.clone(), None, "history", error.to_string()),
+        if scope.covers(path) {
+            check_manifest(archive, &read, path, state, out);
         }
     }
     for path in on_disk {
@@ -170,6 +116,78 @@ pub(super) fn check(
         }
     }
     Ok(())
+}
+
+/// Every file of the history folder but the log and the head is untracked.
+fn report_strays(archive: &Archive, out: &mut Collector) {
+    let folder = archive.layout().resolve(history::HISTORY);
+    let Ok(entries) = std::fs::read_dir(&folder) else {
+        return;
+    };
+    let mut strays: Vec<String> = entries
+        .filter_map(Result::ok)
+        .map(|entry| {
+            format!(
+                "{}/{}",
+                history::HISTORY,
+                entry.file_name().to_string_lossy()
+            )
+        })
+        .filter(|path| path != history::LOG && path != history::HEAD)
+        .collect();
+    strays.sort();
+    for stray in strays {
+        out.add(
+            stray,
+            None,
+            "untracked",
+            "the history folder holds only log.jsonl and HEAD",
+        );
+    }
+}
+
+/// The manifest at `path` is the one the replay rebuilds, or absent where the history
+/// recorded it so.
+fn check_manifest(
+    archive: &Archive,
+    read: &history::History,
+    path: &str,
+    state: &State,
+    out: &mut Collector,
+) {
+    let seq = state.seq;
+    let file = archive.layout().resolve(path);
+    let Some(sha256) = state.recorded.sha256() else {
+        out.note(
+            path.to_owned(),
+            format!("history entry {seq} ({}) recorded this run as absent from this copy: a publication or bundle left it out", operation_of(read, seq)),
+        );
+        if file.symlink_metadata().is_ok() {
+            out.add(
+                path.to_owned(),
+                None,
+                "history",
+                format!("history entry {seq} recorded this manifest as absent from this copy, but it is here: it was written outside babel"),
+            );
+        }
+        return;
+    };
+    match digest_file(&file) {
+        Ok(found) if found.sha256 == sha256 => {}
+        Ok(_) => out.add(
+            path.to_owned(),
+            None,
+            "history",
+            format!("the manifest differs from the one history entry {seq} recorded: it was changed outside babel"),
+        ),
+        Err(error) if error.source.kind() == io::ErrorKind::NotFound => out.add(
+            path.to_owned(),
+            None,
+            "history",
+            format!("history entry {seq} recorded this manifest, but it is gone (a deleted run or artifact?)"),
+        ),
+        Err(error) => out.add(path.to_owned(), None, "history", error.to_string()),
+    }
 }
 
 /// The operation of entry `seq`, for messages.

@@ -19,21 +19,14 @@ pub const ITEM_COLUMNS: [&str; 5] = [
     "negative_discrimination",
 ];
 
-/// The identity columns, first.
-pub const IDENTITY_COLUMNS: [&str; 6] = [
-    "benchmark",
-    "language",
-    "script",
-    "question_id",
-    "filter",
-    "repeat_id",
-];
-
 /// Writes the header and one row per item.
 pub fn render(items: &PanelItems<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut writer = ::csv::Writer::from_writer(out);
     let sides = items.grid.sides();
-    let mut header: Vec<String> = IDENTITY_COLUMNS.iter().map(|c| c.to_string()).collect();
+    let mut header: Vec<String> = crate::report::IDENTITY_COLUMNS
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
     header.extend((0..sides).map(|side| text_cell(&items.side_name(side))));
     header.extend(ITEM_COLUMNS.iter().map(|c| c.to_string()));
     writer.write_record(&header).map_err(csv_error)?;

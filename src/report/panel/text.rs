@@ -22,8 +22,25 @@ fn side_name(summary: &PanelSummary, side: usize) -> String {
 
 /// Writes the summary.
 pub fn render(summary: &PanelSummary, out: &mut dyn Write) -> io::Result<()> {
-    let confidence = crate::compare::stats::ConfidenceLevel::new(summary.confidence_level)
-        .expect("a summary's level is valid");
+    write_counts(summary, out)?;
+    write_leaderboard(summary, out)?;
+    write_cochran_q(summary, out)?;
+    write_significant_pairs(summary, out)?;
+    write_slice_rankings(summary, out)?;
+    write_robustness(summary, out)?;
+    writeln!(
+        out,
+        "Flags: {} items wrong on every one of at least 3 sides that know them (consensus_wrong: check the answer key), {} with negative discrimination (known on at least 5 sides; better sides get them wrong more often)",
+        summary.flags.consensus_wrong, summary.flags.negative_discrimination
+    )?;
+    writeln!(
+        out,
+        "Unknown correctness is never counted as wrong; every figure uses only known values."
+    )
+}
+
+/// The opening lines: how many sides and items, and the run-local records left out.
+fn write_counts(summary: &PanelSummary, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "panel: {} sides, {} items ({} known on every side)",
@@ -38,8 +55,14 @@ pub fn render(summary: &PanelSummary, out: &mut dyn Write) -> io::Result<()> {
             "  {run_local} records with run-local identities are left out (never paired; counted per side in --json)"
         )?;
     }
-    writeln!(out)?;
-    // The leaderboard: by accuracy, sides without a known item last.
+    writeln!(out)
+}
+
+/// The leaderboard: by accuracy, sides without a known item last; beyond
+/// `LEADERBOARD_ROWS` only the top and the bottom are shown.
+fn write_leaderboard(summary: &PanelSummary, out: &mut dyn Write) -> io::Result<()> {
+    let confidence = crate::compare::stats::ConfidenceLevel::new(summary.confidence_level)
+        .expect("a summary's level is valid");
     let mut order: Vec<usize> = (0..summary.sides.len()).collect();
     order.sort_by(|&a, &b| {
         let key = |s: usize| summary.sides[s].accuracy.unwrap_or(-1.0);
@@ -61,20 +84,8 @@ pub fn render(summary: &PanelSummary, out: &mut dyn Write) -> io::Result<()> {
         "known",
         "unknown"
     )?;
-    let shown: Vec<(usize, usize)> = if order.len() <= LEADERBOARD_ROWS {
-        order.iter().copied().enumerate().collect()
-    } else {
-        let top = LEADERBOARD_ROWS * 3 / 4;
-        let bottom = LEADERBOARD_ROWS - top;
-        order
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|(rank, _)| *rank < top || *rank >= order.len() - bottom)
-            .collect()
-    };
     let mut previous = None;
-    for (rank, side) in shown {
+    for (rank, side) in leaderboard_rows(&order) {
         if previous.is_some_and(|p: usize| rank > p + 1) {
             writeln!(
                 out,
@@ -106,7 +117,27 @@ pub fn render(summary: &PanelSummary, out: &mut dyn Write) -> io::Result<()> {
             summary.items - s.known
         )?;
     }
-    writeln!(out)?;
+    writeln!(out)
+}
+
+/// The (rank, side) rows of the leaderboard that are shown, in rank order.
+fn leaderboard_rows(order: &[usize]) -> Vec<(usize, usize)> {
+    if order.len() <= LEADERBOARD_ROWS {
+        order.iter().copied().enumerate().collect()
+    } else {
+        let top = LEADERBOARD_ROWS * 3 / 4;
+        let bottom = LEADERBOARD_ROWS - top;
+        order
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(rank, _)| *rank < top || *rank >= order.len() - bottom)
+            .collect()
+    }
+}
+
+/// Cochran's Q over the items known on every side, or why there is none.
+fn write_cochran_q(summary: &PanelSummary, out: &mut dyn Write) -> io::Result<()> {
     match (summary.matched.cochran_q, summary.matched.p_value) {
         (Some(q), Some(p)) => writeln!(
             out,
@@ -114,16 +145,21 @@ pub fn render(summary: &PanelSummary, out: &mut dyn Write) -> io::Result<()> {
             summary.matched.items,
             summary.matched.df,
             p_value(p)
-        )?,
+        ),
         _ if summary.matched.items == 0 => {
-            writeln!(out, "Cochran's Q: no item is known on every side")?
+            writeln!(out, "Cochran's Q: no item is known on every side")
         }
         _ => writeln!(
             out,
             "Cochran's Q: undefined (every one of the {} items known on every side has the same outcome on all of them)",
             summary.matched.items
-        )?,
+        ),
     }
+}
+
+/// The pairs whose Holm-adjusted McNemar p is below `ALPHA`, smallest first, at most
+/// `PAIR_ROWS` of them.
+fn write_significant_pairs(summary: &PanelSummary, out: &mut dyn Write) -> io::Result<()> {
     let mut significant: Vec<&crate::panel::summary::PairSummary> = summary
         .pairs
         .iter()
@@ -141,38 +177,45 @@ pub fn render(summary: &PanelSummary, out: &mut dyn Write) -> io::Result<()> {
         significant.len(),
         summary.pairs.len()
     )?;
-    if !significant.is_empty() {
+    if significant.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  {:<24}  {:<24}  {:>9}  {:<18}  {:>9}  {:>9}  {:>6}  {:>6}",
+        "a", "b", "delta b-a", "CI", "McNemar p", "Holm p", "kappa", "pairs"
+    )?;
+    for pair in significant.iter().take(PAIR_ROWS) {
+        let interval = match (pair.delta_ci_low, pair.delta_ci_high) {
+            (Some(l), Some(h)) => format!("[{}, {}]", points(l), points(h)),
+            _ => "-".into(),
+        };
         writeln!(
             out,
             "  {:<24}  {:<24}  {:>9}  {:<18}  {:>9}  {:>9}  {:>6}  {:>6}",
-            "a", "b", "delta b-a", "CI", "McNemar p", "Holm p", "kappa", "pairs"
+            side_name(summary, pair.a),
+            side_name(summary, pair.b),
+            pair.delta.map_or("-".into(), points),
+            interval,
+            pair.mcnemar_p.map_or("-".into(), p_value),
+            pair.mcnemar_p_holm.map_or("-".into(), p_value),
+            pair.kappa.map_or("-".into(), |k| format!("{k:.2}")),
+            pair.known_pairs
         )?;
-        for pair in significant.iter().take(PAIR_ROWS) {
-            let interval = match (pair.delta_ci_low, pair.delta_ci_high) {
-                (Some(l), Some(h)) => format!("[{}, {}]", points(l), points(h)),
-                _ => "-".into(),
-            };
-            writeln!(
-                out,
-                "  {:<24}  {:<24}  {:>9}  {:<18}  {:>9}  {:>9}  {:>6}  {:>6}",
-                side_name(summary, pair.a),
-                side_name(summary, pair.b),
-                pair.delta.map_or("-".into(), points),
-                interval,
-                pair.mcnemar_p.map_or("-".into(), p_value),
-                pair.mcnemar_p_holm.map_or("-".into(), p_value),
-                pair.kappa.map_or("-".into(), |k| format!("{k:.2}")),
-                pair.known_pairs
-            )?;
-        }
-        if significant.len() > PAIR_ROWS {
-            writeln!(
-                out,
-                "  … {} more (every pair in --json)",
-                significant.len() - PAIR_ROWS
-            )?;
-        }
     }
+    if significant.len() > PAIR_ROWS {
+        writeln!(
+            out,
+            "  … {} more (every pair in --json)",
+            significant.len() - PAIR_ROWS
+        )?;
+    }
+    Ok(())
+}
+
+/// Kendall's tau-b of each benchmark's and each language's ranking against the overall
+/// one, where there are at least two slices.
+fn write_slice_rankings(summary: &PanelSummary, out: &mut dyn Write) -> io::Result<()> {
     for (what, slices) in [
         ("benchmark", &summary.by_benchmark),
         ("language", &summary.by_language),
@@ -196,6 +239,11 @@ pub fn render(summary: &PanelSummary, out: &mut dyn Write) -> io::Result<()> {
             taus.join(", ")
         )?;
     }
+    Ok(())
+}
+
+/// One line per run compared over several variants.
+fn write_robustness(summary: &PanelSummary, out: &mut dyn Write) -> io::Result<()> {
     for r in &summary.robustness {
         writeln!(
             out,
@@ -210,13 +258,5 @@ pub fn render(summary: &PanelSummary, out: &mut dyn Write) -> io::Result<()> {
             r.consistency.map_or("-".into(), percent)
         )?;
     }
-    writeln!(
-        out,
-        "Flags: {} items wrong on every one of at least 3 sides that know them (consensus_wrong: check the answer key), {} with negative discrimination (known on at least 5 sides; better sides get them wrong more often)",
-        summary.flags.consensus_wrong, summary.flags.negative_discrimination
-    )?;
-    writeln!(
-        out,
-        "Unknown correctness is never counted as wrong; every figure uses only known values."
-    )
+    Ok(())
 }
