@@ -11,6 +11,7 @@ mod artifacts;
 mod bench_smoke;
 mod benchmark_workflow;
 mod bundle;
+mod cli_outputs;
 mod cli_robustness;
 mod compare;
 mod crash_recovery;
