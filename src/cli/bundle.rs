@@ -66,7 +66,7 @@ pub fn export(globals: &Globals, args: ExportArgs) -> Result<Exit, CliError> {
     let _lock = archive.hold_still("babel export", wait, &mut globals.announce_wait())?;
     let exported = export::export(&archive, &selection, &args.out)?;
     if args.json {
-        print_json(&serde_json::to_value(&exported).unwrap_or_default())?;
+        print_json(&exported)?;
         return Ok(Exit::Ok);
     }
     outln!(
@@ -169,7 +169,7 @@ pub fn verify(args: VerifyArgs) -> Result<Exit, CliError> {
         Ok(staged) => {
             let verified = &staged.verified;
             if args.json {
-                print_json(&serde_json::to_value(verified).unwrap_or_default())?;
+                print_json(verified)?;
             } else {
                 outln!(
                     "valid bundle: {} component(s), {} file(s), {} record(s)",
@@ -229,7 +229,7 @@ pub fn import(globals: &Globals, args: ImportArgs) -> Result<Exit, CliError> {
     match babel::bundle::import::import(&session, &args.file, expected, &args.checks.ceilings()) {
         Ok(imported) => {
             if args.json {
-                print_json(&serde_json::to_value(&imported).unwrap_or_default())?;
+                print_json(&imported)?;
             } else if imported.published.is_empty() {
                 outln!(
                     "nothing to import: the archive already holds all {} run(s) and artifact(s) of this bundle, identical",

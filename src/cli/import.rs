@@ -8,6 +8,7 @@ use super::{CliError, Exit, Globals, run_id};
 use babel::adapters::{AdapterOptions, Format};
 use babel::archive::import::{self, ImportOptions, Progress};
 use babel::jsonl::{FieldPath, NonFinitePolicy};
+use babel::outputs::ImportOutput;
 
 /// Import files (JSON Lines, Inspect logs, HELM run folders, ...) into a run. The batch is
 /// one transaction: every input is published, or (if any item is rejected) none is, and
@@ -186,23 +187,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     let bar = progress_bar(globals.quiet || args.json);
     let report = import::import(&session, &run, &args.files, &options, &bar)?;
     if args.json {
-        let files: Vec<_> = report
-            .files
-            .iter()
-            .map(|f| {
-                serde_json::json!({
-                    "seq": f.seq,
-                    "file": f.given.display().to_string(),
-                    "raw_path": f.raw_path,
-                    "records": f.records,
-                })
-            })
-            .collect();
-        print_json(&serde_json::json!({
-            "run": report.run,
-            "imports": files,
-            "attachments": report.attachments,
-        }))?;
+        print_json(&ImportOutput::from(&report))?;
     } else if !globals.quiet {
         let total: u64 = report.files.iter().map(|f| f.records).sum();
         outln!(

@@ -6,6 +6,7 @@ use super::output::print_json;
 use super::{CliError, Exit, Globals, run_id};
 use babel::archive::history;
 use babel::archive::layout::run_relative;
+use babel::outputs::LogOutput;
 
 const AFTER_HELP: &str = "\
 Every write (init, run create, import, seal, attach, artifact add) appends one entry to
@@ -49,18 +50,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         })
         .collect();
     if args.json {
-        let value = serde_json::json!({
-            "head": read.head().map(|h| h.to_string()),
-            "problems": read.problems.iter().map(|(path, line, message)| {
-                serde_json::json!({"path": path, "line": line, "message": message})
-            }).collect::<Vec<_>>(),
-            "entries": entries.iter().map(|(entry, sha256)| {
-                let mut value = serde_json::to_value(entry).unwrap_or_default();
-                value["sha256"] = serde_json::Value::String((*sha256).clone());
-                value
-            }).collect::<Vec<_>>(),
-        });
-        print_json(&value)?;
+        print_json(&LogOutput::new(&read, &entries))?;
         return Ok(if read.problems.is_empty() {
             Exit::Ok
         } else {

@@ -1,12 +1,12 @@
 //! `babel show` and `babel list`.
 
-use serde_json::{Value, json};
 use std::io::{self, Write};
 
 use super::output::print_json;
 use super::{CliError, Exit, Globals, run_id};
 use babel::archive::ArchiveError;
 use babel::archive::manifest::{CountEntry, RunManifest, RunStatus};
+use babel::outputs::{DamagedRun, RunDetail, RunList, RunSummary};
 
 /// Show one run: status, metadata, imports, attachments, and record counts per
 /// benchmark, language and variant.
@@ -35,28 +35,6 @@ fn status(manifest: &RunManifest) -> &'static str {
         RunStatus::Open => "open",
         RunStatus::Sealed => "sealed",
     }
-}
-
-fn counts_json(counts: &[CountEntry]) -> Value {
-    Value::Array(
-        counts
-            .iter()
-            .map(|c| json!({"benchmark": c.benchmark, "language": c.language, "variant_id": c.variant_id, "records": c.records}))
-            .collect(),
-    )
-}
-
-fn summary_json(manifest: &RunManifest) -> Value {
-    json!({
-        "run_id": manifest.run_id,
-        "status": status(manifest),
-        "model": manifest.model(),
-        "benchmark": manifest.metadata.benchmark,
-        "strict": manifest.is_strict(),
-        "imports": manifest.imports.len(),
-        "records": manifest.record_count(),
-        "counts": counts_json(&manifest.totals()),
-    })
 }
 
 fn print_counts(out: &mut dyn Write, counts: &[CountEntry]) -> io::Result<()> {
@@ -127,14 +105,7 @@ pub fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
     let archive = globals.archive()?;
     let manifest = archive.run_manifest(&run)?;
     if args.json {
-        let mut value = summary_json(&manifest);
-        value["created_at"] = json!(manifest.created_at);
-        value["sealed_at"] = json!(manifest.sealed_at);
-        value["metadata"] = Value::Object(manifest.metadata.to_map());
-        value["imports"] = serde_json::to_value(&manifest.imports).map_err(std::io::Error::from)?;
-        value["attachments"] =
-            serde_json::to_value(&manifest.attachments).map_err(std::io::Error::from)?;
-        print_json(&value)?;
+        print_json(&RunDetail::from(&manifest))?;
         return Ok(Exit::Ok);
     }
     let mut out = super::output::stdout();
@@ -195,12 +166,16 @@ pub fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
         Exit::Failure
     };
     if args.json {
-        let runs: Vec<Value> = manifests.iter().map(summary_json).collect();
-        let damaged: Vec<Value> = damaged
-            .iter()
-            .map(|(run, reason)| json!({"run_id": run.as_str(), "damaged": reason}))
-            .collect();
-        print_json(&json!({"runs": runs, "damaged": damaged}))?;
+        print_json(&RunList {
+            runs: manifests.iter().map(RunSummary::from).collect(),
+            damaged: damaged
+                .iter()
+                .map(|(run, reason)| DamagedRun {
+                    run_id: run.to_string(),
+                    damaged: reason.clone(),
+                })
+                .collect(),
+        })?;
         return Ok(exit);
     }
     for (run, reason) in &damaged {
