@@ -4,8 +4,8 @@ use std::io::{self, Write};
 
 use super::output::print_json;
 use super::{CliError, Exit, Globals, run_id};
-use babel::archive::history;
 use babel::archive::layout::run_relative;
+use babel::archive::{ArchiveError, history};
 use babel::outputs::LogOutput;
 
 const AFTER_HELP: &str = "\
@@ -34,7 +34,7 @@ pub struct Args {
 pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     let run = args.run.as_deref().map(run_id).transpose()?;
     let archive = globals.archive()?;
-    let read = history::read(archive.layout()).map_err(babel::archive::ArchiveError::from)?;
+    let read = history::read(archive.layout()).map_err(ArchiveError::from)?;
     let subject = run.as_ref().map(|run| run_relative(run, ""));
     let subject = subject.as_deref().map(|s| s.trim_end_matches('/'));
     let entries: Vec<(&history::Entry, &String)> = read
@@ -49,6 +49,17 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             })
         })
         .collect();
+    // A run the archive never held is unknown here as everywhere; one it held once (a
+    // pull that left it out) still has its entries.
+    if let Some(run) = &run
+        && entries.is_empty()
+        && !archive.run_ids()?.contains(run)
+    {
+        return Err(ArchiveError::UnknownRun {
+            run: run.to_string(),
+        }
+        .into());
+    }
     if args.json {
         print_json(&LogOutput::new(&read, &entries))?;
         return Ok(if read.problems.is_empty() {

@@ -30,18 +30,34 @@ use std::time::Duration;
 
 pub use output::{CliError, Exit};
 
-const AFTER_HELP: &str = "\
-Exit codes: 0 success; 1 findings, rejected input or a failed operation; 2 usage error
-(bad arguments, unknown run, not an archive); 3 the archive is busy (another writer holds
-the lock); 4 network failure; 5 a write committed but its output could not be written
-(closed or full stdout: do not retry).
-
-Start with `babel demo`, which builds a small archive from bundled examples.";
+/// The closing text of `babel --help`: every exit code with its meaning, from [`Exit`],
+/// wrapped here with a hanging indent (clap would wrap a long line back to the margin).
+fn after_help() -> String {
+    const WIDTH: usize = 92;
+    let mut text = String::from("Exit codes:\n");
+    for exit in Exit::ALL {
+        let mut line = format!("  {}  ", exit as u8);
+        let indent = line.len();
+        for word in exit.meaning().split(' ') {
+            if line.len() + word.len() > WIDTH && line.len() > indent {
+                text.push_str(line.trim_end());
+                text.push('\n');
+                line = " ".repeat(indent);
+            }
+            line.push_str(word);
+            line.push(' ');
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text.push_str("\nStart with `babel demo`, which builds a small archive from bundled examples.");
+    text
+}
 
 /// babel keeps benchmark results of language-model evaluations in a local,
 /// tamper-evident archive and compares them item by item.
 #[derive(Debug, Parser)]
-#[command(name = "babel", version, after_help = AFTER_HELP, max_term_width = 100)]
+#[command(name = "babel", version, after_help = after_help(), max_term_width = 100)]
 pub struct Cli {
     /// The archive root [default: $BABEL_ROOT, else the current directory].
     #[arg(

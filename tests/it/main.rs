@@ -17,6 +17,7 @@ mod compare;
 mod crash_recovery;
 mod demo;
 mod dependency_rule;
+mod exit_codes;
 mod export_eee;
 mod full_disk;
 mod golden_archive;
