@@ -3,7 +3,7 @@
 use serde_json::Value;
 use std::path::PathBuf;
 
-use super::output::print_json;
+use super::output::{column_width, print_json};
 use super::{CliError, Exit, Globals};
 use babel::archive::artifacts::payload::{ArtifactPin, Payload};
 use babel::archive::artifacts::{self, ArtifactId, Kind};
@@ -244,13 +244,8 @@ fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
         outln!("no artifacts registered (register one with `babel artifact add KIND ID FILE`)");
         return Ok(Exit::Ok);
     }
-    let wk = listed
-        .iter()
-        .map(|a| a.kind.len())
-        .max()
-        .unwrap_or(0)
-        .max(4);
-    let wi = listed.iter().map(|a| a.id.len()).max().unwrap_or(0).max(2);
+    let wk = column_width(&listed, "kind", |a| a.kind.len());
+    let wi = column_width(&listed, "id", |a| a.id.len());
     outln!("{:wk$}  {:wi$}  sha256        pins", "kind", "id");
     for artifact in &listed {
         let pins = artifact.dependencies.artifacts.len() + artifact.dependencies.runs.len();

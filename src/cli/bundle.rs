@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::output::print_json;
-use super::{CliError, Exit, Globals, run_id};
+use super::{CliError, Exit, Globals, run_ids};
 use babel::archive::ArchiveError;
 use babel::bundle::export::{self, Selection};
 use babel::bundle::import::ImportError;
@@ -53,12 +53,7 @@ pub struct ExportArgs {
 pub fn export(globals: &Globals, args: ExportArgs) -> Result<Exit, CliError> {
     let selection = match args.release {
         Some(release) => Selection::Release(release),
-        None => Selection::Runs(
-            args.runs
-                .iter()
-                .map(|r| run_id(r))
-                .collect::<Result<_, _>>()?,
-        ),
+        None => Selection::Runs(run_ids(&args.runs)?),
     };
     let archive = globals.archive()?;
     // No write starts while the files are hashed and copied.

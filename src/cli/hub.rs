@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 
 use super::output::print_json;
-use super::{CliError, Exit, Globals, run_id};
+use super::{CliError, Exit, Globals, run_ids};
 use babel::hub::client::HubClient;
 use babel::hub::config::HubConfig;
 use babel::hub::plan::{self, FileStatus, LocalPlan, Remote, Selection};
@@ -146,18 +146,7 @@ impl Drop for Bar {
 }
 
 fn progress_bar(hidden: bool) -> Arc<Bar> {
-    let target = if hidden {
-        ProgressDrawTarget::hidden()
-    } else {
-        ProgressDrawTarget::stderr()
-    };
-    let bar = ProgressBar::with_draw_target(None, target);
-    if let Ok(style) =
-        ProgressStyle::with_template("{msg} {wide_bar} {bytes}/{total_bytes} ({eta})")
-    {
-        bar.set_style(style);
-    }
-    Arc::new(Bar(bar))
+    Arc::new(Bar(super::output::progress_bar(hidden)))
 }
 
 fn client() -> Result<HubClient, HubError> {
@@ -166,13 +155,7 @@ fn client() -> Result<HubClient, HubError> {
 
 /// The runs to publish (the plan adds every run an artifact pins).
 fn selection(runs: Option<Vec<String>>) -> Result<Selection, CliError> {
-    let runs = runs
-        .map(|runs| {
-            runs.iter()
-                .map(|r| run_id(r))
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .transpose()?;
+    let runs = runs.as_deref().map(run_ids).transpose()?;
     Ok(Selection { runs })
 }
 

@@ -1,6 +1,6 @@
 //! `babel import`, with a progress bar on stderr for long inputs.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 use std::path::PathBuf;
 
 use super::output::print_json;
@@ -134,21 +134,6 @@ impl Progress for Bar {
     }
 }
 
-fn progress_bar(quiet: bool) -> Bar {
-    let target = if quiet {
-        ProgressDrawTarget::hidden()
-    } else {
-        ProgressDrawTarget::stderr()
-    };
-    let bar = ProgressBar::with_draw_target(None, target);
-    if let Ok(style) =
-        ProgressStyle::with_template("{msg} {wide_bar} {bytes}/{total_bytes} ({eta})")
-    {
-        bar.set_style(style);
-    }
-    Bar(bar)
-}
-
 pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     let run = run_id(&args.run)?;
     let format = Format::parse(&args.format)
@@ -184,7 +169,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     };
     let archive = globals.archive()?;
     let session = globals.write_session(&archive)?;
-    let bar = progress_bar(globals.quiet || args.json);
+    let bar = Bar(super::output::progress_bar(globals.quiet || args.json));
     let report = import::import(&session, &run, &args.files, &options, &bar)?;
     if args.json {
         print_json(&ImportOutput::from(&report))?;

@@ -313,6 +313,28 @@ pub fn report(error: &CliError) -> ExitCode {
     error.exit().into()
 }
 
+/// A byte progress bar on stderr, styled alike for every command; hidden when `hidden`
+/// (--quiet, --json), and by indicatif itself when stderr is not a terminal.
+pub fn progress_bar(hidden: bool) -> indicatif::ProgressBar {
+    let target = if hidden {
+        indicatif::ProgressDrawTarget::hidden()
+    } else {
+        indicatif::ProgressDrawTarget::stderr()
+    };
+    let bar = indicatif::ProgressBar::with_draw_target(None, target);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg} {wide_bar} {bytes}/{total_bytes} ({eta})")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// The width of a text column: its widest cell, and at least its title.
+pub fn column_width<T>(rows: &[T], title: &str, cell: impl Fn(&T) -> usize) -> usize {
+    rows.iter().map(cell).max().unwrap_or(0).max(title.len())
+}
+
 /// Writes a value as pretty JSON on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), CliError> {
     let mut stdout = stdout();

@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use super::output::print_json;
+use super::output::{column_width, print_json};
 use super::{CliError, Exit, Globals, run_id};
 use babel::archive::ArchiveError;
 use babel::archive::manifest::{CountEntry, RunManifest, RunStatus};
@@ -41,12 +41,11 @@ fn print_counts(out: &mut dyn Write, counts: &[CountEntry]) -> io::Result<()> {
     if counts.is_empty() {
         return writeln!(out, "  (no records)");
     }
-    let width = |f: &dyn Fn(&CountEntry) -> usize, title: usize| {
-        counts.iter().map(f).max().unwrap_or(0).max(title)
-    };
-    let wb = width(&|c| c.benchmark.len(), 9);
-    let wl = width(&|c| c.language.as_deref().unwrap_or("-").len(), 8);
-    let wv = width(&|c| c.variant_id.len(), 7);
+    let wb = column_width(counts, "benchmark", |c| c.benchmark.len());
+    let wl = column_width(counts, "language", |c| {
+        c.language.as_deref().unwrap_or("-").len()
+    });
+    let wv = column_width(counts, "variant", |c| c.variant_id.len());
     writeln!(
         out,
         "  {:wb$}  {:wl$}  {:wv$}  records",
@@ -193,18 +192,8 @@ pub fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
         }
         return Ok(exit);
     }
-    let wr = manifests
-        .iter()
-        .map(|m| m.run_id.len())
-        .max()
-        .unwrap_or(0)
-        .max(3);
-    let wm = manifests
-        .iter()
-        .map(|m| m.model().len())
-        .max()
-        .unwrap_or(0)
-        .max(5);
+    let wr = column_width(&manifests, "run", |m| m.run_id.len());
+    let wm = column_width(&manifests, "model", |m| m.model().len());
     writeln!(
         out,
         "{:wr$}  status  {:wm$}  imports  records",
