@@ -317,7 +317,7 @@ fn release_bundles() {
 fn hub_snapshot(env: &Env, server: &HubServer, name: &str, args: &[&str]) {
     let text = transcript(args, hub(env, server, args));
     let mut settings = settings(env);
-    settings.add_filter(&literal(&server.endpoint()), "[HUB]");
+    settings.add_filter(&literal(server.endpoint()), "[HUB]");
     settings.add_filter(r"\b[0-9a-f]{40}\b", "[COMMIT]");
     settings.bind(|| insta::assert_snapshot!(name, text));
 }
