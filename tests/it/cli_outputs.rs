@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use crate::common::Env;
+use crate::common::{Env, example};
 use crate::hub_server::HubServer;
 use crate::hub_support::hub;
 
@@ -69,10 +69,6 @@ fn transcript(args: &[&str], mut command: assert_cmd::Command) -> String {
 fn snapshot(env: &Env, name: &str, args: &[&str]) {
     let text = transcript(args, env.babel(args));
     settings(env).bind(|| insta::assert_snapshot!(name, text));
-}
-
-fn example(relative: &str) -> String {
-    format!("{REPO}/examples/{relative}")
 }
 
 fn harness_fixture(name: &str) -> String {
@@ -169,38 +165,13 @@ fn runs_imports_records_and_validation() {
 /// An archive with the example item bank and protocol and three sealed strict runs.
 fn benchmark_archive() -> Env {
     let env = Env::with_archive();
-    for (kind, id, file) in [
-        ("item-bank", "capitals-bank", "benchmark/item-bank.json"),
-        ("protocol", "capitals-0shot", "benchmark/protocol.json"),
-    ] {
-        env.babel(&["artifact", "add", kind, id, &example(file)])
-            .assert()
-            .success();
-    }
+    env.register_example_benchmark();
     for (run, model) in [
         ("demo-7b-step1000", "demo-org/demo-7b"),
         ("demo-7b-step2000", "demo-org/demo-7b"),
         ("demo-1b", "demo-org/demo-1b"),
     ] {
-        env.babel(&[
-            "run",
-            "create",
-            run,
-            "--model",
-            model,
-            "--benchmark",
-            "world-capitals",
-            "--item-bank",
-            "capitals-bank",
-            "--protocol",
-            "capitals-0shot",
-        ])
-        .assert()
-        .success();
-        let results = example(&format!("benchmark/results/{run}.jsonl"));
-        env.babel(&["import", run, "--format", "canonical", &results])
-            .assert()
-            .success();
+        env.strict_run(run, model, run);
         env.babel(&["seal", run]).assert().success();
     }
     env
@@ -347,35 +318,22 @@ fn the_hub_plan_push_and_pull() {
         "hub_push_json",
         &["hub-push", "--repo", repo, "--json"],
     );
-    hub_snapshot(
-        &env,
-        &server,
-        "hub_pull",
-        &[
+    for (name, dest, json) in [
+        ("hub_pull", "pulled", None),
+        ("hub_pull_json", "pulled-json", Some("--json")),
+    ] {
+        let mut args = vec![
             "hub-pull",
             "--repo",
             repo,
             "--revision",
             "main",
             "--dest",
-            "pulled",
-        ],
-    );
-    hub_snapshot(
-        &env,
-        &server,
-        "hub_pull_json",
-        &[
-            "hub-pull",
-            "--repo",
-            repo,
-            "--revision",
-            "main",
-            "--dest",
-            "pulled-json",
-            "--json",
-        ],
-    );
+            dest,
+        ];
+        args.extend(json);
+        hub_snapshot(&env, &server, name, &args);
+    }
 }
 
 #[test]

@@ -3,13 +3,9 @@
 //! `babel --help`." (issue 21) Each error below is raised through every command that can
 //! meet it, and README.md's table is checked against `babel --help`.
 
-use crate::common::Env;
+use crate::common::{Env, example};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
-
-fn example(relative: &str) -> String {
-    format!("{REPO}/examples/{relative}")
-}
 
 /// The exit code of each command line, with its stderr for the failure message.
 fn codes(env: &Env, commands: &[&[&str]]) -> Vec<(String, Option<i32>, String)> {
@@ -38,52 +34,26 @@ fn assert_all(env: &Env, code: i32, message: &str, commands: &[&[&str]]) {
 /// strict run `open-strict` and a sealed general run `general` with the capitals example.
 fn archive() -> Env {
     let env = Env::with_archive();
-    for (kind, id, file) in [
-        ("item-bank", "capitals-bank", "benchmark/item-bank.json"),
-        ("protocol", "capitals-0shot", "benchmark/protocol.json"),
-    ] {
-        env.babel(&["artifact", "add", kind, id, &example(file)])
-            .assert()
-            .success();
-    }
-    for (run, results) in [("strict", "demo-1b"), ("open-strict", "demo-7b-step1000")] {
-        env.babel(&[
+    env.register_example_benchmark();
+    env.strict_run("strict", "demo-org/demo", "demo-1b");
+    env.strict_run("open-strict", "demo-org/demo", "demo-7b-step1000");
+    env.babel(&["seal", "strict"]).assert().success();
+    let capitals = example("canonical/capitals.jsonl");
+    for args in [
+        &[
             "run",
             "create",
-            run,
+            "general",
             "--model",
-            "demo-org/demo",
+            "demo-model",
             "--benchmark",
             "world-capitals",
-            "--item-bank",
-            "capitals-bank",
-            "--protocol",
-            "capitals-0shot",
-        ])
-        .assert()
-        .success();
-        let file = example(&format!("benchmark/results/{results}.jsonl"));
-        env.babel(&["import", run, "--format", "canonical", &file])
-            .assert()
-            .success();
+        ][..],
+        &["import", "general", "--format", "canonical", &capitals],
+        &["seal", "general"],
+    ] {
+        env.babel(args).assert().success();
     }
-    env.babel(&["seal", "strict"]).assert().success();
-    env.babel(&[
-        "run",
-        "create",
-        "general",
-        "--model",
-        "demo-model",
-        "--benchmark",
-        "world-capitals",
-    ])
-    .assert()
-    .success();
-    let capitals = example("canonical/capitals.jsonl");
-    env.babel(&["import", "general", "--format", "canonical", &capitals])
-        .assert()
-        .success();
-    env.babel(&["seal", "general"]).assert().success();
     env
 }
 
