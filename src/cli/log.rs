@@ -4,8 +4,9 @@ use std::io::{self, Write};
 
 use super::output::print_json;
 use super::{CliError, Exit, Globals, run_id};
+use babel::archive::ArchiveError;
+use babel::archive::history::{self, Head};
 use babel::archive::layout::run_relative;
-use babel::archive::{ArchiveError, history};
 use babel::outputs::LogOutput;
 
 const AFTER_HELP: &str = "\
@@ -60,45 +61,16 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         }
         .into());
     }
+    let exit = if read.problems.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Failure
+    };
     if args.json {
         print_json(&LogOutput::new(&read, &entries))?;
-        return Ok(if read.problems.is_empty() {
-            Exit::Ok
-        } else {
-            Exit::Failure
-        });
+        return Ok(exit);
     }
-    let mut out = super::output::stdout();
-    let printed = (|| -> io::Result<()> {
-        for (entry, sha256) in &entries {
-            let manifests: Vec<String> = entry
-                .manifests
-                .iter()
-                .map(|(path, sha)| match sha {
-                    Some(sha) => format!("{path} {}", &sha[..12]),
-                    None => format!("{path} removed"),
-                })
-                .collect();
-            let from = entry.bundle.as_ref().map_or(String::new(), |b| {
-                format!("  from bundle {} (root {})", &b.sha256[..12], &b.root[..12])
-            });
-            writeln!(
-                out,
-                "{:>5}  {}  {:<12}  {:<24}  {}{from}  (entry {})",
-                entry.seq,
-                entry.at,
-                entry.operation,
-                entry.subject,
-                manifests.join(", "),
-                &sha256[..12]
-            )?;
-        }
-        if let Some(head) = read.head() {
-            writeln!(out, "head {head}")?;
-        }
-        out.flush()
-    })();
-    match printed {
+    match print_entries(&entries, read.head()) {
         Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {}
         other => other?,
     }
@@ -106,9 +78,38 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         let place = line.map_or_else(|| path.to_string(), |line| format!("{path}:{line}"));
         errln!("history: {place}: {message}");
     }
-    Ok(if read.problems.is_empty() {
-        Exit::Ok
-    } else {
-        Exit::Failure
-    })
+    Ok(exit)
+}
+
+/// One line per entry (its number, time, operation, subject, manifests and hash), then the
+/// head to cite.
+fn print_entries(entries: &[(&history::Entry, &String)], head: Option<Head>) -> io::Result<()> {
+    let mut out = super::output::stdout();
+    for (entry, sha256) in entries {
+        let manifests: Vec<String> = entry
+            .manifests
+            .iter()
+            .map(|(path, sha)| match sha {
+                Some(sha) => format!("{path} {}", &sha[..12]),
+                None => format!("{path} removed"),
+            })
+            .collect();
+        let from = entry.bundle.as_ref().map_or(String::new(), |b| {
+            format!("  from bundle {} (root {})", &b.sha256[..12], &b.root[..12])
+        });
+        writeln!(
+            out,
+            "{:>5}  {}  {:<12}  {:<24}  {}{from}  (entry {})",
+            entry.seq,
+            entry.at,
+            entry.operation,
+            entry.subject,
+            manifests.join(", "),
+            &sha256[..12]
+        )?;
+    }
+    if let Some(head) = head {
+        writeln!(out, "head {head}")?;
+    }
+    out.flush()
 }
