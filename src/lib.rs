@@ -14,7 +14,9 @@
 //!   an archive root: transactions, manifests, history, records store, validate),
 //!   `report` (writes through `durable` only);
 //! - workflows over an archive: `pipeline` (compare and panel end to end), `export`
-//!   (Every Eval Ever), `bundle` (release bundles), `hub` (the Hugging Face Hub).
+//!   (Every Eval Ever), `bundle` (release bundles), `hub` (the Hugging Face Hub);
+//! - what the commands print: `outputs` (the `--json` outputs that are not a type of the
+//!   layers below).
 //!
 //! The binary (`src/cli/`) parses arguments, decides where files go, and prints.
 
@@ -30,6 +32,7 @@ pub mod hub;
 pub mod inputs;
 pub mod jsonl;
 pub mod matrix;
+pub mod outputs;
 pub mod panel;
 pub mod parallel;
 pub mod pipeline;

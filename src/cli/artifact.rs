@@ -1,12 +1,13 @@
 //! `babel artifact add`, `show` and `list`.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::PathBuf;
 
-use super::output::print_json;
+use super::output::{column_width, print_json};
 use super::{CliError, Exit, Globals};
-use babel::archive::artifacts::payload::Payload;
+use babel::archive::artifacts::payload::{ArtifactPin, Payload};
 use babel::archive::artifacts::{self, ArtifactId, Kind};
+use babel::outputs::{ArtifactAdded, ArtifactList, ArtifactShown};
 
 const ADD_EXAMPLES: &str = "\
 Examples:
@@ -104,13 +105,7 @@ fn add(globals: &Globals, args: AddArgs) -> Result<Exit, CliError> {
     let session = globals.write_session(&archive)?;
     let outcome = artifacts::add(&session, kind, &id, &args.file)?;
     if args.json {
-        print_json(&json!({
-            "kind": kind.name(),
-            "id": outcome.id,
-            "sha256": outcome.sha256,
-            "bytes": outcome.bytes,
-            "created": outcome.created,
-        }))?;
+        print_json(&ArtifactAdded::from(&outcome))?;
     } else if !globals.quiet {
         if outcome.created {
             outln!("registered {kind} {id} ({} bytes)", outcome.bytes);
@@ -118,12 +113,19 @@ fn add(globals: &Globals, args: AddArgs) -> Result<Exit, CliError> {
             outln!("{kind} {id} is already registered with this payload; nothing changed");
         }
         outln!("  sha256 {}", outcome.sha256);
-        outln!(
-            "  pin    {}",
-            json!({"id": outcome.id, "sha256": outcome.sha256})
-        );
+        print_pin(&ArtifactPin {
+            id: outcome.id,
+            sha256: outcome.sha256,
+        })?;
     }
     Ok(Exit::Ok)
+}
+
+/// The pin to an artifact, as a payload writes it.
+fn print_pin(pin: &ArtifactPin) -> Result<(), CliError> {
+    let pin = serde_json::to_string(pin).map_err(std::io::Error::from)?;
+    outln!("  pin    {pin}");
+    Ok(())
 }
 
 fn summary(payload: &Payload) -> Vec<String> {
@@ -210,8 +212,7 @@ fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
     let archive = globals.archive()?;
     let registered = artifacts::load(&archive, kind, id.as_str()).map_err(CliError::from)?;
     if args.json {
-        let manifest = serde_json::to_value(&registered.manifest).map_err(std::io::Error::from)?;
-        print_json(&json!({"manifest": manifest, "payload": registered.value}))?;
+        print_json(&ArtifactShown::from(&registered))?;
         return Ok(Exit::Ok);
     }
     let manifest = &registered.manifest;
@@ -221,10 +222,7 @@ fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
         registered.sha256,
         manifest.artifact.bytes
     );
-    outln!(
-        "  pin    {}",
-        json!({"id": id.as_str(), "sha256": registered.sha256})
-    );
+    print_pin(&registered.pin())?;
     if let Some(Value::String(description)) = registered.value.get("description") {
         outln!("  {description}");
     }
@@ -239,20 +237,15 @@ fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
     let archive = globals.archive()?;
     let listed = artifacts::list(&archive, kind)?;
     if args.json {
-        print_json(&json!({"artifacts": listed}))?;
+        print_json(&ArtifactList { artifacts: listed })?;
         return Ok(Exit::Ok);
     }
     if listed.is_empty() {
         outln!("no artifacts registered (register one with `babel artifact add KIND ID FILE`)");
         return Ok(Exit::Ok);
     }
-    let wk = listed
-        .iter()
-        .map(|a| a.kind.len())
-        .max()
-        .unwrap_or(0)
-        .max(4);
-    let wi = listed.iter().map(|a| a.id.len()).max().unwrap_or(0).max(2);
+    let wk = column_width(&listed, "kind", |a| a.kind.len());
+    let wi = column_width(&listed, "id", |a| a.id.len());
     outln!("{:wk$}  {:wi$}  sha256        pins", "kind", "id");
     for artifact in &listed {
         let pins = artifact.dependencies.artifacts.len() + artifact.dependencies.runs.len();

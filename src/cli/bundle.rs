@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::output::print_json;
-use super::{CliError, Exit, Globals, run_id};
+use super::{CliError, Exit, Globals, run_ids};
 use babel::archive::ArchiveError;
 use babel::bundle::export::{self, Selection};
 use babel::bundle::import::ImportError;
@@ -53,12 +53,7 @@ pub struct ExportArgs {
 pub fn export(globals: &Globals, args: ExportArgs) -> Result<Exit, CliError> {
     let selection = match args.release {
         Some(release) => Selection::Release(release),
-        None => Selection::Runs(
-            args.runs
-                .iter()
-                .map(|r| run_id(r))
-                .collect::<Result<_, _>>()?,
-        ),
+        None => Selection::Runs(run_ids(&args.runs)?),
     };
     let archive = globals.archive()?;
     // No write starts while the files are hashed and copied.
@@ -66,7 +61,7 @@ pub fn export(globals: &Globals, args: ExportArgs) -> Result<Exit, CliError> {
     let _lock = archive.hold_still("babel export", wait, &mut globals.announce_wait())?;
     let exported = export::export(&archive, &selection, &args.out)?;
     if args.json {
-        print_json(&serde_json::to_value(&exported).unwrap_or_default())?;
+        print_json(&exported)?;
         return Ok(Exit::Ok);
     }
     outln!(
@@ -169,7 +164,7 @@ pub fn verify(args: VerifyArgs) -> Result<Exit, CliError> {
         Ok(staged) => {
             let verified = &staged.verified;
             if args.json {
-                print_json(&serde_json::to_value(verified).unwrap_or_default())?;
+                print_json(verified)?;
             } else {
                 outln!(
                     "valid bundle: {} component(s), {} file(s), {} record(s)",
@@ -229,7 +224,7 @@ pub fn import(globals: &Globals, args: ImportArgs) -> Result<Exit, CliError> {
     match babel::bundle::import::import(&session, &args.file, expected, &args.checks.ceilings()) {
         Ok(imported) => {
             if args.json {
-                print_json(&serde_json::to_value(&imported).unwrap_or_default())?;
+                print_json(&imported)?;
             } else if imported.published.is_empty() {
                 outln!(
                     "nothing to import: the archive already holds all {} run(s) and artifact(s) of this bundle, identical",

@@ -1,7 +1,7 @@
 //! `babel compare`: the summary of two sides on stdout and, with `--items`, the item-level
 //! report in a new file. Reads only; takes no lock.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::output::print_json;
@@ -122,15 +122,12 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             report,
         },
     )?;
-    let (summary, written) = (outcome.summary, outcome.report);
     if args.json {
-        let mut value = serde_json::to_value(&summary).map_err(io::Error::from)?;
-        value["report"] = serde_json::to_value(&written).map_err(io::Error::from)?;
-        print_json(&value)?;
+        print_json(&outcome)?;
     } else if !globals.quiet {
         let mut stdout = super::output::stdout();
-        report::text::render(&summary, &mut stdout)?;
-        if let Some(written) = &written {
+        report::text::render(&outcome.summary, &mut stdout)?;
+        if let Some(written) = &outcome.report {
             writeln!(
                 stdout,
                 "\nreport: {} items -> {} ({})",

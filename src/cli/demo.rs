@@ -7,14 +7,13 @@ use super::{CliError, Exit, Globals};
 use babel::adapters::Format;
 use babel::archive::artifacts::{self, ArtifactId, Kind, contract};
 use babel::archive::comparison::SideRequest;
-use babel::archive::import::{self, ImportOptions, NoProgress};
+use babel::archive::import::{self, ImportOptions, ImportReport, NoProgress};
 use babel::archive::layout::RunId;
 use babel::archive::runs::{self, NewRun};
-use babel::archive::{Archive, ArchiveError, validate};
-use babel::report::{self, ReportFormat};
-
+use babel::archive::{Archive, ArchiveError, WriteSession, validate};
 use babel::compare::stats::ConfidenceLevel;
-use babel::pipeline::{self, CompareRequest, ReportRequest};
+use babel::pipeline::{self, CompareRequest, ReportRequest, ReportWritten};
+use babel::report::{self, ReportFormat};
 
 /// The bundled example inputs, compiled into the binary so the demo runs anywhere.
 const EXAMPLES: [(&str, &str); 9] = [
@@ -104,8 +103,10 @@ fn write_examples(inputs: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
-    let workspace = match args.dir {
+/// The folder the demo builds in: `--dir` (which must not exist yet), or a new one in the
+/// system temporary directory, kept for the user to explore.
+fn workspace(dir: Option<PathBuf>) -> Result<PathBuf, CliError> {
+    match dir {
         Some(dir) => {
             if dir.exists() {
                 return Err(CliError::usage(
@@ -114,29 +115,47 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
                 ));
             }
             std::fs::create_dir_all(&dir)?;
-            dir
+            Ok(dir)
         }
-        None => tempfile::Builder::new()
+        None => Ok(tempfile::Builder::new()
             .prefix("babel-demo-")
             .tempdir()?
-            .keep(),
-    };
-    let root = workspace.join("archive");
-    let inputs = workspace.join("inputs");
-    write_examples(&inputs)?;
+            .keep()),
+    }
+}
 
+/// Creates run `name` (one of the demo's valid IDs) as `babel run create` would.
+fn create_run(session: &WriteSession<'_>, name: &str, new: NewRun) -> Result<RunId, CliError> {
+    let run = RunId::parse(name).expect("a valid ID");
+    runs::create(session, &run, new)?;
+    Ok(run)
+}
+
+/// Imports one file into `run` as `babel import` would, without a progress bar.
+fn import_file(
+    session: &WriteSession<'_>,
+    run: &RunId,
+    file: PathBuf,
+    options: &ImportOptions,
+) -> Result<ImportReport, CliError> {
+    Ok(import::import(session, run, &[file], options, &NoProgress)?)
+}
+
+/// The demo's own `babel init`: a new archive at `root`.
+fn create_the_archive(globals: &Globals, root: &Path) -> Result<Archive, CliError> {
     step(&format!("babel --root {} init", root.display()));
-    Archive::init(&root, globals.wait, &mut globals.announce_wait())?;
+    Archive::init(root, globals.wait, &mut globals.announce_wait())?;
     outln!("created a babel archive");
-    let archive = Archive::open(&root)?;
-    let session =
-        archive.write_session("babel demo", globals.wait, &mut globals.announce_wait())?;
+    Ok(Archive::open(root)?)
+}
 
-    let run = RunId::parse("capitals-demo").expect("a valid ID");
+/// Run capitals-demo, with the canonical capitals example: original and rephrased
+/// questions in six languages.
+fn import_the_capitals(session: &WriteSession<'_>, inputs: &Path) -> Result<RunId, CliError> {
     step("babel run create capitals-demo --model demo-model --benchmark world-capitals");
-    runs::create(
-        &session,
-        &run,
+    let run = create_run(
+        session,
+        "capitals-demo",
         NewRun {
             model: "demo-model".into(),
             benchmark: Some("world-capitals".into()),
@@ -144,45 +163,58 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         },
     )?;
     outln!("created run {run}");
-
-    let canonical = ImportOptions::new(Format::CANONICAL);
-    let capitals = inputs.join("canonical/capitals.jsonl");
     step("babel import capitals-demo --format canonical inputs/canonical/capitals.jsonl");
-    let report = import::import(
-        &session,
+    let capitals = inputs.join("canonical/capitals.jsonl");
+    let report = import_file(
+        session,
         &run,
-        std::slice::from_ref(&capitals),
-        &canonical,
-        &NoProgress,
+        capitals,
+        &ImportOptions::new(Format::CANONICAL),
     )?;
     for file in &report.files {
         outln!("imported {} records -> {}", file.records, file.raw_path);
     }
+    Ok(run)
+}
 
-    let broken = inputs.join("canonical/broken.jsonl");
+/// The broken example, refused whole with every problem listed.
+fn reject_the_broken_file(
+    session: &WriteSession<'_>,
+    run: &RunId,
+    inputs: &Path,
+) -> Result<(), CliError> {
     step(
         "babel import capitals-demo --format canonical inputs/canonical/broken.jsonl   (a deliberately broken file)",
     );
-    match import::import(&session, &run, &[broken], &canonical, &NoProgress) {
+    let broken = inputs.join("canonical/broken.jsonl");
+    match import::import(
+        session,
+        run,
+        &[broken],
+        &ImportOptions::new(Format::CANONICAL),
+        &NoProgress,
+    ) {
         Err(ArchiveError::Rejected(report)) => {
             outln!("rejected, as it should be: {}", report.summary());
             for rejection in &report.rejections {
                 outln!("  {rejection}");
             }
+            Ok(())
         }
-        Ok(_) => {
-            return Err(CliError::usage(
-                "the broken example was accepted; this is a bug",
-                None,
-            ));
-        }
-        Err(other) => return Err(other.into()),
+        Ok(_) => Err(CliError::usage(
+            "the broken example was accepted; this is a bug",
+            None,
+        )),
+        Err(other) => Err(other.into()),
     }
-    let paired = RunId::parse("paired-demo").expect("a valid ID");
+}
+
+/// Run paired-demo, from the paired example: one line, two records.
+fn import_the_paired_file(session: &WriteSession<'_>, inputs: &Path) -> Result<RunId, CliError> {
     step("babel run create paired-demo --model demo-model --benchmark world-capitals");
-    runs::create(
-        &session,
-        &paired,
+    let run = create_run(
+        session,
+        "paired-demo",
         NewRun {
             model: "demo-model".into(),
             benchmark: Some("world-capitals".into()),
@@ -192,41 +224,33 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     step(
         "babel import paired-demo --format paired inputs/paired/capitals-paired.jsonl   (one line, two records)",
     );
-    let report = import::import(
-        &session,
-        &paired,
-        &[inputs.join("paired/capitals-paired.jsonl")],
-        &ImportOptions::new(Format::PAIRED),
-        &NoProgress,
-    )?;
+    let pairs = inputs.join("paired/capitals-paired.jsonl");
+    let report = import_file(session, &run, pairs, &ImportOptions::new(Format::PAIRED))?;
     for file in &report.files {
         outln!("imported {} records -> {}", file.records, file.raw_path);
     }
+    Ok(run)
+}
 
-    let harness = RunId::parse("harness-demo").expect("a valid ID");
+/// Run harness-demo, from real lm-evaluation-harness output, its results file attached.
+fn import_the_harness_output(session: &WriteSession<'_>, inputs: &Path) -> Result<(), CliError> {
     step("babel run create harness-demo --model dummy-p");
-    runs::create(
-        &session,
-        &harness,
+    let run = create_run(
+        session,
+        "harness-demo",
         NewRun {
             model: "dummy-p".into(),
             benchmark: None,
             meta: Vec::new(),
         },
     )?;
-    outln!("created run {harness}");
+    outln!("created run {run}");
     step(&format!(
         "babel import harness-demo --format harness inputs/{HARNESS_SAMPLES} --attach inputs/{HARNESS_RESULTS}   (real lm-evaluation-harness 0.4.13 output)"
     ));
-    let mut harness_options = ImportOptions::new(Format::HARNESS);
-    harness_options.attachments = vec![inputs.join(HARNESS_RESULTS)];
-    let report = import::import(
-        &session,
-        &harness,
-        &[inputs.join(HARNESS_SAMPLES)],
-        &harness_options,
-        &NoProgress,
-    )?;
+    let mut options = ImportOptions::new(Format::HARNESS);
+    options.attachments = vec![inputs.join(HARNESS_RESULTS)];
+    let report = import_file(session, &run, inputs.join(HARNESS_SAMPLES), &options)?;
     for file in &report.files {
         outln!(
             "imported {} records (one per document and filter) -> {}",
@@ -237,6 +261,14 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     for attachment in &report.attachments {
         outln!("attached {attachment}");
     }
+    Ok(())
+}
+
+/// The example item bank and protocol, registered.
+fn register_the_bank_and_protocol(
+    session: &WriteSession<'_>,
+    inputs: &Path,
+) -> Result<(), CliError> {
     step(
         "babel artifact add item-bank capitals-bank inputs/benchmark/item-bank.json   (and the protocol)",
     );
@@ -245,7 +277,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         (Kind::Protocol, "capitals-0shot", PROTOCOL),
     ] {
         let id = ArtifactId::parse(id).expect("a valid ID");
-        let added = artifacts::add(&session, kind, &id, &inputs.join(file))?;
+        let added = artifacts::add(session, kind, &id, &inputs.join(file))?;
         outln!(
             "registered {} {} (sha256 {})",
             kind.name(),
@@ -253,79 +285,101 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             added.sha256
         );
     }
-    let mut strict_runs = Vec::new();
-    for (name, file) in [
+    Ok(())
+}
+
+/// Two strict runs, checkpoints of one model under the bank and protocol, each record
+/// checked against the bank.
+fn import_two_strict_checkpoints(
+    session: &WriteSession<'_>,
+    inputs: &Path,
+) -> Result<Vec<RunId>, CliError> {
+    let checkpoints = [
         ("demo-7b-step1000", STEP_1000),
         ("demo-7b-step2000", STEP_2000),
-    ] {
+    ];
+    let contract = contract::contract_for(session.archive(), "capitals-bank", "capitals-0shot")?;
+    let mut strict = Vec::new();
+    for (name, file) in checkpoints {
         step(&format!(
             "babel run create {name} --model demo-org/demo-7b --item-bank capitals-bank --protocol capitals-0shot"
         ));
-        let strict = RunId::parse(name).expect("a valid ID");
-        let contract = contract::contract_for(&archive, "capitals-bank", "capitals-0shot")?;
-        runs::create(
-            &session,
-            &strict,
+        let run = create_run(
+            session,
+            name,
             NewRun {
                 model: "demo-org/demo-7b".into(),
                 benchmark: Some("world-capitals".into()),
-                meta: vec![(contract::CONTRACT_KEY.to_owned(), contract)],
+                meta: vec![(contract::CONTRACT_KEY.to_owned(), contract.clone())],
             },
         )?;
-        let report = import::import(
-            &session,
-            &strict,
-            &[inputs.join(file)],
-            &canonical,
-            &NoProgress,
-        )?;
+        let options = ImportOptions::new(Format::CANONICAL);
+        let report = import_file(session, &run, inputs.join(file), &options)?;
         for file in &report.files {
             outln!(
                 "a strict run: imported {} records, each checked against the item bank",
                 file.records
             );
         }
-        strict_runs.push(strict);
+        strict.push(run);
     }
-    drop(session);
+    Ok(strict)
+}
 
-    step("babel compare capitals-demo --items capitals-report.html");
-    let side = |run: &RunId, variant: &str| SideRequest {
+/// Variant `variant` of `run`, as one side of a comparison.
+fn side(run: &RunId, variant: &str) -> SideRequest {
+    SideRequest {
         run: run.clone(),
         variant_id: variant.into(),
-    };
-    let report_path = workspace.join("capitals-report.html");
+    }
+}
+
+/// Original against rephrased in capitals-demo, with the HTML report written beside the
+/// archive.
+fn compare_original_and_rephrased(
+    archive: &Archive,
+    run: &RunId,
+    workspace: &Path,
+) -> Result<Option<ReportWritten>, CliError> {
+    step("babel compare capitals-demo --items capitals-report.html");
     let outcome = pipeline::compare(
-        &archive,
+        archive,
         &CompareRequest {
-            baseline: side(&run, "original"),
-            variant: side(&run, "rephrased"),
+            baseline: side(run, "original"),
+            variant: side(run, "rephrased"),
             confidence: ConfidenceLevel::NINETY_FIVE,
             report: Some(ReportRequest {
-                path: report_path.clone(),
+                path: workspace.join("capitals-report.html"),
                 format: ReportFormat::Html,
             }),
         },
     )?;
-    let written = outcome.report;
     report::text::render(&outcome.summary, &mut super::output::stdout())?;
+    Ok(outcome.report)
+}
 
+/// The first two strict checkpoints, compared as two runs.
+fn compare_the_checkpoints(archive: &Archive, checkpoints: &[RunId]) -> Result<(), CliError> {
     step(
         "babel compare demo-7b-step1000 --other-run demo-7b-step2000   (two checkpoints, same bank and protocol)",
     );
     let outcome = pipeline::compare(
-        &archive,
+        archive,
         &CompareRequest {
-            baseline: side(&strict_runs[0], "original"),
-            variant: side(&strict_runs[1], "original"),
+            baseline: side(&checkpoints[0], "original"),
+            variant: side(&checkpoints[1], "original"),
             confidence: ConfidenceLevel::NINETY_FIVE,
             report: None,
         },
     )?;
     report::text::render(&outcome.summary, &mut super::output::stdout())?;
+    Ok(())
+}
 
+/// `babel validate` over the whole demo archive; true when it is whole.
+fn validate_the_archive(archive: &Archive) -> Result<bool, CliError> {
     step("babel validate");
-    let report = validate::validate(&archive, &[])?;
+    let report = validate::validate(archive, &[])?;
     outln!(
         "validate: {} ({} run(s), {} file(s), {} record(s) checked)",
         if report.ok { "ok" } else { "FINDINGS" },
@@ -336,7 +390,17 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     for finding in &report.findings {
         outln!("  {}: {}", finding.path, finding.message);
     }
+    Ok(report.ok)
+}
 
+/// Where the archive and the report are, and commands to try next, as the user can run
+/// them.
+fn suggest_what_to_try(
+    root: &Path,
+    written: Option<ReportWritten>,
+    capitals: &RunId,
+    paired: &RunId,
+) {
     outln!("\nThe demo archive is at {}", root.display());
     if let Some(written) = written {
         outln!(
@@ -345,19 +409,37 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         );
     }
     let babel = invocation();
+    let root = root.display();
     outln!("Try:");
-    outln!("  {babel} --root {} show {run}", root.display());
+    outln!("  {babel} --root {root} show {capitals}");
+    outln!("  {babel} --root {root} records {paired} --variant rephrased");
+    outln!("  {babel} --root {root} list");
     outln!(
-        "  {babel} --root {} records {paired} --variant rephrased",
-        root.display()
-    );
-    outln!("  {babel} --root {} list", root.display());
-    outln!(
-        "  {babel} --root {} matrix --bank capitals-bank --runs demo-7b-step1000,demo-7b-step2000 --out responses.csv",
-        root.display()
+        "  {babel} --root {root} matrix --bank capitals-bank --runs demo-7b-step1000,demo-7b-step2000 --out responses.csv"
     );
     if babel != "babel" {
         outln!("(`cargo install --locked --path .` puts babel on your PATH)");
     }
-    Ok(if report.ok { Exit::Ok } else { Exit::Failure })
+}
+
+pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
+    let workspace = workspace(args.dir)?;
+    let root = workspace.join("archive");
+    let inputs = workspace.join("inputs");
+    write_examples(&inputs)?;
+    let archive = create_the_archive(globals, &root)?;
+    let session =
+        archive.write_session("babel demo", globals.wait, &mut globals.announce_wait())?;
+    let capitals = import_the_capitals(&session, &inputs)?;
+    reject_the_broken_file(&session, &capitals, &inputs)?;
+    let paired = import_the_paired_file(&session, &inputs)?;
+    import_the_harness_output(&session, &inputs)?;
+    register_the_bank_and_protocol(&session, &inputs)?;
+    let checkpoints = import_two_strict_checkpoints(&session, &inputs)?;
+    drop(session);
+    let written = compare_original_and_rephrased(&archive, &capitals, &workspace)?;
+    compare_the_checkpoints(&archive, &checkpoints)?;
+    let whole = validate_the_archive(&archive)?;
+    suggest_what_to_try(&root, written, &capitals, &paired);
+    Ok(if whole { Exit::Ok } else { Exit::Failure })
 }

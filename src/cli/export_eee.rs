@@ -50,7 +50,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     let export =
         babel::export::eee::export_eee(&archive, &run, &args.dir, args.developer.as_deref())?;
     if args.json {
-        print_json(&serde_json::to_value(&export).unwrap_or_default())?;
+        print_json(&export)?;
         return Ok(Exit::Ok);
     }
     outln!(

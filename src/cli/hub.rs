@@ -4,17 +4,17 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use serde_json::json;
+use indicatif::ProgressBar;
 
 use super::output::print_json;
-use super::{CliError, Exit, Globals, run_id};
+use super::{CliError, Exit, Globals, run_ids};
 use babel::hub::client::HubClient;
 use babel::hub::config::HubConfig;
 use babel::hub::plan::{self, FileStatus, LocalPlan, Remote, Selection};
 use babel::hub::pull::{self, PullOptions, Revision};
 use babel::hub::push::{self, PushOptions};
-use babel::hub::{Progress, RepoId};
+use babel::hub::{HubError, Progress, RepoId};
+use babel::outputs::{HubPlanOutput, RemoteState};
 
 const PLAN_HELP: &str = "\
 Examples:
@@ -146,33 +146,16 @@ impl Drop for Bar {
 }
 
 fn progress_bar(hidden: bool) -> Arc<Bar> {
-    let target = if hidden {
-        ProgressDrawTarget::hidden()
-    } else {
-        ProgressDrawTarget::stderr()
-    };
-    let bar = ProgressBar::with_draw_target(None, target);
-    if let Ok(style) =
-        ProgressStyle::with_template("{msg} {wide_bar} {bytes}/{total_bytes} ({eta})")
-    {
-        bar.set_style(style);
-    }
-    Arc::new(Bar(bar))
+    Arc::new(Bar(super::output::progress_bar(hidden)))
 }
 
-fn client() -> Result<HubClient, CliError> {
-    Ok(HubClient::new(HubConfig::from_env()?)?)
+fn client() -> Result<HubClient, HubError> {
+    HubClient::new(HubConfig::from_env()?)
 }
 
 /// The runs to publish (the plan adds every run an artifact pins).
 fn selection(runs: Option<Vec<String>>) -> Result<Selection, CliError> {
-    let runs = runs
-        .map(|runs| {
-            runs.iter()
-                .map(|r| run_id(r))
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .transpose()?;
+    let runs = runs.as_deref().map(run_ids).transpose()?;
     Ok(Selection { runs })
 }
 
@@ -192,53 +175,28 @@ pub fn plan(globals: &Globals, args: PlanArgs) -> Result<Exit, CliError> {
     let lock = archive.hold_still("babel hub-plan", wait, &mut globals.announce_wait())?;
     let local = plan::plan_local(&archive, &selection(args.runs)?)?;
     drop(lock);
-    let remote = client().and_then(|client| Ok(plan::fetch_remote(&client, &repo)?));
-    let (state, head, remote_files, problem) = match &remote {
-        Ok(Remote::Missing) => ("missing", None, Some(Vec::new()), None),
-        Ok(Remote::At { head, files }) => ("reachable", head.clone(), Some(files.clone()), None),
-        Err(error) => ("unreachable", None, None, Some(error)),
+    let remote = client().and_then(|client| plan::fetch_remote(&client, &repo));
+    let comparison = match &remote {
+        Ok(Remote::Missing) => Some(plan::compare(&local, &[])),
+        Ok(Remote::At { files, .. }) => Some(plan::compare(&local, files)),
+        Err(_) => None,
     };
-    let comparison = remote_files
-        .as_ref()
-        .map(|files| plan::compare(&local, files));
-    let status_of = |index: usize| comparison.as_ref().map(|c| c.statuses[index]);
-    if args.json {
-        let files: Vec<_> = local
-            .files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| json!({"path": f.path, "size": f.size, "sha256": f.sha256, "status": status_of(i)}))
-            .collect();
-        print_json(&json!({
-            "repo": repo.to_string(),
-            "runs": local.runs.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "whole_archive": local.whole,
-            "remote": {
-                "state": state,
-                "head": head.as_ref().map(ToString::to_string),
-                "error": problem.map(|e| match e {
-                    CliError::Hub(e) => e.to_string(),
-                    _ => "the Hub client could not start".to_owned(),
-                }),
-            },
-            "files": files,
-            "not_published": local.not_published,
-            "bytes": local.bytes(),
-            "deletions": comparison.as_ref().map(|c| c.deletions.clone()),
-        }))?;
-        return Ok(Exit::Ok);
-    }
-    print_plan(
+    let output = HubPlanOutput::new(
         &repo,
         &local,
+        remote.as_ref().map_err(ToString::to_string),
         comparison.as_ref(),
-        head.as_ref().map(ToString::to_string),
     );
-    match (state, problem) {
-        ("missing", _) => outln!(
+    if args.json {
+        print_json(&output)?;
+        return Ok(Exit::Ok);
+    }
+    print_plan(&repo, &local, comparison.as_ref(), output.remote.head);
+    match (&output.remote.state, &remote) {
+        (RemoteState::Missing, _) => outln!(
             "{repo} does not exist yet (or the token cannot see it): every file is new; `babel hub-push --repo {repo} --create` makes it"
         ),
-        (_, Some(CliError::Hub(error))) => {
+        (_, Err(error)) => {
             errln!("note: could not compare with {repo}: {error}");
             if let Some(hint) = error.hint() {
                 errln!("hint: {hint}");

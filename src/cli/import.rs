@@ -1,6 +1,6 @@
 //! `babel import`, with a progress bar on stderr for long inputs.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 use std::path::PathBuf;
 
 use super::output::print_json;
@@ -8,6 +8,7 @@ use super::{CliError, Exit, Globals, run_id};
 use babel::adapters::{AdapterOptions, Format};
 use babel::archive::import::{self, ImportOptions, Progress};
 use babel::jsonl::{FieldPath, NonFinitePolicy};
+use babel::outputs::ImportOutput;
 
 /// Import files (JSON Lines, Inspect logs, HELM run folders, ...) into a run. The batch is
 /// one transaction: every input is published, or (if any item is rejected) none is, and
@@ -133,21 +134,6 @@ impl Progress for Bar {
     }
 }
 
-fn progress_bar(quiet: bool) -> Bar {
-    let target = if quiet {
-        ProgressDrawTarget::hidden()
-    } else {
-        ProgressDrawTarget::stderr()
-    };
-    let bar = ProgressBar::with_draw_target(None, target);
-    if let Ok(style) =
-        ProgressStyle::with_template("{msg} {wide_bar} {bytes}/{total_bytes} ({eta})")
-    {
-        bar.set_style(style);
-    }
-    Bar(bar)
-}
-
 pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     let run = run_id(&args.run)?;
     let format = Format::parse(&args.format)
@@ -183,26 +169,10 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     };
     let archive = globals.archive()?;
     let session = globals.write_session(&archive)?;
-    let bar = progress_bar(globals.quiet || args.json);
+    let bar = Bar(super::output::progress_bar(globals.quiet || args.json));
     let report = import::import(&session, &run, &args.files, &options, &bar)?;
     if args.json {
-        let files: Vec<_> = report
-            .files
-            .iter()
-            .map(|f| {
-                serde_json::json!({
-                    "seq": f.seq,
-                    "file": f.given.display().to_string(),
-                    "raw_path": f.raw_path,
-                    "records": f.records,
-                })
-            })
-            .collect();
-        print_json(&serde_json::json!({
-            "run": report.run,
-            "imports": files,
-            "attachments": report.attachments,
-        }))?;
+        print_json(&ImportOutput::from(&report))?;
     } else if !globals.quiet {
         let total: u64 = report.files.iter().map(|f| f.records).sum();
         outln!(

@@ -4,8 +4,10 @@ use std::io::{self, Write};
 
 use super::output::print_json;
 use super::{CliError, Exit, Globals, run_id};
-use babel::archive::history;
+use babel::archive::ArchiveError;
+use babel::archive::history::{self, Head};
 use babel::archive::layout::run_relative;
+use babel::outputs::LogOutput;
 
 const AFTER_HELP: &str = "\
 Every write (init, run create, import, seal, attach, artifact add) appends one entry to
@@ -33,7 +35,7 @@ pub struct Args {
 pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     let run = args.run.as_deref().map(run_id).transpose()?;
     let archive = globals.archive()?;
-    let read = history::read(archive.layout()).map_err(babel::archive::ArchiveError::from)?;
+    let read = history::read(archive.layout()).map_err(ArchiveError::from)?;
     let subject = run.as_ref().map(|run| run_relative(run, ""));
     let subject = subject.as_deref().map(|s| s.trim_end_matches('/'));
     let entries: Vec<(&history::Entry, &String)> = read
@@ -48,56 +50,27 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
             })
         })
         .collect();
-    if args.json {
-        let value = serde_json::json!({
-            "head": read.head().map(|h| h.to_string()),
-            "problems": read.problems.iter().map(|(path, line, message)| {
-                serde_json::json!({"path": path, "line": line, "message": message})
-            }).collect::<Vec<_>>(),
-            "entries": entries.iter().map(|(entry, sha256)| {
-                let mut value = serde_json::to_value(entry).unwrap_or_default();
-                value["sha256"] = serde_json::Value::String((*sha256).clone());
-                value
-            }).collect::<Vec<_>>(),
-        });
-        print_json(&value)?;
-        return Ok(if read.problems.is_empty() {
-            Exit::Ok
-        } else {
-            Exit::Failure
-        });
+    // A run the archive never held is unknown here as everywhere; one it held once (a
+    // pull that left it out) still has its entries.
+    if let Some(run) = &run
+        && entries.is_empty()
+        && !archive.run_ids()?.contains(run)
+    {
+        return Err(ArchiveError::UnknownRun {
+            run: run.to_string(),
+        }
+        .into());
     }
-    let mut out = super::output::stdout();
-    let printed = (|| -> io::Result<()> {
-        for (entry, sha256) in &entries {
-            let manifests: Vec<String> = entry
-                .manifests
-                .iter()
-                .map(|(path, sha)| match sha {
-                    Some(sha) => format!("{path} {}", &sha[..12]),
-                    None => format!("{path} removed"),
-                })
-                .collect();
-            let from = entry.bundle.as_ref().map_or(String::new(), |b| {
-                format!("  from bundle {} (root {})", &b.sha256[..12], &b.root[..12])
-            });
-            writeln!(
-                out,
-                "{:>5}  {}  {:<12}  {:<24}  {}{from}  (entry {})",
-                entry.seq,
-                entry.at,
-                entry.operation,
-                entry.subject,
-                manifests.join(", "),
-                &sha256[..12]
-            )?;
-        }
-        if let Some(head) = read.head() {
-            writeln!(out, "head {head}")?;
-        }
-        out.flush()
-    })();
-    match printed {
+    let exit = if read.problems.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Failure
+    };
+    if args.json {
+        print_json(&LogOutput::new(&read, &entries))?;
+        return Ok(exit);
+    }
+    match print_entries(&entries, read.head()) {
         Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {}
         other => other?,
     }
@@ -105,9 +78,38 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         let place = line.map_or_else(|| path.to_string(), |line| format!("{path}:{line}"));
         errln!("history: {place}: {message}");
     }
-    Ok(if read.problems.is_empty() {
-        Exit::Ok
-    } else {
-        Exit::Failure
-    })
+    Ok(exit)
+}
+
+/// One line per entry (its number, time, operation, subject, manifests and hash), then the
+/// head to cite.
+fn print_entries(entries: &[(&history::Entry, &String)], head: Option<Head>) -> io::Result<()> {
+    let mut out = super::output::stdout();
+    for (entry, sha256) in entries {
+        let manifests: Vec<String> = entry
+            .manifests
+            .iter()
+            .map(|(path, sha)| match sha {
+                Some(sha) => format!("{path} {}", &sha[..12]),
+                None => format!("{path} removed"),
+            })
+            .collect();
+        let from = entry.bundle.as_ref().map_or(String::new(), |b| {
+            format!("  from bundle {} (root {})", &b.sha256[..12], &b.root[..12])
+        });
+        writeln!(
+            out,
+            "{:>5}  {}  {:<12}  {:<24}  {}{from}  (entry {})",
+            entry.seq,
+            entry.at,
+            entry.operation,
+            entry.subject,
+            manifests.join(", "),
+            &sha256[..12]
+        )?;
+    }
+    if let Some(head) = head {
+        writeln!(out, "head {head}")?;
+    }
+    out.flush()
 }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::{CliError, Exit, Globals, run_id};
+use super::{CliError, Exit, Globals, run_ids};
 use babel::archive::artifacts::matrix::{
     self, MatrixDestination, MatrixFormat, MatrixRequest, RunSelection,
 };
@@ -63,12 +63,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     )?;
     let runs = match args.release {
         Some(release) => RunSelection::Release(release),
-        None => RunSelection::Runs(
-            args.runs
-                .iter()
-                .map(|r| run_id(r))
-                .collect::<Result<_, _>>()?,
-        ),
+        None => RunSelection::Runs(run_ids(&args.runs)?),
     };
     let built = matrix::build(
         &archive,

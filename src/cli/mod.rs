@@ -30,18 +30,34 @@ use std::time::Duration;
 
 pub use output::{CliError, Exit};
 
-const AFTER_HELP: &str = "\
-Exit codes: 0 success; 1 findings, rejected input or a failed operation; 2 usage error
-(bad arguments, unknown run, not an archive); 3 the archive is busy (another writer holds
-the lock); 4 network failure; 5 a write committed but its output could not be written
-(closed or full stdout: do not retry).
-
-Start with `babel demo`, which builds a small archive from bundled examples.";
+/// The closing text of `babel --help`: every exit code with its meaning, from [`Exit`],
+/// wrapped here with a hanging indent (clap would wrap a long line back to the margin).
+fn after_help() -> String {
+    const WIDTH: usize = 92;
+    let mut text = String::from("Exit codes:\n");
+    for exit in Exit::ALL {
+        let mut line = format!("  {}  ", exit as u8);
+        let indent = line.len();
+        for word in exit.meaning().split(' ') {
+            if line.len() + word.len() > WIDTH && line.len() > indent {
+                text.push_str(line.trim_end());
+                text.push('\n');
+                line = " ".repeat(indent);
+            }
+            line.push_str(word);
+            line.push(' ');
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+    }
+    text.push_str("\nStart with `babel demo`, which builds a small archive from bundled examples.");
+    text
+}
 
 /// babel keeps benchmark results of language-model evaluations in a local,
 /// tamper-evident archive and compares them item by item.
 #[derive(Debug, Parser)]
-#[command(name = "babel", version, after_help = AFTER_HELP, max_term_width = 100)]
+#[command(name = "babel", version, after_help = after_help(), max_term_width = 100)]
 pub struct Cli {
     /// The archive root [default: $BABEL_ROOT, else the current directory].
     #[arg(
@@ -135,29 +151,78 @@ impl Globals {
     }
 }
 
-/// Parses the command line, runs the command, and turns the outcome into an exit code.
-pub fn main() -> ExitCode {
-    // An argument that is not UTF-8 (a file name in another encoding) is refused here,
-    // whole, rather than guessed at.
-    if let Some(argument) = std::env::args_os().find(|a| a.to_str().is_none()) {
-        return output::report(&CliError::usage(
+impl Command {
+    /// True for a command that writes: after its write commits, a lost stdout must not
+    /// read as a reason to run it again.
+    fn writes(&self) -> bool {
+        matches!(
+            self,
+            Command::Init(_)
+                | Command::Run(_)
+                | Command::Import(_)
+                | Command::Attach(_)
+                | Command::Seal(_)
+                | Command::Demo(_)
+                | Command::Artifact(artifact::ArtifactCommand::Add(_))
+                | Command::HubPush(_)
+                | Command::HubPull(_)
+                | Command::Export(_)
+                | Command::ExportEee(_)
+                | Command::ImportBundle(_)
+        )
+    }
+
+    /// Runs the command.
+    fn run(self, globals: &Globals) -> Result<Exit, CliError> {
+        match self {
+            Command::Init(args) => init::run(globals, args),
+            Command::Run(command) => run::run(globals, command),
+            Command::Import(args) => import::run(globals, args),
+            Command::Records(args) => records::run(globals, args),
+            Command::Show(args) => show::show(globals, args),
+            Command::List(args) => show::list(globals, args),
+            Command::Attach(args) => attach::run(globals, args),
+            Command::Seal(args) => seal::run(globals, args),
+            Command::Validate(args) => validate::run(globals, args),
+            Command::Log(args) => log::run(globals, args),
+            Command::ExportEee(args) => export_eee::run(globals, args),
+            Command::Export(args) => bundle::export(globals, args),
+            Command::VerifyBundle(args) => bundle::verify(args),
+            Command::ImportBundle(args) => bundle::import(globals, args),
+            Command::Compare(args) => compare::run(globals, args),
+            Command::Panel(args) => panel::run(globals, args),
+            Command::Demo(args) => demo::run(globals, args),
+            Command::Artifact(command) => artifact::run(globals, command),
+            Command::Matrix(args) => matrix::run(globals, args),
+            Command::HubPlan(args) => hub::plan(globals, args),
+            Command::HubPush(args) => hub::push(globals, args),
+            Command::HubPull(args) => hub::pull(globals, args),
+        }
+    }
+}
+
+/// An argument that is not UTF-8 (a file name in another encoding) is refused whole,
+/// rather than guessed at.
+fn refuse_non_utf8_arguments() -> Result<(), CliError> {
+    match std::env::args_os().find(|a| a.to_str().is_none()) {
+        Some(argument) => Err(CliError::usage(
             format!(
                 "the argument {:?} is not valid UTF-8",
                 argument.to_string_lossy()
             ),
             Some("rename the file (or link it) to a UTF-8 name"),
-        ));
+        )),
+        None => Ok(()),
     }
-    let cli = Cli::parse();
-    let invocation = std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join(" ");
+}
+
+/// The global options of `cli`, checked, with the clock the environment may pin.
+fn globals(cli: &Cli) -> Result<Globals, CliError> {
     let wait = match cli.wait.map(Duration::try_from_secs_f64) {
         None => None,
         Some(Ok(wait)) => Some(wait),
         Some(Err(_)) => {
-            return output::report(&CliError::usage(
+            return Err(CliError::usage(
                 "--wait takes a number of seconds (0 or more)",
                 None,
             ));
@@ -166,7 +231,7 @@ pub fn main() -> ExitCode {
     if let Ok(pinned) = std::env::var(babel::clock::TIMESTAMP_ENV)
         && !babel::clock::is_rfc3339_utc(&pinned)
     {
-        return output::report(&CliError::usage(
+        return Err(CliError::usage(
             format!(
                 "{} is {pinned:?}, not a timestamp like 2026-12-02T12:00:00Z",
                 babel::clock::TIMESTAMP_ENV
@@ -174,53 +239,21 @@ pub fn main() -> ExitCode {
             Some("unset it, or give an RFC 3339 UTC time"),
         ));
     }
-    let globals = Globals {
-        root: cli.root.unwrap_or_else(|| PathBuf::from(".")),
+    Ok(Globals {
+        root: cli.root.clone().unwrap_or_else(|| PathBuf::from(".")),
         wait,
         quiet: cli.quiet,
-        invocation,
-    };
-    let writes = matches!(
-        &cli.command,
-        Command::Init(_)
-            | Command::Run(_)
-            | Command::Import(_)
-            | Command::Attach(_)
-            | Command::Seal(_)
-            | Command::Demo(_)
-            | Command::Artifact(artifact::ArtifactCommand::Add(_))
-            | Command::HubPush(_)
-            | Command::HubPull(_)
-            | Command::Export(_)
-            | Command::ExportEee(_)
-            | Command::ImportBundle(_)
-    );
-    let result = match cli.command {
-        Command::Init(args) => init::run(&globals, args),
-        Command::Run(command) => run::run(&globals, command),
-        Command::Import(args) => import::run(&globals, args),
-        Command::Records(args) => records::run(&globals, args),
-        Command::Show(args) => show::show(&globals, args),
-        Command::List(args) => show::list(&globals, args),
-        Command::Attach(args) => attach::run(&globals, args),
-        Command::Seal(args) => seal::run(&globals, args),
-        Command::Validate(args) => validate::run(&globals, args),
-        Command::Log(args) => log::run(&globals, args),
-        Command::ExportEee(args) => export_eee::run(&globals, args),
-        Command::Export(args) => bundle::export(&globals, args),
-        Command::VerifyBundle(args) => bundle::verify(args),
-        Command::ImportBundle(args) => bundle::import(&globals, args),
-        Command::Compare(args) => compare::run(&globals, args),
-        Command::Panel(args) => panel::run(&globals, args),
-        Command::Demo(args) => demo::run(&globals, args),
-        Command::Artifact(command) => artifact::run(&globals, command),
-        Command::Matrix(args) => matrix::run(&globals, args),
-        Command::HubPlan(args) => hub::plan(&globals, args),
-        Command::HubPush(args) => hub::push(&globals, args),
-        Command::HubPull(args) => hub::pull(&globals, args),
-    };
-    let output_lost = output::stdout_failure();
-    match (result, output_lost) {
+        invocation: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" "),
+    })
+}
+
+/// The exit code of a command's `result`, given whether it `writes` and whether its
+/// output reached stdout.
+fn exit_code(result: Result<Exit, CliError>, writes: bool) -> ExitCode {
+    match (result, output::stdout_failure()) {
         (Ok(exit), None) => exit.into(),
         // The reader closed the pipe (`babel records r1 | head`): it has what it wanted.
         (Ok(exit), Some(io::ErrorKind::BrokenPipe)) if !writes => exit.into(),
@@ -241,6 +274,25 @@ pub fn main() -> ExitCode {
         }
         (Err(error), _) => output::report(&error),
     }
+}
+
+/// Parses the command line, runs the command, and turns the outcome into an exit code.
+pub fn main() -> ExitCode {
+    if let Err(error) = refuse_non_utf8_arguments() {
+        return output::report(&error);
+    }
+    let cli = Cli::parse();
+    let globals = match globals(&cli) {
+        Ok(globals) => globals,
+        Err(error) => return output::report(&error),
+    };
+    let writes = cli.command.writes();
+    exit_code(cli.command.run(&globals), writes)
+}
+
+/// Parses a list of run ID arguments.
+pub fn run_ids(texts: &[String]) -> Result<Vec<babel::archive::layout::RunId>, CliError> {
+    texts.iter().map(|text| run_id(text)).collect()
 }
 
 /// Parses a run ID argument.

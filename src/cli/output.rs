@@ -126,22 +126,58 @@ use babel::archive::ArchiveError;
 use babel::archive::validate::Finding;
 use babel::hub::HubError;
 
-/// The documented exit codes.
+/// The exit codes: the one list of them. `babel --help` prints each code's [`Exit::meaning`]
+/// and README.md's "Exit codes" table repeats it word for word (a test compares them);
+/// [`CliError::exit`] is the one place that gives an error its code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
-    /// 0: success.
+    /// Success; for validate, no finding.
     Ok = 0,
-    /// 1: findings, rejected input, or a failed operation.
+    /// Findings (validate, a damaged run in list, a faulty history in log), rejected input
+    /// (an import, a payload, a bundle), an I/O error, or another failed operation.
     Failure = 1,
-    /// 2: the command cannot be carried out as given.
+    /// The command cannot be carried out as given: bad arguments, an unknown run or
+    /// artifact, not an archive, a run whose state forbids the command (a write to a
+    /// sealed run, an export of an open one), a selection that may not be compared, an
+    /// output that exists or lies inside the archive.
     Usage = 2,
-    /// 3: another writer holds the archive lock.
+    /// Another writer holds the archive lock.
     Busy = 3,
-    /// 4: the network or the Hub failed (unreachable, timed out, still busy after retries).
+    /// The network or the Hub failed (unreachable, timed out, still busy after retries).
     Network = 4,
-    /// 5: the output could not be written to stdout (a closed pipe, a full disk); after a
+    /// The output could not be written to stdout (a closed pipe, a full disk); after a
     /// write command, its write committed regardless: do not run it again.
     OutputLost = 5,
+}
+
+impl Exit {
+    /// Every code, in order.
+    pub const ALL: [Exit; 6] = [
+        Exit::Ok,
+        Exit::Failure,
+        Exit::Usage,
+        Exit::Busy,
+        Exit::Network,
+        Exit::OutputLost,
+    ];
+
+    /// What the code means, as `babel --help` and README.md say it.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Exit::Ok => "success",
+            Exit::Failure => "findings (validate), rejected input, or a failed operation",
+            Exit::Usage => {
+                "usage: bad arguments, an unknown run or artifact, not an archive, a run whose state forbids the command (sealed, or open), a refused selection or output path"
+            }
+            Exit::Busy => {
+                "busy: another writer holds the archive lock (its PID and command are printed)"
+            }
+            Exit::Network => "network failure",
+            Exit::OutputLost => {
+                "the output could not be written to stdout (a full disk, a closed pipe a write command was printing to); after a write command, its write committed: do not run it again"
+            }
+        }
+    }
 }
 
 impl From<Exit> for ExitCode {
@@ -171,6 +207,7 @@ impl CliError {
         }
     }
 
+    /// The exit code of this error, whichever command raised it.
     fn exit(&self) -> Exit {
         match self {
             Self::Usage { .. } => Exit::Usage,
@@ -192,6 +229,7 @@ fn archive_exit(error: &ArchiveError) -> Exit {
         | ArchiveError::UnknownRun { .. }
         | ArchiveError::RunExists { .. }
         | ArchiveError::RunCaseClash { .. }
+        | ArchiveError::RunSealed { .. }
         | ArchiveError::Usage { .. } => Exit::Usage,
         // An unknown artifact is a usage error, like an unknown run, whichever command
         // names it.
@@ -273,6 +311,28 @@ pub fn report(error: &CliError) -> ExitCode {
         let _ = writeln!(stderr, "\nhint: {hint}");
     }
     error.exit().into()
+}
+
+/// A byte progress bar on stderr, styled alike for every command; hidden when `hidden`
+/// (--quiet, --json), and by indicatif itself when stderr is not a terminal.
+pub fn progress_bar(hidden: bool) -> indicatif::ProgressBar {
+    let target = if hidden {
+        indicatif::ProgressDrawTarget::hidden()
+    } else {
+        indicatif::ProgressDrawTarget::stderr()
+    };
+    let bar = indicatif::ProgressBar::with_draw_target(None, target);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg} {wide_bar} {bytes}/{total_bytes} ({eta})")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// The width of a text column: its widest cell, and at least its title.
+pub fn column_width<T>(rows: &[T], title: &str, cell: impl Fn(&T) -> usize) -> usize {
+    rows.iter().map(cell).max().unwrap_or(0).max(title.len())
 }
 
 /// Writes a value as pretty JSON on stdout.

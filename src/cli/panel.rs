@@ -1,7 +1,7 @@
 //! `babel panel`: the paired analysis of many sides at once on stdout and, with `--items`,
 //! the item file. Reads only; takes no lock.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::output::print_json;
@@ -134,9 +134,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         },
     )?;
     if args.json {
-        let mut value = serde_json::to_value(&outcome.summary).map_err(io::Error::from)?;
-        value["items_file"] = serde_json::to_value(&outcome.items).map_err(io::Error::from)?;
-        print_json(&value)?;
+        print_json(&outcome)?;
     } else if !globals.quiet {
         let mut stdout = super::output::stdout();
         babel::report::panel::text::render(&outcome.summary, &mut stdout)?;

@@ -1,12 +1,12 @@
 //! `babel show` and `babel list`.
 
-use serde_json::{Value, json};
 use std::io::{self, Write};
 
-use super::output::print_json;
+use super::output::{column_width, print_json};
 use super::{CliError, Exit, Globals, run_id};
 use babel::archive::ArchiveError;
 use babel::archive::manifest::{CountEntry, RunManifest, RunStatus};
+use babel::outputs::{DamagedRun, RunDetail, RunList, RunSummary};
 
 /// Show one run: status, metadata, imports, attachments, and record counts per
 /// benchmark, language and variant.
@@ -37,38 +37,15 @@ fn status(manifest: &RunManifest) -> &'static str {
     }
 }
 
-fn counts_json(counts: &[CountEntry]) -> Value {
-    Value::Array(
-        counts
-            .iter()
-            .map(|c| json!({"benchmark": c.benchmark, "language": c.language, "variant_id": c.variant_id, "records": c.records}))
-            .collect(),
-    )
-}
-
-fn summary_json(manifest: &RunManifest) -> Value {
-    json!({
-        "run_id": manifest.run_id,
-        "status": status(manifest),
-        "model": manifest.model(),
-        "benchmark": manifest.metadata.benchmark,
-        "strict": manifest.is_strict(),
-        "imports": manifest.imports.len(),
-        "records": manifest.record_count(),
-        "counts": counts_json(&manifest.totals()),
-    })
-}
-
 fn print_counts(out: &mut dyn Write, counts: &[CountEntry]) -> io::Result<()> {
     if counts.is_empty() {
         return writeln!(out, "  (no records)");
     }
-    let width = |f: &dyn Fn(&CountEntry) -> usize, title: usize| {
-        counts.iter().map(f).max().unwrap_or(0).max(title)
-    };
-    let wb = width(&|c| c.benchmark.len(), 9);
-    let wl = width(&|c| c.language.as_deref().unwrap_or("-").len(), 8);
-    let wv = width(&|c| c.variant_id.len(), 7);
+    let wb = column_width(counts, "benchmark", |c| c.benchmark.len());
+    let wl = column_width(counts, "language", |c| {
+        c.language.as_deref().unwrap_or("-").len()
+    });
+    let wv = column_width(counts, "variant", |c| c.variant_id.len());
     writeln!(
         out,
         "  {:wb$}  {:wl$}  {:wv$}  records",
@@ -127,14 +104,7 @@ pub fn show(globals: &Globals, args: ShowArgs) -> Result<Exit, CliError> {
     let archive = globals.archive()?;
     let manifest = archive.run_manifest(&run)?;
     if args.json {
-        let mut value = summary_json(&manifest);
-        value["created_at"] = json!(manifest.created_at);
-        value["sealed_at"] = json!(manifest.sealed_at);
-        value["metadata"] = Value::Object(manifest.metadata.to_map());
-        value["imports"] = serde_json::to_value(&manifest.imports).map_err(std::io::Error::from)?;
-        value["attachments"] =
-            serde_json::to_value(&manifest.attachments).map_err(std::io::Error::from)?;
-        print_json(&value)?;
+        print_json(&RunDetail::from(&manifest))?;
         return Ok(Exit::Ok);
     }
     let mut out = super::output::stdout();
@@ -195,12 +165,16 @@ pub fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
         Exit::Failure
     };
     if args.json {
-        let runs: Vec<Value> = manifests.iter().map(summary_json).collect();
-        let damaged: Vec<Value> = damaged
-            .iter()
-            .map(|(run, reason)| json!({"run_id": run.as_str(), "damaged": reason}))
-            .collect();
-        print_json(&json!({"runs": runs, "damaged": damaged}))?;
+        print_json(&RunList {
+            runs: manifests.iter().map(RunSummary::from).collect(),
+            damaged: damaged
+                .iter()
+                .map(|(run, reason)| DamagedRun {
+                    run_id: run.to_string(),
+                    damaged: reason.clone(),
+                })
+                .collect(),
+        })?;
         return Ok(exit);
     }
     for (run, reason) in &damaged {
@@ -218,18 +192,8 @@ pub fn list(globals: &Globals, args: ListArgs) -> Result<Exit, CliError> {
         }
         return Ok(exit);
     }
-    let wr = manifests
-        .iter()
-        .map(|m| m.run_id.len())
-        .max()
-        .unwrap_or(0)
-        .max(3);
-    let wm = manifests
-        .iter()
-        .map(|m| m.model().len())
-        .max()
-        .unwrap_or(0)
-        .max(5);
+    let wr = column_width(&manifests, "run", |m| m.run_id.len());
+    let wm = column_width(&manifests, "model", |m| m.model().len());
     writeln!(
         out,
         "{:wr$}  status  {:wm$}  imports  records",

@@ -1,7 +1,7 @@
 //! `babel validate`.
 
 use super::output::{finding_line, print_json};
-use super::{CliError, Exit, Globals, run_id};
+use super::{CliError, Exit, Globals, run_ids};
 use babel::archive::history::Head;
 use babel::archive::validate;
 use std::io::{self, Write};
@@ -30,11 +30,7 @@ pub struct Args {
 }
 
 pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
-    let runs = args
-        .runs
-        .iter()
-        .map(|r| run_id(r))
-        .collect::<Result<Vec<_>, _>>()?;
+    let runs = run_ids(&args.runs)?;
     let since = args
         .since
         .as_deref()

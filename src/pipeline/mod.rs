@@ -51,9 +51,11 @@ pub struct ReportWritten {
     pub sha256: String,
 }
 
-/// What a comparison found, and the report it wrote.
-#[derive(Debug, Clone)]
+/// What a comparison found, and the report it wrote: `babel compare --json` prints it,
+/// the summary's fields then `report` (null without `--items`).
+#[derive(Debug, Clone, Serialize)]
 pub struct CompareOutcome {
+    #[serde(flatten)]
     pub summary: Summary,
     pub report: Option<ReportWritten>,
 }

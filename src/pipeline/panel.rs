@@ -10,6 +10,8 @@
 
 use std::path::PathBuf;
 
+use serde::Serialize;
+
 use crate::archive::comparison::ComparisonSide;
 use crate::archive::comparison::panel::{self as sides, PanelSelection};
 use crate::archive::records::{Column, Columns};
@@ -38,10 +40,13 @@ pub struct PanelRequest {
     pub items: Option<ItemsRequest>,
 }
 
-/// What a panel found, and the item file it wrote.
-#[derive(Debug, Clone)]
+/// What a panel found, and the item file it wrote: `babel panel --json` prints it, the
+/// summary's fields then `items_file` (null without `--items`).
+#[derive(Debug, Clone, Serialize)]
 pub struct PanelOutcome {
+    #[serde(flatten)]
     pub summary: PanelSummary,
+    #[serde(rename = "items_file")]
     pub items: Option<ReportWritten>,
 }
 

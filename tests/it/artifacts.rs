@@ -896,7 +896,8 @@ fn the_matrix_refuses_general_runs_and_runs_under_another_protocol() {
         ])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    // A refused selection is a usage error, as in compare and panel.
+    assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("pin different protocols"),
         "{}",
@@ -914,6 +915,7 @@ fn the_matrix_refuses_general_runs_and_runs_under_another_protocol() {
         ])
         .output()
         .unwrap();
+    assert_eq!(output.status.code(), Some(2));
     assert!(
         stderr(&output).contains("run general is not a strict benchmark run"),
         "{}",

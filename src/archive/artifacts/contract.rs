@@ -355,6 +355,19 @@ pub enum NotComparable {
 }
 
 impl NotComparable {
+    /// As an archive error. Two runs of different contracts are a refused selection, a
+    /// usage error (exit 2) wherever runs are selected: compare, panel, matrix. A contract
+    /// that cannot be read is a damaged run, and stays an artifact error (exit 1).
+    pub fn into_archive_error(self) -> ArchiveError {
+        match self {
+            Self::BadContract { .. } => ArchiveError::Artifact(Box::new(self.into())),
+            _ => ArchiveError::Usage {
+                message: self.to_string(),
+                hint: Some(self.hint().to_owned()),
+            },
+        }
+    }
+
     /// What the user can do next.
     pub fn hint(&self) -> &'static str {
         match self {

@@ -11,7 +11,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::contract::{BenchmarkContract, check_comparable};
+use super::contract::{BenchmarkContract, NotComparable, check_comparable};
 use super::payload::{ItemBank, Payload};
 use super::{ArtifactError, Kind, load, release_members};
 use crate::archive::layout::{self, RunId};
@@ -58,12 +58,22 @@ pub struct BuiltMatrix {
     pub outside_bank: u64,
 }
 
+/// A matrix that cannot be built from what the archive holds.
 fn refuse(message: String, hint: &str) -> ArchiveError {
     ArtifactError::Matrix {
         message,
         hint: Some(hint.to_owned()),
     }
     .into()
+}
+
+/// A selection of runs or records that makes no matrix: a usage error (exit 2), as
+/// compare and panel refuse theirs.
+fn refuse_selection(message: String, hint: &str) -> ArchiveError {
+    ArchiveError::Usage {
+        message,
+        hint: Some(hint.to_owned()),
+    }
 }
 
 /// What the matrix reads of each record: its identity, correctness and source.
@@ -79,7 +89,7 @@ fn selected_runs(
     match &request.runs {
         RunSelection::Runs(runs) => {
             if runs.is_empty() {
-                return Err(refuse(
+                return Err(refuse_selection(
                     "no runs were selected".into(),
                     "name runs with --runs R1,R2 or a release with --release ID",
                 ));
@@ -125,7 +135,7 @@ fn selected_runs(
                 }
             }
             if manifests.is_empty() {
-                return Err(refuse(
+                return Err(refuse_selection(
                     format!(
                         "release {release:?} holds no strict run of item bank {:?}",
                         request.bank
@@ -182,7 +192,7 @@ pub fn build(archive: &Archive, request: &MatrixRequest) -> Result<BuiltMatrix, 
         match contract {
             Some(c) if c.item_bank == registered.pin() => contracts.push(c),
             Some(c) => {
-                return Err(refuse(
+                return Err(refuse_selection(
                     format!(
                         "run {} pins item bank {:?} at {}, not {:?} at {}",
                         manifest.run_id,
@@ -195,13 +205,13 @@ pub fn build(archive: &Archive, request: &MatrixRequest) -> Result<BuiltMatrix, 
                 ));
             }
             None => {
-                return Err(refuse(
+                return Err(refuse_selection(
                     format!("run {} is not a strict benchmark run", manifest.run_id),
                     "a matrix holds strict runs only: their records are checked against the bank at import",
                 ));
             }
         }
-        check_comparable(&manifests[0], manifest).map_err(ArtifactError::from)?;
+        check_comparable(&manifests[0], manifest).map_err(NotComparable::into_archive_error)?;
     }
     // selected_runs never returns an empty list, so there is a first contract.
     let filter = match &request.filter {
@@ -249,7 +259,7 @@ pub fn build(archive: &Archive, request: &MatrixRequest) -> Result<BuiltMatrix, 
                             &source,
                         )
                         .map_err(|e| {
-                            refuse(
+                            refuse_selection(
                                 e.to_string(),
                                 "select one record per item with --variant, --filter and --repeat",
                             )

@@ -31,7 +31,8 @@ pub const RESERVED_COLUMNS: [&str; 8] = [
 ];
 
 /// A pin to a registered artifact: its ID and the SHA-256 of its exact `artifact.json` bytes.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Serialized, it is the pin as a payload writes it, `{"id": …, "sha256": …}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct ArtifactPin {
     pub id: String,
     /// Lowercase hex SHA-256 of the referenced `artifact.json`.

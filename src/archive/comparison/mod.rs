@@ -174,13 +174,7 @@ pub fn check_comparable(baseline: &RunManifest, variant: &RunManifest) -> Result
         ));
     }
     // Strict runs compare only under the same item bank and protocol (checkpoints may
-    // differ). Those refusals are selections, so they exit 2 like the revision rule; a
-    // contract that cannot be read is a damaged run and stays an artifact error (exit 1).
-    super::artifacts::contract::check_comparable(baseline, variant).map_err(|refused| match refused
-    {
-        NotComparable::BadContract { .. } => ArchiveError::Artifact(Box::new(refused.into())),
-        NotComparable::StrictAndGeneral { .. }
-        | NotComparable::DifferentItemBanks { .. }
-        | NotComparable::DifferentProtocols { .. } => usage(refused.to_string(), refused.hint()),
-    })
+    // differ). Those refusals are selections, so they exit 2 like the revision rule.
+    super::artifacts::contract::check_comparable(baseline, variant)
+        .map_err(NotComparable::into_archive_error)
 }

@@ -130,6 +130,49 @@ impl Env {
     }
 }
 
+/// A file of the repository's `examples/` folder, by its path there.
+pub fn example(relative: &str) -> String {
+    format!("{}/examples/{relative}", env!("CARGO_MANIFEST_DIR"))
+}
+
+impl Env {
+    /// Registers the example item bank `capitals-bank` and protocol `capitals-0shot`.
+    pub fn register_example_benchmark(&self) {
+        for (kind, id, file) in [
+            ("item-bank", "capitals-bank", "benchmark/item-bank.json"),
+            ("protocol", "capitals-0shot", "benchmark/protocol.json"),
+        ] {
+            self.babel(&["artifact", "add", kind, id, &example(file)])
+                .assert()
+                .success();
+        }
+    }
+
+    /// Creates the open strict run `run` of `model` under the example bank and protocol,
+    /// holding `examples/benchmark/results/<results>.jsonl`.
+    pub fn strict_run(&self, run: &str, model: &str, results: &str) {
+        self.babel(&[
+            "run",
+            "create",
+            run,
+            "--model",
+            model,
+            "--benchmark",
+            "world-capitals",
+            "--item-bank",
+            "capitals-bank",
+            "--protocol",
+            "capitals-0shot",
+        ])
+        .assert()
+        .success();
+        let file = example(&format!("benchmark/results/{results}.jsonl"));
+        self.babel(&["import", run, "--format", "canonical", &file])
+            .assert()
+            .success();
+    }
+}
+
 /// One canonical record line for question `q`, variant `v`.
 pub fn canonical_line(q: &str, v: &str, correct: Option<bool>) -> String {
     serde_json::json!({

@@ -54,40 +54,8 @@ fn sha256_of(path: &std::path::Path) -> String {
 /// Registers the example bank and protocol, a sealed strict run `s1`, and a calibration
 /// `cal-1` whose only input run is `s1`.
 fn register_benchmark(env: &Env) {
-    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/benchmark");
-    let example = |name: &str| examples.join(name).to_str().unwrap().to_owned();
-    for (kind, id, file) in [
-        ("item-bank", "capitals-bank", "item-bank.json"),
-        ("protocol", "capitals-0shot", "protocol.json"),
-    ] {
-        env.babel(&["artifact", "add", kind, id, &example(file)])
-            .assert()
-            .success();
-    }
-    env.babel(&[
-        "run",
-        "create",
-        "s1",
-        "--model",
-        "demo-org/demo-7b",
-        "--benchmark",
-        "world-capitals",
-        "--item-bank",
-        "capitals-bank",
-        "--protocol",
-        "capitals-0shot",
-    ])
-    .assert()
-    .success();
-    env.babel(&[
-        "import",
-        "s1",
-        "--format",
-        "canonical",
-        &example("results/demo-7b-step1000.jsonl"),
-    ])
-    .assert()
-    .success();
+    env.register_example_benchmark();
+    env.strict_run("s1", "demo-org/demo-7b", "demo-7b-step1000");
     env.babel(&["seal", "s1"]).assert().success();
     let pin = |registry: &str, id: &str| serde_json::json!({"id": id, "sha256": sha256_of(&env.archived(&format!("{registry}/{id}/artifact.json")))});
     let calibration = serde_json::json!({
