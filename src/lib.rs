@@ -13,8 +13,9 @@
 //! - files: `durable` (the one commit helper), `archive` (the only code that writes under
 //!   an archive root: transactions, manifests, history, records store, validate),
 //!   `report` (writes through `durable` only);
-//! - workflows over an archive: `pipeline` (compare and panel end to end), `export`
-//!   (Every Eval Ever), `bundle` (release bundles), `hub` (the Hugging Face Hub);
+//! - workflows over an archive: `pipeline` (compare and panel end to end),
+//!   `eee_export` (a run as Every Eval Ever files), `bundle` (release bundles:
+//!   `babel export`), `hub` (the Hugging Face Hub);
 //! - what the commands print: `outputs` (the `--json` outputs that are not a type of the
 //!   layers below).
 //!
@@ -27,7 +28,7 @@ pub mod canonical_json;
 pub mod clock;
 pub mod compare;
 pub mod durable;
-pub mod export;
+pub mod eee_export;
 pub mod hub;
 pub mod inputs;
 pub mod jsonl;

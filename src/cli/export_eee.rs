@@ -1,5 +1,5 @@
 //! `babel export-eee`: a run as Every Eval Ever 0.3.0 files (the export is
-//! `babel::export::eee`; this parses arguments and prints).
+//! `babel::eee_export`; this parses arguments and prints).
 
 use std::path::PathBuf;
 
@@ -48,7 +48,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     let wait = globals.wait.or(Some(std::time::Duration::MAX));
     let _lock = archive.hold_still("babel export-eee", wait, &mut globals.announce_wait())?;
     let export =
-        babel::export::eee::export_eee(&archive, &run, &args.dir, args.developer.as_deref())?;
+        babel::eee_export::export_eee(&archive, &run, &args.dir, args.developer.as_deref())?;
     if args.json {
         print_json(&export)?;
         return Ok(Exit::Ok);

@@ -70,7 +70,7 @@ const MODULES: [(&str, &[&str], bool); 18] = [
         false,
     ),
     (
-        "export",
+        "eee_export",
         &[
             "archive",
             "canonical_json",

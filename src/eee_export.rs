@@ -9,6 +9,10 @@
 //! without one known record gets no files. Question IDs are written as they are, with
 //! their identity scope in the row's metadata. The output is deterministic: UUIDs and
 //! times derive from the run (its manifest's hash, its creation time), not from the clock.
+//!
+//! An export reads the archive through its readers and writes only under the destination
+//! the user names, each file new and atomic; it never writes under ROOT. (Named for its
+//! command: `babel export` is the release bundle's, in `bundle`.)
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
