@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{self, BufRead};
 
 use super::shape::{
-    Content, HeaderVisit, Index, Item, ItemVisit, MAX_ITEM_BYTES, Shape, ShapeError, Stop,
+    Content, HeaderVisit, Index, Item, ItemVisit, MAX_ITEM_BYTES, Reading, Shape, ShapeError, Stop,
 };
 use crate::record::Locator;
 
@@ -382,12 +382,7 @@ pub struct ArrayItems {
 }
 
 impl Shape for ArrayItems {
-    fn header(
-        &self,
-        file: File,
-        wanted: &[&str],
-        visit: &mut HeaderVisit,
-    ) -> Result<(), ShapeError> {
+    fn header(&self, file: File, wanted: &[&str], visit: &mut HeaderVisit) -> Reading {
         let reader = io::BufReader::with_capacity(256 * 1024, file);
         // The items' bytes are checked and skipped, never copied.
         read_members(
@@ -404,7 +399,7 @@ impl Shape for ArrayItems {
         .map_err(shape_error)
     }
 
-    fn items(&self, file: File, visit: &mut ItemVisit) -> Result<(), ShapeError> {
+    fn items(&self, file: File, visit: &mut ItemVisit) -> Reading {
         scan_shape(file, self.items, &|_| false, |part| match part {
             Part::Item { index, value } => visit(Item {
                 locator: Locator::Pointer(self.items.pointer(index)),
@@ -431,7 +426,7 @@ impl Shape for ArrayItems {
 pub struct MemberItems;
 
 impl Shape for MemberItems {
-    fn items(&self, file: File, visit: &mut ItemVisit) -> Result<(), ShapeError> {
+    fn items(&self, file: File, visit: &mut ItemVisit) -> Reading {
         scan_shape(file, Items::Nothing, &|_| true, |part| match part {
             Part::Member { key, value } => visit(Item {
                 locator: Locator::Pointer(format!("/{}", escape_pointer(key))),

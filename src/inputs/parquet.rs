@@ -21,7 +21,7 @@ use parquet::file::metadata::ParquetMetaData;
 use serde_json::{Map, Number, Value};
 
 use super::document::Items;
-use super::shape::{Content, Index, Item, ItemVisit, Shape, ShapeError, Stop};
+use super::shape::{Content, Index, Item, ItemVisit, Reading, Shape, ShapeError, Stop};
 use crate::jsonl::{FieldPath, NonFiniteReplacement};
 use crate::record::Locator;
 
@@ -262,7 +262,7 @@ fn list<E>(
 pub struct ParquetRows;
 
 impl Shape for ParquetRows {
-    fn items(&self, file: File, visit: &mut ItemVisit) -> Result<(), ShapeError> {
+    fn items(&self, file: File, visit: &mut ItemVisit) -> Reading {
         let read = read_rows(file, |row, content| {
             visit(Item {
                 locator: Locator::Pointer(format!("/{row}")),

@@ -88,6 +88,9 @@ impl Index {
     }
 }
 
+/// What reading a file through a shape came to.
+pub type Reading = Result<(), ShapeError>;
+
 /// A hand-out of one header member: its name and JSON text.
 pub type HeaderVisit<'v> = dyn FnMut(&str, &[u8]) -> Result<(), Stop> + 'v;
 
@@ -99,17 +102,12 @@ pub type ItemVisit<'v> = dyn FnMut(Item<'_>) -> Result<(), Stop> + 'v;
 pub trait Shape {
     /// Hands the header members kept inside the file that `wanted` names to `visit`
     /// (a shape whose header lives in other files has none).
-    fn header(
-        &self,
-        _file: File,
-        _wanted: &[&str],
-        _visit: &mut HeaderVisit,
-    ) -> Result<(), ShapeError> {
+    fn header(&self, _file: File, _wanted: &[&str], _visit: &mut HeaderVisit) -> Reading {
         Ok(())
     }
 
     /// Hands every item to `visit`, in file order.
-    fn items(&self, file: File, visit: &mut ItemVisit) -> Result<(), ShapeError>;
+    fn items(&self, file: File, visit: &mut ItemVisit) -> Reading;
 
     /// The locators of the file's items, or why the file cannot be read as this shape.
     fn index(&self, file: File) -> Result<Index, String>;

@@ -11,7 +11,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::shape::{
-    Content, HeaderVisit, Index, Item, ItemVisit, MAX_ITEM_BYTES, Shape, ShapeError, Stop,
+    Content, HeaderVisit, Index, Item, ItemVisit, MAX_ITEM_BYTES, Reading, Shape, ShapeError, Stop,
 };
 use crate::record::Locator;
 
@@ -103,12 +103,7 @@ impl ZipItems {
 }
 
 impl Shape for ZipItems {
-    fn header(
-        &self,
-        file: File,
-        wanted: &[&str],
-        visit: &mut HeaderVisit,
-    ) -> Result<(), ShapeError> {
+    fn header(&self, file: File, wanted: &[&str], visit: &mut HeaderVisit) -> Reading {
         let (mut zip, names) = Self::open(file)?;
         for name in wanted.iter().filter(|w| names.iter().any(|n| n == *w)) {
             let bytes = zip
@@ -119,7 +114,7 @@ impl Shape for ZipItems {
         Ok(())
     }
 
-    fn items(&self, file: File, visit: &mut ItemVisit) -> Result<(), ShapeError> {
+    fn items(&self, file: File, visit: &mut ItemVisit) -> Reading {
         let (mut zip, names) = Self::open(file)?;
         for name in names.into_iter().filter(|n| (self.item)(n)) {
             let bytes = zip
