@@ -83,11 +83,7 @@ pub fn run(format: Format, basename: &str, data: &[u8]) {
 /// A structured format's items (lighteval, OpenCompass): the first line is its results
 /// file, each later line an item; nothing panics and every record round-trips.
 pub fn run_items(format: Format, basename: &str, data: &[u8]) {
-    let mut lines = data.split(|&b| b == b'\n');
-    let Some(Ok(results)) = lines
-        .next()
-        .map(|line| jsonl::parse_bytes(line, 1, NonFinitePolicy::Null))
-    else {
+    let Some((results, lines)) = header_line(data) else {
         return;
     };
     let mut members = serde_json::Map::new();
@@ -96,10 +92,9 @@ pub fn run_items(format: Format, basename: &str, data: &[u8]) {
         members,
         index: None,
     };
-    let items = lines
-        .take(MAX_LINES)
-        .enumerate()
-        .map(|(index, line)| jsonl::parse_bytes(line, index as u64 + 2, NonFinitePolicy::Null).ok());
+    let items = lines.enumerate().map(|(index, line)| {
+        jsonl::parse_bytes(line, index as u64 + 2, NonFinitePolicy::Null).ok()
+    });
     structured_items(format, basename, header, items);
 }
 
@@ -117,16 +112,12 @@ pub fn run_log(format: Format, basename: &str, data: &[u8]) {
         Ok(_) => None,
         Err(_) => return,
     };
-    let mut lines = data.split(|&b| b == b'\n');
-    let Some(Ok(first)) = lines
-        .next()
-        .map(|line| jsonl::parse_bytes(line, 1, NonFinitePolicy::Null))
-    else {
+    let Some((first, lines)) = header_line(data) else {
         return;
     };
     let mut index = indexed.map(|indexed| (indexed.new)());
     let mut items = Vec::new();
-    for (number, line) in lines.take(MAX_LINES).enumerate() {
+    for (number, line) in lines.enumerate() {
         let parsed = jsonl::parse_bytes(line, number as u64 + 2, NonFinitePolicy::Null).ok();
         match (indexed, index.as_mut(), parsed) {
             (Some(indexed), Some(index), Some(parsed))
@@ -145,6 +136,13 @@ pub fn run_log(format: Format, basename: &str, data: &[u8]) {
         index,
     };
     structured_items(format, basename, header, items.into_iter());
+}
+
+/// The input's first line, parsed (`None` when it is no JSON object), and its next lines.
+fn header_line(data: &[u8]) -> Option<(jsonl::Line, impl Iterator<Item = &[u8]>)> {
+    let mut lines = data.split(|&b| b == b'\n');
+    let header = jsonl::parse_bytes(lines.next()?, 1, NonFinitePolicy::Null).ok()?;
+    Some((header, lines.take(MAX_LINES)))
 }
 
 /// An item made of a parsed line, located by its position in the input.

@@ -78,7 +78,8 @@ pub trait Items: Send + Sync + 'static {
     fn record(&self, item: Item, context: &ImportContext<'_>) -> ItemResult;
 }
 
-/// The [`Structured::normalize`](crate::adapters::Structured::normalize) hook of a format whose `begin` makes an `S`.
+/// The [`Structured::normalize`](crate::adapters::Structured::normalize) hook of a format
+/// whose `begin` makes an `S`.
 pub fn normalize<S: Items>(
     begun: &Begun,
     item: Item,
