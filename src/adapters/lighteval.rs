@@ -48,63 +48,58 @@ fn details_name(name: &str) -> Option<(&str, &str)> {
 /// Every details file of the folder (or the file alone) is a unit, with its run's
 /// results file.
 fn units(listing: &Listing<'_>) -> Result<Vec<Unit>, String> {
-    let mut units = Vec::new();
-    for path in listing.files {
-        let parts: Vec<&str> = path.split('/').collect();
-        let name = parts.last().copied().unwrap_or_default();
-        let Some((task, date)) = details_name(name) else {
-            if listing.folder {
-                continue;
-            }
-            return Err(format!(
-                "{name:?} is not a lighteval details file (details_<task>|<n>_<date>.parquet)"
-            ));
-        };
-        // details/<model>/<date>/details_...: the results are results/<model>/results_<date>.json,
-        // where <model> is the model_name, folders and all (`org/name`).
-        let n = parts.len();
-        let Some(details) = parts[..n.saturating_sub(2)]
-            .iter()
-            .rposition(|part| *part == "details")
-            .filter(|at| at + 3 < n)
-        else {
-            return Err(format!(
-                "{path} is not inside details/<model>/<date>/, so its results file cannot be found"
-            ));
-        };
-        let model = parts[details + 1..n - 2].join("/");
-        let results = format!("results/{model}/results_{date}.json");
-        let header = if listing.folder {
-            let beside = format!(
-                "{}{results}",
-                parts[..details]
-                    .iter()
-                    .map(|p| format!("{p}/"))
-                    .collect::<String>()
-            );
-            if listing.files.binary_search(&beside).is_err() {
-                return Err(format!(
-                    "{path} has no results file {beside}: the model is named only there"
-                ));
-            }
-            beside
-        } else {
-            format!("{}{results}", "../".repeat(n - 1 - details))
-        };
-        units.push(Unit {
-            name: task.to_owned(),
-            items: path.clone(),
-            header: vec![(RESULTS, header)],
-            takes_ids: false,
-        });
-    }
-    if units.is_empty() {
-        return Err(
-            "holds no details/<model>/<date>/details_<task>|<n>_<date>.parquet (was it run with --save-details?)"
-                .into(),
+    listing.units(
+        "holds no details/<model>/<date>/details_<task>|<n>_<date>.parquet (was it run with --save-details?)",
+        |path| unit(path, listing),
+    )
+}
+
+/// The unit of a details file `details/<model>/<date>/details_...`: its results are
+/// `results/<model>/results_<date>.json`, where `<model>` is the model_name, folders and
+/// all (`org/name`).
+fn unit(path: &str, listing: &Listing<'_>) -> Result<Option<Unit>, String> {
+    let parts: Vec<&str> = path.split('/').collect();
+    let name = parts.last().copied().unwrap_or_default();
+    let Some((task, date)) = details_name(name) else {
+        return listing.not_a_unit(format!(
+            "{name:?} is not a lighteval details file (details_<task>|<n>_<date>.parquet)"
+        ));
+    };
+    let n = parts.len();
+    let Some(details) = parts[..n.saturating_sub(2)]
+        .iter()
+        .rposition(|part| *part == "details")
+        .filter(|at| at + 3 < n)
+    else {
+        return Err(format!(
+            "{path} is not inside details/<model>/<date>/, so its results file cannot be found"
+        ));
+    };
+    let model = parts[details + 1..n - 2].join("/");
+    let results = format!("results/{model}/results_{date}.json");
+    let header = if listing.folder {
+        let beside = format!(
+            "{}{results}",
+            parts[..details]
+                .iter()
+                .map(|p| format!("{p}/"))
+                .collect::<String>()
         );
-    }
-    Ok(units)
+        if listing.files.binary_search(&beside).is_err() {
+            return Err(format!(
+                "{path} has no results file {beside}: the model is named only there"
+            ));
+        }
+        beside
+    } else {
+        format!("{}{results}", "../".repeat(n - 1 - details))
+    };
+    Ok(Some(Unit {
+        name: task.to_owned(),
+        items: path.to_owned(),
+        header: vec![(RESULTS, header)],
+        takes_ids: false,
+    }))
 }
 
 /// What every row of one details file needs.

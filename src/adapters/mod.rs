@@ -201,6 +201,31 @@ pub struct Listing<'a> {
     pub folder: bool,
 }
 
+impl Listing<'_> {
+    /// The units of the input: one for each file `unit` makes one of, and at least one
+    /// (`none` says what a folder without any lacks).
+    pub fn units(
+        &self,
+        none: &str,
+        unit: impl Fn(&str) -> Result<Option<Unit>, String>,
+    ) -> Result<Vec<Unit>, String> {
+        let mut units = Vec::new();
+        for path in self.files {
+            units.extend(unit(path)?);
+        }
+        if units.is_empty() {
+            return Err(none.to_owned());
+        }
+        Ok(units)
+    }
+
+    /// What a file that is not the format's makes: nothing in a folder (its other files
+    /// are passed over); a file input is refused, saying `why`.
+    pub fn not_a_unit(&self, why: String) -> Result<Option<Unit>, String> {
+        if self.folder { Ok(None) } else { Err(why) }
+    }
+}
+
 /// One import of a [`Structured::units`] input: a file whose items make records, and the
 /// files read whole as its header (keyed by role, as [`Header::members`] holds them).
 /// Paths are relative to the input folder, or, for a file input, to the file's own

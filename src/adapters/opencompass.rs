@@ -45,42 +45,40 @@ fn layout(_: &str) -> Result<Layout, String> {
 
 /// Every predictions file is a unit, with its results file.
 fn units(listing: &Listing<'_>) -> Result<Vec<Unit>, String> {
-    let mut units = Vec::new();
-    for path in listing.files {
-        let parts: Vec<&str> = path.split('/').collect();
-        let n = parts.len();
-        let predictions = n >= 3 && parts[n - 3] == "predictions";
-        let Some(abbr) = parts[n - 1].strip_suffix(".json").filter(|_| predictions) else {
-            if listing.folder {
-                continue;
-            }
+    listing.units("holds no predictions/<model>/<abbr>.json", |path| {
+        unit(path, listing)
+    })
+}
+
+/// The unit of `predictions/<model>/<abbr>.json`: its results are
+/// `results/<model>/<abbr>.json`.
+fn unit(path: &str, listing: &Listing<'_>) -> Result<Option<Unit>, String> {
+    let parts: Vec<&str> = path.split('/').collect();
+    let n = parts.len();
+    let predictions = n >= 3 && parts[n - 3] == "predictions";
+    let Some(abbr) = parts[n - 1].strip_suffix(".json").filter(|_| predictions) else {
+        return listing.not_a_unit(format!(
+            "{path} is not an OpenCompass predictions file (predictions/<model>/<abbr>.json)"
+        ));
+    };
+    let model = parts[n - 2];
+    let results = format!("results/{model}/{abbr}.json");
+    let header = if listing.folder {
+        if listing.files.binary_search(&results).is_err() {
             return Err(format!(
-                "{path} is not an OpenCompass predictions file (predictions/<model>/<abbr>.json)"
+                "{path} has no results file {results}: correctness is only there"
             ));
-        };
-        let model = parts[n - 2];
-        let results = format!("results/{model}/{abbr}.json");
-        let header = if listing.folder {
-            if listing.files.binary_search(&results).is_err() {
-                return Err(format!(
-                    "{path} has no results file {results}: correctness is only there"
-                ));
-            }
-            results
-        } else {
-            format!("../../{results}")
-        };
-        units.push(Unit {
-            name: abbr.to_owned(),
-            items: path.clone(),
-            header: vec![(RESULTS, header)],
-            takes_ids: true,
-        });
-    }
-    if units.is_empty() {
-        return Err("holds no predictions/<model>/<abbr>.json".into());
-    }
-    Ok(units)
+        }
+        results
+    } else {
+        format!("../../{results}")
+    };
+    Ok(Some(Unit {
+        name: abbr.to_owned(),
+        items: path.to_owned(),
+        header: vec![(RESULTS, header)],
+        takes_ids: true,
+    }))
 }
 
 /// The results' `details` entry of each position.
