@@ -4,7 +4,8 @@
 
 use babel::canonical_json::to_canonical_bytes;
 use babel::adapters::{
-    AdapterOptions, Format, ImportContext, JsonLine, Reader, RunContext, SourceFile,
+    AdapterOptions, Format, Header, ImportContext, Item, JsonLine, Layout, Reader, RunContext,
+    SourceFile,
 };
 use babel::archive::records::{Columns, EncodedBatch, RecordsFile, RecordsWriter};
 use babel::jsonl::{self, Members, NonFinitePolicy};
@@ -82,6 +83,85 @@ pub fn run(format: Format, basename: &str, data: &[u8]) {
 /// A structured format's items (lighteval, OpenCompass): the first line is its results
 /// file, each later line an item; nothing panics and every record round-trips.
 pub fn run_items(format: Format, basename: &str, data: &[u8]) {
+    let Some((results, lines)) = header_line(data) else {
+        return;
+    };
+    let mut members = serde_json::Map::new();
+    members.insert("results".into(), serde_json::Value::Object(results.object));
+    let header = Header {
+        members,
+        index: None,
+    };
+    let items = lines.enumerate().map(|(index, line)| {
+        jsonl::parse_bytes(line, index as u64 + 2, NonFinitePolicy::Null).ok()
+    });
+    structured_items(format, basename, header, items);
+}
+
+/// A log or a run folder (Inspect, HELM): the first line holds the header's members as
+/// the layout names them (`{"eval": ...}` or `{"header.json": ...}` for an Inspect log,
+/// `{"run_spec.json": ..., "scenario.json": ...}` for a HELM run); a later line with an
+/// `instance_id` is an element of the layout's indexed file (HELM's per-instance stats),
+/// any other line an item. Nothing panics and every record round-trips.
+pub fn run_log(format: Format, basename: &str, data: &[u8]) {
+    let Reader::Items(structured) = &format.adapter().reader else {
+        panic!("run_log fuzzes structured formats only");
+    };
+    let indexed = match (structured.layout)(basename) {
+        Ok(Layout::Folder { indexed, .. }) => indexed,
+        Ok(_) => None,
+        Err(_) => return,
+    };
+    let Some((first, lines)) = header_line(data) else {
+        return;
+    };
+    let mut index = indexed.map(|indexed| (indexed.new)());
+    let mut items = Vec::new();
+    for (number, line) in lines.enumerate() {
+        let parsed = jsonl::parse_bytes(line, number as u64 + 2, NonFinitePolicy::Null).ok();
+        match (indexed, index.as_mut(), parsed) {
+            (Some(indexed), Some(index), Some(parsed))
+                if parsed.object.contains_key("instance_id") =>
+            {
+                // The archive refuses the whole run when an element is refused.
+                if (indexed.add)(index.as_mut(), item(parsed, number)).is_err() {
+                    return;
+                }
+            }
+            (_, _, parsed) => items.push(parsed),
+        }
+    }
+    let header = Header {
+        members: first.object,
+        index,
+    };
+    structured_items(format, basename, header, items.into_iter());
+}
+
+/// The input's first line, parsed (`None` when it is no JSON object), and its next lines.
+fn header_line(data: &[u8]) -> Option<(jsonl::Line, impl Iterator<Item = &[u8]>)> {
+    let mut lines = data.split(|&b| b == b'\n');
+    let header = jsonl::parse_bytes(lines.next()?, 1, NonFinitePolicy::Null).ok()?;
+    Some((header, lines.take(MAX_LINES)))
+}
+
+/// An item made of a parsed line, located by its position in the input.
+fn item(parsed: jsonl::Line, index: usize) -> Item {
+    Item {
+        object: parsed.object,
+        replaced: parsed.replaced,
+        locator: babel::record::Locator::Pointer(format!("/{index}")),
+    }
+}
+
+/// Begins a structured import with `header` and normalizes each item (`None`, a line that
+/// is no JSON object, is skipped); every record must round-trip.
+fn structured_items(
+    format: Format,
+    basename: &str,
+    header: Header,
+    items: impl Iterator<Item = Option<jsonl::Line>>,
+) {
     let run = RunContext {
         run_id: "r".into(),
         model: "m".into(),
@@ -104,37 +184,19 @@ pub fn run_items(format: Format, basename: &str, data: &[u8]) {
         },
     };
     let Reader::Items(structured) = &format.adapter().reader else {
-        panic!("run_items fuzzes structured formats only");
-    };
-    let mut lines = data.split(|&b| b == b'\n');
-    let Some(Ok(results)) = lines
-        .next()
-        .map(|line| jsonl::parse_bytes(line, 1, NonFinitePolicy::Null))
-    else {
-        return;
-    };
-    let mut members = serde_json::Map::new();
-    members.insert("results".into(), serde_json::Value::Object(results.object));
-    let header = babel::adapters::Header {
-        members,
-        index: None,
+        panic!("structured_items fuzzes structured formats only");
     };
     let Ok(begun) = (structured.begin)(header, &context) else {
         return;
     };
     let mut batch = EncodedBatch::new();
     let mut kept: Vec<Record> = Vec::new();
-    for (index, line) in lines.take(MAX_LINES).enumerate() {
-        let Ok(parsed) = jsonl::parse_bytes(line, index as u64 + 2, NonFinitePolicy::Null) else {
+    for (index, parsed) in items.enumerate() {
+        let Some(parsed) = parsed else {
             continue;
         };
-        let item = babel::adapters::Item {
-            object: parsed.object,
-            replaced: parsed.replaced,
-            locator: babel::record::Locator::Pointer(format!("/{index}")),
-        };
         let mut records = Vec::new();
-        let _ = (structured.normalize)(&begun, item, &context, &mut records);
+        let _ = (structured.normalize)(&begun, item(parsed, index), &context, &mut records);
         for record in records {
             if let Ok(new) = NewRecord::from_record(record.clone()) {
                 batch.push(&new);

@@ -8,23 +8,20 @@
 
 use std::borrow::Cow;
 
-use super::{AdapterError, ImportContext, JsonLine, LineFields, agree, stable_id};
+use super::stable_id::{self, QuestionIdentity};
+use super::{AdapterError, AdapterOptions, ImportContext, JsonLine, LineFields, RunContext, agree};
 use crate::canonical_json::{Json, ObjectWriter};
 use crate::jsonl::{FieldPath, PathSegment};
 use crate::record::{DEFAULT_FILTER, IdentityScope, Locator, NewRecord, SCHEMA_VERSION};
 
 /// The canonical format: records written directly in the schema-v1 contract.
-pub const ADAPTER: super::Adapter = super::Adapter {
-    name: "canonical",
-    summary: "records in babel's schema-v1 contract, one JSON object per line",
-    normalizer_version: "canonical/1",
-    reader: super::Reader::Lines(normalize),
-    check_options: super::no_option_rules,
-    check_source: super::any_source,
-    fixed_variants: &[],
-};
+pub const ADAPTER: super::Adapter = super::Adapter::new(
+    "canonical",
+    "records in babel's schema-v1 contract, one JSON object per line",
+    "canonical/1",
+    super::Reader::Lines(normalize),
+);
 
-/// Normalizes one canonical line into one record.
 /// The format a line is written in when it is plainly another one's (the fields that
 /// format always writes, and a babel record never has): what it is, and its `--format`.
 fn other_format(members: &crate::jsonl::Members) -> Option<(&'static str, &'static str)> {
@@ -43,6 +40,7 @@ fn other_format(members: &crate::jsonl::Members) -> Option<(&'static str, &'stat
     }
 }
 
+/// Normalizes one canonical line into one record.
 pub fn normalize<'a>(
     line: JsonLine<'a>,
     context: &'a ImportContext<'a>,
@@ -57,105 +55,16 @@ pub fn normalize<'a>(
     }
     let run = context.run;
     let options = context.options;
-    let selected = match &options.id_field {
-        Some(field) => Some(stable_id::at_field(line.members, field)?),
-        None => None,
-    };
+    let selected = stable_id::selected(line.members, options)?;
     let mut f = LineFields::new(line.members);
     let mut warnings = Vec::new();
-
-    if let Some(version) = f.optional_index("schema_version")?
-        && version != SCHEMA_VERSION
-    {
-        return Err(AdapterError::new(
-            f.path("schema_version"),
-            format!(
-                "schema version {version} is not supported (this babel reads version {SCHEMA_VERSION})"
-            ),
-        ));
-    }
-    if let Some(other) = f.optional_string("run_id")?
-        && other != run.run_id
-    {
-        return Err(AdapterError::new(
-            f.path("run_id"),
-            format!("the record belongs to run {other:?}, not {:?}", run.run_id),
-        )
-        .with_hint("remove run_id from records imported into another run, or set it to the destination run"));
-    }
-    agree(
-        f.path("model"),
-        "model",
-        f.optional_string("model")?,
-        Some(&run.model),
-        "the run's model",
-    )?;
-
+    check_own_run(&mut f, run)?;
     let benchmark_path = f.path("benchmark");
     let benchmark = super::benchmark(benchmark_path, f.optional_string("benchmark")?, context)?;
-
-    let own_question_id = f.optional_string("question_id")?;
-    let own_scope = identity_scope(&mut f)?;
-    let (question_id, scope) = match selected {
-        Some(identity) => {
-            if let Some(own) = own_question_id.filter(|own| *own != identity.question_id) {
-                warnings.push(format!(
-                    "question_id {own:?} replaced by {:?} from --id-field {}",
-                    identity.question_id,
-                    options.id_field.as_ref().expect("selected implies a field")
-                ));
-            }
-            // A record its producer declared run-local stays run-local whatever field
-            // names its ID: selecting a field never makes an identity pairable.
-            let scope = match own_scope {
-                Some(IdentityScope::RunLocal) => IdentityScope::RunLocal,
-                _ => identity.scope,
-            };
-            (Cow::Owned(identity.question_id), scope)
-        }
-        None => {
-            let question_id = own_question_id.ok_or_else(|| {
-                AdapterError::new(f.path("question_id"), "required field is missing").with_hint(
-                    "write question_id in each record, or select a field with --id-field",
-                )
-            })?;
-            (question_id, own_scope.unwrap_or(IdentityScope::Stable))
-        }
-    };
-
-    let own_variant = f.optional_string("variant_id")?;
-    let variant_id = match (&options.variant, own_variant) {
-        (Some(forced), own) => {
-            if let Some(own) = own.filter(|own| own != forced) {
-                warnings.push(format!(
-                    "variant_id {own:?} overridden by --variant {forced:?}"
-                ));
-            }
-            Cow::Borrowed(forced.as_str())
-        }
-        (None, Some(own)) => own,
-        (None, None) => {
-            return Err(
-                AdapterError::new(f.path("variant_id"), "required field is missing")
-                    .with_hint("write variant_id in each record, or give the import --variant"),
-            );
-        }
-    };
-
-    let language = agree(
-        f.path("language"),
-        "language",
-        f.optional_string("language")?,
-        options.language.as_deref(),
-        "--language",
-    )?;
-    let script = f.optional_string("script")?;
-    if run.strict && script.is_none() {
-        return Err(AdapterError::new(
-            f.path("script"),
-            "records of a strict benchmark run must name their script",
-        ));
-    }
+    let (question_id, scope) = identity(&mut f, selected, options, &mut warnings)?;
+    let variant_id = variant(&mut f, options, &mut warnings)?;
+    let language = super::language(f.path("language"), f.optional_string("language")?, options)?;
+    let script = super::script(f.path("script"), f.optional_string("script")?, run)?;
     // The importer supplies its own archived source location.
     f.take("source");
     let filter = f
@@ -203,6 +112,96 @@ pub fn normalize<'a>(
         extra,
     });
     Ok(())
+}
+
+/// Refuses a record of another schema version, run or model.
+fn check_own_run(f: &mut LineFields<'_>, run: &RunContext) -> Result<(), AdapterError> {
+    if let Some(version) = f.optional_index("schema_version")?
+        && version != SCHEMA_VERSION
+    {
+        return Err(AdapterError::new(
+            f.path("schema_version"),
+            format!(
+                "schema version {version} is not supported (this babel reads version {SCHEMA_VERSION})"
+            ),
+        ));
+    }
+    if let Some(other) = f.optional_string("run_id")?
+        && other != run.run_id
+    {
+        return Err(AdapterError::new(
+            f.path("run_id"),
+            format!("the record belongs to run {other:?}, not {:?}", run.run_id),
+        )
+        .with_hint("remove run_id from records imported into another run, or set it to the destination run"));
+    }
+    agree(
+        f.path("model"),
+        "model",
+        f.optional_string("model")?,
+        Some(&run.model),
+        "the run's model",
+    )?;
+    Ok(())
+}
+
+/// The question ID: the record's own, or the one `--id-field` selected (which replaces
+/// the record's with a warning, and keeps a record its producer declared run-local
+/// run-local).
+fn identity<'a>(
+    f: &mut LineFields<'a>,
+    selected: Option<QuestionIdentity>,
+    options: &AdapterOptions,
+    warnings: &mut Vec<String>,
+) -> Result<(Cow<'a, str>, IdentityScope), AdapterError> {
+    let own_question_id = f.optional_string("question_id")?;
+    let own_scope = identity_scope(f)?;
+    let Some(identity) = selected else {
+        let question_id = own_question_id.ok_or_else(|| {
+            AdapterError::new(f.path("question_id"), "required field is missing")
+                .with_hint("write question_id in each record, or select a field with --id-field")
+        })?;
+        return Ok((question_id, own_scope.unwrap_or(IdentityScope::Stable)));
+    };
+    if let Some(own) = own_question_id.filter(|own| *own != identity.question_id) {
+        warnings.push(format!(
+            "question_id {own:?} replaced by {:?} from --id-field {}",
+            identity.question_id,
+            options.id_field.as_ref().expect("selected implies a field")
+        ));
+    }
+    // A record its producer declared run-local stays run-local whatever field names its
+    // ID: selecting a field never makes an identity pairable.
+    let scope = match own_scope {
+        Some(IdentityScope::RunLocal) => IdentityScope::RunLocal,
+        _ => identity.scope,
+    };
+    Ok((Cow::Owned(identity.question_id), scope))
+}
+
+/// The variant: `--variant` (overriding the record's own with a warning), else the
+/// record's own, which is then required.
+fn variant<'a>(
+    f: &mut LineFields<'a>,
+    options: &'a AdapterOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Cow<'a, str>, AdapterError> {
+    let own_variant = f.optional_string("variant_id")?;
+    match (&options.variant, own_variant) {
+        (Some(forced), own) => {
+            if let Some(own) = own.filter(|own| own != forced) {
+                warnings.push(format!(
+                    "variant_id {own:?} overridden by --variant {forced:?}"
+                ));
+            }
+            Ok(Cow::Borrowed(forced.as_str()))
+        }
+        (None, Some(own)) => Ok(own),
+        (None, None) => Err(
+            AdapterError::new(f.path("variant_id"), "required field is missing")
+                .with_hint("write variant_id in each record, or give the import --variant"),
+        ),
+    }
 }
 
 /// Reads `identity_scope` (`stable` or `run-local`), if present.
@@ -256,21 +255,13 @@ fn keep_selected_top_level_id<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adapters::kit::records_of_line;
-    use crate::adapters::{AdapterOptions, RunContext, SourceFile};
+    use crate::adapters::kit::{fixtures, records_of_line};
     use crate::jsonl::NonFinitePolicy;
     use crate::record::{Record, Source};
     use serde_json::{Value, json};
 
     fn run() -> RunContext {
-        RunContext {
-            run_id: "r1".into(),
-            model: "m1".into(),
-            benchmark: None,
-            correctness_metric: None,
-            shared_answer_key: false,
-            strict: false,
-        }
+        fixtures::run("r1", "m1")
     }
 
     fn import(
@@ -278,15 +269,7 @@ mod tests {
         run: &RunContext,
         options: &AdapterOptions,
     ) -> Result<Record, AdapterError> {
-        let context = ImportContext {
-            run,
-            options,
-            source: SourceFile {
-                raw_path: "runs/r1/raw/0001-a.jsonl",
-                basename: "a.jsonl",
-                folder: "",
-            },
-        };
+        let context = fixtures::context(run, options, "runs/r1/raw/0001-a.jsonl", "a.jsonl");
         let text = value.to_string();
         let mut out = records_of_line(normalize, &text, 7, NonFinitePolicy::Reject, &context)?;
         assert_eq!(out.len(), 1);

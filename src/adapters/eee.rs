@@ -10,27 +10,23 @@
 
 use serde_json::{Map, Value};
 
-use super::{AdapterError, ImportContext, stable_id};
+use super::stable_id::{self, QuestionIdentity};
+use super::{AdapterError, ImportContext, kit};
 use crate::jsonl::{FieldPath, Line};
 use crate::record::fields::describe;
-use crate::record::{DEFAULT_FILTER, Fields, IdentityScope, Record, SCHEMA_VERSION, Source};
+use crate::record::{Fields, Locator, Record};
 
 /// Every Eval Ever instance-level rows.
-pub const ADAPTER: super::Adapter = super::Adapter {
-    name: "eee",
-    summary: "Every Eval Ever 0.3 instance-level rows (<uuid>_samples.jsonl)",
-    normalizer_version: "eee/1",
-    reader: super::Reader::TreeLines(normalize),
-    check_options: super::no_option_rules,
-    check_source,
-    fixed_variants: &[],
-};
+pub const ADAPTER: super::Adapter = super::Adapter::new(
+    "eee",
+    "Every Eval Ever 0.3 instance-level rows (<uuid>_samples.jsonl)",
+    "eee/1",
+    super::Reader::TreeLines(normalize),
+)
+.with_source_check(check_source);
 
 /// The EEE schema versions this adapter reads.
 const SCHEMA_PREFIX: &str = "0.3.";
-
-/// The variant of EEE records unless `--variant` names another.
-pub const DEFAULT_VARIANT: &str = "original";
 
 /// An aggregate file is not instance-level output.
 fn check_source(context: &ImportContext<'_>) -> Result<(), AdapterError> {
@@ -51,10 +47,7 @@ pub fn normalize(
     context: &ImportContext<'_>,
     out: &mut Vec<Record>,
 ) -> Result<(), AdapterError> {
-    let selected = match &context.options.id_field {
-        Some(field) => Some(stable_id::at_field(&line.object, field)?),
-        None => None,
-    };
+    let selected = stable_id::selected(&line.object, context.options)?;
     let mut f = Fields::new(line.object, FieldPath::root());
     let version = f.required_string("schema_version")?;
     if !version.starts_with(SCHEMA_PREFIX) {
@@ -67,48 +60,10 @@ pub fn normalize(
     let evaluation_name = f.required_string("evaluation_name")?;
     let result_id = f.required_nullable_string("evaluation_result_id")?;
     let mut warnings = Vec::new();
-    // EEE names a model `<developer>/<name>` (babel's export writes the run's model so):
-    // the row is of the run's model when its ID is that model, or that model under a
-    // developer prefix.
-    let model_id = f.peek("model_id").and_then(Value::as_str);
-    let own = model_id.filter(|id| {
-        *id != context.run.model
-            && id.split_once('/').map(|(_, name)| name) != Some(context.run.model.as_str())
-    });
-    warnings.extend(super::check_model(
-        own,
-        f.path("model_id"),
-        "the row's model_id",
-        context,
-    )?);
-    let (question_id, identity_scope) = match selected {
-        Some(found) => (found.question_id, found.scope),
-        // babel's own export says which IDs are run-local.
-        None if f
-            .peek("metadata")
-            .and_then(|m| m.get("identity_scope"))
-            .and_then(Value::as_str)
-            == Some("run-local") =>
-        {
-            warnings.push(format!(
-                "sample_id {sample_id:?} was run-local where it was exported (metadata.identity_scope): it stays run-local"
-            ));
-            (
-                format!("{}:{sample_id}", context.source.raw_path),
-                IdentityScope::RunLocal,
-            )
-        }
-        None if is_position(&sample_id) => {
-            warnings.push(format!(
-                "sample_id {sample_id:?} is a position (EEE's lm-eval converter writes doc_id, HELM numbers id<n>): \
-                 run-local, it never pairs"
-            ));
-            (
-                format!("{}:{sample_id}", context.source.raw_path),
-                IdentityScope::RunLocal,
-            )
-        }
-        None => (sample_id.clone(), IdentityScope::Stable),
+    warnings.extend(check_model(&f, context)?);
+    let identity = match selected {
+        Some(found) => found,
+        None => identity(&f, &sample_id, context, &mut warnings),
     };
     let benchmark = super::named_benchmark(
         context,
@@ -116,11 +71,96 @@ pub fn normalize(
         "the row's evaluation_name",
         "",
     )?;
+    let mut record = kit::record(context, &benchmark, identity, Locator::Line(line.number));
+    question(&mut f, &mut record)?;
+    let output = f.object_or_null("output", false)?;
+    record.response = output.get("raw").cloned().unwrap_or(Value::Null);
+    record.prediction = match &record.response {
+        Value::Array(raw) if raw.len() == 1 => raw[0].clone(),
+        other => other.clone(),
+    };
+    let (evaluation, error) = evaluation(
+        &mut f,
+        result_id.as_deref(),
+        context,
+        &mut record,
+        &mut warnings,
+    )?;
+    record.repeat_id = repeat_id(&f)?;
+    if let Some(result_id) = &result_id {
+        record.filter = result_id.clone();
+    }
+    record.warnings = warnings;
+    record.extra = f.into_rest();
+    record
+        .extra
+        .insert("sample_id".into(), Value::String(sample_id));
+    record
+        .extra
+        .insert("evaluation_name".into(), Value::String(evaluation_name));
+    record
+        .extra
+        .insert("evaluation_result_id".into(), result_id.into());
+    record
+        .extra
+        .insert("evaluation".into(), Value::Object(evaluation));
+    if !output.is_null() {
+        record.extra.insert("output".into(), output);
+    }
+    if let Some(error) = error {
+        record.extra.insert("error".into(), error);
+    }
+    out.push(record);
+    Ok(())
+}
 
+/// Checks the row's `model_id`. EEE names a model `<developer>/<name>` (babel's export
+/// writes the run's model so): the row is of the run's model when its ID is that model,
+/// or that model under a developer prefix.
+fn check_model(f: &Fields, context: &ImportContext<'_>) -> Result<Option<String>, AdapterError> {
+    let model_id = f.peek("model_id").and_then(Value::as_str);
+    let own = model_id.filter(|id| {
+        *id != context.run.model
+            && id.split_once('/').map(|(_, name)| name) != Some(context.run.model.as_str())
+    });
+    super::check_model(own, f.path("model_id"), "the row's model_id", context)
+}
+
+/// The question ID without `--id-field`: the `sample_id`, run-local where babel's own
+/// export says it was, or where it is a position.
+fn identity(
+    f: &Fields,
+    sample_id: &str,
+    context: &ImportContext<'_>,
+    warnings: &mut Vec<String>,
+) -> QuestionIdentity {
+    let exported_run_local = f
+        .peek("metadata")
+        .and_then(|m| m.get("identity_scope"))
+        .and_then(Value::as_str)
+        == Some("run-local");
+    if exported_run_local {
+        warnings.push(format!(
+            "sample_id {sample_id:?} was run-local where it was exported (metadata.identity_scope): it stays run-local"
+        ));
+    } else if is_position(sample_id) {
+        warnings.push(format!(
+            "sample_id {sample_id:?} is a position (EEE's lm-eval converter writes doc_id, HELM numbers id<n>): \
+             run-local, it never pairs"
+        ));
+    } else {
+        return QuestionIdentity::stable(sample_id.to_owned());
+    }
+    stable_id::run_local(context.source, sample_id)
+}
+
+/// The question (`input.raw`), its choices and formatted prompt, and the reference as
+/// the target; the input's other fields are kept in `input` too.
+fn question(f: &mut Fields, record: &mut Record) -> Result<(), AdapterError> {
     let input_path = f.path("input");
     let mut input_fields = Fields::new(f.object("input", true)?, input_path);
     let raw = input_fields.required_string("raw")?;
-    let target = input_fields.required("reference")?;
+    record.target = input_fields.required("reference")?;
     let mut input = Map::new();
     input.insert("question".into(), Value::String(raw));
     for key in ["choices", "formatted"] {
@@ -129,14 +169,19 @@ pub fn normalize(
         }
     }
     input.extend(input_fields.into_rest());
+    record.input = Value::Object(input);
+    Ok(())
+}
 
-    let output = f.object_or_null("output", false)?;
-    let response = output.get("raw").cloned().unwrap_or(Value::Null);
-    let prediction = match &response {
-        Value::Array(raw) if raw.len() == 1 => raw[0].clone(),
-        other => other.clone(),
-    };
-
+/// Reads the row's `evaluation` (its score into `metrics` under the result's id, and
+/// `correct`) and its `error`; returns both, for `extra`.
+fn evaluation(
+    f: &mut Fields,
+    result_id: Option<&str>,
+    context: &ImportContext<'_>,
+    record: &mut Record,
+    warnings: &mut Vec<String>,
+) -> Result<(Map<String, Value>, Option<Value>), AdapterError> {
     let evaluation_path = f.path("evaluation");
     let evaluation = f.object("evaluation", true)?;
     let score = evaluation.get("score").cloned().unwrap_or(Value::Null);
@@ -148,17 +193,23 @@ pub fn normalize(
     }
     let claimed = evaluation.get("is_correct").and_then(Value::as_bool);
     let error = f.take("error").filter(|e| !e.is_null());
-    let metric = result_id.clone().unwrap_or_else(|| "score".to_owned());
-    let correct = correctness(
-        result_id.as_deref(),
+    record.correct = correctness(
+        result_id,
         &score,
         claimed,
         error.as_ref(),
         context.run.correctness_metric.as_deref(),
-        &mut warnings,
+        warnings,
     );
-    let repeat_id = match f.peek("metadata").and_then(|m| m.get("epoch")) {
-        None | Some(Value::Null) => 0,
+    let metric = result_id.unwrap_or("score").to_owned();
+    record.metrics.insert(metric, score);
+    Ok((evaluation, error))
+}
+
+/// The repeat: `metadata.epoch` (from 1, a string or an integer) less one, else 0.
+fn repeat_id(f: &Fields) -> Result<u64, AdapterError> {
+    match f.peek("metadata").and_then(|m| m.get("epoch")) {
+        None | Some(Value::Null) => Ok(0),
         Some(epoch) => epoch
             .as_str()
             .and_then(|e| e.parse::<u64>().ok())
@@ -170,51 +221,8 @@ pub fn normalize(
                     f.path("metadata").key("epoch"),
                     format!("expected an epoch from 1, found {epoch}"),
                 )
-            })?,
-    };
-
-    let mut metrics = Map::new();
-    metrics.insert(metric, score);
-    let mut extra = f.into_rest();
-    extra.insert("sample_id".into(), Value::String(sample_id));
-    extra.insert("evaluation_name".into(), Value::String(evaluation_name));
-    extra.insert("evaluation_result_id".into(), result_id.clone().into());
-    extra.insert("evaluation".into(), Value::Object(evaluation));
-    if !output.is_null() {
-        extra.insert("output".into(), output);
+            }),
     }
-    if let Some(error) = error {
-        extra.insert("error".into(), error);
-    }
-    out.push(Record {
-        schema_version: SCHEMA_VERSION,
-        run_id: context.run.run_id.clone(),
-        benchmark,
-        script: None,
-        language: context.options.language.clone(),
-        question_id,
-        variant_id: context
-            .options
-            .variant
-            .clone()
-            .unwrap_or_else(|| DEFAULT_VARIANT.to_owned()),
-        filter: result_id.unwrap_or_else(|| DEFAULT_FILTER.to_owned()),
-        repeat_id,
-        identity_scope,
-        model: context.run.model.clone(),
-        rephrasing_model: None,
-        input: Value::Object(input),
-        target,
-        prediction,
-        correct,
-        scores: Map::new(),
-        metrics,
-        response,
-        source: Source::line(context.source.raw_path, line.number),
-        warnings,
-        extra,
-    });
-    Ok(())
 }
 
 /// Whether an evaluation result names an accuracy-like metric (any part, split at `:`, is

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::kit::describe;
-use super::{AdapterError, ImportContext, JsonLine, LineFields, stable_id};
+use super::{AdapterError, ImportContext, JsonLine, LineFields, RunContext, kit, stable_id};
 use crate::canonical_json::{Json, JsonKind, ObjectWriter, object_members};
 use crate::jsonl::FieldPath;
 use crate::record::{DEFAULT_FILTER, Locator, NewRecord};
@@ -28,9 +28,6 @@ pub const ADAPTER: super::Adapter = super::Adapter {
     check_source,
     fixed_variants: &[],
 };
-
-/// The variant of harness records unless `--variant` names another.
-pub const DEFAULT_VARIANT: &str = "original";
 
 /// The binary metrics that set `correct` when the run names no `correctness_metric`, in
 /// the order they are looked for.
@@ -100,15 +97,7 @@ pub fn normalize<'a>(
     };
     let arguments = f.object_or_null("arguments", false)?;
     let target = f.required("target")?;
-    let resps = f.array("resps")?;
-    let filtered_resps = f.array("filtered_resps")?;
-    if resps.is_none() && filtered_resps.is_none() {
-        return Err(AdapterError::new(
-            f.path("resps"),
-            "a harness sample needs resps and/or filtered_resps",
-        )
-        .with_hint("is this a samples_*.jsonl file written by lm_eval --log_samples?"));
-    }
+    let (resps, filtered_resps) = responses(&mut f)?;
     let filter = f
         .defaulted_string("filter")?
         .unwrap_or(Cow::Borrowed(DEFAULT_FILTER));
@@ -122,28 +111,11 @@ pub fn normalize<'a>(
         (None, Some(raw)) => likelihood_scores(raw, rolling, true, &mut warnings),
         (None, None) => Map::new(),
     };
-    let correct = match unnamed_metric(&metrics, &f, run.correctness_metric.as_deref()) {
-        Some(name) => {
-            warnings.push(format!(
-                "{name} is at the top level, but no metrics list names it (lm-evaluation-harness \
-                 before 0.4.8 wrote none): it is kept in extra, not read, and correctness is unknown"
-            ));
-            None
-        }
-        None => correctness(&metrics, run.correctness_metric.as_deref(), &mut warnings),
-    };
-
+    let correct = listed_correctness(&metrics, &f, run, &mut warnings);
     let mut input = ObjectWriter::new();
     input.insert("doc", doc);
     if !arguments.is_null() {
         input.insert("arguments", arguments);
-    }
-    let mut response = ObjectWriter::new();
-    if let Some(resps) = resps {
-        response.insert("resps", resps);
-    }
-    if let Some(filtered) = filtered_resps {
-        response.insert("filtered_resps", filtered);
     }
     out.push(NewRecord {
         run_id: Cow::Borrowed(&run.run_id),
@@ -151,7 +123,7 @@ pub fn normalize<'a>(
         script: script.map(Cow::Owned),
         language: options.language.as_deref().map(Cow::Borrowed),
         question_id: Cow::Owned(identity.question_id),
-        variant_id: Cow::Borrowed(options.variant.as_deref().unwrap_or(DEFAULT_VARIANT)),
+        variant_id: Cow::Borrowed(options.variant.as_deref().unwrap_or(kit::ORIGINAL)),
         filter,
         repeat_id: 0,
         identity_scope: identity.scope,
@@ -167,13 +139,62 @@ pub fn normalize<'a>(
             AdapterError::new(FieldPath::root().key("scores"), error.to_string())
         })?,
         metrics: metrics.finish(),
-        response: response.finish(),
+        response: response(resps, filtered_resps),
         source_path: Cow::Borrowed(context.source.raw_path),
         locator: Locator::Line(line.number),
         warnings,
         extra,
     });
     Ok(())
+}
+
+/// `correct` from the line's binary metric, unknown when that metric is at the top level
+/// but no metrics list names it.
+fn listed_correctness(
+    metrics: &Metrics<'_>,
+    f: &LineFields<'_>,
+    run: &RunContext,
+    warnings: &mut Vec<String>,
+) -> Option<bool> {
+    match unnamed_metric(metrics, f, run.correctness_metric.as_deref()) {
+        Some(name) => {
+            warnings.push(format!(
+                "{name} is at the top level, but no metrics list names it (lm-evaluation-harness \
+                 before 0.4.8 wrote none): it is kept in extra, not read, and correctness is unknown"
+            ));
+            None
+        }
+        None => correctness(metrics, run.correctness_metric.as_deref(), warnings),
+    }
+}
+
+/// The line's raw and filtered responses, of which it needs one at least.
+type Responses<'a> = (Option<Json<'a>>, Option<Json<'a>>);
+
+/// Takes the line's `resps` and `filtered_resps`; a line without either is refused.
+fn responses<'a>(f: &mut LineFields<'a>) -> Result<Responses<'a>, AdapterError> {
+    let resps = f.array("resps")?;
+    let filtered_resps = f.array("filtered_resps")?;
+    if resps.is_none() && filtered_resps.is_none() {
+        return Err(AdapterError::new(
+            f.path("resps"),
+            "a harness sample needs resps and/or filtered_resps",
+        )
+        .with_hint("is this a samples_*.jsonl file written by lm_eval --log_samples?"));
+    }
+    Ok((resps, filtered_resps))
+}
+
+/// The record's `response`: the responses as the line gives them.
+fn response<'a>(resps: Option<Json<'a>>, filtered_resps: Option<Json<'a>>) -> Json<'static> {
+    let mut response = ObjectWriter::new();
+    if let Some(resps) = resps {
+        response.insert("resps", resps);
+    }
+    if let Some(filtered) = filtered_resps {
+        response.insert("filtered_resps", filtered);
+    }
+    response.finish()
 }
 
 /// A line's metric values, by name in the order the line gives them.
@@ -454,8 +475,8 @@ fn likelihood_scores(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adapters::kit::records_of_line;
-    use crate::adapters::{AdapterOptions, RunContext, SourceFile};
+    use crate::adapters::kit::{fixtures, records_of_line};
+    use crate::adapters::{AdapterOptions, RunContext};
     use crate::jsonl::NonFinitePolicy;
     use crate::record::{IdentityScope, Record};
     use serde_json::json;
@@ -463,14 +484,7 @@ mod tests {
     const SAMPLES: &str = "samples_babel_mc_rephrased_2026-12-02T12-52-46.563574.jsonl";
 
     fn run() -> RunContext {
-        RunContext {
-            run_id: "r1".into(),
-            model: "dummy".into(),
-            benchmark: None,
-            correctness_metric: None,
-            shared_answer_key: false,
-            strict: false,
-        }
+        fixtures::run("r1", "dummy")
     }
 
     fn import_text(
@@ -479,15 +493,7 @@ mod tests {
         options: &AdapterOptions,
         basename: &str,
     ) -> Result<Record, AdapterError> {
-        let context = ImportContext {
-            run,
-            options,
-            source: SourceFile {
-                raw_path: "runs/r1/raw/0001-s.jsonl",
-                basename,
-                folder: "",
-            },
-        };
+        let context = fixtures::context(run, options, "runs/r1/raw/0001-s.jsonl", basename);
         let mut out = records_of_line(normalize, text, 11, NonFinitePolicy::Null, &context)?;
         assert_eq!(out.len(), 1);
         Ok(out.remove(0))
@@ -814,15 +820,7 @@ mod tests {
             import_text(MC_LINE, &run(), &AdapterOptions::default(), "x.jsonl").unwrap_err();
         assert!(error.hint.unwrap().contains("--benchmark"));
         let options = AdapterOptions::default();
-        let context = ImportContext {
-            run: &named,
-            options: &options,
-            source: SourceFile {
-                raw_path: "runs/r1/raw/0001-s.jsonl",
-                basename: SAMPLES,
-                folder: "",
-            },
-        };
+        let context = fixtures::context(&named, &options, "runs/r1/raw/0001-s.jsonl", SAMPLES);
         assert!(check_source(&context).is_err(), "checked once per file too");
     }
 

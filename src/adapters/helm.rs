@@ -13,29 +13,20 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::{AdapterError, Begun, ImportContext, Item, Layout, stable_id};
+use super::stable_id::{self, QuestionIdentity};
+use super::{AdapterError, Begun, ImportContext, Item, Layout, kit};
 use crate::jsonl::FieldPath;
+use crate::record::Record;
 use crate::record::fields::describe;
-use crate::record::{DEFAULT_FILTER, IdentityScope, Record, SCHEMA_VERSION, Source};
 
 /// A HELM run folder.
-pub const ADAPTER: super::Adapter = super::Adapter {
-    name: "helm",
-    summary: "a HELM run folder (benchmark_output/runs/<suite>/<run>)",
-    normalizer_version: "helm/1",
-    reader: super::Reader::Items(super::Structured {
-        layout,
-        begin,
-        normalize,
-        units: None,
-    }),
-    check_options,
-    check_source: super::any_source,
-    fixed_variants: &[],
-};
-
-/// The variant of records without a perturbation.
-pub const ORIGINAL: &str = "original";
+pub const ADAPTER: super::Adapter = super::Adapter::new(
+    "helm",
+    "a HELM run folder (benchmark_output/runs/<suite>/<run>)",
+    "helm/1",
+    super::Reader::Items(super::Structured::new(layout, begin, kit::normalize::<Run>)),
+)
+.with_option_rules(check_options);
 
 /// The 0/1 stat that sets `correct` when the run names no `correctness_metric`.
 pub const DEFAULT_CORRECTNESS_STAT: &str = "exact_match";
@@ -223,16 +214,7 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
             "no benchmark: the run folder has no {SCENARIO} naming one, and neither --benchmark nor the run's metadata gives one"
         ),
     )?;
-    let Some(index) = index else {
-        return Err(AdapterError::new(
-            FieldPath::root(),
-            format!("the run folder has no {PER_INSTANCE_STATS}"),
-        )
-        .with_hint("import the whole folder helm-run wrote: benchmark_output/runs/<suite>/<run>"));
-    };
-    let stats: Box<Stats> = index.downcast().map_err(|_| {
-        AdapterError::new(FieldPath::root(), "the stats index is not this adapter's")
-    })?;
+    let stats = stats(index)?;
     let positional_ids =
         !stats.entries.is_empty() && stats.entries.keys().all(|(id, _, _)| is_position(id));
     let correctness_stat = context
@@ -252,28 +234,6 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
         "the HELM run's model (run_spec.json adapter_spec.model)",
         context,
     )?;
-    let mut producer = Map::new();
-    producer.insert("framework".into(), "helm".into());
-    for (key, value) in [
-        ("run", run_spec.get("name")),
-        ("scenario", run_spec.get("scenario_spec")),
-        ("scenario_name", scenario_name.map(Value::from).as_ref()),
-        ("model", adapter_spec.and_then(|a| a.get("model"))),
-        (
-            "model_deployment",
-            adapter_spec.and_then(|a| a.get("model_deployment")),
-        ),
-        ("method", adapter_spec.and_then(|a| a.get("method"))),
-        (
-            "num_train_trials",
-            adapter_spec.and_then(|a| a.get("num_train_trials")),
-        ),
-        ("groups", run_spec.get("groups")),
-    ] {
-        if let Some(value) = value.filter(|v| !v.is_null()) {
-            producer.insert(key.into(), value.clone());
-        }
-    }
     Ok(Begun {
         state: Box::new(Run {
             benchmark,
@@ -287,8 +247,44 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
                 == Some("language_modeling"))
             .then(Default::default),
         }),
-        producer,
+        producer: producer(run_spec, scenario_name),
     })
+}
+
+/// What the manifest keeps about the producer: the run, its scenario, model, method and
+/// groups.
+fn producer(run_spec: &Map<String, Value>, scenario_name: Option<&str>) -> Map<String, Value> {
+    let adapter_spec = |key: &str| run_spec.get("adapter_spec").and_then(|a| a.get(key));
+    let mut producer = Map::new();
+    producer.insert("framework".into(), "helm".into());
+    kit::add_facts(
+        &mut producer,
+        [
+            ("run", run_spec.get("name")),
+            ("scenario", run_spec.get("scenario_spec")),
+            ("scenario_name", scenario_name.map(Value::from).as_ref()),
+            ("model", adapter_spec("model")),
+            ("model_deployment", adapter_spec("model_deployment")),
+            ("method", adapter_spec("method")),
+            ("num_train_trials", adapter_spec("num_train_trials")),
+            ("groups", run_spec.get("groups")),
+        ],
+    );
+    producer
+}
+
+/// The per-instance stats the archive indexed from `per_instance_stats.json`.
+fn stats(index: Option<Box<dyn std::any::Any + Send + Sync>>) -> Result<Box<Stats>, AdapterError> {
+    let Some(index) = index else {
+        return Err(AdapterError::new(
+            FieldPath::root(),
+            format!("the run folder has no {PER_INSTANCE_STATS}"),
+        )
+        .with_hint("import the whole folder helm-run wrote: benchmark_output/runs/<suite>/<run>"));
+    };
+    index
+        .downcast()
+        .map_err(|_| AdapterError::new(FieldPath::root(), "the stats index is not this adapter's"))
 }
 
 /// `id` followed by digits: what HELM gives every instance when any lacks an id.
@@ -327,22 +323,68 @@ fn perturbation_name(
     }
 }
 
-fn normalize(
-    begun: &Begun,
-    item: Item,
-    context: &ImportContext<'_>,
-    out: &mut Vec<Record>,
-) -> Result<(), AdapterError> {
-    let run: &Run = begun.state.downcast_ref().expect("begun by this adapter");
-    let object = item.object;
-    // Multiple choice asked one request per choice (`multiple_choice_separate_*`): the
-    // instance is one item, carried by its first choice's request; the other choices'
-    // requests and the calibration requests make no record (they stay in the raw file).
-    let per_choice = object.get("reference_index").and_then(Value::as_u64);
-    let calibration = object.get("request_mode").and_then(Value::as_str) == Some("calibration");
-    if calibration || per_choice.is_some_and(|index| index > 0) {
-        return Ok(());
+impl kit::Items for Run {
+    fn record(&self, item: Item, context: &ImportContext<'_>) -> kit::ItemResult {
+        let object = item.object;
+        // Multiple choice asked one request per choice (`multiple_choice_separate_*`): the
+        // instance is one item, carried by its first choice's request; the other choices'
+        // requests and the calibration requests make no record (they stay in the raw file).
+        let per_choice = object.get("reference_index").and_then(Value::as_u64);
+        let calibration = object.get("request_mode").and_then(Value::as_str) == Some("calibration");
+        if calibration || per_choice.is_some_and(|index| index > 0) {
+            return Ok(None);
+        }
+        let (instance, key) = request(&object)?;
+        let mut warnings: Vec<String> = self.model_warning.iter().cloned().collect();
+        if !self.first_window(&key, &mut warnings) {
+            return Ok(None);
+        }
+        if per_choice.is_some() {
+            warnings.push(
+                "HELM scored each choice in its own request (multiple_choice_separate): no prediction is \
+                 reconstructed; correctness comes from the instance's stats"
+                    .to_owned(),
+            );
+        }
+        let (id, trial, perturbation) = &key;
+        let identity = match stable_id::selected(&object, context.options)? {
+            Some(selected) => selected,
+            None if self.positional_ids => {
+                warnings.push(format!(
+                    "instance id {id} is HELM's position (it renumbers every instance id<n> when any lacks an id): run-local, it never pairs"
+                ));
+                stable_id::run_local(context.source, id)
+            }
+            None => QuestionIdentity::stable(id.clone()),
+        };
+        let mut record = kit::record(context, &self.benchmark, identity, item.locator);
+        record.variant_id = perturbation
+            .clone()
+            .unwrap_or_else(|| kit::ORIGINAL.to_owned());
+        // The test split is HELM's headline; instances of another split (valid) are items of
+        // their own filter, so accuracy per filter is HELM's per split.
+        if let Some(split) = instance.get("split").and_then(Value::as_str)
+            && split != "test"
+        {
+            record.filter = split.to_owned();
+        }
+        record.repeat_id = *trial;
+        question(instance, &object, per_choice.is_some(), &mut record);
+        let completions = reply(&object, per_choice.is_some(), &mut record);
+        record.correct = self.correctness(
+            &key,
+            object.get("result"),
+            &mut record.metrics,
+            &mut warnings,
+        );
+        record.warnings = warnings;
+        record.extra = extra(instance, &object, completions);
+        Ok(Some(record))
     }
+}
+
+/// A request state's instance and the key that joins it with its stats.
+fn request(object: &Map<String, Value>) -> Result<(&Map<String, Value>, StatsKey), AdapterError> {
     let root = FieldPath::root();
     let at_instance = root.key("instance");
     let Some(Value::Object(instance)) = object.get("instance") else {
@@ -363,151 +405,173 @@ fn normalize(
         instance.get("perturbation"),
         &at_instance.key("perturbation"),
     )?;
-    let mut warnings: Vec<String> = run.model_warning.iter().cloned().collect();
-    if let Some(seen) = &run.windows_seen {
-        let key = (id.clone(), trial, perturbation.clone());
-        if !seen.lock().unwrap_or_else(|e| e.into_inner()).insert(key) {
-            return Ok(());
+    Ok((instance, (id, trial, perturbation)))
+}
+
+impl Run {
+    /// Whether the request is the record of its instance: in a language-modeling run
+    /// only the first window of each instance is (with a warning saying so).
+    fn first_window(&self, key: &StatsKey, warnings: &mut Vec<String>) -> bool {
+        let Some(seen) = &self.windows_seen else {
+            return true;
+        };
+        if !seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.clone())
+        {
+            return false;
         }
         warnings.push(
             "a language-modeling instance is one record, from its first window's request (HELM scores \
              the windows together in its stats)"
                 .to_owned(),
         );
+        true
     }
-    if per_choice.is_some() {
-        warnings.push(
-            "HELM scored each choice in its own request (multiple_choice_separate): no prediction is \
-             reconstructed; correctness comes from the instance's stats"
-                .to_owned(),
-        );
-    }
-    let (question_id, identity_scope) = match &context.options.id_field {
-        Some(field) => {
-            let found = stable_id::at_field(&object, field)?;
-            (found.question_id, found.scope)
-        }
-        None if run.positional_ids => {
-            warnings.push(format!(
-                "instance id {id} is HELM's position (it renumbers every instance id<n> when any lacks an id): run-local, it never pairs"
-            ));
-            (
-                format!("{}:{id}", context.source.raw_path),
-                IdentityScope::RunLocal,
-            )
-        }
-        None => (id.clone(), IdentityScope::Stable),
-    };
 
-    let references: Vec<&Value> = instance
-        .get("references")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().collect())
-        .unwrap_or_default();
-    let text_of = |reference: &Value| reference.get("output").and_then(|o| o.get("text")).cloned();
-    let correct_texts: Vec<Value> = references
+    /// `correct` from the instance's correctness stat: 1 right, 0 wrong, anything else
+    /// (a failed request, no entry, no stat, a stat without a mean) unknown. The entry's
+    /// stats go into `metrics`.
+    fn correctness(
+        &self,
+        key: &StatsKey,
+        result: Option<&Value>,
+        metrics: &mut Map<String, Value>,
+        warnings: &mut Vec<String>,
+    ) -> Option<bool> {
+        let found = self.stats.metrics(key);
+        let (found_metrics, unknown_because) = found.clone().unwrap_or_default();
+        *metrics = found_metrics;
+        let stat = &self.correctness_stat;
+        let succeeded = result
+            .and_then(|r| r.get("success"))
+            .and_then(Value::as_bool)
+            != Some(false);
+        if !succeeded {
+            let error = result
+                .and_then(|r| r.get("error"))
+                .and_then(Value::as_str)
+                .unwrap_or("no message");
+            warnings.push(format!(
+                "the request failed ({error}): correctness is unknown"
+            ));
+            return None;
+        }
+        if found.is_none() {
+            warnings.push(
+                "per_instance_stats.json has no entry for this instance, trial and perturbation: correctness is unknown"
+                    .to_owned(),
+            );
+            return None;
+        }
+        let unknown = match metrics.get(stat) {
+            None => format!("the run computed no {stat} stat for this item"),
+            Some(Value::Null) => {
+                let reason = unknown_because
+                    .get(stat.as_str())
+                    .copied()
+                    .unwrap_or("has no mean");
+                format!("stat {stat} {reason} for this item")
+            }
+            Some(value) => match value.as_f64() {
+                Some(1.0) => return Some(true),
+                Some(0.0) => return Some(false),
+                _ => format!("stat {stat} is {value}, not 0 or 1"),
+            },
+        };
+        warnings.push(format!("{unknown}: correctness is unknown"));
+        None
+    }
+}
+
+/// The target: the text of every reference tagged correct (one text alone, several as a
+/// list).
+fn target(references: &[&Value]) -> Value {
+    let mut correct_texts: Vec<Value> = references
         .iter()
         .filter(|r| {
             r.get("tags")
                 .and_then(Value::as_array)
                 .is_some_and(|tags| tags.iter().any(|t| t == "correct"))
         })
-        .filter_map(|r| text_of(r))
+        .filter_map(|r| reference_text(r))
         .collect();
-    let target = match correct_texts.len() {
+    match correct_texts.len() {
         0 => Value::Null,
-        1 => correct_texts[0].clone(),
+        1 => correct_texts.remove(0),
         _ => Value::Array(correct_texts),
-    };
-    let output_mapping = object.get("output_mapping").filter(|m| m.is_object());
+    }
+}
+
+/// A reference's text.
+fn reference_text(reference: &Value) -> Option<Value> {
+    reference.get("output").and_then(|o| o.get("text")).cloned()
+}
+
+/// What the model was asked: the instance's text, the choices (of a multiple-choice
+/// request), the prompt; and the target among the references.
+fn question(
+    instance: &Map<String, Value>,
+    object: &Map<String, Value>,
+    per_choice: bool,
+    record: &mut Record,
+) {
+    let references: Vec<&Value> = instance
+        .get("references")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().collect())
+        .unwrap_or_default();
+    record.target = target(&references);
     let mut input = Map::new();
     if let Some(text) = instance.get("input").and_then(|i| i.get("text")) {
         input.insert("question".into(), text.clone());
     }
-    if output_mapping.is_some() || per_choice.is_some() {
-        let choices: Vec<Value> = references.iter().filter_map(|r| text_of(r)).collect();
+    if object.get("output_mapping").is_some_and(Value::is_object) || per_choice {
+        let choices: Vec<Value> = references
+            .iter()
+            .filter_map(|r| reference_text(r))
+            .collect();
         input.insert("choices".into(), Value::Array(choices));
     }
     if let Some(prompt) = object.get("request").and_then(|r| r.get("prompt")) {
         input.insert("prompt".into(), prompt.clone());
     }
+    record.input = Value::Object(input);
+}
 
-    let result = object.get("result");
-    let succeeded = result
-        .and_then(|r| r.get("success"))
-        .and_then(Value::as_bool)
-        != Some(false);
-    let completions: Vec<Value> = result
+/// The reply: the first completion (none for a request that scored one choice: HELM's
+/// answer is the likeliest of all of them), and the prediction, a multiple-choice letter
+/// mapped through `output_mapping` to the choice it names. Returns every completion.
+fn reply(object: &Map<String, Value>, per_choice: bool, record: &mut Record) -> Vec<Value> {
+    let completions: Vec<Value> = object
+        .get("result")
         .and_then(|r| r.get("completions"))
         .and_then(Value::as_array)
         .map(|c| c.iter().filter_map(|c| c.get("text").cloned()).collect())
         .unwrap_or_default();
-    let response = match per_choice {
-        // This request scored one choice; HELM's answer is the likeliest of all of them.
-        Some(_) => Value::Null,
-        None => completions.first().cloned().unwrap_or(Value::Null),
-    };
-    // A multiple-choice answer is a letter; output_mapping gives the choice it names.
-    let prediction = match (output_mapping, response.as_str()) {
+    if !per_choice {
+        record.response = completions.first().cloned().unwrap_or(Value::Null);
+    }
+    let output_mapping = object.get("output_mapping").filter(|m| m.is_object());
+    record.prediction = match (output_mapping, record.response.as_str()) {
         (Some(mapping), Some(text)) => mapping
             .get(text.trim())
             .cloned()
-            .unwrap_or(response.clone()),
-        _ => response.clone(),
+            .unwrap_or(record.response.clone()),
+        _ => record.response.clone(),
     };
+    completions
+}
 
-    let key = (id.clone(), trial, perturbation.clone());
-    let found = run.stats.metrics(&key);
-    let (metrics, unknown_because) = found.clone().unwrap_or_default();
-    let correct = if !succeeded {
-        let error = result
-            .and_then(|r| r.get("error"))
-            .and_then(Value::as_str)
-            .unwrap_or("no message");
-        warnings.push(format!(
-            "the request failed ({error}): correctness is unknown"
-        ));
-        None
-    } else if found.is_none() {
-        warnings.push(
-            "per_instance_stats.json has no entry for this instance, trial and perturbation: correctness is unknown"
-                .to_owned(),
-        );
-        None
-    } else {
-        match metrics.get(&run.correctness_stat) {
-            None => {
-                warnings.push(format!(
-                    "the run computed no {} stat for this item: correctness is unknown",
-                    run.correctness_stat
-                ));
-                None
-            }
-            Some(Value::Null) => {
-                let reason = unknown_because
-                    .get(run.correctness_stat.as_str())
-                    .copied()
-                    .unwrap_or("has no mean");
-                warnings.push(format!(
-                    "stat {} {reason} for this item: correctness is unknown",
-                    run.correctness_stat
-                ));
-                None
-            }
-            Some(value) => match value.as_f64() {
-                Some(1.0) => Some(true),
-                Some(0.0) => Some(false),
-                _ => {
-                    warnings.push(format!(
-                        "stat {} is {value}, not 0 or 1: correctness is unknown",
-                        run.correctness_stat
-                    ));
-                    None
-                }
-            },
-        }
-    };
-
+/// What the record keeps of the request state besides: the split, the perturbation, the
+/// trial, the output mapping, the prompt's facts and, when there are several, every
+/// completion.
+fn extra(
+    instance: &Map<String, Value>,
+    object: &Map<String, Value>,
+    completions: Vec<Value>,
+) -> Map<String, Value> {
     let mut extra = Map::new();
     for key in ["split", "perturbation"] {
         if let Some(value) = instance.get(key) {
@@ -527,39 +591,7 @@ fn normalize(
     if completions.len() > 1 {
         extra.insert("completions".into(), Value::Array(completions));
     }
-    out.push(Record {
-        schema_version: SCHEMA_VERSION,
-        run_id: context.run.run_id.clone(),
-        benchmark: run.benchmark.clone(),
-        script: None,
-        language: context.options.language.clone(),
-        question_id,
-        variant_id: perturbation.unwrap_or_else(|| ORIGINAL.to_owned()),
-        // The test split is HELM's headline; instances of another split (valid) are items of
-        // their own filter, so accuracy per filter is HELM's per split.
-        filter: match instance.get("split").and_then(Value::as_str) {
-            None | Some("test") => DEFAULT_FILTER.to_owned(),
-            Some(split) => split.to_owned(),
-        },
-        repeat_id: trial,
-        identity_scope,
-        model: context.run.model.clone(),
-        rephrasing_model: None,
-        input: Value::Object(input),
-        target,
-        prediction,
-        correct,
-        scores: Map::new(),
-        metrics,
-        response,
-        source: Source {
-            path: context.source.raw_path.to_owned(),
-            locator: item.locator,
-        },
-        warnings,
-        extra,
-    });
-    Ok(())
+    extra
 }
 
 #[cfg(test)]
@@ -568,26 +600,12 @@ mod tests {
 
     #[test]
     fn a_choice_per_request_is_one_record_from_the_instance_stats() {
-        use crate::adapters::{AdapterOptions, RunContext, SourceFile};
+        use crate::adapters::{AdapterOptions, kit::fixtures};
         use serde_json::json;
-        let run = RunContext {
-            run_id: "r".into(),
-            model: "m".into(),
-            benchmark: None,
-            correctness_metric: None,
-            shared_answer_key: false,
-            strict: false,
-        };
+        let run = fixtures::run("r", "m");
         let options = AdapterOptions::default();
-        let context = ImportContext {
-            run: &run,
-            options: &options,
-            source: SourceFile {
-                raw_path: "runs/r/raw/0001-x/scenario_state.json",
-                basename: "x",
-                folder: "",
-            },
-        };
+        let context =
+            fixtures::context(&run, &options, "runs/r/raw/0001-x/scenario_state.json", "x");
         let mut header = Map::new();
         header.insert(RUN_SPEC.into(), json!({"name": "x"}));
         header.insert(SCENARIO.into(), json!({"name": "hellaswag"}));
@@ -633,7 +651,7 @@ mod tests {
                 replaced: Vec::new(),
                 locator: crate::record::Locator::Pointer(format!("/request_states/{index}")),
             };
-            normalize(&begun, item, &context, &mut out).unwrap();
+            kit::normalize::<Run>(&begun, item, &context, &mut out).unwrap();
         }
         assert_eq!(out.len(), 1, "one instance, one record");
         assert_eq!(out[0].correct, Some(true));

@@ -12,30 +12,18 @@
 
 use serde_json::{Map, Value};
 
-use super::{AdapterError, Begun, ImportContext, Item, Layout, stable_id};
+use super::stable_id::{self, QuestionIdentity};
+use super::{AdapterError, Begun, ImportContext, Item, Layout, kit};
 use crate::jsonl::FieldPath;
 use crate::record::fields::describe;
-use crate::record::{DEFAULT_FILTER, IdentityScope, Record, SCHEMA_VERSION, Source};
 
 /// Inspect AI eval logs.
-pub const ADAPTER: super::Adapter = super::Adapter {
-    name: "inspect",
-    summary: "Inspect AI eval logs (.eval or .json, log format 2)",
-    normalizer_version: "inspect/1",
-    reader: super::Reader::Items(super::Structured {
-        layout,
-        begin,
-        normalize,
-        units: None,
-    }),
-    check_options: super::no_option_rules,
-    check_source: super::any_source,
-    fixed_variants: &[],
-};
-
-/// The variant of Inspect records unless `--variant` names another: a log has no variant
-/// of its own (a task's variants differ only in its arguments).
-pub const DEFAULT_VARIANT: &str = "original";
+pub const ADAPTER: super::Adapter = super::Adapter::new(
+    "inspect",
+    "Inspect AI eval logs (.eval or .json, log format 2)",
+    "inspect/1",
+    super::Reader::Items(super::Structured::new(layout, begin, kit::normalize::<Log>)),
+);
 
 /// The header of a `.eval` log (`header.json` once the run has ended; only
 /// `_journal/start.json` while it runs or after it was killed).
@@ -81,7 +69,61 @@ enum Scorer {
 
 /// Reads the log's header: its task, dataset ids, scorers, status and producer facts.
 fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, AdapterError> {
-    let header = &header.members;
+    let (top, status, at) = log_header(&header.members)?;
+    let eval_at = at.key("eval");
+    let Some(Value::Object(eval)) = top.get("eval") else {
+        return Err(AdapterError::new(eval_at, "required object is missing"));
+    };
+    let task = super::required_text(eval.get("task"), eval_at.key("task"), "the task's name")?;
+    let benchmark = super::named_benchmark(context, Some(&task), "the log's eval.task", "")?;
+    let scorer = choose_scorer(top, eval, context, &at)?;
+
+    let mut warnings = Vec::new();
+    let model = eval.get("model").and_then(Value::as_str);
+    warnings.extend(super::check_model(
+        model,
+        eval_at.key("model"),
+        "the log's model",
+        context,
+    )?);
+    if status != "success" {
+        warnings.push(format!(
+            "the log's status is {status:?}, not \"success\": the evaluation did not finish, so its samples may be incomplete"
+        ));
+    }
+    warnings.extend(reduced_epochs(top, eval));
+    if let Scorer::Ambiguous(names) = &scorer {
+        warnings.push(format!(
+            "the log has {} scorers ({}) and the run's correctness_metric names none of them: correctness is unknown",
+            names.len(),
+            names.join(", ")
+        ));
+    }
+    let task_args = eval
+        .get("task_args")
+        .filter(|a| a.as_object().is_some_and(|a| !a.is_empty()));
+    if let (Some(args), None) = (task_args, &context.options.variant) {
+        warnings.push(format!(
+            "the task ran with arguments {args}, and no --variant was given: filed as variant {:?}",
+            kit::ORIGINAL
+        ));
+    }
+    Ok(Begun {
+        state: Box::new(Log {
+            benchmark,
+            scorer,
+            warnings,
+        }),
+        producer: producer(top, eval, status),
+    })
+}
+
+/// The log's header (`header.json`, else `_journal/start.json` of a `.eval` log, else the
+/// top level of a `.json` log), its status (`started` until it has one) and where it is;
+/// a log format other than version 2 is refused.
+fn log_header(
+    header: &Map<String, Value>,
+) -> Result<(&Map<String, Value>, &str, FieldPath), AdapterError> {
     let (top, status, at) = match (header.get(ZIP_HEADER), header.get(ZIP_START)) {
         (Some(Value::Object(top)), _) => {
             (top, top.get("status"), FieldPath::root().key(ZIP_HEADER))
@@ -115,27 +157,11 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
         )
         .with_hint("convert the log with `inspect log convert` of an Inspect release that writes version 2"));
     }
-    let eval_at = at.key("eval");
-    let Some(Value::Object(eval)) = top.get("eval") else {
-        return Err(AdapterError::new(eval_at, "required object is missing"));
-    };
-    let task = super::required_text(eval.get("task"), eval_at.key("task"), "the task's name")?;
-    let benchmark = super::named_benchmark(context, Some(&task), "the log's eval.task", "")?;
-    let scorer = choose_scorer(top, eval, context, &at)?;
+    Ok((top, status, at))
+}
 
-    let mut warnings = Vec::new();
-    let model = eval.get("model").and_then(Value::as_str);
-    warnings.extend(super::check_model(
-        model,
-        eval_at.key("model"),
-        "the log's model",
-        context,
-    )?);
-    if status != "success" {
-        warnings.push(format!(
-            "the log's status is {status:?}, not \"success\": the evaluation did not finish, so its samples may be incomplete"
-        ));
-    }
+/// The warning of a log that reduces several epochs with something else than their mean.
+fn reduced_epochs(top: &Map<String, Value>, eval: &Map<String, Value>) -> Option<String> {
     let epochs = eval
         .get("config")
         .and_then(|c| c.get("epochs"))
@@ -150,35 +176,10 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
         .filter_map(|s| s.get("reducer")?.as_str())
         .filter(|r| *r != "mean")
         .collect();
-    if epochs > 1 && !reducers.is_empty() {
-        warnings.push(format!(
-            "the log reduces its {epochs} epochs with {}: babel keeps every epoch as a repeat, so its accuracy is the mean over epochs, not the log's reduced score",
-            reducers.join(", ")
-        ));
-    }
-    if let Scorer::Ambiguous(names) = &scorer {
-        warnings.push(format!(
-            "the log has {} scorers ({}) and the run's correctness_metric names none of them: correctness is unknown",
-            names.len(),
-            names.join(", ")
-        ));
-    }
-    let task_args = eval
-        .get("task_args")
-        .filter(|a| a.as_object().is_some_and(|a| !a.is_empty()));
-    if let (Some(args), None) = (task_args, &context.options.variant) {
-        warnings.push(format!(
-            "the task ran with arguments {args}, and no --variant was given: filed as variant {DEFAULT_VARIANT:?}"
-        ));
-    }
-    Ok(Begun {
-        state: Box::new(Log {
-            benchmark,
-            scorer,
-            warnings,
-        }),
-        producer: producer(top, eval, status),
-    })
+    (epochs > 1 && !reducers.is_empty()).then(|| format!(
+        "the log reduces its {epochs} epochs with {}: babel keeps every epoch as a repeat, so its accuracy is the mean over epochs, not the log's reduced score",
+        reducers.join(", ")
+    ))
 }
 
 /// The scorer names of the header: `eval.scorers[].name`, else `results.scores[].name`.
@@ -238,20 +239,20 @@ fn producer(
         producer.insert("log_version".into(), version.clone());
     }
     producer.insert("status".into(), status.into());
-    for key in [
-        "eval_id",
-        "run_id",
-        "created",
-        "model",
-        "task",
-        "task_version",
-        "task_args",
-        "revision",
-    ] {
-        if let Some(value) = eval.get(key).filter(|v| !v.is_null()) {
-            producer.insert(key.into(), value.clone());
-        }
-    }
+    kit::add_facts(
+        &mut producer,
+        [
+            "eval_id",
+            "run_id",
+            "created",
+            "model",
+            "task",
+            "task_version",
+            "task_args",
+            "revision",
+        ]
+        .map(|key| (key, eval.get(key))),
+    );
     if let Some(Value::Object(dataset)) = eval.get("dataset") {
         let kept: Map<String, Value> = ["name", "location", "samples", "shuffled"]
             .into_iter()
@@ -267,34 +268,69 @@ fn producer(
     producer
 }
 
-/// Normalizes one sample (of one epoch) into one record.
-fn normalize(
-    begun: &Begun,
-    item: Item,
-    context: &ImportContext<'_>,
-    out: &mut Vec<Record>,
-) -> Result<(), AdapterError> {
-    let log: &Log = begun.state.downcast_ref().expect("begun by this adapter");
-    let mut object = item.object;
-    let root = FieldPath::root();
-    let mut warnings = log.warnings.clone();
-    let (question_id, identity_scope) = identity(&object, context, &mut warnings)?;
-    let epoch = match object.get("epoch") {
-        None | Some(Value::Null) => 1,
+impl kit::Items for Log {
+    /// Normalizes one sample (of one epoch) into one record.
+    fn record(&self, item: Item, context: &ImportContext<'_>) -> kit::ItemResult {
+        let mut object = item.object;
+        let mut warnings = self.warnings.clone();
+        let identity = identity(&object, context, &mut warnings)?;
+        let epoch = epoch(&object)?;
+        let input = question(&mut object)?;
+        let target = object.shift_remove("target").unwrap_or(Value::Null);
+        let completion = object
+            .get("output")
+            .and_then(|o| o.get("completion"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let scores = scores(&mut object)?;
+        let error = object.shift_remove("error").filter(|e| !e.is_null());
+        if let Some(error) = &error {
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("(no message)");
+            warnings.push(format!("the sample failed with an error: {message}"));
+        }
+        let mut record = kit::record(context, &self.benchmark, identity, item.locator);
+        record.repeat_id = epoch - 1;
+        record.input = Value::Object(input);
+        record.target = target;
+        record.metrics = scores
+            .iter()
+            .filter_map(|(name, score)| Some((name.clone(), score.get("value")?.clone())))
+            .collect();
+        let (correct, answer) = self.score(&scores, error.is_some(), &mut warnings);
+        record.correct = correct;
+        record.prediction = answer.unwrap_or_else(|| completion.clone());
+        record.response = completion;
+        record.warnings = warnings;
+        record.extra = extra(object, epoch, scores, error);
+        Ok(Some(record))
+    }
+}
+
+/// The sample's epoch, from 1 (a log of one epoch may leave it out).
+fn epoch(object: &Map<String, Value>) -> Result<u64, AdapterError> {
+    match object.get("epoch") {
+        None | Some(Value::Null) => Ok(1),
         Some(value) => value.as_u64().filter(|e| *e >= 1).ok_or_else(|| {
             AdapterError::new(
-                root.key("epoch"),
+                FieldPath::root().key("epoch"),
                 format!("expected an epoch from 1, found {value}"),
             )
-        })?,
-    };
+        }),
+    }
+}
+
+/// The question (a string, or a list of messages) and its choices, taken from the sample.
+fn question(object: &mut Map<String, Value>) -> Result<Map<String, Value>, AdapterError> {
     let mut input = Map::new();
     match object.shift_remove("input") {
         Some(Value::String(question)) => input.insert("question".into(), Value::String(question)),
         Some(Value::Array(messages)) => input.insert("messages".into(), Value::Array(messages)),
         other => {
             return Err(AdapterError::new(
-                root.key("input"),
+                FieldPath::root().key("input"),
                 format!(
                     "expected the question (a string or a list of messages), found {}",
                     other.as_ref().map_or("nothing".into(), describe)
@@ -305,75 +341,71 @@ fn normalize(
     if let Some(choices) = object.shift_remove("choices").filter(|c| !c.is_null()) {
         input.insert("choices".into(), choices);
     }
-    let target = object.shift_remove("target").unwrap_or(Value::Null);
-    let completion = object
-        .get("output")
-        .and_then(|o| o.get("completion"))
-        .cloned()
-        .unwrap_or(Value::Null);
-    let scores = match object.shift_remove("scores") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(scores)) => scores,
-        Some(other) => {
-            return Err(AdapterError::new(
-                root.key("scores"),
-                format!(
-                    "expected an object of scores by scorer, found {}",
-                    describe(&other)
-                ),
-            ));
-        }
-    };
-    let error = object.shift_remove("error").filter(|e| !e.is_null());
-    if let Some(error) = &error {
-        let message = error
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or("(no message)");
-        warnings.push(format!("the sample failed with an error: {message}"));
-    }
+    Ok(input)
+}
 
-    let metrics: Map<String, Value> = scores
-        .iter()
-        .filter_map(|(name, score)| Some((name.clone(), score.get("value")?.clone())))
-        .collect();
-    let chosen = match &log.scorer {
-        Scorer::Chosen(name) => Some(name.clone()),
-        Scorer::Ambiguous(_) => None,
-        Scorer::OnlyOfEachSample => match scores.keys().collect::<Vec<_>>()[..] {
-            [only] => Some(only.clone()),
-            [] => None,
-            ref several => {
-                warnings.push(format!(
-                    "the sample has several scores ({}) and the run's correctness_metric names none of them: correctness is unknown",
-                    several.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
-                ));
-                None
-            }
-        },
-    };
-    let (correct, answer) = match &chosen {
-        None => (None, None),
-        Some(name) => match scores.get(name) {
-            None => {
-                if error.is_none() {
-                    warnings.push(format!(
-                        "scorer {name} gave this sample no score: correctness is unknown"
-                    ));
-                }
-                (None, None)
-            }
-            Some(score) => (
-                correctness(
-                    score.get("value").unwrap_or(&Value::Null),
-                    name,
-                    &mut warnings,
-                ),
-                score.get("answer").filter(|a| !a.is_null()).cloned(),
+/// The sample's scores by scorer, taken from the sample.
+fn scores(object: &mut Map<String, Value>) -> Result<Map<String, Value>, AdapterError> {
+    match object.shift_remove("scores") {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(scores)) => Ok(scores),
+        Some(other) => Err(AdapterError::new(
+            FieldPath::root().key("scores"),
+            format!(
+                "expected an object of scores by scorer, found {}",
+                describe(&other)
             ),
-        },
-    };
+        )),
+    }
+}
 
+impl Log {
+    /// `correct` from the chosen scorer's value, and its answer, if any. `failed` (the
+    /// sample has an error) explains a missing score without a warning.
+    fn score(
+        &self,
+        scores: &Map<String, Value>,
+        failed: bool,
+        warnings: &mut Vec<String>,
+    ) -> (Option<bool>, Option<Value>) {
+        let name = match &self.scorer {
+            Scorer::Chosen(name) => name,
+            Scorer::Ambiguous(_) => return (None, None),
+            Scorer::OnlyOfEachSample => match scores.keys().collect::<Vec<_>>()[..] {
+                [only] => only,
+                [] => return (None, None),
+                ref several => {
+                    warnings.push(format!(
+                        "the sample has several scores ({}) and the run's correctness_metric names none of them: correctness is unknown",
+                        several.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                    ));
+                    return (None, None);
+                }
+            },
+        };
+        let Some(score) = scores.get(name) else {
+            if !failed {
+                warnings.push(format!(
+                    "scorer {name} gave this sample no score: correctness is unknown"
+                ));
+            }
+            return (None, None);
+        };
+        (
+            correctness(score.get("value").unwrap_or(&Value::Null), name, warnings),
+            score.get("answer").filter(|a| !a.is_null()).cloned(),
+        )
+    }
+}
+
+/// What the record keeps of the sample besides: its epoch, uuid and metadata, every score,
+/// and the error's message.
+fn extra(
+    mut object: Map<String, Value>,
+    epoch: u64,
+    scores: Map<String, Value>,
+    error: Option<Value>,
+) -> Map<String, Value> {
     let mut extra = Map::new();
     extra.insert("epoch".into(), epoch.into());
     for key in ["uuid", "metadata"] {
@@ -390,38 +422,7 @@ fn normalize(
             error.get("message").cloned().unwrap_or(error),
         );
     }
-    out.push(Record {
-        schema_version: SCHEMA_VERSION,
-        run_id: context.run.run_id.clone(),
-        benchmark: log.benchmark.clone(),
-        script: None,
-        language: context.options.language.clone(),
-        question_id,
-        variant_id: context
-            .options
-            .variant
-            .clone()
-            .unwrap_or_else(|| DEFAULT_VARIANT.to_owned()),
-        filter: DEFAULT_FILTER.to_owned(),
-        repeat_id: epoch - 1,
-        identity_scope,
-        model: context.run.model.clone(),
-        rephrasing_model: None,
-        input: Value::Object(input),
-        target,
-        prediction: answer.unwrap_or_else(|| completion.clone()),
-        correct,
-        scores: Map::new(),
-        metrics,
-        response: completion,
-        source: Source {
-            path: context.source.raw_path.to_owned(),
-            locator: item.locator,
-        },
-        warnings,
-        extra,
-    });
-    Ok(())
+    extra
 }
 
 /// The sample's question ID: `--id-field`, else `id`. An integer `id` is run-local: Inspect
@@ -433,26 +434,21 @@ fn identity(
     object: &Map<String, Value>,
     context: &ImportContext<'_>,
     warnings: &mut Vec<String>,
-) -> Result<(String, IdentityScope), AdapterError> {
-    if let Some(field) = &context.options.id_field {
-        let found = stable_id::at_field(object, field)?;
-        return Ok((found.question_id, found.scope));
+) -> Result<QuestionIdentity, AdapterError> {
+    if let Some(selected) = stable_id::selected(object, context.options)? {
+        return Ok(selected);
     }
-    let at = FieldPath::root().key("id");
     match object.get("id") {
-        Some(Value::String(id)) if !id.is_empty() => Ok((id.clone(), IdentityScope::Stable)),
+        Some(Value::String(id)) if !id.is_empty() => Ok(QuestionIdentity::stable(id.clone())),
         Some(Value::Number(id)) if id.is_u64() || id.is_i64() => {
             warnings.push(format!(
                 "sample id {id} is an integer, which Inspect gives a sample without an id (its position): \
                  run-local, it never pairs; if the dataset's own ids are these integers, import with --id-field id"
             ));
-            Ok((
-                format!("{}:id={id}", context.source.raw_path),
-                IdentityScope::RunLocal,
-            ))
+            Ok(stable_id::run_local(context.source, format!("id={id}")))
         }
         other => Err(AdapterError::new(
-            at,
+            FieldPath::root().key("id"),
             format!(
                 "expected the sample's id (a non-empty string or an integer), found {}",
                 other.map_or("nothing".into(), describe)

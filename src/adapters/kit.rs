@@ -1,12 +1,28 @@
-//! What every line adapter is built from: [`LineFields`], the typed, field-precise reading
-//! of a line's members (each getter takes one member and says exactly what was wrong with
-//! it), and [`JsonLine`], the line an adapter is handed.
+//! What every adapter is built from, so that an adapter file holds only its mapping
+//! decisions:
+//!
+//! - [`record()`], the record builder: the fields every record of an import shares (run,
+//!   model, `--language`, `--variant`, the contract's defaults, the source), filled from
+//!   the import context; the adapter sets the rest. A structured format's `begin` makes
+//!   an [`Items`], whose method turns each item into its record ([`normalize`] is the
+//!   hook that calls it). The identity checks are [`super::stable_id`]'s, the checks of a line's
+//!   own context (`benchmark`, `language`, the strict run's `script`) the functions beside
+//!   [`super::Adapter`].
+//! - [`LineFields`], the typed, field-precise reading of a line's members (each getter
+//!   takes one member and says exactly what was wrong with it), and [`JsonLine`], the line
+//!   a line adapter is handed.
 //!
 //! Members are canonical JSON text borrowed from the streaming reader's buffers: a getter
 //! that reads a scalar decodes only that member; a member moved into the record
 //! ([`LineFields::json`], [`LineFields::rest`]) is copied as it is. The getters say what
 //! [`crate::record::Fields`] says of the same value, so messages do not depend on which
 //! reader an adapter uses.
+
+#[cfg(test)]
+pub(crate) mod fixtures;
+mod record;
+
+pub use record::{ItemResult, Items, ORIGINAL, add_facts, normalize, record};
 
 use std::borrow::Cow;
 

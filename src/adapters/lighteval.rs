@@ -13,29 +13,21 @@
 
 use serde_json::{Map, Value};
 
-use super::{AdapterError, Begun, ImportContext, Item, Layout, Listing, Rows, Unit, stable_id};
+use super::stable_id::{self, QuestionIdentity};
+use super::{AdapterError, Begun, ImportContext, Item, Layout, Listing, Rows, Unit, kit};
 use crate::jsonl::{FieldPath, PathSegment};
 use crate::record::fields::describe;
-use crate::record::{DEFAULT_FILTER, IdentityScope, Record, SCHEMA_VERSION, Source};
+use crate::record::{IdentityScope, Record};
 
 /// lighteval details, one Parquet file per task.
-pub const ADAPTER: super::Adapter = super::Adapter {
-    name: "lighteval",
-    summary: "lighteval output (out/<run>/ or one details_<task>|<n>_<date>.parquet)",
-    normalizer_version: "lighteval/1",
-    reader: super::Reader::Items(super::Structured {
-        layout,
-        begin,
-        normalize,
-        units: Some(units),
-    }),
-    check_options: super::no_option_rules,
-    check_source: super::any_source,
-    fixed_variants: &[],
-};
-
-/// The variant of every record without `--variant`.
-pub const ORIGINAL: &str = "original";
+pub const ADAPTER: super::Adapter = super::Adapter::new(
+    "lighteval",
+    "lighteval output (out/<run>/ or one details_<task>|<n>_<date>.parquet)",
+    "lighteval/1",
+    super::Reader::Items(
+        super::Structured::new(layout, begin, kit::normalize::<Details>).with_units(units),
+    ),
+);
 
 /// The binary metrics that set `correct`, in order, when the run names none.
 pub const CORRECTNESS_METRICS: [&str; 2] = ["acc", "em"];
@@ -56,63 +48,58 @@ fn details_name(name: &str) -> Option<(&str, &str)> {
 /// Every details file of the folder (or the file alone) is a unit, with its run's
 /// results file.
 fn units(listing: &Listing<'_>) -> Result<Vec<Unit>, String> {
-    let mut units = Vec::new();
-    for path in listing.files {
-        let parts: Vec<&str> = path.split('/').collect();
-        let name = parts.last().copied().unwrap_or_default();
-        let Some((task, date)) = details_name(name) else {
-            if listing.folder {
-                continue;
-            }
-            return Err(format!(
-                "{name:?} is not a lighteval details file (details_<task>|<n>_<date>.parquet)"
-            ));
-        };
-        // details/<model>/<date>/details_...: the results are results/<model>/results_<date>.json,
-        // where <model> is the model_name, folders and all (`org/name`).
-        let n = parts.len();
-        let Some(details) = parts[..n.saturating_sub(2)]
-            .iter()
-            .rposition(|part| *part == "details")
-            .filter(|at| at + 3 < n)
-        else {
-            return Err(format!(
-                "{path} is not inside details/<model>/<date>/, so its results file cannot be found"
-            ));
-        };
-        let model = parts[details + 1..n - 2].join("/");
-        let results = format!("results/{model}/results_{date}.json");
-        let header = if listing.folder {
-            let beside = format!(
-                "{}{results}",
-                parts[..details]
-                    .iter()
-                    .map(|p| format!("{p}/"))
-                    .collect::<String>()
-            );
-            if listing.files.binary_search(&beside).is_err() {
-                return Err(format!(
-                    "{path} has no results file {beside}: the model is named only there"
-                ));
-            }
-            beside
-        } else {
-            format!("{}{results}", "../".repeat(n - 1 - details))
-        };
-        units.push(Unit {
-            name: task.to_owned(),
-            items: path.clone(),
-            header: vec![(RESULTS, header)],
-            takes_ids: false,
-        });
-    }
-    if units.is_empty() {
-        return Err(
-            "holds no details/<model>/<date>/details_<task>|<n>_<date>.parquet (was it run with --save-details?)"
-                .into(),
+    listing.units(
+        "holds no details/<model>/<date>/details_<task>|<n>_<date>.parquet (was it run with --save-details?)",
+        |path| unit(path, listing),
+    )
+}
+
+/// The unit of a details file `details/<model>/<date>/details_...`: its results are
+/// `results/<model>/results_<date>.json`, where `<model>` is the model_name, folders and
+/// all (`org/name`).
+fn unit(path: &str, listing: &Listing<'_>) -> Result<Option<Unit>, String> {
+    let parts: Vec<&str> = path.split('/').collect();
+    let name = parts.last().copied().unwrap_or_default();
+    let Some((task, date)) = details_name(name) else {
+        return listing.not_a_unit(format!(
+            "{name:?} is not a lighteval details file (details_<task>|<n>_<date>.parquet)"
+        ));
+    };
+    let n = parts.len();
+    let Some(details) = parts[..n.saturating_sub(2)]
+        .iter()
+        .rposition(|part| *part == "details")
+        .filter(|at| at + 3 < n)
+    else {
+        return Err(format!(
+            "{path} is not inside details/<model>/<date>/, so its results file cannot be found"
+        ));
+    };
+    let model = parts[details + 1..n - 2].join("/");
+    let results = format!("results/{model}/results_{date}.json");
+    let header = if listing.folder {
+        let beside = format!(
+            "{}{results}",
+            parts[..details]
+                .iter()
+                .map(|p| format!("{p}/"))
+                .collect::<String>()
         );
-    }
-    Ok(units)
+        if listing.files.binary_search(&beside).is_err() {
+            return Err(format!(
+                "{path} has no results file {beside}: the model is named only there"
+            ));
+        }
+        beside
+    } else {
+        format!("{}{results}", "../".repeat(n - 1 - details))
+    };
+    Ok(Some(Unit {
+        name: task.to_owned(),
+        items: path.to_owned(),
+        header: vec![(RESULTS, header)],
+        takes_ids: false,
+    }))
 }
 
 /// What every row of one details file needs.
@@ -170,34 +157,6 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
         "the lighteval run's model (results JSON config_general.model_name)",
         context,
     )?;
-    let mut producer = Map::new();
-    producer.insert("framework".into(), "lighteval".into());
-    producer.insert("task".into(), task.into());
-    if let Some(model) = model_name {
-        producer.insert("model".into(), model.into());
-    }
-    let config = results.get("config_tasks").and_then(|c| c.get(task));
-    for (key, value) in [
-        ("task_version", config.and_then(|c| c.get("version"))),
-        ("hf_repo", config.and_then(|c| c.get("hf_repo"))),
-        (
-            "hashes",
-            results
-                .get("summary_tasks")
-                .and_then(|s| s.get(task))
-                .and_then(|s| s.get("hashes")),
-        ),
-        (
-            "lighteval_sha",
-            results
-                .get("config_general")
-                .and_then(|c| c.get("lighteval_sha")),
-        ),
-    ] {
-        if let Some(value) = value.filter(|v| !v.is_null()) {
-            producer.insert(key.into(), value.clone());
-        }
-    }
     Ok(Begun {
         state: Box::new(Details {
             task: task.to_owned(),
@@ -206,24 +165,88 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
             metric: context.run.correctness_metric.clone(),
             model_warning,
         }),
-        producer,
+        producer: producer(results, task, model_name),
     })
 }
 
-fn normalize(
-    begun: &Begun,
-    item: Item,
-    context: &ImportContext<'_>,
-    out: &mut Vec<Record>,
-) -> Result<(), AdapterError> {
-    let details: &Details = begun.state.downcast_ref().expect("begun by this adapter");
-    let object = item.object;
-    let root = FieldPath::root();
+/// What the manifest keeps about the producer: the task, the model, the task's version,
+/// dataset and hashes, lighteval's commit.
+fn producer(
+    results: &Map<String, Value>,
+    task: &str,
+    model_name: Option<&str>,
+) -> Map<String, Value> {
+    let mut producer = Map::new();
+    producer.insert("framework".into(), "lighteval".into());
+    producer.insert("task".into(), task.into());
+    if let Some(model) = model_name {
+        producer.insert("model".into(), model.into());
+    }
+    let config = results.get("config_tasks").and_then(|c| c.get(task));
+    kit::add_facts(
+        &mut producer,
+        [
+            ("task_version", config.and_then(|c| c.get("version"))),
+            ("hf_repo", config.and_then(|c| c.get("hf_repo"))),
+            (
+                "hashes",
+                results
+                    .get("summary_tasks")
+                    .and_then(|s| s.get(task))
+                    .and_then(|s| s.get("hashes")),
+            ),
+            (
+                "lighteval_sha",
+                results
+                    .get("config_general")
+                    .and_then(|c| c.get("lighteval_sha")),
+            ),
+        ],
+    );
+    producer
+}
+
+impl kit::Items for Details {
+    fn record(&self, item: Item, context: &ImportContext<'_>) -> kit::ItemResult {
+        let object = item.object;
+        let doc = doc_of_task(&object, &self.task)?;
+        let empty = Map::new();
+        let member = |name: &str| {
+            object
+                .get(name)
+                .and_then(Value::as_object)
+                .unwrap_or(&empty)
+        };
+        let (metric, response) = (member("metric"), member("model_response"));
+        let mut warnings: Vec<String> = self.model_warning.iter().cloned().collect();
+        let row_id = super::required_text(
+            doc.get("id"),
+            FieldPath::root().key("doc").key("id"),
+            "lighteval's doc.id",
+        )?;
+        let identity = identity(&object, &row_id, context, &mut warnings)?;
+        let mut record = kit::record(context, &self.benchmark, identity, item.locator);
+        record.correct = correctness(metric, self.metric.as_deref(), &mut warnings);
+        record.target = target(doc)?;
+        reply(doc, response, &mut record);
+        record.metrics = metric.clone();
+        record.warnings = warnings;
+        record.extra = extra(self, doc, row_id);
+        Ok(Some(record))
+    }
+}
+
+/// The row's `doc` struct, which must be of the file's task.
+fn doc_of_task<'o>(
+    object: &'o Map<String, Value>,
+    task: &str,
+) -> Result<&'o Map<String, Value>, AdapterError> {
+    let at = FieldPath::root().key("doc");
     let doc = match object.get("doc") {
         Some(Value::Object(doc)) => doc,
         other => {
             return Err(AdapterError::new(
-                root.key("doc"),
+                at,
                 format!(
                     "expected lighteval's doc struct, found {}",
                     other.map_or("nothing".into(), describe)
@@ -231,29 +254,25 @@ fn normalize(
             ));
         }
     };
-    let empty = Map::new();
-    let metric = object
-        .get("metric")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let response = object
-        .get("model_response")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    if let Some(task) = doc.get("task_name").and_then(Value::as_str)
-        && task != details.task
+    if let Some(named) = doc.get("task_name").and_then(Value::as_str)
+        && named != task
     {
         return Err(AdapterError::new(
-            root.key("doc").key("task_name"),
-            format!("task {task:?}, but the file is of task {:?}", details.task),
+            at.key("task_name"),
+            format!("task {named:?}, but the file is of task {task:?}"),
         ));
     }
-    let mut warnings: Vec<String> = details.model_warning.iter().cloned().collect();
-    let row_id = super::required_text(
-        doc.get("id"),
-        root.key("doc").key("id"),
-        "lighteval's doc.id",
-    )?;
+    Ok(doc)
+}
+
+/// The row's question ID: `--id-field`, unless it names `doc.id`, which, like no
+/// `--id-field`, gives the run-local row position.
+fn identity(
+    object: &Map<String, Value>,
+    row_id: &str,
+    context: &ImportContext<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<QuestionIdentity, AdapterError> {
     let positional_field = |field: &FieldPath| {
         field.segments()
             == [
@@ -261,24 +280,27 @@ fn normalize(
                 PathSegment::Key("id".into()),
             ]
     };
-    let (question_id, identity_scope) = match &context.options.id_field {
-        Some(field) if !positional_field(field) => {
-            let found = stable_id::at_field(&object, field)?;
-            (found.question_id, found.scope)
-        }
-        _ => {
-            warnings.push(format!(
-                "doc.id {row_id} is lighteval's row position in the evaluated split (it replaces the dataset's id): run-local, it never pairs; --id-field names an id the task kept (e.g. doc.specific.id)"
-            ));
-            // The position alone: two files of one benchmark in a run (two few-shot
-            // settings of a task) are then duplicates unless --variant tells them apart.
-            (row_id.clone(), IdentityScope::RunLocal)
-        }
-    };
-    let correct = correctness(metric, details.metric.as_deref(), &mut warnings);
+    if let Some(field) = &context.options.id_field
+        && !positional_field(field)
+    {
+        return stable_id::at_field(object, field);
+    }
+    warnings.push(format!(
+        "doc.id {row_id} is lighteval's row position in the evaluated split (it replaces the dataset's id): run-local, it never pairs; --id-field names an id the task kept (e.g. doc.specific.id)"
+    ));
+    // The position alone: two files of one benchmark in a run (two few-shot settings of a
+    // task) are then duplicates unless --variant tells them apart.
+    Ok(QuestionIdentity {
+        question_id: row_id.to_owned(),
+        scope: IdentityScope::RunLocal,
+        field: None,
+    })
+}
 
+/// The target: the text of each `doc.gold_index` among `doc.choices`.
+fn target(doc: &Map<String, Value>) -> Result<Value, AdapterError> {
     let choices = doc.get("choices").and_then(Value::as_array);
-    let at_gold = root.key("doc").key("gold_index");
+    let at_gold = FieldPath::root().key("doc").key("gold_index");
     let text_of = |index: &Value| {
         index
             .as_u64()
@@ -294,53 +316,57 @@ fn normalize(
                 )
             })
     };
-    let target = match doc.get("gold_index") {
+    Ok(match doc.get("gold_index") {
         Some(Value::Array(indices)) => {
             Value::Array(indices.iter().map(text_of).collect::<Result<Vec<_>, _>>()?)
         }
         None | Some(Value::Null) => Value::Null,
         Some(index) => text_of(index)?,
+    })
+}
+
+/// What the model was asked and answered: the question, the choices it scored (multiple
+/// choice scores each choice's logprob; generation's choices are references), the
+/// prompt, the logprobs, the generated text and its post-processed prediction.
+fn reply(doc: &Map<String, Value>, response: &Map<String, Value>, record: &mut Record) {
+    let first_text = |key: &str| {
+        response
+            .get(key)
+            .and_then(Value::as_array)
+            .and_then(|texts| texts.first())
+            .filter(|text| text.is_string())
+            .cloned()
     };
-    let generated = response
-        .get("text")
-        .and_then(Value::as_array)
-        .and_then(|texts| texts.first())
-        .filter(|text| text.is_string())
-        .cloned();
+    let generated = first_text("text");
+    let logprobs = response
+        .get("logprobs")
+        .filter(|l| l.as_array().is_some_and(|a| !a.is_empty()));
     let mut input = Map::new();
     if let Some(query) = doc.get("query") {
         input.insert("question".into(), query.clone());
     }
-    // Multiple choice scores each choice's logprob; generation's choices are references.
-    let scored_choices = response
-        .get("logprobs")
-        .and_then(Value::as_array)
-        .is_some_and(|l| !l.is_empty());
     if generated.is_none()
-        && scored_choices
-        && let Some(choices) = choices
+        && logprobs.is_some()
+        && let Some(choices) = doc.get("choices").and_then(Value::as_array)
     {
         input.insert("choices".into(), Value::Array(choices.clone()));
     }
     if let Some(prompt) = response.get("input").filter(|p| p.is_string()) {
         input.insert("prompt".into(), prompt.clone());
     }
-    let mut scores = Map::new();
-    if let Some(logprobs) = response
-        .get("logprobs")
-        .filter(|l| l.as_array().is_some_and(|a| !a.is_empty()))
-    {
-        scores.insert("logprobs".into(), logprobs.clone());
+    if let Some(logprobs) = logprobs {
+        record.scores.insert("logprobs".into(), logprobs.clone());
     }
-    let prediction = response
-        .get("text_post_processed")
-        .and_then(Value::as_array)
-        .and_then(|texts| texts.first())
-        .filter(|text| text.is_string())
-        .cloned()
+    record.input = Value::Object(input);
+    record.prediction = first_text("text_post_processed")
         .or_else(|| generated.clone())
         .unwrap_or(Value::Null);
+    record.response = generated.unwrap_or(Value::Null);
+}
 
+/// What the record keeps of the row besides: the task, its few-shot count, the row
+/// position, the gold indices and the task's own fields.
+fn extra(details: &Details, doc: &Map<String, Value>, row_id: String) -> Map<String, Value> {
     let mut extra = Map::new();
     extra.insert("task".into(), details.task.clone().into());
     if let Some(fewshot) = details.fewshot {
@@ -352,38 +378,7 @@ fn normalize(
             extra.insert(key.into(), value.clone());
         }
     }
-    out.push(Record {
-        schema_version: SCHEMA_VERSION,
-        run_id: context.run.run_id.clone(),
-        benchmark: details.benchmark.clone(),
-        script: None,
-        language: context.options.language.clone(),
-        question_id,
-        variant_id: context
-            .options
-            .variant
-            .clone()
-            .unwrap_or_else(|| ORIGINAL.to_owned()),
-        filter: DEFAULT_FILTER.to_owned(),
-        repeat_id: 0,
-        identity_scope,
-        model: context.run.model.clone(),
-        rephrasing_model: None,
-        input: Value::Object(input),
-        target,
-        prediction,
-        correct,
-        scores,
-        metrics: metric.clone(),
-        response: generated.unwrap_or(Value::Null),
-        source: Source {
-            path: context.source.raw_path.to_owned(),
-            locator: item.locator,
-        },
-        warnings,
-        extra,
-    });
-    Ok(())
+    extra
 }
 
 /// `correct` from the run's `correctness_metric`, else the first of

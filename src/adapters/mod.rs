@@ -8,9 +8,13 @@
 //! what they return.
 //!
 //! The formats are a registry, [`REGISTRY`]: each adapter file defines one [`Adapter`]
-//! value (its name, normalizer version, how its input is read, its hooks) and joins the
-//! registry with one line. Nothing else matches on formats: a new format is one new file
-//! here plus that line.
+//! value ([`Adapter::new`]: its name, normalizer version, how its input is read, its
+//! hooks) and joins the registry with one line. Nothing else matches on formats: a new
+//! format is one new file here plus that line (and its `mod` line). What every adapter
+//! shares is in [`kit`] (the record builder, the line reader, the structured formats'
+//! [`kit::Items`]), in [`stable_id`] (the identity checks) and here (the checks of the
+//! run's context: benchmark, language, script, model), so an adapter file holds only its
+//! mapping decisions.
 
 pub mod canonical;
 pub mod eee;
@@ -34,7 +38,7 @@ use crate::jsonl::FieldPath;
 use crate::record::{FieldError, Fields, NewRecord, Record, fields::describe};
 
 /// Every input format `babel import --format` accepts, in the order `--help` lists them.
-pub const REGISTRY: [&Adapter; 8] = [
+pub const REGISTRY: &[&Adapter] = &[
     &canonical::ADAPTER,
     &paired::ADAPTER,
     &harness::ADAPTER,
@@ -65,6 +69,51 @@ pub struct Adapter {
     /// Variants an import writes besides its `--variant` (a paired import's `original`):
     /// validate accepts them beside the variant override.
     pub fixed_variants: &'static [&'static str],
+}
+
+impl Adapter {
+    /// A format read by `reader` that takes every option, accepts every file before its
+    /// items and writes no fixed variant; the `with_` functions say otherwise.
+    pub const fn new(
+        name: &'static str,
+        summary: &'static str,
+        normalizer_version: &'static str,
+        reader: Reader,
+    ) -> Self {
+        Self {
+            name,
+            summary,
+            normalizer_version,
+            reader,
+            check_options: no_option_rules,
+            check_source: any_source,
+            fixed_variants: &[],
+        }
+    }
+
+    /// The format with rules on the per-import options ([`Adapter::check_options`]).
+    pub const fn with_option_rules(
+        mut self,
+        check_options: fn(&AdapterOptions) -> Result<(), String>,
+    ) -> Self {
+        self.check_options = check_options;
+        self
+    }
+
+    /// The format with a check of each file before its items ([`Adapter::check_source`]).
+    pub const fn with_source_check(
+        mut self,
+        check_source: fn(&ImportContext<'_>) -> Result<(), AdapterError>,
+    ) -> Self {
+        self.check_source = check_source;
+        self
+    }
+
+    /// The format with variants it writes besides `--variant` ([`Adapter::fixed_variants`]).
+    pub const fn with_fixed_variants(mut self, variants: &'static [&'static str]) -> Self {
+        self.fixed_variants = variants;
+        self
+    }
 }
 
 /// How an adapter's input is read.
@@ -113,6 +162,33 @@ pub struct Structured {
     pub units: Option<PlanUnits>,
 }
 
+impl Structured {
+    /// The hooks of a format whose input is one file or one run folder.
+    pub const fn new(
+        layout: fn(&str) -> Result<Layout, String>,
+        begin: fn(Header, &ImportContext<'_>) -> Result<Begun, AdapterError>,
+        normalize: fn(
+            &Begun,
+            Item,
+            &ImportContext<'_>,
+            &mut Vec<Record>,
+        ) -> Result<(), AdapterError>,
+    ) -> Self {
+        Self {
+            layout,
+            begin,
+            normalize,
+            units: None,
+        }
+    }
+
+    /// The hooks of a format whose input is an output folder, split by `units`.
+    pub const fn with_units(mut self, units: PlanUnits) -> Self {
+        self.units = Some(units);
+        self
+    }
+}
+
 /// Splits an input into units, or says why it cannot ([`Structured::units`]).
 pub type PlanUnits = fn(&Listing<'_>) -> Result<Vec<Unit>, String>;
 
@@ -123,6 +199,31 @@ pub struct Listing<'a> {
     pub files: &'a [String],
     /// Whether the input is a folder.
     pub folder: bool,
+}
+
+impl Listing<'_> {
+    /// The units of the input: one for each file `unit` makes one of, and at least one
+    /// (`none` says what a folder without any lacks).
+    pub fn units(
+        &self,
+        none: &str,
+        unit: impl Fn(&str) -> Result<Option<Unit>, String>,
+    ) -> Result<Vec<Unit>, String> {
+        let mut units = Vec::new();
+        for path in self.files {
+            units.extend(unit(path)?);
+        }
+        if units.is_empty() {
+            return Err(none.to_owned());
+        }
+        Ok(units)
+    }
+
+    /// What a file that is not the format's makes: nothing in a folder (its other files
+    /// are passed over); a file input is refused, saying `why`.
+    pub fn not_a_unit(&self, why: String) -> Result<Option<Unit>, String> {
+        if self.folder { Ok(None) } else { Err(why) }
+    }
 }
 
 /// One import of a [`Structured::units`] input: a file whose items make records, and the
@@ -278,7 +379,7 @@ impl Format {
 
     /// Every format, in registry order.
     pub fn all() -> impl Iterator<Item = Format> {
-        REGISTRY.into_iter().map(Format)
+        REGISTRY.iter().copied().map(Format)
     }
 
     /// Reads a format name.
@@ -544,6 +645,37 @@ pub fn optional_array(f: &mut Fields, name: &str) -> Result<Option<Vec<Value>>, 
             format!("expected an array, found {}", describe(&other)),
         )),
     }
+}
+
+/// The language of a line that may name its own: the line's value and `--language` must
+/// agree where both are given.
+pub fn language<'a>(
+    path: FieldPath,
+    own: Option<Cow<'a, str>>,
+    options: &'a AdapterOptions,
+) -> Result<Option<Cow<'a, str>>, AdapterError> {
+    agree(
+        path,
+        "language",
+        own,
+        options.language.as_deref(),
+        "--language",
+    )
+}
+
+/// The script of a line that may name its own: a strict benchmark run's records must.
+pub fn script<T>(
+    path: FieldPath,
+    own: Option<T>,
+    run: &RunContext,
+) -> Result<Option<T>, AdapterError> {
+    if run.strict && own.is_none() {
+        return Err(AdapterError::new(
+            path,
+            "records of a strict benchmark run must name their script",
+        ));
+    }
+    Ok(own)
 }
 
 /// Picks a context value that a record may also state: the record's own value wins when

@@ -13,29 +13,21 @@
 
 use serde_json::{Map, Value};
 
-use super::{AdapterError, Begun, ImportContext, Item, Layout, Listing, Rows, Unit, stable_id};
+use super::stable_id::{self, QuestionIdentity};
+use super::{AdapterError, Begun, ImportContext, Item, Layout, Listing, Rows, Unit, kit};
 use crate::jsonl::FieldPath;
+use crate::record::Record;
 use crate::record::fields::describe;
-use crate::record::{DEFAULT_FILTER, IdentityScope, Record, SCHEMA_VERSION, Source};
 
 /// OpenCompass predictions, one JSON file per dataset.
-pub const ADAPTER: super::Adapter = super::Adapter {
-    name: "opencompass",
-    summary: "OpenCompass output (outputs/<timestamp>/ or one predictions/<model>/<abbr>.json)",
-    normalizer_version: "opencompass/1",
-    reader: super::Reader::Items(super::Structured {
-        layout,
-        begin,
-        normalize,
-        units: Some(units),
-    }),
-    check_options: super::no_option_rules,
-    check_source: super::any_source,
-    fixed_variants: &[],
-};
-
-/// The variant of every record of a plain evaluation without `--variant`.
-pub const ORIGINAL: &str = "original";
+pub const ADAPTER: super::Adapter = super::Adapter::new(
+    "opencompass",
+    "OpenCompass output (outputs/<timestamp>/ or one predictions/<model>/<abbr>.json)",
+    "opencompass/1",
+    super::Reader::Items(
+        super::Structured::new(layout, begin, kit::normalize::<Dataset>).with_units(units),
+    ),
+);
 
 /// The rotations of one question in a circular evaluation of four options, when the
 /// results name no `more_<k>_circular` to tell (one rotation per option).
@@ -53,42 +45,40 @@ fn layout(_: &str) -> Result<Layout, String> {
 
 /// Every predictions file is a unit, with its results file.
 fn units(listing: &Listing<'_>) -> Result<Vec<Unit>, String> {
-    let mut units = Vec::new();
-    for path in listing.files {
-        let parts: Vec<&str> = path.split('/').collect();
-        let n = parts.len();
-        let predictions = n >= 3 && parts[n - 3] == "predictions";
-        let Some(abbr) = parts[n - 1].strip_suffix(".json").filter(|_| predictions) else {
-            if listing.folder {
-                continue;
-            }
+    listing.units("holds no predictions/<model>/<abbr>.json", |path| {
+        unit(path, listing)
+    })
+}
+
+/// The unit of `predictions/<model>/<abbr>.json`: its results are
+/// `results/<model>/<abbr>.json`.
+fn unit(path: &str, listing: &Listing<'_>) -> Result<Option<Unit>, String> {
+    let parts: Vec<&str> = path.split('/').collect();
+    let n = parts.len();
+    let predictions = n >= 3 && parts[n - 3] == "predictions";
+    let Some(abbr) = parts[n - 1].strip_suffix(".json").filter(|_| predictions) else {
+        return listing.not_a_unit(format!(
+            "{path} is not an OpenCompass predictions file (predictions/<model>/<abbr>.json)"
+        ));
+    };
+    let model = parts[n - 2];
+    let results = format!("results/{model}/{abbr}.json");
+    let header = if listing.folder {
+        if listing.files.binary_search(&results).is_err() {
             return Err(format!(
-                "{path} is not an OpenCompass predictions file (predictions/<model>/<abbr>.json)"
+                "{path} has no results file {results}: correctness is only there"
             ));
-        };
-        let model = parts[n - 2];
-        let results = format!("results/{model}/{abbr}.json");
-        let header = if listing.folder {
-            if listing.files.binary_search(&results).is_err() {
-                return Err(format!(
-                    "{path} has no results file {results}: correctness is only there"
-                ));
-            }
-            results
-        } else {
-            format!("../../{results}")
-        };
-        units.push(Unit {
-            name: abbr.to_owned(),
-            items: path.clone(),
-            header: vec![(RESULTS, header)],
-            takes_ids: true,
-        });
-    }
-    if units.is_empty() {
-        return Err("holds no predictions/<model>/<abbr>.json".into());
-    }
-    Ok(units)
+        }
+        results
+    } else {
+        format!("../../{results}")
+    };
+    Ok(Some(Unit {
+        name: abbr.to_owned(),
+        items: path.to_owned(),
+        header: vec![(RESULTS, header)],
+        takes_ids: true,
+    }))
 }
 
 /// The results' `details` entry of each position.
@@ -152,8 +142,29 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
         context,
     )?;
     let (details, scored) = details_by_position(results.get("details"), &results_file)?;
-    // One rotation per option: `more_<k>_circular` for k up to the option count - 1.
-    let rotations = results.contains_key("perf_circular").then(|| {
+    let ids = header
+        .members
+        .get(IDS)
+        .map(|lines| id_lines(lines, context));
+    Ok(Begun {
+        state: Box::new(Dataset {
+            abbr: abbr.to_owned(),
+            benchmark,
+            details,
+            scored,
+            rotations: rotations(results),
+            ids,
+            results_file,
+            model_warning,
+        }),
+        producer: producer(abbr, context.source.folder, results),
+    })
+}
+
+/// A circular evaluation's rotations per question: one per option, `more_<k>_circular`
+/// for k up to the option count - 1.
+fn rotations(results: &Map<String, Value>) -> Option<u64> {
+    results.contains_key("perf_circular").then(|| {
         results
             .keys()
             .filter_map(|key| {
@@ -164,64 +175,60 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
             })
             .max()
             .map_or(ROTATIONS, |k| k + 1)
-    });
-    let ids = header.members.get(IDS).map(|lines| {
-        let field = context
-            .options
-            .id_field
-            .clone()
-            .unwrap_or_else(|| root.key(DEFAULT_ID_COLUMN));
-        lines
-            .as_array()
-            .into_iter()
-            .flatten()
-            .enumerate()
-            .map(|(line, value)| {
-                let object = value.as_object().cloned().unwrap_or_default();
-                stable_id::at_field(&object, &field)
-                    .map(|found| IdLine {
-                        id: found.question_id,
-                        question: object
-                            .get("question")
-                            .and_then(Value::as_str)
-                            .map(str::to_owned),
-                    })
-                    .map_err(|e| {
-                        AdapterError::new(
-                            e.path,
-                            format!(
-                                "record {} of the --ids file has no id at {field}: {}",
-                                line + 1,
-                                e.message
-                            ),
-                        )
-                    })
-            })
-            .collect()
-    });
+    })
+}
+
+/// The lines of the `--ids` file: each one's id at `--id-field` (else
+/// [`DEFAULT_ID_COLUMN`]) and its question, or why it has no id.
+fn id_lines(lines: &Value, context: &ImportContext<'_>) -> Vec<Result<IdLine, AdapterError>> {
+    let field = context
+        .options
+        .id_field
+        .clone()
+        .unwrap_or_else(|| FieldPath::root().key(DEFAULT_ID_COLUMN));
+    lines
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(line, value)| {
+            let object = value.as_object().cloned().unwrap_or_default();
+            stable_id::at_field(&object, &field)
+                .map(|found| IdLine {
+                    id: found.question_id,
+                    question: object
+                        .get("question")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                })
+                .map_err(|e| {
+                    AdapterError::new(
+                        e.path,
+                        format!(
+                            "record {} of the --ids file has no id at {field}: {}",
+                            line + 1,
+                            e.message
+                        ),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// What the manifest keeps about the producer: the dataset, the model folder and the
+/// results' aggregates (in percent, as OpenCompass writes them).
+fn producer(abbr: &str, model: &str, results: &Map<String, Value>) -> Map<String, Value> {
     let mut producer = Map::new();
     producer.insert("framework".into(), "opencompass".into());
     producer.insert("dataset".into(), abbr.into());
-    producer.insert("model".into(), context.source.folder.into());
+    producer.insert("model".into(), model.into());
     let aggregates: Map<String, Value> = results
         .iter()
         .filter(|(key, value)| *key != "details" && value.is_number())
         .map(|(key, value)| (key.clone(), value.clone()))
         .collect();
     producer.insert("aggregates_percent".into(), Value::Object(aggregates));
-    Ok(Begun {
-        state: Box::new(Dataset {
-            abbr: abbr.to_owned(),
-            benchmark,
-            details,
-            scored,
-            rotations,
-            ids,
-            results_file,
-            model_warning,
-        }),
-        producer,
-    })
+    producer
 }
 
 /// The results' `details` by position, from either shape (a list, or an object keyed by
@@ -333,90 +340,126 @@ fn first(value: Option<&Value>) -> Option<&Value> {
     }
 }
 
-fn normalize(
-    begun: &Begun,
-    item: Item,
-    context: &ImportContext<'_>,
-    out: &mut Vec<Record>,
-) -> Result<(), AdapterError> {
-    let dataset: &Dataset = begun.state.downcast_ref().expect("begun by this adapter");
-    let object = item.object;
-    let crate::record::Locator::Pointer(pointer) = &item.locator else {
-        unreachable!("an OpenCompass item is located by its key")
-    };
-    let key = pointer.trim_start_matches('/');
-    let root = FieldPath::root();
-    let position: u64 = key.parse().map_err(|_| {
-        AdapterError::new(
-            root.clone(),
-            format!("key {key:?} is not a position (\"0\", \"1\", ...)"),
-        )
-    })?;
-    let mut warnings: Vec<String> = dataset.model_warning.iter().cloned().collect();
-    let (question, rotation) = match dataset.rotations {
-        Some(rotations) => (position / rotations, Some(position % rotations)),
-        None => (position, None),
-    };
-    let detail = dataset.details.get(&position);
-    if let Some(detail) = detail {
-        check_join(detail, &object, key, &dataset.results_file)?;
+impl kit::Items for Dataset {
+    fn record(&self, item: Item, context: &ImportContext<'_>) -> kit::ItemResult {
+        let object = item.object;
+        let crate::record::Locator::Pointer(pointer) = &item.locator else {
+            unreachable!("an OpenCompass item is located by its key")
+        };
+        let key = pointer.trim_start_matches('/');
+        let position: u64 = key.parse().map_err(|_| {
+            AdapterError::new(
+                FieldPath::root(),
+                format!("key {key:?} is not a position (\"0\", \"1\", ...)"),
+            )
+        })?;
+        let mut warnings: Vec<String> = self.model_warning.iter().cloned().collect();
+        let (question, rotation) = match self.rotations {
+            Some(rotations) => (position / rotations, Some(position % rotations)),
+            None => (position, None),
+        };
+        let detail = self.details.get(&position);
+        if let Some(detail) = detail {
+            check_join(detail, &object, key, &self.results_file)?;
+        }
+        let prompt = object.get("origin_prompt").and_then(Value::as_str);
+        let identity = self.identity(question, key, prompt, context, &mut warnings)?;
+        let Some(detail) = detail else {
+            return Err(AdapterError::new(
+                FieldPath::root(),
+                format!("{} has no details entry for item {key}", self.results_file),
+            )
+            .with_hint(
+                "the results file must be the one OpenCompass wrote with these predictions",
+            ));
+        };
+        let mut record = kit::record(context, &self.benchmark, identity, item.locator);
+        record.variant_id = variant(rotation, context);
+        record.correct = correctness(detail, self.scored, &mut warnings);
+        reply(&object, detail, &mut record, &mut warnings);
+        record.target = object.get("gold").cloned().unwrap_or(Value::Null);
+        record.warnings = warnings;
+        record
+            .extra
+            .insert("dataset".into(), self.abbr.clone().into());
+        record.extra.insert("position".into(), position.into());
+        if let Some(r) = rotation {
+            record.extra.insert("rotation".into(), r.into());
+        }
+        Ok(Some(record))
     }
-    let prompt = object.get("origin_prompt").and_then(Value::as_str);
-    let (question_id, identity_scope) = match &dataset.ids {
-        Some(ids) => match ids.get(question as usize) {
+}
+
+impl Dataset {
+    /// The question ID of the item at `key`, question `question` of the dataset: line
+    /// `question` of the `--ids` file (whose question the prompt must contain), else the
+    /// run-local position.
+    fn identity(
+        &self,
+        question: u64,
+        key: &str,
+        prompt: Option<&str>,
+        context: &ImportContext<'_>,
+        warnings: &mut Vec<String>,
+    ) -> Result<QuestionIdentity, AdapterError> {
+        let Some(ids) = &self.ids else {
+            warnings.push(format!(
+                "item {key} is OpenCompass's position (it writes no dataset id): run-local, it never pairs; --ids {}=DATASET.jsonl names the items",
+                self.abbr
+            ));
+            return Ok(stable_id::run_local(context.source, question));
+        };
+        match ids.get(question as usize) {
             Some(Ok(line)) => {
                 if let (Some(asked), Some(prompt)) = (&line.question, prompt)
                     && !prompt.contains(asked.as_str())
                 {
                     return Err(AdapterError::new(
-                        root,
+                        FieldPath::root(),
                         format!(
                             "record {} of the --ids file of {} asks {asked:?}, which the prompt of item {key} does not contain",
                             question + 1,
-                            dataset.abbr
+                            self.abbr
                         ),
                     )
                     .with_hint("give the dataset file the run read, whole and in its order: record i names question i"));
                 }
-                (line.id.clone(), IdentityScope::Stable)
+                Ok(QuestionIdentity::stable(line.id.clone()))
             }
-            Some(Err(error)) => return Err(error.clone()),
-            None => {
-                return Err(AdapterError::new(
-                    root,
-                    format!(
-                        "item {key} is question {question}, but the --ids file of {} has {} lines",
-                        dataset.abbr,
-                        ids.len()
-                    ),
-                )
-                .with_hint("give the dataset file the run read, whole: line i names item i"));
-            }
-        },
-        None => {
-            warnings.push(format!(
-                "item {key} is OpenCompass's position (it writes no dataset id): run-local, it never pairs; --ids {}=DATASET.jsonl names the items",
-                dataset.abbr
-            ));
-            (
-                format!("{}:{question}", context.source.raw_path),
-                IdentityScope::RunLocal,
+            Some(Err(error)) => Err(error.clone()),
+            None => Err(AdapterError::new(
+                FieldPath::root(),
+                format!(
+                    "item {key} is question {question}, but the --ids file of {} has {} lines",
+                    self.abbr,
+                    ids.len()
+                ),
             )
+            .with_hint("give the dataset file the run read, whole: line i names item i")),
         }
-    };
-    let Some(detail) = detail else {
-        return Err(AdapterError::new(
-            root,
-            format!(
-                "{} has no details entry for item {key}",
-                dataset.results_file
-            ),
-        )
-        .with_hint("the results file must be the one OpenCompass wrote with these predictions"));
-    };
-    let correct = match first(detail.get("correct")) {
+    }
+}
+
+/// A circular evaluation's rotation is a variant of its own (`circular-<r>`, after
+/// `--variant` when given).
+fn variant(rotation: Option<u64>, context: &ImportContext<'_>) -> String {
+    match (rotation, &context.options.variant) {
+        (Some(r), Some(variant)) => format!("{variant}-circular-{r}"),
+        (Some(r), None) => format!("circular-{r}"),
+        (None, Some(variant)) => variant.clone(),
+        (None, None) => kit::ORIGINAL.to_owned(),
+    }
+}
+
+/// `correct` from the details entry's `correct`, unknown where the evaluator wrote none.
+fn correctness(
+    detail: &Map<String, Value>,
+    scored: bool,
+    warnings: &mut Vec<String>,
+) -> Option<bool> {
+    match first(detail.get("correct")) {
         Some(Value::Bool(correct)) => Some(*correct),
-        None if !dataset.scored => {
+        None if !scored => {
             warnings.push(
                 "the evaluator wrote no per-item correct for this dataset (only its aggregate): correctness is unknown"
                     .into(),
@@ -430,7 +473,19 @@ fn normalize(
             ));
             None
         }
-    };
+    }
+}
+
+/// What the model was asked and answered: a perplexity evaluation's prompt and
+/// perplexity per label, else the prompt and the reply; the prediction is the option the
+/// evaluator parsed from the reply (flagged when the reply does not contain it), else the
+/// reply.
+fn reply(
+    object: &Map<String, Value>,
+    detail: &Map<String, Value>,
+    record: &mut Record,
+    warnings: &mut Vec<String>,
+) {
     let reply = object.get("prediction").cloned().unwrap_or(Value::Null);
     let parsed = first(detail.get("parsed")).cloned();
     let ppl = object.keys().any(|k| k.starts_with("label: "));
@@ -442,7 +497,6 @@ fn normalize(
         ));
     }
     let mut input = Map::new();
-    let mut scores = Map::new();
     if ppl {
         let mut prompts = Map::new();
         let mut perplexities = Map::new();
@@ -458,48 +512,15 @@ fn normalize(
             }
         }
         input.insert("prompts".into(), Value::Object(prompts));
-        scores.insert("ppl".into(), Value::Object(perplexities));
+        record
+            .scores
+            .insert("ppl".into(), Value::Object(perplexities));
     } else if let Some(prompt) = object.get("origin_prompt") {
         input.insert("prompt".into(), prompt.clone());
     }
-    let variant = match (rotation, &context.options.variant) {
-        (Some(r), Some(variant)) => format!("{variant}-circular-{r}"),
-        (Some(r), None) => format!("circular-{r}"),
-        (None, Some(variant)) => variant.clone(),
-        (None, None) => ORIGINAL.to_owned(),
-    };
-    let mut extra = Map::new();
-    extra.insert("dataset".into(), dataset.abbr.clone().into());
-    extra.insert("position".into(), position.into());
-    if let Some(r) = rotation {
-        extra.insert("rotation".into(), r.into());
+    record.input = Value::Object(input);
+    record.prediction = parsed.unwrap_or_else(|| reply.clone());
+    if !ppl {
+        record.response = reply;
     }
-    out.push(Record {
-        schema_version: SCHEMA_VERSION,
-        run_id: context.run.run_id.clone(),
-        benchmark: dataset.benchmark.clone(),
-        script: None,
-        language: context.options.language.clone(),
-        question_id,
-        variant_id: variant,
-        filter: DEFAULT_FILTER.to_owned(),
-        repeat_id: 0,
-        identity_scope,
-        model: context.run.model.clone(),
-        rephrasing_model: None,
-        input: Value::Object(input),
-        target: object.get("gold").cloned().unwrap_or(Value::Null),
-        prediction: parsed.unwrap_or_else(|| reply.clone()),
-        correct,
-        scores,
-        metrics: Map::new(),
-        response: if ppl { Value::Null } else { reply },
-        source: Source {
-            path: context.source.raw_path.to_owned(),
-            locator: item.locator,
-        },
-        warnings,
-        extra,
-    });
-    Ok(())
 }

@@ -12,20 +12,20 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use super::{AdapterError, AdapterOptions, ImportContext, agree, optional_array, stable_id};
+use super::stable_id::{self, QuestionIdentity};
+use super::{AdapterError, AdapterOptions, ImportContext, agree, kit, optional_array};
 use crate::jsonl::{FieldPath, Line, PathSegment};
-use crate::record::{DEFAULT_FILTER, Fields, Record, SCHEMA_VERSION, Source, fields::describe};
+use crate::record::{DEFAULT_FILTER, Fields, Locator, Record, fields::describe};
 
 /// The paired format: one line per question with `original` and `rephrased` objects.
-pub const ADAPTER: super::Adapter = super::Adapter {
-    name: "paired",
-    summary: "one line per question with `original` and `rephrased` objects (two records)",
-    normalizer_version: "paired/1",
-    reader: super::Reader::TreeLines(normalize),
-    check_options,
-    check_source: super::any_source,
-    fixed_variants: &[ORIGINAL],
-};
+pub const ADAPTER: super::Adapter = super::Adapter::new(
+    "paired",
+    "one line per question with `original` and `rephrased` objects (two records)",
+    "paired/1",
+    super::Reader::TreeLines(normalize),
+)
+.with_option_rules(check_options)
+.with_fixed_variants(&[ORIGINAL]);
 
 /// The variant ID of the `original` object's record.
 pub const ORIGINAL: &str = "original";
@@ -315,11 +315,57 @@ struct Shared {
     benchmark: String,
     script: Option<String>,
     language: Option<String>,
-    question_id: String,
-    identity_scope: crate::record::IdentityScope,
+    identity: QuestionIdentity,
     filter: String,
     repeat_id: u64,
-    model: String,
+    /// The rephrased record's.
+    rephrasing_model: Option<String>,
+}
+
+impl Shared {
+    /// Reads the line's context fields: benchmark, model, language and script must agree
+    /// with the run and the import.
+    fn read(
+        f: &mut Fields,
+        identity: QuestionIdentity,
+        context: &ImportContext<'_>,
+    ) -> Result<Self, AdapterError> {
+        let run = context.run;
+        let benchmark = super::benchmark(
+            f.path("benchmark"),
+            f.optional_string("benchmark")?.map(Cow::Owned),
+            context,
+        )?
+        .into_owned();
+        agree(
+            f.path("model"),
+            "model",
+            f.optional_string("model")?.map(Cow::Owned),
+            Some(&run.model),
+            "the run's model",
+        )?;
+        let language = super::language(
+            f.path("language"),
+            f.optional_string("language")?.map(Cow::Owned),
+            context.options,
+        )?
+        .map(Cow::into_owned);
+        let script =
+            super::script(f.path("script"), f.optional_string("script")?, run).map_err(|e| {
+                e.with_hint("give each paired line a top-level \"script\" (e.g. \"Latn\")")
+            })?;
+        Ok(Self {
+            benchmark,
+            script,
+            language,
+            identity,
+            rephrasing_model: f.optional_string("rephrasing_model")?,
+            filter: f
+                .defaulted_string("filter")?
+                .unwrap_or_else(|| DEFAULT_FILTER.to_owned()),
+            repeat_id: f.defaulted_index("repeat_id")?.unwrap_or(0),
+        })
+    }
 }
 
 /// Normalizes one paired line into its two records (original, then rephrased).
@@ -328,70 +374,71 @@ pub fn normalize(
     context: &ImportContext<'_>,
     out: &mut Vec<Record>,
 ) -> Result<(), AdapterError> {
-    let run = context.run;
-    let options = context.options;
     let identity = stable_id::resolve(
         &line.object,
-        options.id_field.as_ref(),
+        context.options.id_field.as_ref(),
         context.source,
         line.number,
     )?;
     let mut f = Fields::new(line.object, FieldPath::root());
-
-    let benchmark = super::benchmark(
-        f.path("benchmark"),
-        f.optional_string("benchmark")?.map(Cow::Owned),
-        context,
-    )?
-    .into_owned();
-    let model = agree(
-        f.path("model"),
-        "model",
-        f.optional_string("model")?.map(Cow::Owned),
-        Some(&run.model),
-        "the run's model",
-    )?
-    .map_or_else(|| run.model.clone(), Cow::into_owned);
-    let language = agree(
-        f.path("language"),
-        "language",
-        f.optional_string("language")?.map(Cow::Owned),
-        options.language.as_deref(),
-        "--language",
-    )?
-    .map(Cow::into_owned);
-    let script = f.optional_string("script")?;
-    if run.strict && script.is_none() {
-        return Err(AdapterError::new(
-            f.path("script"),
-            "records of a strict benchmark run must name their script",
-        )
-        .with_hint("give each paired line a top-level \"script\" (e.g. \"Latn\")"));
-    }
-    let rephrasing_model = f.optional_string("rephrasing_model")?;
-    let filter = f
-        .defaulted_string("filter")?
-        .unwrap_or_else(|| DEFAULT_FILTER.to_owned());
-    let repeat_id = f.defaulted_index("repeat_id")?.unwrap_or(0);
+    let shared = Shared::read(&mut f, identity, context)?;
     let shared_key = f.optional_index("correct_index")?;
     let mut original = Variant::read(f.take(ORIGINAL), f.path(ORIGINAL))?;
     let mut rephrased = Variant::read(f.take(REPHRASED), f.path(REPHRASED))?;
-    let mut extra = f.object("extra", false)?;
+    let extra = f.object("extra", false)?;
+    let extra = keep_identity_fields(&mut f, shared.identity.field.as_ref(), extra)?;
+    f.deny_unknown().map_err(|e| {
+        AdapterError::from(e).with_hint(
+            "a paired line's top level holds identity, context, correct_index, original, rephrased \
+             and extra; additional producer fields belong under \"extra\" (see FORMAT.md)",
+        )
+    })?;
 
-    // The question ID's own field is the record's question_id; other identity fields (and
-    // the top-level field an --id-field path starts in) are kept in extra, not refused.
-    let used = identity
-        .field
-        .as_ref()
-        .and_then(|path| match path.segments() {
-            [PathSegment::Key(first), rest @ ..] => Some((first.as_str(), rest.is_empty())),
-            _ => None,
-        });
+    let shared_asserted = context.run.shared_answer_key;
+    let original_key = answer_key(&original, None, true, shared_key, shared_asserted)?;
+    let rephrased_key = answer_key(
+        &rephrased,
+        original.choices.as_deref(),
+        false,
+        shared_key,
+        shared_asserted,
+    )?;
+    let mut first = record(&shared, context, line.number, &mut original, original_key);
+    first.variant_id = ORIGINAL.to_owned();
+    first.extra = extra.clone();
+    let mut second = record(&shared, context, line.number, &mut rephrased, rephrased_key);
+    second.variant_id = context
+        .options
+        .variant
+        .clone()
+        .unwrap_or_else(|| REPHRASED.to_owned());
+    second.rephrasing_model = shared.rephrasing_model.clone();
+    second.extra = extra;
+    out.push(first);
+    out.push(second);
+    Ok(())
+}
+
+/// Keeps the identity fields in `extra`: the question ID's own field is the record's
+/// question_id; other identity fields (and the top-level field an `--id-field` path starts
+/// in) are kept, not refused.
+fn keep_identity_fields(
+    f: &mut Fields,
+    id_field: Option<&FieldPath>,
+    mut extra: Map<String, Value>,
+) -> Result<Map<String, Value>, AdapterError> {
+    let used = id_field.and_then(|path| match path.segments() {
+        [PathSegment::Key(first), rest @ ..] => Some((first.clone(), rest.is_empty())),
+        _ => None,
+    });
     let mut keep = |name: &str, f: &mut Fields| -> Result<(), AdapterError> {
         let Some(value) = f.take(name) else {
             return Ok(());
         };
-        if used == Some((name, true)) {
+        if used
+            .as_ref()
+            .is_some_and(|(first, alone)| first == name && *alone)
+        {
             return Ok(());
         }
         if extra.contains_key(name) {
@@ -404,127 +451,67 @@ pub fn normalize(
         Ok(())
     };
     for name in IDENTITY_FIELDS {
-        keep(name, &mut f)?;
+        keep(name, f)?;
     }
-    if let Some((first, _)) = used {
-        keep(first, &mut f)?;
+    if let Some((first, _)) = &used {
+        keep(first, f)?;
     }
-    f.deny_unknown().map_err(|e| {
-        AdapterError::from(e).with_hint(
-            "a paired line's top level holds identity, context, correct_index, original, rephrased \
-             and extra; additional producer fields belong under \"extra\" (see FORMAT.md)",
-        )
-    })?;
-
-    let original_key = answer_key(&original, None, true, shared_key, run.shared_answer_key)?;
-    let rephrased_key = answer_key(
-        &rephrased,
-        original.choices.as_deref(),
-        false,
-        shared_key,
-        run.shared_answer_key,
-    )?;
-    let shared = Shared {
-        benchmark,
-        script,
-        language,
-        question_id: identity.question_id,
-        identity_scope: identity.scope,
-        filter,
-        repeat_id,
-        model,
-    };
-    let rephrased_id = options
-        .variant
-        .clone()
-        .unwrap_or_else(|| REPHRASED.to_owned());
-    out.push(record(
-        &shared,
-        context,
-        line.number,
-        ORIGINAL.to_owned(),
-        None,
-        &mut original,
-        original_key,
-        extra.clone(),
-    ));
-    out.push(record(
-        &shared,
-        context,
-        line.number,
-        rephrased_id,
-        rephrasing_model,
-        &mut rephrased,
-        rephrased_key,
-        extra,
-    ));
-    Ok(())
+    Ok(extra)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One version's record: what both share, and this version's own reading, scored against
+/// its own answer key.
 fn record(
     shared: &Shared,
     context: &ImportContext<'_>,
     line: u64,
-    variant_id: String,
-    rephrasing_model: Option<String>,
     variant: &mut Variant,
     key: AnswerKey,
-    extra: Map<String, Value>,
 ) -> Record {
+    let mut record = kit::record(
+        context,
+        &shared.benchmark,
+        shared.identity.clone(),
+        Locator::Line(line),
+    );
+    record.script = shared.script.clone();
+    record.language = shared.language.clone();
+    record.filter = shared.filter.clone();
+    record.repeat_id = shared.repeat_id;
     // Correctness compares the predicted index with this version's own key; an index is
     // never read as a boolean, and normalized or PMI predictions never stand in for it.
-    let correct = variant
+    record.correct = variant
         .pred_acc()
         .zip(key.index)
         .map(|(predicted, answer)| predicted == answer);
-    Record {
-        schema_version: SCHEMA_VERSION,
-        run_id: context.run.run_id.clone(),
-        benchmark: shared.benchmark.clone(),
-        script: shared.script.clone(),
-        language: shared.language.clone(),
-        question_id: shared.question_id.clone(),
-        variant_id,
-        filter: shared.filter.clone(),
-        repeat_id: shared.repeat_id,
-        identity_scope: shared.identity_scope,
-        model: shared.model.clone(),
-        rephrasing_model,
-        input: variant.input(),
-        target: key
-            .index
-            .map_or(Value::Null, |index| serde_json::json!({ "index": index })),
-        prediction: variant.prediction(),
-        correct,
-        scores: variant.scores(),
-        metrics: std::mem::take(&mut variant.metrics),
-        response: variant
-            .generated_text
-            .take()
-            .map_or(Value::Null, Value::String),
-        source: Source::line(context.source.raw_path, line),
-        warnings: key.warnings,
-        extra,
-    }
+    record.input = variant.input();
+    record.target = key
+        .index
+        .map_or(Value::Null, |index| serde_json::json!({ "index": index }));
+    record.prediction = variant.prediction();
+    record.scores = variant.scores();
+    record.metrics = std::mem::take(&mut variant.metrics);
+    record.response = variant
+        .generated_text
+        .take()
+        .map_or(Value::Null, Value::String);
+    record.warnings = key.warnings;
+    record
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adapters::{RunContext, SourceFile};
+    use crate::adapters::RunContext;
+    use crate::adapters::kit::fixtures;
     use crate::jsonl::{NonFinitePolicy, parse_line};
     use crate::record::IdentityScope;
     use serde_json::json;
 
     fn run() -> RunContext {
         RunContext {
-            run_id: "r1".into(),
-            model: "m1".into(),
             benchmark: Some("capitals".into()),
-            correctness_metric: None,
-            shared_answer_key: false,
-            strict: false,
+            ..fixtures::run("r1", "m1")
         }
     }
 
@@ -534,15 +521,7 @@ mod tests {
         options: &AdapterOptions,
     ) -> Result<Vec<Record>, AdapterError> {
         let line = parse_line(&value.to_string(), 3, NonFinitePolicy::Reject).unwrap();
-        let context = ImportContext {
-            run,
-            options,
-            source: SourceFile {
-                raw_path: "runs/r1/raw/0001-p.jsonl",
-                basename: "p.jsonl",
-                folder: "",
-            },
-        };
+        let context = fixtures::context(run, options, "runs/r1/raw/0001-p.jsonl", "p.jsonl");
         let mut out = Vec::new();
         normalize(line, &context, &mut out)?;
         assert_eq!(out.len(), 2, "one paired line gives two records");

@@ -1,9 +1,13 @@
 //! Stable question identity: the automatic lookup order of the data contract, the
-//! `--id-field` override, and the run-local identity used when no stable ID exists.
+//! `--id-field` override, and the run-local identity used when no stable ID exists. Every
+//! adapter's identity checks go through here: [`selected`] first, then its format's own
+//! rule, which ends in a [`QuestionIdentity::stable`] id or a [`run_local`] one.
 
 use serde_json::{Map, Value};
 
-use super::{AdapterError, SourceFile};
+use std::fmt::Display;
+
+use super::{AdapterError, AdapterOptions, SourceFile};
 use crate::canonical_json::JsonKind;
 use crate::jsonl::{FieldPath, Members, PathSegment};
 use crate::record::{IdentityScope, fields::describe};
@@ -23,8 +27,19 @@ pub const LOOKUP_ORDER: [&str; 6] = [
 pub struct QuestionIdentity {
     pub question_id: String,
     pub scope: IdentityScope,
-    /// The field it was read from; `None` for a line-derived run-local identity.
+    /// The field it was read from; `None` when the format's own rule made it.
     pub field: Option<FieldPath>,
+}
+
+impl QuestionIdentity {
+    /// An ID the format's own rule reads as the question's, stable across runs.
+    pub fn stable(question_id: String) -> Self {
+        Self {
+            question_id,
+            scope: IdentityScope::Stable,
+            field: None,
+        }
+    }
 }
 
 /// What stands at a place an ID may be read from.
@@ -178,11 +193,24 @@ pub fn lookup(object: &impl IdSource) -> Result<Option<QuestionIdentity>, Adapte
     Ok(None)
 }
 
-/// The identity of a line with no stable ID: derived from the archived source and line, so
-/// it never collides with another line, and run-local, so it is never paired.
-pub fn line_derived(source: SourceFile<'_>, line: u64) -> QuestionIdentity {
+/// The identity `--id-field` selects in `object`, when the import names a field.
+pub fn selected(
+    object: &impl IdSource,
+    options: &AdapterOptions,
+) -> Result<Option<QuestionIdentity>, AdapterError> {
+    options
+        .id_field
+        .as_ref()
+        .map(|field| at_field(object, field))
+        .transpose()
+}
+
+/// The identity of an item whose only name is local to its file (a line number, a
+/// position): `label` after the archived raw file's path, so it collides with no other
+/// file's item, and run-local, so it is never paired.
+pub fn run_local(source: SourceFile<'_>, label: impl Display) -> QuestionIdentity {
     QuestionIdentity {
-        question_id: format!("{}:{line}", source.raw_path),
+        question_id: format!("{}:{label}", source.raw_path),
         scope: IdentityScope::RunLocal,
         field: None,
     }
@@ -198,7 +226,7 @@ pub fn resolve(
 ) -> Result<QuestionIdentity, AdapterError> {
     match id_field {
         Some(field) => at_field(object, field),
-        None => Ok(lookup(object)?.unwrap_or_else(|| line_derived(source, line))),
+        None => Ok(lookup(object)?.unwrap_or_else(|| run_local(source, line))),
     }
 }
 
@@ -279,8 +307,8 @@ mod tests {
             basename: "a.jsonl",
             folder: "",
         };
-        let a = line_derived(source, 1);
-        let b = line_derived(source, 2);
+        let a = run_local(source, 1);
+        let b = run_local(source, 2);
         assert_eq!(a.scope, IdentityScope::RunLocal);
         assert_ne!(a.question_id, b.question_id);
     }
@@ -296,7 +324,7 @@ mod tests {
         };
         let none = object(json!({"doc": {"text": "no id here"}}));
         let derived = resolve(&none, None, source, 4).unwrap();
-        assert_eq!(derived, line_derived(source, 4));
+        assert_eq!(derived, run_local(source, 4));
         let with_id = object(json!({"doc": {"id": "q9"}, "doc_id": 0}));
         assert_eq!(
             resolve(&with_id, None, source, 4).unwrap().question_id,

@@ -1,0 +1,67 @@
+"""Writes seed inputs for the adapter_inspect and adapter_helm fuzz targets from the
+fixtures, in the line layout those targets read (fuzz/fuzz_targets/common.rs, run_log):
+the header's members on the first line, then one item (or stats element) per line.
+
+    python3 fuzz/seeds.py inspect CORPUS_DIR
+    python3 fuzz/seeds.py helm CORPUS_DIR
+"""
+
+import glob
+import json
+import os
+import sys
+
+# Small seeds keep the rate of inputs high (each one writes and reads a records file).
+MAX_BYTES = 16_000
+
+# What a sample holds that the adapter never reads: the transcript.
+TRANSCRIPT = ("events", "messages", "attachments", "model_usage", "store")
+
+# Of HELM's many stats per instance, the ones that set correctness or differ in shape.
+KEPT_STATS = ("exact_match", "quasi_exact_match", "num_references")
+
+
+def write(corpus, name, lines):
+    data, kept = "", []
+    for line in lines:
+        text = json.dumps(line, ensure_ascii=False)
+        if len(data) + len(text) + 1 > MAX_BYTES and kept:
+            break
+        kept.append(text)
+        data += text + "\n"
+    with open(os.path.join(corpus, name), "w", encoding="utf-8") as out:
+        out.write(data)
+
+
+def inspect(corpus):
+    for path in sorted(glob.glob("tests/fixtures/inspect-ai-*/logs/*/*.json")):
+        with open(path, encoding="utf-8") as f:
+            log = json.load(f)
+        header = {k: log[k] for k in ("version", "status", "eval", "results") if k in log}
+        samples = [
+            {k: v for k, v in sample.items() if k not in TRANSCRIPT}
+            for sample in log.get("samples", [])
+        ]
+        write(corpus, os.path.basename(path), [header] + samples)
+
+
+def helm(corpus):
+    for run in sorted(glob.glob("tests/fixtures/crfm-helm-*/runs/*/")):
+        def read(name):
+            with open(os.path.join(run, name), encoding="utf-8") as f:
+                return json.load(f)
+
+        # Of scenario.json the adapter reads only the name.
+        header = {"run_spec.json": read("run_spec.json"), "scenario.json": {"name": read("scenario.json")["name"]}}
+        stats = [
+            dict(entry, stats=[s for s in entry["stats"] if s["name"]["name"] in KEPT_STATS])
+            for entry in read("per_instance_stats.json")[:4]
+        ]
+        states = read("scenario_state.json")["request_states"][:4]
+        write(corpus, os.path.basename(run.rstrip("/")).replace(":", "_"), [header] + stats + states)
+
+
+if __name__ == "__main__":
+    target, corpus = sys.argv[1], sys.argv[2]
+    os.makedirs(corpus, exist_ok=True)
+    {"inspect": inspect, "helm": helm}[target](corpus)
