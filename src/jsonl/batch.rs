@@ -197,42 +197,7 @@ impl<R: Read> Batcher<R> {
                 .rposition(|&b| b == b'\n')
                 .map(|at| searched + at);
             match last {
-                Some(last) => {
-                    // Every line is held to the limit: after an overlong line the carry
-                    // holds several whole lines, any of which may be long.
-                    let (mut start, mut count) = (0, 0u64);
-                    // Where the batch ends: after the last line end, or before an
-                    // overlong line that follows other lines (it is the next batch).
-                    let mut cut = last + 1;
-                    while start <= last {
-                        let end = start
-                            + data[start..=last]
-                                .iter()
-                                .position(|&b| b == b'\n')
-                                .expect("a line end exists");
-                        if end - start > MAX_LINE_BYTES {
-                            self.carry_has_lines = true;
-                            if count == 0 {
-                                self.carry = data[end + 1..].to_vec();
-                                self.line_number += 1;
-                                return Ok(Some(too_long(first_line)));
-                            }
-                            cut = start;
-                            break;
-                        }
-                        count += 1;
-                        start = end + 1;
-                    }
-                    self.carry = data[cut..].to_vec();
-                    data.truncate(cut);
-                    self.line_number += count;
-                    return Ok(Some(LineBatch {
-                        data,
-                        first_line,
-                        line_count: count,
-                        too_long: false,
-                    }));
-                }
+                Some(last) => return Ok(Some(self.whole_lines(data, last, first_line))),
                 None if data.len() > MAX_LINE_BYTES => {
                     self.line_number += 1;
                     self.skipping = !self.at_end;
@@ -250,6 +215,44 @@ impl<R: Read> Batcher<R> {
                 }
                 None => self.carry = data,
             }
+        }
+    }
+
+    /// The batch of the whole lines of `data` up to its last line end `last`; the rest is
+    /// carried. Every line is held to the limit: after an overlong line the carry holds
+    /// several whole lines, any of which may be long.
+    fn whole_lines(&mut self, mut data: Vec<u8>, last: usize, first_line: u64) -> LineBatch {
+        let (mut start, mut count) = (0, 0u64);
+        // Where the batch ends: after the last line end, or before an overlong line that
+        // follows other lines (it is the next batch).
+        let mut cut = last + 1;
+        while start <= last {
+            let end = start
+                + data[start..=last]
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .expect("a line end exists");
+            if end - start > MAX_LINE_BYTES {
+                self.carry_has_lines = true;
+                if count == 0 {
+                    self.carry = data[end + 1..].to_vec();
+                    self.line_number += 1;
+                    return too_long(first_line);
+                }
+                cut = start;
+                break;
+            }
+            count += 1;
+            start = end + 1;
+        }
+        self.carry = data[cut..].to_vec();
+        data.truncate(cut);
+        self.line_number += count;
+        LineBatch {
+            data,
+            first_line,
+            line_count: count,
+            too_long: false,
         }
     }
 }
