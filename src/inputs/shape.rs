@@ -56,6 +56,8 @@ pub enum ShapeError {
 
 /// The locators the items of a file have: what a record's `source` may point at.
 pub enum Index {
+    /// Which lines of a JSON Lines file hold something.
+    Lines(Vec<bool>),
     /// The item members of a ZIP archive.
     Members(HashSet<String>),
     /// The pointers of an object's members that are its items.
@@ -69,6 +71,12 @@ impl Index {
     /// never located that way (a line number into a ZIP archive).
     pub fn resolves(&self, locator: &Locator) -> Option<bool> {
         match (self, locator) {
+            (Index::Lines(nonblank), Locator::Line(line)) => {
+                let at = usize::try_from(*line)
+                    .ok()
+                    .and_then(|line| line.checked_sub(1));
+                Some(at.and_then(|at| nonblank.get(at).copied()).unwrap_or(false))
+            }
             (Index::Members(names), Locator::Member(name)) => Some(names.contains(name)),
             (Index::Pointers(pointers), Locator::Pointer(pointer)) => {
                 Some(pointers.contains(pointer))

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Seek};
+use std::io::{BufReader, Seek};
 use std::path::Path;
 
 use super::Collector;
@@ -20,7 +20,6 @@ use crate::archive::{Archive, ArchiveError, read_json_object};
 use crate::canonical_json::{is_canonical, to_canonical_bytes};
 use crate::durable::{ContentDigest, HashingReader, io_at};
 use crate::inputs::Index;
-use crate::jsonl::{self, BOM};
 use crate::parallel;
 use crate::record::{DigestMap, KeyDigest, Locator};
 
@@ -159,9 +158,7 @@ fn compare_digest(
 
 /// Where the items of a raw file are: what a record's `source` locator may point at.
 enum RawIndex {
-    /// Which lines of a JSON Lines file hold something.
-    Lines(Vec<bool>),
-    /// The items of a structured file, as its shape locates them.
+    /// The items of the file, as its shape locates them.
     Shape(Index),
     /// The file cannot be read as its format says; no locator resolves.
     Unreadable(String),
@@ -170,18 +167,14 @@ enum RawIndex {
 impl RawIndex {
     /// Why `locator` does not resolve in the raw file `raw_rel`, if it does not.
     fn problem(&self, locator: &Locator, raw_rel: &str) -> Option<String> {
-        let resolves = match (self, locator) {
-            (RawIndex::Lines(nonblank), Locator::Line(line)) => {
-                Some(*line >= 1 && nonblank.get(*line as usize - 1).copied().unwrap_or(false))
-            }
-            (RawIndex::Shape(index), _) => index.resolves(locator),
-            (RawIndex::Unreadable(reason), _) => {
+        let resolves = match self {
+            RawIndex::Shape(index) => index.resolves(locator),
+            RawIndex::Unreadable(reason) => {
                 return Some(format!(
                     "source {raw_rel}{} cannot be resolved: the raw file {reason}",
                     locator.suffix()
                 ));
             }
-            _ => None,
         };
         match (resolves, locator) {
             (Some(true), _) => None,
@@ -231,23 +224,8 @@ fn scan_raw(
 
 fn scan_lines(file: File, path: &Path) -> Result<(RawIndex, ContentDigest), ArchiveError> {
     let mut reader = BufReader::with_capacity(256 * 1024, HashingReader::new(file));
-    let mut nonblank = Vec::new();
-    let mut buffer = Vec::new();
-    loop {
-        buffer.clear();
-        let read = reader
-            .read_until(b'\n', &mut buffer)
-            .map_err(io_at("reading", path))?;
-        if read == 0 {
-            break;
-        }
-        let mut line = jsonl::strip_line_ending(&buffer);
-        if nonblank.is_empty() {
-            line = line.strip_prefix(BOM).unwrap_or(line);
-        }
-        nonblank.push(!jsonl::is_blank(line));
-    }
-    Ok((RawIndex::Lines(nonblank), reader.into_inner().finish()))
+    let index = crate::inputs::lines::index(&mut reader).map_err(io_at("reading", path))?;
+    Ok((RawIndex::Shape(index), reader.into_inner().finish()))
 }
 
 /// What checking one records file found.
