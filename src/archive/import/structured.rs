@@ -192,14 +192,21 @@ fn read_index(
     Ok(settle(read, path, stop)?.map(|()| Some(index)))
 }
 
-/// A JSON value of a header, parsed; a problem names `what` (a file or member name).
+/// A JSON value of a header, parsed strictly (a byte order mark may open a file); a
+/// problem names `what` (a file or member name). The value is read as the one member of
+/// an object wrapped around it, so the strict reader's rules hold; text that closes the
+/// wrapper and adds members of its own is not one value, and is refused.
 fn parse_value(bytes: &[u8], what: &str) -> Result<Value, FileProblem> {
+    let bytes = bytes.strip_prefix(jsonl::BOM).unwrap_or(bytes);
     let mut wrapped = b"{\"v\":".to_vec();
     wrapped.extend_from_slice(bytes);
     wrapped.push(b'}');
-    jsonl::parse_bytes(&wrapped, 1, NonFinitePolicy::Null)
-        .map(|mut line| line.object.shift_remove("v").unwrap_or_default())
-        .map_err(|e| (format!("{what}: {}", e.message()), None))
+    let mut line = jsonl::parse_bytes(&wrapped, 1, NonFinitePolicy::Null)
+        .map_err(|e| (format!("{what}: {}", e.message()), None))?;
+    if line.object.len() != 1 {
+        return Err((format!("{what}: not one JSON value"), None));
+    }
+    Ok(line.object.shift_remove("v").unwrap_or_default())
 }
 
 /// A header file of a folder input parsed: a `.jsonl` file (a dataset) as the array of
@@ -399,4 +406,26 @@ fn structured_items(
         })
     });
     Ok(settle(read, raw, stop)?.map(|()| begun.producer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_header_file_is_one_strict_json_value() {
+        assert_eq!(
+            parse_value(b"\xEF\xBB\xBF{\"a\": [1, NaN]}", "run_spec.json").unwrap(),
+            serde_json::json!({"a": [1, null]})
+        );
+        // Text that closes the wrapper and adds members of its own is not one value.
+        let (message, _) = parse_value(b"{\"a\": 1}, \"w\": 3", "run_spec.json").unwrap_err();
+        assert_eq!(message, "run_spec.json: not one JSON value");
+        let (message, _) = parse_value(b"{\"a\": 1}, \"v\": 3", "scenario.json").unwrap_err();
+        assert!(
+            message.starts_with("scenario.json: duplicate key"),
+            "{message}"
+        );
+        assert!(parse_value(b"{\"a\": 1} {\"b\": 2}", "scenario.json").is_err());
+    }
 }
