@@ -7,7 +7,8 @@
 //! - pure values, no files: `canonical_json`, `jsonl`, `record` (the schema-v1 record and
 //!   its stored form), `clock`, `parallel`;
 //! - reading inputs: `inputs` (JSON documents, ZIP logs, Parquet rows, each an
-//!   `inputs::Shape`; the only reader of input files besides `jsonl`'s line reader);
+//!   `inputs::Shape`, and the JSON Lines index of validate: the readers of the files that
+//!   hold items, besides `jsonl`'s line reader);
 //! - meaning, no files: `adapters` (one file per input format, in a registry), `compare`,
 //!   `panel`, `matrix` (the statistics);
 //! - files: `durable` (the one commit helper), `archive` (the only code that writes under

@@ -19,15 +19,13 @@ use crate::jsonl::FieldPath;
 use crate::record::{DEFAULT_FILTER, Locator, NewRecord};
 
 /// lm-evaluation-harness `samples_<task>_<date>.jsonl` (`--log_samples`).
-pub const ADAPTER: super::Adapter = super::Adapter {
-    name: "harness",
-    summary: "lm-evaluation-harness samples_<task>_<date>.jsonl (--log_samples)",
-    normalizer_version: "harness/1",
-    reader: super::Reader::Lines(normalize),
-    check_options: super::no_option_rules,
-    check_source,
-    fixed_variants: &[],
-};
+pub const ADAPTER: super::Adapter = super::Adapter::new(
+    "harness",
+    "lm-evaluation-harness samples_<task>_<date>.jsonl (--log_samples)",
+    "harness/1",
+    super::Reader::Lines(normalize),
+)
+.with_source_check(check_source);
 
 /// The binary metrics that set `correct` when the run names no `correctness_metric`, in
 /// the order they are looked for.

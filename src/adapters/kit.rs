@@ -2,12 +2,12 @@
 //! decisions:
 //!
 //! - [`record()`], the record builder: the fields every record of an import shares (run,
-//!   model, `--language`, `--variant`, the contract's defaults, the source), filled from
-//!   the import context; the adapter sets the rest. A structured format's `begin` makes
-//!   an [`Items`], whose method turns each item into its record ([`normalize`] is the
-//!   hook that calls it). The identity checks are [`super::stable_id`]'s, the checks of a line's
-//!   own context (`benchmark`, `language`, the strict run's `script`) the functions beside
-//!   [`super::Adapter`].
+//!   model, `--language`, `--variant`, the schema's defaults of filter `none` and repeat
+//!   0, the source), filled from the import context; the adapter sets the rest. A
+//!   structured format's `begin` makes an [`Items`], whose method turns each item into
+//!   its record ([`normalize`] is the hook that calls it). The identity checks are
+//!   [`super::stable_id`]'s, the checks of a line's own context (`benchmark`,
+//!   `language`, the strict run's `script`) the functions beside [`super::Adapter`].
 //! - [`LineFields`], the typed, field-precise reading of a line's members (each getter
 //!   takes one member and says exactly what was wrong with it), and [`JsonLine`], the line
 //!   a line adapter is handed.

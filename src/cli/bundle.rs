@@ -86,7 +86,8 @@ each records file's row root, every run's and artifact's root, the bundle root,
 checksums.sha256, and that every pin a run or artifact makes is in the bundle. The members
 are unpacked into a private temporary folder, removed afterwards.
 
-Exit status: 0 valid, 1 not valid (the message says why), 2 usage.
+Exits 1 when the bundle is not valid (the message says why); `babel --help` lists every
+exit code.
 
 Examples:
   babel verify-bundle study.tar.zst
@@ -197,8 +198,8 @@ same bundle again changes nothing; one it holds with another root (or an open ru
 ID that differs only in letter case) is a conflict, and nothing is imported. The history
 records the import with the bundle's SHA-256 and root (`babel log` shows them).
 
-Exit status: 0 imported or already present, 1 invalid bundle or conflict, 2 usage,
-3 another writer holds the lock.
+Exits 0 when imported or already present, 1 for an invalid bundle or a conflict;
+`babel --help` lists every exit code.
 
 Examples:
   babel import-bundle study.tar.zst

@@ -201,10 +201,9 @@ fn reject_the_broken_file(
             }
             Ok(())
         }
-        Ok(_) => Err(CliError::usage(
+        Ok(_) => Err(CliError::Io(std::io::Error::other(
             "the broken example was accepted; this is a bug",
-            None,
-        )),
+        ))),
         Err(other) => Err(other.into()),
     }
 }

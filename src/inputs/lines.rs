@@ -5,7 +5,7 @@
 use std::io::{self, BufRead};
 
 use super::shape::Index;
-use crate::jsonl::BOM;
+use crate::jsonl::{BOM, is_blank_byte};
 
 /// The nonblank lines of a JSON Lines stream (a line of only JSON whitespace is blank; a
 /// byte order mark may open the first), read to its end.
@@ -21,10 +21,7 @@ pub fn index(mut reader: impl BufRead) -> io::Result<Index> {
             if buffer.is_empty() {
                 return Ok(Index::Lines(nonblank));
             }
-            match buffer
-                .iter()
-                .position(|b| !matches!(b, b' ' | b'\t' | b'\r'))
-            {
+            match buffer.iter().position(|&b| !is_blank_byte(b)) {
                 Some(at) => {
                     let blank = buffer[at] == b'\n';
                     reader.consume(at + usize::from(blank));

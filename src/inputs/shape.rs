@@ -106,7 +106,8 @@ pub type HeaderVisit<'v> = dyn FnMut(&str, &[u8]) -> Result<(), Stop> + 'v;
 pub type ItemVisit<'v> = dyn FnMut(Item<'_>) -> Result<(), Stop> + 'v;
 
 /// One way of laying out the items of a structured file. Every read is bounded: no item
-/// or header member larger than [`MAX_ITEM_BYTES`] is held.
+/// or header member larger than [`MAX_ITEM_BYTES`] is held, and a Parquet file is decoded
+/// a row group of at most `parquet::MAX_ROW_GROUP_BYTES` at a time.
 pub trait Shape {
     /// Hands the header members kept inside the file that `wanted` names to `visit`
     /// (a shape whose header lives in other files has none).
@@ -119,4 +120,47 @@ pub trait Shape {
 
     /// The locators of the file's items, or why the file cannot be read as this shape.
     fn index(&self, file: File) -> Result<Index, String>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_index_resolves_only_its_own_kind_of_locator() {
+        let member = |name: &str| Locator::Member(name.to_owned());
+        let pointer = |at: &str| Locator::Pointer(at.to_owned());
+        let members = Index::Members(HashSet::from(["samples/q1_epoch_1.json".to_owned()]));
+        assert_eq!(
+            members.resolves(&member("samples/q1_epoch_1.json")),
+            Some(true)
+        );
+        assert_eq!(members.resolves(&member("header.json")), Some(false));
+        assert_eq!(members.resolves(&pointer("/0")), None);
+        let keys = Index::Pointers(HashSet::from(["/7".to_owned(), "/a~1b".to_owned()]));
+        assert_eq!(keys.resolves(&pointer("/a~1b")), Some(true));
+        assert_eq!(keys.resolves(&pointer("/8")), Some(false));
+        assert_eq!(keys.resolves(&Locator::Line(7)), None);
+        let items = Index::Items {
+            items: Items::Member("samples"),
+            count: 3,
+        };
+        assert_eq!(items.resolves(&pointer("/samples/2")), Some(true));
+        for outside in [
+            "/samples/3",
+            "/samples/02",
+            "/samples/-1",
+            "/other/0",
+            "/samples/",
+        ] {
+            assert_eq!(items.resolves(&pointer(outside)), Some(false), "{outside}");
+        }
+        let rows = Index::Items {
+            items: Items::TopLevel,
+            count: 2,
+        };
+        assert_eq!(rows.resolves(&pointer("/1")), Some(true));
+        assert_eq!(rows.resolves(&pointer("/2")), Some(false));
+        assert_eq!(rows.resolves(&member("1")), None);
+    }
 }

@@ -8,7 +8,6 @@
 
 use std::fs::File;
 use std::io::Read;
-use std::path::Path;
 
 use super::shape::{
     Content, HeaderVisit, Index, Item, ItemVisit, MAX_ITEM_BYTES, Reading, Shape, ShapeError, Stop,
@@ -30,11 +29,6 @@ pub struct ZipInput {
 }
 
 impl ZipInput {
-    /// Opens the archive at `path` (its central directory is read now).
-    pub fn open(path: &Path) -> Result<Self, ZipError> {
-        Self::new(File::open(path).map_err(|e| ZipError::Archive(e.to_string()))?)
-    }
-
     /// Reads the archive in an open file (from its start, whatever the file's offset).
     pub fn new(file: File) -> Result<Self, ZipError> {
         let mut archive =

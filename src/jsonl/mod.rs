@@ -152,7 +152,12 @@ pub enum ReadError {
 
 /// True when a line (without its line ending) holds only JSON whitespace.
 pub fn is_blank(line: &[u8]) -> bool {
-    line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r'))
+    line.iter().copied().all(is_blank_byte)
+}
+
+/// The bytes a blank line may hold: the JSON whitespace of one line.
+pub fn is_blank_byte(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\r')
 }
 
 /// Strips `\n` or `\r\n` from the end of a line as read with `read_until(b'\n')`.

@@ -152,6 +152,11 @@ fn every_module_uses_only_its_layers_and_only_the_filesystem_where_allowed() {
                     offences.push(format!("{place}: {word}"));
                 }
                 for used in code.split("crate::").skip(1) {
+                    // `use crate::{a, b}` would hide which modules it names from this
+                    // check: the rule asks for one path per module.
+                    if used.trim_start().starts_with('{') {
+                        offences.push(format!("{place}: a grouped use of crate::{{...}}"));
+                    }
                     let name: String = used
                         .chars()
                         .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')

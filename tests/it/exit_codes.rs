@@ -1,7 +1,7 @@
-//! "The same error has the same exit code everywhere (an unknown artifact is 2 from
-//! `artifact show` and 1 from `matrix` today); the codes are listed in one place and in
-//! `babel --help`." (issue 21) Each error below is raised through every command that can
-//! meet it, and README.md's table is checked against `babel --help`.
+//! The same error has the same exit code from every command, and the codes are listed in
+//! one place (`Exit`) and in `babel --help` (issue 21). Each error below is raised through
+//! every command that can meet it, and README.md's table is checked against
+//! `babel --help`.
 
 use crate::common::{Env, example};
 

@@ -44,7 +44,8 @@ fn log(task: &str, extension: &str, rephrased: bool) -> PathBuf {
 /// score name, the value every sample got (`None` where a sample has none).
 fn log_truth(path: &Path) -> (Value, BTreeMap<String, Vec<Option<Value>>>) {
     let (header, samples) = if path.extension().unwrap() == "eval" {
-        let mut zip = babel::inputs::zip::ZipInput::open(path).unwrap();
+        let mut zip =
+            babel::inputs::zip::ZipInput::new(std::fs::File::open(path).unwrap()).unwrap();
         let header: Value =
             serde_json::from_slice(&zip.read("header.json", 1 << 30).unwrap()).unwrap();
         // The light per-sample rows Inspect writes beside the samples.
@@ -533,7 +534,8 @@ fn a_zip_log_whose_headers_disagree_is_refused() {
     // "A duplicated ZIP member, a duplicated header.json, or a central-directory name that
     // differs from the local header are refused like duplicate JSON keys." (issue 18)
     let original = log("mc", ".eval", false);
-    let mut zip = babel::inputs::zip::ZipInput::open(&original).unwrap();
+    let mut zip =
+        babel::inputs::zip::ZipInput::new(std::fs::File::open(&original).unwrap()).unwrap();
     let members: Vec<(String, String, Vec<u8>)> = zip
         .names()
         .unwrap()

@@ -3,10 +3,11 @@
 //!
 //! Checks, per run: the manifest (strict JSON, canonical bytes, schema, layout of its
 //! paths); each raw, records and attachment file (present, regular, size, SHA-256); each
-//! record (schema v1, its run and model, its source file and a nonblank source line);
+//! record (schema v1, its run and model, its source file and the item it
+//! points at: a nonblank line, a ZIP member, a JSON Pointer);
 //! duplicate identities; record counts and per-benchmark/language/variant breakdowns;
 //! files in the run folder that no manifest registers. And, for the archive: the marker,
-//! stray entries in `runs/`, a pending journal, and (in `artifacts::checks`) every
+//! stray entries in `runs/`, a pending journal, and (in `artifacts`) every
 //! registered artifact and every strict run's contract. Validation reads only; it takes no
 //! lock and never reruns adapters (the raw files stay the authority, records are not
 //! rebuilt).

@@ -1,7 +1,7 @@
 //! Validation of runs: each run's manifest (strict JSON, canonical bytes, schema, layout of
 //! its paths); each raw, records and attachment file (present, regular, size, SHA-256);
-//! each record read back strictly (schema v1, its run and model, its source file and a
-//! nonblank source line); duplicate identities; record counts and breakdowns; files in the
+//! each record read back strictly (schema v1, its run and model, its source file and
+//! the item it points at, through the raw file's `inputs` shape); duplicate identities; record counts and breakdowns; files in the
 //! run folder that no manifest registers.
 
 use std::collections::BTreeSet;
@@ -197,8 +197,8 @@ impl RawIndex {
 
 /// Hashes a raw file and indexes its items as its import's format reads them (as JSON
 /// Lines for a format this babel does not know, which the manifest check reports). A
-/// structured file is hashed apart from its indexing: ZIP and Parquet are read from
-/// their end.
+/// structured file is hashed apart from its indexing, in two reads: ZIP and Parquet are
+/// read from their end, and every shape indexes a file the same way, from its start.
 fn scan_raw(
     mut file: File,
     relative: &str,
