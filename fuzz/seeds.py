@@ -1,9 +1,12 @@
-"""Writes seed inputs for the adapter_inspect and adapter_helm fuzz targets from the
-fixtures, in the line layout those targets read (fuzz/fuzz_targets/common.rs, run_log):
-the header's members on the first line, then one item (or stats element) per line.
+"""Writes seed inputs for the adapter_inspect, adapter_helm and adapter_units fuzz targets
+from the fixtures, in the line layout those targets read (fuzz/fuzz_targets/common.rs,
+run_log and run_items): the header on the first line, then one item (or stats element)
+per line; an adapter_units seed opens with the byte that picks the format ("1":
+OpenCompass; lighteval's items are Parquet rows, which base Python cannot read).
 
     python3 fuzz/seeds.py inspect CORPUS_DIR
     python3 fuzz/seeds.py helm CORPUS_DIR
+    python3 fuzz/seeds.py units CORPUS_DIR
 """
 
 import glob
@@ -21,8 +24,8 @@ TRANSCRIPT = ("events", "messages", "attachments", "model_usage", "store")
 KEPT_STATS = ("exact_match", "quasi_exact_match", "num_references")
 
 
-def write(corpus, name, lines):
-    data, kept = "", []
+def write(corpus, name, lines, prefix=""):
+    data, kept = prefix, []
     for line in lines:
         text = json.dumps(line, ensure_ascii=False)
         if len(data) + len(text) + 1 > MAX_BYTES and kept:
@@ -61,7 +64,18 @@ def helm(corpus):
         write(corpus, os.path.basename(run.rstrip("/")).replace(":", "_"), [header] + stats + states)
 
 
+def units(corpus):
+    for path in sorted(glob.glob("tests/fixtures/opencompass-*/outputs/*/predictions/*/*.json")):
+        results = path.replace("/predictions/", "/results/")
+        with open(path, encoding="utf-8") as f:
+            predictions = json.load(f)
+        with open(results, encoding="utf-8") as f:
+            header = json.load(f)
+        model = os.path.basename(os.path.dirname(path))
+        write(corpus, f"{model}-{os.path.basename(path)}", [header] + list(predictions.values()), "1")
+
+
 if __name__ == "__main__":
     target, corpus = sys.argv[1], sys.argv[2]
     os.makedirs(corpus, exist_ok=True)
-    {"inspect": inspect, "helm": helm}[target](corpus)
+    {"inspect": inspect, "helm": helm, "units": units}[target](corpus)

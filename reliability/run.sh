@@ -35,7 +35,7 @@ fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
-for target in adapter_canonical adapter_paired adapter_harness adapter_eee adapter_inspect adapter_helm document_scanner records_file jsonl_line canonical_json stream_vs_tree; do
+for target in adapter_canonical adapter_paired adapter_harness adapter_eee adapter_inspect adapter_helm adapter_units parquet_rows document_scanner records_file jsonl_line canonical_json stream_vs_tree; do
   corpus="$out/corpus/$target"
   mkdir -p "$corpus"
   case $target in
@@ -45,6 +45,8 @@ for target in adapter_canonical adapter_paired adapter_harness adapter_eee adapt
     adapter_eee) find tests/fixtures/every-eval-ever-0.3.0 -name '*_samples.jsonl' -exec cp {} "$corpus/" \; ;;
     adapter_inspect) python3 fuzz/seeds.py inspect "$corpus" ;;
     adapter_helm) python3 fuzz/seeds.py helm "$corpus" ;;
+    adapter_units) python3 fuzz/seeds.py units "$corpus" ;;
+    parquet_rows) find tests/fixtures/lighteval-0.13.0 -name '*.parquet' -exec cp {} "$corpus/" \; ;;
     document_scanner) cp tests/fixtures/inspect-ai-0.3.285/logs/seed1/*.json "$corpus/"
                       cp tests/fixtures/crfm-helm-0.5.16/runs/*/per_instance_stats.json "$corpus/" ;;
     jsonl_line|canonical_json|stream_vs_tree) cp tests/hostile/canonical-* "$corpus/" ;;
