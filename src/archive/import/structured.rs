@@ -18,7 +18,7 @@ use crate::durable::{NewFile, io_at};
 use crate::inputs::document::{ArrayItems, Items};
 use crate::inputs::parquet::Row;
 use crate::inputs::{Content, Item, Shape, ShapeError, Stop};
-use crate::jsonl::{self, NonFinitePolicy};
+use crate::jsonl::{self, FieldPath, NonFinitePolicy, PathSegment};
 use crate::record::DigestMap;
 
 impl FileImport<'_, '_> {
@@ -201,8 +201,22 @@ fn parse_value(bytes: &[u8], what: &str) -> Result<Value, FileProblem> {
     let mut wrapped = b"{\"v\":".to_vec();
     wrapped.extend_from_slice(bytes);
     wrapped.push(b'}');
-    let mut line = jsonl::parse_bytes(&wrapped, 1, NonFinitePolicy::Null)
-        .map_err(|e| (format!("{what}: {}", e.message()), None))?;
+    let mut line = jsonl::parse_bytes(&wrapped, 1, NonFinitePolicy::Null).map_err(|e| {
+        // The path below the wrapper's member names the field in the file.
+        let inside =
+            e.path.segments().iter().skip(1).fold(
+                FieldPath::root(),
+                |path, segment| match segment {
+                    PathSegment::Key(key) => path.key(key),
+                    PathSegment::Index(index) => path.index(*index),
+                },
+            );
+        let field = (!inside.is_root()).then(|| format!(" field {inside}:"));
+        (
+            format!("{what}:{} {}", field.unwrap_or_default(), e.message()),
+            None,
+        )
+    })?;
     if line.object.len() != 1 {
         return Err((format!("{what}: not one JSON value"), None));
     }
@@ -426,6 +440,10 @@ mod tests {
             message.starts_with("scenario.json: duplicate key"),
             "{message}"
         );
+        // A problem inside the value names its field in the file, not in the wrapper.
+        let (message, _) =
+            parse_value(b"{\"a\": [0, {\"b\": 1, \"b\": 2}]}", "run_spec.json").unwrap_err();
+        assert_eq!(message, "run_spec.json: field a[1].b: duplicate key \"b\"");
         assert!(parse_value(b"{\"a\": 1} {\"b\": 2}", "scenario.json").is_err());
     }
 }
