@@ -93,7 +93,12 @@ impl StoredRecord {
         Some(&self.text[start as usize..self.ends[index] as usize])
     }
 
-    /// A required text field ("" when a damaged file holds null: validate reports it).
+    /// The bytes of text the record holds, its fields together.
+    pub fn text_len(&self) -> usize {
+        self.text.len()
+    }
+
+    /// A required text field (" when a damaged file holds null: validate reports it).
     fn required(&self, field: StoredField) -> &str {
         self.get(field).unwrap_or_default()
     }

@@ -15,6 +15,11 @@
 //!   few-shot prompt repeated in every choice's request (and in neighbouring items) is
 //!   written once.
 //!
+//! Items are read in order on one thread and handed to the workers in jobs of whole
+//! chunks: a worker parses its items, writes and deflates their chunks, and compresses its
+//! part of every index column; parts are joined in order into one deflate stream per
+//! column ([`PartedColumn`]), so the page is the same whichever worker made which part.
+//!
 //! Vanilla JS (`templates/report.js`) renders only the rows in view, and every dataset or
 //! model string reaches the page through `textContent`, never as markup. The JSON around
 //! the base64 is written with every `<`, `>` and `&` as a `\u` escape, so no string can
@@ -22,7 +27,7 @@
 
 use askama::Template;
 
-use super::embed::{Column, ScriptSafe};
+use super::embed::{Part, PartedColumn, ScriptSafe};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use flate2::Compression;
@@ -37,7 +42,7 @@ use super::{EACH_SIDE_ALONE, Load, LoadedItem, each_side_alone, level, p_value, 
 use crate::canonical_json;
 use crate::compare::summary::{Group, Summary};
 use crate::compare::{Comparison, Outcome, SideLabel};
-use crate::record::Record;
+use crate::record::{Record, StoredField, StoredRecord};
 
 /// Marks where the items JSON goes in the rendered shell. It cannot come from data: every
 /// value in the template is HTML-escaped, which turns `<` into `&lt;`.
@@ -228,71 +233,133 @@ const LONG_STRING: usize = 128;
 /// How much of each target, prediction and response the search covers, in characters.
 pub const SEARCH_CHARS: usize = 256;
 
+/// Detail chunks per worker job, and the stored bytes after which a job ends early (a job
+/// of few-shot items is a few chunks): a job's items are parsed, written and compressed on
+/// one worker, its part of every index column included.
+const JOB_CHUNKS: usize = 16;
+const JOB_BYTES: usize = 4 << 20;
+
 /// Interns repeated strings (benchmarks, languages, source paths) as indices, numbered in
 /// the order they are first seen.
 #[derive(Default)]
 struct Table {
-    index: HashMap<Option<String>, usize>,
+    index: HashMap<String, usize>,
+    null: Option<usize>,
     values: Vec<Option<String>>,
 }
 
 impl Table {
     fn id(&mut self, value: Option<&str>) -> usize {
-        if let Some(&id) = self.index.get(&value.map(str::to_owned)) {
+        let found = match value {
+            Some(text) => self.index.get(text).copied(),
+            None => self.null,
+        };
+        if let Some(id) = found {
             return id;
         }
+        let id = self.values.len();
         self.values.push(value.map(str::to_owned));
-        self.index
-            .insert(value.map(str::to_owned), self.values.len() - 1);
-        self.values.len() - 1
+        match value {
+            Some(text) => {
+                self.index.insert(text.to_owned(), id);
+            }
+            None => self.null = Some(id),
+        }
+        id
     }
 }
 
-/// The page's index: what the list, the filters and the search need, a column each.
-struct Index {
-    outcome: Column,
-    benchmark: Column,
-    language: Column,
-    question_id: Column,
-    script: Column,
-    filter: Column,
-    repeat_id: Column,
+/// The names of the index columns, in the order [`IndexPart::compress`] gives them.
+const INDEX_COLUMNS: [&str; 11] = [
+    "outcome",
+    "benchmark",
+    "language",
+    "question_id",
+    "script",
+    "filter",
+    "repeat_id",
+    "baseline_mark",
+    "variant_mark",
+    "question",
+    "search",
+];
+
+/// One job's part of the page's index: what the list, the filters and the search need, a
+/// column each.
+struct IndexPart {
+    outcome: Part,
+    benchmark: Part,
+    language: Part,
+    question_id: Part,
+    script: Part,
+    filter: Part,
+    repeat_id: Part,
     /// Per side: 0 no record, 1 correct, 2 wrong, 3 unknown.
-    baseline_mark: Column,
-    variant_mark: Column,
+    baseline_mark: Part,
+    variant_mark: Part,
     /// The question text the list shows (report::question).
-    question: Column,
+    question: Part,
     /// The rest of what the search covers.
-    search: Column,
+    search: Part,
 }
 
-impl Index {
-    /// Adds an item's entry to every column.
-    fn push(
-        &mut self,
-        item: &LoadedItem<Record>,
-        benchmarks: &mut Table,
-        languages: &mut Table,
-    ) -> io::Result<()> {
+impl IndexPart {
+    fn new(job: usize) -> Self {
+        Self {
+            outcome: Part::new(job),
+            benchmark: Part::new(job),
+            language: Part::new(job),
+            question_id: Part::new(job),
+            script: Part::new(job),
+            filter: Part::new(job),
+            repeat_id: Part::new(job),
+            baseline_mark: Part::new(job),
+            variant_mark: Part::new(job),
+            question: Part::new(job),
+            search: Part::new(job),
+        }
+    }
+
+    /// Adds an item's entry to every column; `labels` are its benchmark's and language's
+    /// numbers in the page's tables.
+    fn push(&mut self, item: &LoadedItem<Record>, labels: [usize; 2]) -> io::Result<()> {
         let record = item.any_record();
         let outcome = Outcome::ALL
             .iter()
             .position(|&o| o == item.outcome)
             .unwrap_or_default();
         self.outcome.push(&outcome)?;
-        self.benchmark
-            .push(&benchmarks.id(Some(&record.benchmark)))?;
-        self.language
-            .push(&languages.id(record.language.as_deref()))?;
+        self.benchmark.push(&labels[0])?;
+        self.language.push(&labels[1])?;
         self.question_id.push(&record.question_id)?;
         self.script.push(&record.script)?;
         self.filter.push(&record.filter)?;
         self.repeat_id.push(&record.repeat_id)?;
         self.baseline_mark.push(&mark(item.baseline.as_ref()))?;
         self.variant_mark.push(&mark(item.variant.as_ref()))?;
-        self.question
-            .push(&question_text(&record.input).unwrap_or_default())?;
-        self.search.push(&search_text(item))
+        let question = question_text(&record.input).unwrap_or_default();
+        self.question.push(&question)?;
+        self.search.push(&search_text(item, &question))
+    }
+
+    /// Every column's part, compressed, in the order of [`INDEX_COLUMNS`].
+    fn compress(self) -> io::Result<Vec<Vec<u8>>> {
+        [
+            self.outcome,
+            self.benchmark,
+            self.language,
+            self.question_id,
+            self.script,
+            self.filter,
+            self.repeat_id,
+            self.baseline_mark,
+            self.variant_mark,
+            self.question,
+            self.search,
+        ]
+        .into_iter()
+        .map(Part::compress)
+        .collect()
     }
 }
 
@@ -320,15 +387,19 @@ fn first_chars(text: &str, n: usize) -> &str {
     }
 }
 
-/// What the search covers of an item besides its question_id and listed question: each
-/// side's question, and the start of its target, prediction and response.
-fn search_text(item: &LoadedItem<Record>) -> String {
+/// What the search covers of an item besides its question_id and `listed` question: each
+/// side's question where it differs from the listed one (the page searches that column
+/// too), and the start of its target, prediction and response.
+fn search_text(item: &LoadedItem<Record>, listed: &str) -> String {
     let mut parts = Vec::new();
     for record in [item.baseline.as_ref(), item.variant.as_ref()]
         .into_iter()
         .flatten()
     {
-        parts.push(question_text(&record.input).unwrap_or_default());
+        let question = question_text(&record.input).unwrap_or_default();
+        if question != listed {
+            parts.push(question);
+        }
         for value in [&record.target, &record.prediction, &record.response] {
             parts.push(first_chars(&shown(value), SEARCH_CHARS).to_owned());
         }
@@ -456,6 +527,24 @@ struct Chunk {
 }
 
 impl Chunk {
+    /// Adds an item's two sides; `sources` are their source paths' numbers in the page's
+    /// table.
+    fn push(&mut self, item: &LoadedItem<Record>, sources: [Option<usize>; 2]) {
+        if self.count > 0 {
+            self.items.push(b',');
+        }
+        self.items.push(b'[');
+        let sides = [item.baseline.as_ref(), item.variant.as_ref()];
+        for (i, (side, source)) in sides.into_iter().zip(sources).enumerate() {
+            if i > 0 {
+                self.items.push(b',');
+            }
+            write_side(side, source, &mut self.strings, &mut self.items);
+        }
+        self.items.push(b']');
+        self.count += 1;
+    }
+
     /// `{"s": [strings], "i": [[baseline, variant], ...]}`, deflated, base64.
     fn finish(&mut self) -> io::Result<String> {
         let mut json = Vec::with_capacity(self.items.len() + 64);
@@ -499,70 +588,140 @@ fn outcome_list() -> Vec<Map<String, Value>> {
         .collect()
 }
 
+/// An item of a job, with the numbers the producer gave its labels and sources in item
+/// order (the page's tables number them as first seen).
+struct JobItem {
+    item: LoadedItem,
+    labels: [usize; 2],
+    sources: [Option<usize>; 2],
+}
+
+/// Items for one worker: whole detail chunks (but the last job's), numbered in order.
+struct Job {
+    number: usize,
+    items: Vec<JobItem>,
+}
+
+/// What a worker made of a job: its detail chunks (deflated, base64) and its part of
+/// every index column (compressed).
+struct Done {
+    chunks: Vec<String>,
+    parts: Vec<Vec<u8>>,
+}
+
+fn work(job: Job) -> io::Result<Done> {
+    let mut index = IndexPart::new(job.number);
+    let mut chunks = Vec::new();
+    let mut chunk = Chunk::default();
+    for entry in job.items {
+        let item = entry.item.parsed()?;
+        index.push(&item, entry.labels)?;
+        chunk.push(&item, entry.sources);
+        if chunk.count == CHUNK_ITEMS {
+            chunks.push(chunk.finish()?);
+        }
+    }
+    if chunk.count > 0 {
+        chunks.push(chunk.finish()?);
+    }
+    Ok(Done {
+        chunks,
+        parts: index.compress()?,
+    })
+}
+
+/// The page's tables of labels and sources, filled in item order.
+#[derive(Default)]
+struct Tables {
+    benchmarks: Table,
+    languages: Table,
+    sources: Table,
+}
+
+impl Tables {
+    fn entry(&mut self, item: LoadedItem) -> JobItem {
+        let identity = item.identity();
+        let labels = [
+            self.benchmarks.id(Some(identity.benchmark)),
+            self.languages.id(identity.language),
+        ];
+        let mut source = |side: Option<&StoredRecord>| {
+            side.map(|r| {
+                let path = r.get(StoredField::SourcePath).unwrap_or_default();
+                self.sources.id(Some(path))
+            })
+        };
+        let sources = [
+            source(item.baseline.as_ref()),
+            source(item.variant.as_ref()),
+        ];
+        JobItem {
+            item,
+            labels,
+            sources,
+        }
+    }
+}
+
 /// The two data elements of the page: the detail chunks (`#babel-details`, a JSON array
 /// of base64 raw-deflate chunks), streamed as items are read, then the index and the
 /// tables (`#babel-index`). Neither can close its script element: base64 has no `<`, and
 /// the JSON around it is written through [`ScriptSafe`].
+///
+/// Items are read here in order and handed to the workers a job at a time; each job's
+/// chunks and index parts come back in order (the index columns are joined from parts
+/// compressed apart, [`PartedColumn`]).
 fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> io::Result<()> {
-    let mut benchmarks = Table::default();
-    let mut languages = Table::default();
-    let mut sources = Table::default();
-    let mut index = Index {
-        outcome: Column::new(),
-        benchmark: Column::new(),
-        language: Column::new(),
-        question_id: Column::new(),
-        script: Column::new(),
-        filter: Column::new(),
-        repeat_id: Column::new(),
-        baseline_mark: Column::new(),
-        variant_mark: Column::new(),
-        question: Column::new(),
-        search: Column::new(),
-    };
+    let mut tables = Tables::default();
+    let mut columns: Vec<PartedColumn> = INDEX_COLUMNS
+        .iter()
+        .map(|_| PartedColumn::default())
+        .collect();
     out.write_all(b"<script id=\"babel-details\" type=\"application/json\">[")?;
     let mut items = comparison.items.iter().peekable();
+    let mut jobs = 0usize;
     let mut chunks = 0usize;
-    // Chunks are built here in item order, deflated on the workers, written in order.
     crate::parallel::map_ordered(
         crate::parallel::workers(),
-        || -> io::Result<Option<Chunk>> {
+        || -> io::Result<Option<Job>> {
             if items.peek().is_none() {
                 return Ok(None);
             }
-            let mut chunk = Chunk::default();
-            for item in items.by_ref().take(CHUNK_ITEMS) {
-                let item = LoadedItem::load(item, &mut *load)?.parsed()?;
-                index.push(&item, &mut benchmarks, &mut languages)?;
-                if chunk.count > 0 {
-                    chunk.items.push(b',');
-                }
-                chunk.items.push(b'[');
-                for (i, side) in [item.baseline.as_ref(), item.variant.as_ref()]
-                    .into_iter()
-                    .enumerate()
+            let mut job = Job {
+                number: jobs,
+                items: Vec::new(),
+            };
+            jobs += 1;
+            let mut bytes = 0;
+            for item in items.by_ref() {
+                let item = LoadedItem::load(item, &mut *load)?;
+                bytes += item.size();
+                job.items.push(tables.entry(item));
+                let whole_chunks = job.items.len().is_multiple_of(CHUNK_ITEMS);
+                if whole_chunks
+                    && (job.items.len() == JOB_CHUNKS * CHUNK_ITEMS || bytes >= JOB_BYTES)
                 {
-                    if i > 0 {
-                        chunk.items.push(b',');
-                    }
-                    let source = side.map(|r| sources.id(Some(&r.source.path)));
-                    write_side(side, source, &mut chunk.strings, &mut chunk.items);
+                    break;
                 }
-                chunk.items.push(b']');
-                chunk.count += 1;
             }
-            Ok(Some(chunk))
+            Ok(Some(job))
         },
-        |mut chunk: Chunk| chunk.finish(),
-        |encoded: io::Result<String>| {
-            let encoded = encoded?;
-            if chunks > 0 {
-                out.write_all(b",\n")?;
+        work,
+        |done: io::Result<Done>| {
+            let done = done?;
+            for encoded in done.chunks {
+                if chunks > 0 {
+                    out.write_all(b",\n")?;
+                }
+                chunks += 1;
+                out.write_all(b"\"")?;
+                out.write_all(encoded.as_bytes())?;
+                out.write_all(b"\"")?;
             }
-            chunks += 1;
-            out.write_all(b"\"")?;
-            out.write_all(encoded.as_bytes())?;
-            out.write_all(b"\"")
+            for (column, part) in columns.iter_mut().zip(&done.parts) {
+                column.append(part);
+            }
+            Ok(())
         },
     )?;
     out.write_all(b"]</script>\n<script id=\"babel-index\" type=\"application/json\">")?;
@@ -570,29 +729,18 @@ fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
         baseline: &comparison.baseline,
         variant: &comparison.variant,
         outcomes: outcome_list(),
-        benchmarks: &benchmarks.values,
-        languages: &languages.values,
-        sources: &sources.values,
+        benchmarks: &tables.benchmarks.values,
+        languages: &tables.languages.values,
+        sources: &tables.sources.values,
         items: comparison.items.len(),
         chunk_items: CHUNK_ITEMS,
         search_chars: SEARCH_CHARS,
     };
-    let columns: Map<String, Value> = [
-        ("outcome", index.outcome),
-        ("benchmark", index.benchmark),
-        ("language", index.language),
-        ("question_id", index.question_id),
-        ("script", index.script),
-        ("filter", index.filter),
-        ("repeat_id", index.repeat_id),
-        ("baseline_mark", index.baseline_mark),
-        ("variant_mark", index.variant_mark),
-        ("question", index.question),
-        ("search", index.search),
-    ]
-    .into_iter()
-    .map(|(name, column)| Ok((name.to_owned(), Value::String(column.finish()?))))
-    .collect::<io::Result<_>>()?;
+    let columns: Map<String, Value> = INDEX_COLUMNS
+        .iter()
+        .zip(columns)
+        .map(|(name, column)| Ok(((*name).to_owned(), Value::String(column.finish()?))))
+        .collect::<io::Result<_>>()?;
     let mut safe = ScriptSafe(&mut *out);
     safe.write_all(b"{\"meta\":")?;
     serde_json::to_writer(&mut safe, &meta)?;

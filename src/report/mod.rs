@@ -109,6 +109,15 @@ impl LoadedItem {
         })
     }
 
+    /// The bytes of text the item's records hold.
+    pub fn size(&self) -> usize {
+        [&self.baseline, &self.variant]
+            .into_iter()
+            .flatten()
+            .map(StoredRecord::text_len)
+            .sum()
+    }
+
     /// The item's identity.
     pub fn identity(&self) -> Identity<'_> {
         self.any_record().identity()
