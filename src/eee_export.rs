@@ -25,7 +25,7 @@ use crate::archive::manifest::RunManifest;
 use crate::archive::read;
 use crate::archive::records::Columns;
 use crate::archive::{Archive, ArchiveError};
-use crate::canonical_json::to_canonical_string;
+use crate::canonical_json::{Json, to_canonical_string};
 use crate::compare::stats::{ConfidenceLevel, wilson_interval};
 use crate::durable::{self, hex, io_at};
 use crate::record::{IdentityScope, Record};
@@ -308,7 +308,10 @@ fn instance_row(record: &Record, model: &str, run: &str, correct: bool) -> Strin
         .and_then(Value::as_array)
         .filter(|c| c.iter().all(Value::is_string))
         .cloned();
-    let raw = question_text(&record.input).unwrap_or_else(|| as_text(&record.input));
+    let raw = Json::of(&record.input)
+        .ok()
+        .and_then(|input| question_text(&input))
+        .unwrap_or_else(|| as_text(&record.input));
     // EEE requires an output for a single-turn row; a producer without a prediction
     // (the harness records none) gives an empty one.
     let raw_output: Vec<String> = match &record.prediction {

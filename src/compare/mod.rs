@@ -279,7 +279,7 @@ impl Comparison {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct SortPrefix {
     labels: u32,
-    question: u128,
+    question: [u8; 16],
 }
 
 impl SortPrefix {
@@ -289,7 +289,7 @@ impl SortPrefix {
         bytes[..head.len()].copy_from_slice(head);
         Self {
             labels,
-            question: u128::from_be_bytes(bytes),
+            question: bytes,
         }
     }
 }

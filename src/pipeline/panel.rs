@@ -16,11 +16,14 @@ use crate::archive::comparison::ComparisonSide;
 use crate::archive::comparison::panel::{self as sides, PanelSelection};
 use crate::archive::records::{Column, Columns};
 use crate::archive::{Archive, ArchiveError};
+use crate::canonical_json::Json;
 use crate::compare::keys::{Interner, NULL_SYMBOL};
 use crate::compare::stats::ConfidenceLevel;
+use crate::jsonl::{CanonicalScratch, check_canonical};
 use crate::panel::summary::{PanelSummary, SideInfo, summarize};
 use crate::panel::{ItemIdentity, ItemIndex, KeyedRows};
 use crate::report::panel::{DETAIL_CHARS, Details, ItemRow, PanelFormat, PanelItems};
+use crate::report::question::question_text;
 
 use super::ReportWritten;
 
@@ -184,6 +187,7 @@ fn details(
         sides: Vec::with_capacity(sides.len()),
     };
     let columns = Columns::of(&[Column::Input, Column::Prediction, Column::Response]);
+    let mut scratch = CanonicalScratch::default();
     for (side, row_items) in sides.iter().zip(rows_to_items) {
         let mut cells: Vec<Option<(String, String)>> = vec![None; items];
         let mut row = 0;
@@ -200,9 +204,10 @@ fn details(
                     shown(text(Column::Prediction)),
                     shown(text(Column::Response)),
                 ));
+                let input = text(Column::Input);
                 if details.question[item].is_empty()
-                    && let Ok(input) = serde_json::from_str(text(Column::Input))
-                    && let Some(question) = crate::report::question::question_text(&input)
+                    && check_canonical(input, &mut scratch).is_ok()
+                    && let Some(question) = question_text(&Json::canonical(input))
                 {
                     details.question[item] = question;
                 }

@@ -39,9 +39,8 @@ impl<W: Write> Write for ScriptSafe<W> {
     }
 }
 
-/// The deflate level of what a page inflates as it opens (the index columns, a
-/// dashboard's data): smaller is faster to load. Measured on a 200,000-item report, level
-/// 2 here made the first render about a fifth slower (BENCHMARKS.md).
+/// The deflate level of what a page inflates as it opens in one piece (a dashboard's
+/// data): smaller is faster to load.
 pub const LEVEL: u32 = 6;
 
 /// The deflate level of what a page inflates only on demand (a report's detail chunks,
@@ -55,56 +54,6 @@ pub const ON_DEMAND_LEVEL: u32 = 2;
 /// index a tenth larger, and the first render of a 200,000-item page did not move beyond
 /// the run-to-run noise (BENCHMARKS.md).
 const PART_LEVEL: u32 = 5;
-
-/// How many bytes of a [`Column`] are staged before they are compressed.
-const STAGED_BYTES: usize = 64 * 1024;
-
-/// A JSON array written into a raw-deflate stream, one element at a time: one column of
-/// the page's index.
-pub struct Column {
-    encoder: DeflateEncoder<Vec<u8>>,
-    /// Elements not yet handed to the encoder (which is slow to call per element).
-    staged: Vec<u8>,
-    empty: bool,
-}
-
-impl Column {
-    pub fn new() -> Self {
-        let mut encoder = DeflateEncoder::new(Vec::new(), Compression::new(LEVEL));
-        encoder.write_all(b"[").expect("writing to memory");
-        Self {
-            encoder,
-            staged: Vec::new(),
-            empty: true,
-        }
-    }
-
-    pub fn push<T: Serialize + ?Sized>(&mut self, value: &T) -> io::Result<()> {
-        if !self.empty {
-            self.staged.push(b',');
-        }
-        self.empty = false;
-        serde_json::to_writer(&mut self.staged, value)?;
-        if self.staged.len() >= STAGED_BYTES {
-            self.encoder.write_all(&self.staged)?;
-            self.staged.clear();
-        }
-        Ok(())
-    }
-
-    /// The compressed array, base64.
-    pub fn finish(mut self) -> io::Result<String> {
-        self.staged.push(b']');
-        self.encoder.write_all(&self.staged)?;
-        Ok(STANDARD.encode(self.encoder.finish()?))
-    }
-}
-
-impl Default for Column {
-    fn default() -> Self {
-        Self::new()
-    }
-}
 
 /// A JSON array compressed in parts that were compressed apart (on different threads) and
 /// joined: each part is raw deflate blocks ended by a sync flush, which leaves the stream
@@ -152,7 +101,9 @@ impl Part {
 }
 
 impl PartedColumn {
-    /// Appends the next part, numbered from 0 in the order the parts were made.
+    /// Appends the next part, numbered from 0 in the order the parts were made. Every
+    /// part holds at least one element (part 0 opens the array, the others start with
+    /// the comma before their first element).
     pub fn append(&mut self, part: &[u8]) {
         self.compressed.extend_from_slice(part);
         self.parts += 1;

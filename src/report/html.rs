@@ -37,12 +37,14 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+use super::details::{self, Checked, Strings};
 use super::question::question_text;
 use super::{EACH_SIDE_ALONE, Load, LoadedItem, each_side_alone, level, p_value, percent, points};
-use crate::canonical_json;
+use crate::canonical_json::Json;
 use crate::compare::summary::{Group, Summary};
 use crate::compare::{Comparison, Outcome, SideLabel};
-use crate::record::{Record, StoredField, StoredRecord};
+use crate::jsonl::CanonicalScratch;
+use crate::record::{StoredField, StoredRecord};
 
 /// Marks where the items JSON goes in the rendered shell. It cannot come from data: every
 /// value in the template is HTML-escaped, which turns `<` into `&lt;`.
@@ -227,16 +229,15 @@ fn shares(summary: &Summary) -> Vec<OutcomeShare> {
 
 /// Items per detail chunk: the page inflates one chunk when an item of it is opened.
 const CHUNK_ITEMS: usize = 64;
-/// A string at least this long is stored once per chunk and referenced (few-shot prompts
-/// repeat in every choice's request, and across neighbouring items).
-const LONG_STRING: usize = 128;
 /// How much of each target, prediction and response the search covers, in characters.
 pub const SEARCH_CHARS: usize = 256;
 
-/// Detail chunks per worker job, and the stored bytes after which a job ends early (a job
-/// of few-shot items is a few chunks): a job's items are parsed, written and compressed on
-/// one worker, its part of every index column included.
+/// Detail chunks per worker job: a job's items are checked, written and compressed on one
+/// worker, its part of every index column included. At most two jobs per worker are in
+/// flight (`parallel`), so this and [`JOB_BYTES`] bound the memory a report holds.
 const JOB_CHUNKS: usize = 16;
+/// The stored bytes after which a job ends at its next whole chunk (a job of few-shot
+/// items is a few chunks).
 const JOB_BYTES: usize = 4 << 20;
 
 /// Interns repeated strings (benchmarks, languages, source paths) as indices, numbered in
@@ -320,30 +321,34 @@ impl IndexPart {
         }
     }
 
-    /// Adds an item's entry to every column; `labels` are its benchmark's and language's
-    /// numbers in the page's tables.
-    fn push(&mut self, item: &LoadedItem<Record>, labels: [usize; 2]) -> io::Result<()> {
-        let record = item.any_record();
+    /// Adds an item's entry to every column: `sides` are its records, checked; `labels`
+    /// its benchmark's and language's numbers in the page's tables.
+    fn push(&mut self, outcome: Outcome, sides: &Sides<'_>, labels: [usize; 2]) -> io::Result<()> {
+        let any = sides[0]
+            .as_ref()
+            .or(sides[1].as_ref())
+            .expect("an item has a record");
+        let identity = any.record.identity();
         let outcome = Outcome::ALL
             .iter()
-            .position(|&o| o == item.outcome)
+            .position(|&o| o == outcome)
             .unwrap_or_default();
         self.outcome.push(&outcome)?;
         self.benchmark.push(&labels[0])?;
         self.language.push(&labels[1])?;
-        self.question_id.push(&record.question_id)?;
-        self.script.push(&record.script)?;
-        self.filter.push(&record.filter)?;
-        self.repeat_id.push(&record.repeat_id)?;
-        self.baseline_mark.push(&mark(item.baseline.as_ref()))?;
-        self.variant_mark.push(&mark(item.variant.as_ref()))?;
-        let question = question_text(&record.input).unwrap_or_default();
+        self.question_id.push(identity.question_id)?;
+        self.script.push(&identity.script)?;
+        self.filter.push(identity.filter)?;
+        self.repeat_id.push(&identity.repeat_id)?;
+        self.baseline_mark.push(&mark(sides[0].as_ref()))?;
+        self.variant_mark.push(&mark(sides[1].as_ref()))?;
+        let question = question_text(&any.input).unwrap_or_default();
         self.question.push(&question)?;
-        self.search.push(&search_text(item, &question))
+        self.search.push(&search_text(sides, &question))
     }
 
     /// Every column's part, compressed, in the order of [`INDEX_COLUMNS`].
-    fn compress(self) -> io::Result<Vec<Vec<u8>>> {
+    fn compress(self) -> io::Result<[Vec<u8>; INDEX_COLUMNS.len()]> {
         [
             self.outcome,
             self.benchmark,
@@ -359,12 +364,17 @@ impl IndexPart {
         ]
         .into_iter()
         .map(Part::compress)
-        .collect()
+        .collect::<io::Result<Vec<_>>>()?
+        .try_into()
+        .map_err(|_| io::Error::other("an index column lost its part"))
     }
 }
 
-fn mark(record: Option<&Record>) -> u8 {
-    match record.map(|r| r.correct) {
+/// An item's two sides (baseline, variant), each checked when it has a record.
+type Sides<'r> = [Option<Checked<'r>>; 2];
+
+fn mark(side: Option<&Checked<'_>>) -> u8 {
+    match side.map(|side| side.record.correct) {
         None => 0,
         Some(Some(true)) => 1,
         Some(Some(false)) => 2,
@@ -373,10 +383,10 @@ fn mark(record: Option<&Record>) -> u8 {
 }
 
 /// A value as the page shows and searches it: a string as is, anything else as JSON.
-fn shown(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+fn shown(value: &Json<'_>) -> String {
+    match value.as_string() {
+        Some(text) => text.into_owned(),
+        None => serde_json::to_string_pretty(&value.to_value()).unwrap_or_default(),
     }
 }
 
@@ -390,132 +400,18 @@ fn first_chars(text: &str, n: usize) -> &str {
 /// What the search covers of an item besides its question_id and `listed` question: each
 /// side's question where it differs from the listed one (the page searches that column
 /// too), and the start of its target, prediction and response.
-fn search_text(item: &LoadedItem<Record>, listed: &str) -> String {
+fn search_text(sides: &Sides<'_>, listed: &str) -> String {
     let mut parts = Vec::new();
-    for record in [item.baseline.as_ref(), item.variant.as_ref()]
-        .into_iter()
-        .flatten()
-    {
-        let question = question_text(&record.input).unwrap_or_default();
+    for side in sides.iter().flatten() {
+        let question = question_text(&side.input).unwrap_or_default();
         if question != listed {
             parts.push(question);
         }
-        for value in [&record.target, &record.prediction, &record.response] {
+        for value in [&side.target, &side.prediction, &side.response] {
             parts.push(first_chars(&shown(value), SEARCH_CHARS).to_owned());
         }
     }
     parts.join("\n")
-}
-
-/// Long strings of one chunk, each stored once.
-#[derive(Default)]
-struct Strings {
-    index: HashMap<String, usize>,
-    values: Vec<String>,
-}
-
-impl Strings {
-    fn id(&mut self, text: &str) -> usize {
-        if let Some(&id) = self.index.get(text) {
-            return id;
-        }
-        self.values.push(text.to_owned());
-        self.index.insert(text.to_owned(), self.values.len() - 1);
-        self.values.len() - 1
-    }
-}
-
-/// Writes a value as JSON with every long string replaced by `{"\u0000": n}`, its number
-/// in the chunk's strings. An object whose only key is U+0000 is written as
-/// `{"\u0000": [value]}`, so the page can always tell the two apart.
-fn write_value(value: &Value, strings: &mut Strings, out: &mut Vec<u8>) {
-    match value {
-        Value::String(text) if text.len() >= LONG_STRING => {
-            out.extend_from_slice(format!("{{\"\\u0000\":{}}}", strings.id(text)).as_bytes());
-        }
-        Value::String(text) => canonical_json::write_string(text, out),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(item, strings, out);
-            }
-            out.push(b']');
-        }
-        Value::Object(map) => write_map(map, strings, out),
-        scalar => out.extend_from_slice(scalar.to_string().as_bytes()),
-    }
-}
-
-fn write_map(map: &Map<String, Value>, strings: &mut Strings, out: &mut Vec<u8>) {
-    if map.len() == 1
-        && let Some(only) = map.get("\u{0}")
-    {
-        out.extend_from_slice(b"{\"\\u0000\":[");
-        write_value(only, strings, out);
-        out.extend_from_slice(b"]}");
-        return;
-    }
-    out.push(b'{');
-    for (i, (key, item)) in map.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        canonical_json::write_string(key, out);
-        out.push(b':');
-        write_value(item, strings, out);
-    }
-    out.push(b'}');
-}
-
-/// One side of an item in a detail chunk: an array in the order of `SIDE_FIELDS` in
-/// report.js, or null when the side has no record.
-fn write_side(
-    record: Option<&Record>,
-    source: Option<usize>,
-    strings: &mut Strings,
-    out: &mut Vec<u8>,
-) {
-    let (Some(r), Some(source)) = (record, source) else {
-        out.extend_from_slice(b"null");
-        return;
-    };
-    out.push(b'[');
-    out.extend_from_slice(match r.correct {
-        Some(true) => b"true",
-        Some(false) => b"false",
-        None => b"null",
-    });
-    for value in [&r.input, &r.target, &r.prediction, &r.response] {
-        out.push(b',');
-        write_value(value, strings, out);
-    }
-    for map in [&r.scores, &r.metrics] {
-        out.push(b',');
-        write_map(map, strings, out);
-    }
-    out.push(b',');
-    write_value(
-        &Value::Array(r.warnings.iter().cloned().map(Value::String).collect()),
-        strings,
-        out,
-    );
-    out.extend_from_slice(format!(",{source},").as_bytes());
-    out.extend_from_slice(
-        serde_json::to_string(&r.source.locator.suffix())
-            .unwrap_or_default()
-            .as_bytes(),
-    );
-    out.push(b',');
-    match &r.rephrasing_model {
-        Some(model) => canonical_json::write_string(model, out),
-        None => out.extend_from_slice(b"null"),
-    }
-    out.push(b',');
-    write_map(&r.extra, strings, out);
-    out.push(b']');
 }
 
 /// The chunk being filled: its items' sides and their long strings.
@@ -529,17 +425,16 @@ struct Chunk {
 impl Chunk {
     /// Adds an item's two sides; `sources` are their source paths' numbers in the page's
     /// table.
-    fn push(&mut self, item: &LoadedItem<Record>, sources: [Option<usize>; 2]) {
+    fn push(&mut self, sides: &Sides<'_>, sources: [Option<usize>; 2]) {
         if self.count > 0 {
             self.items.push(b',');
         }
         self.items.push(b'[');
-        let sides = [item.baseline.as_ref(), item.variant.as_ref()];
-        for (i, (side, source)) in sides.into_iter().zip(sources).enumerate() {
+        for (i, (side, source)) in sides.iter().zip(sources).enumerate() {
             if i > 0 {
                 self.items.push(b',');
             }
-            write_side(side, source, &mut self.strings, &mut self.items);
+            details::write_side(side.as_ref(), source, &mut self.strings, &mut self.items);
         }
         self.items.push(b']');
         self.count += 1;
@@ -606,17 +501,22 @@ struct Job {
 /// every index column (compressed).
 struct Done {
     chunks: Vec<String>,
-    parts: Vec<Vec<u8>>,
+    parts: [Vec<u8>; INDEX_COLUMNS.len()],
 }
 
 fn work(job: Job) -> io::Result<Done> {
     let mut index = IndexPart::new(job.number);
     let mut chunks = Vec::new();
     let mut chunk = Chunk::default();
+    let mut scratch = CanonicalScratch::default();
     for entry in job.items {
-        let item = entry.item.parsed()?;
-        index.push(&item, entry.labels)?;
-        chunk.push(&item, entry.sources);
+        let item = &entry.item;
+        let sides = [
+            check(item.baseline.as_ref(), &mut scratch)?,
+            check(item.variant.as_ref(), &mut scratch)?,
+        ];
+        index.push(item.outcome, &sides, entry.labels)?;
+        chunk.push(&sides, entry.sources);
         if chunk.count == CHUNK_ITEMS {
             chunks.push(chunk.finish()?);
         }
@@ -628,6 +528,14 @@ fn work(job: Job) -> io::Result<Done> {
         chunks,
         parts: index.compress()?,
     })
+}
+
+fn check<'r>(
+    side: Option<&'r StoredRecord>,
+    scratch: &mut CanonicalScratch,
+) -> io::Result<Option<Checked<'r>>> {
+    side.map(|record| details::check(record, scratch))
+        .transpose()
 }
 
 /// The page's tables of labels and sources, filled in item order.
@@ -670,7 +578,9 @@ impl Tables {
 ///
 /// Items are read here in order and handed to the workers a job at a time; each job's
 /// chunks and index parts come back in order (the index columns are joined from parts
-/// compressed apart, [`PartedColumn`]).
+/// compressed apart, [`PartedColumn`]). An error stops the report: a record that cannot
+/// be read from the spill as soon as it is read, a record whose stored text is damaged
+/// when its job comes back (so with two damaged records, which one is named can vary).
 fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> io::Result<()> {
     let mut tables = Tables::default();
     let mut columns: Vec<PartedColumn> = INDEX_COLUMNS
@@ -898,23 +808,99 @@ mod tests {
         assert!(html.contains("3 items hold 2 questions under 2 filters and 1 repeat_id"));
     }
 
+    /// A data element of `html`, parsed.
+    fn element(html: &str, id: &str) -> Value {
+        let start = html
+            .find(&format!("<script id=\"{id}\" type=\"application/json\">"))
+            .expect("the data element");
+        let text = &html[start..];
+        let text = &text[text.find('>').unwrap() + 1..text.find("</script>").unwrap()];
+        serde_json::from_str(text).unwrap()
+    }
+
+    /// A base64 raw-deflate value of the page, inflated and parsed.
+    fn inflate(base64: &Value) -> Value {
+        use std::io::Read;
+        let bytes = STANDARD.decode(base64.as_str().unwrap()).unwrap();
+        let mut json = String::new();
+        flate2::read::DeflateDecoder::new(&bytes[..])
+            .read_to_string(&mut json)
+            .unwrap();
+        serde_json::from_str(&json).unwrap()
+    }
+
     #[test]
-    fn long_strings_are_stored_once_per_chunk_and_a_nul_keyed_object_stays_itself() {
-        // A few-shot context repeated in every choice's request is written once.
-        let context = "Question: ".repeat(20);
-        let value = serde_json::json!({
-            "arguments": [{"arg_0": context, "arg_1": " A"}, {"arg_0": context, "arg_1": " B"}],
-            "tricky": {"\u{0}": 1},
-        });
-        let mut strings = Strings::default();
+    fn a_page_made_of_many_jobs_reads_as_one() {
+        // 300 items of 40 KB end their jobs at the first whole chunk past JOB_BYTES; the
+        // 900 short ones after them make jobs of JOB_CHUNKS chunks and a last, short one.
+        // Every chunk but the last holds CHUNK_ITEMS items, every index column one entry
+        // per item in item order, and every side its record.
+        let mut baseline = Vec::new();
+        let mut variant = Vec::new();
+        for n in 0..1200 {
+            let mut b = record("original", &format!("q{n:05}"), "en", Some(n % 2 == 0));
+            if n < 300 {
+                b.input = serde_json::json!({"question": format!("{n} {}", "w".repeat(40_000))});
+            }
+            let mut v = b.clone();
+            v.variant_id = "rephrased".into();
+            v.correct = Some(n % 3 == 0);
+            baseline.push(b);
+            variant.push(v);
+        }
+        let joined = join(baseline, variant).unwrap();
+        let mut comparison = joined.comparison.clone();
+        comparison.sort_by_identity(&joined.baseline[..], &joined.variant[..]);
+        let summary = Summary::of(&comparison, ConfidenceLevel::NINETY_FIVE);
+        let mut load = |side: Side, row: u32| {
+            Ok(match side {
+                Side::Baseline => StoredRecord::of(&joined.baseline[row as usize]).unwrap(),
+                Side::Variant => StoredRecord::of(&joined.variant[row as usize]).unwrap(),
+            })
+        };
         let mut out = Vec::new();
-        write_value(&value, &mut strings, &mut out);
-        assert_eq!(strings.values, vec![context.clone()]);
-        let text = String::from_utf8(out).unwrap();
-        assert_eq!(
-            text,
-            r#"{"arguments":[{"arg_0":{"\u0000":0},"arg_1":" A"},{"arg_0":{"\u0000":0},"arg_1":" B"}],"tricky":{"\u0000":[1]}}"#
+        render(&comparison, &summary, &mut load, &mut out).unwrap();
+        let html = String::from_utf8(out).unwrap();
+
+        let chunks: Vec<Value> = element(&html, "babel-details")
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(inflate)
+            .collect();
+        let sizes: Vec<usize> = chunks
+            .iter()
+            .map(|c| c["i"].as_array().unwrap().len())
+            .collect();
+        assert_eq!(sizes.len(), 1200_usize.div_ceil(CHUNK_ITEMS));
+        assert!(
+            sizes[..sizes.len() - 1].iter().all(|&n| n == CHUNK_ITEMS),
+            "{sizes:?}"
         );
+        assert_eq!(sizes.iter().sum::<usize>(), 1200);
+        let index = element(&html, "babel-index");
+        let ids = inflate(&index["columns"]["question_id"]);
+        let expected: Vec<String> = (0..1200).map(|n| format!("q{n:05}")).collect();
+        assert_eq!(ids, serde_json::json!(expected));
+        for name in INDEX_COLUMNS {
+            let column = inflate(&index["columns"][name]);
+            assert_eq!(column.as_array().unwrap().len(), 1200, "{name}");
+        }
+        let questions = inflate(&index["columns"]["question"]);
+        for n in [0usize, 63, 64, 299, 300, 1199] {
+            let chunk = &chunks[n / CHUNK_ITEMS];
+            let item = &chunk["i"][n % CHUNK_ITEMS];
+            assert_eq!(item[0][0], Value::Bool(n % 2 == 0), "baseline of item {n}");
+            assert_eq!(item[1][0], Value::Bool(n % 3 == 0), "variant of item {n}");
+            let question = &item[0][1]["question"];
+            if n < 300 {
+                let long = &chunk["s"][question["\u{0}"].as_u64().unwrap() as usize];
+                assert_eq!(long, &questions[n], "item {n}");
+                assert!(long.as_str().unwrap().starts_with(&format!("{n} ")));
+            } else {
+                assert_eq!(question, &Value::String(format!("q{n:05}?")), "item {n}");
+            }
+        }
     }
 
     #[test]

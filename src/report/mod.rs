@@ -8,6 +8,7 @@
 //! may go (outside the archive) is the archive layer's rule, checked before rendering.
 
 pub mod csv;
+mod details;
 pub mod embed;
 pub mod html;
 pub mod jsonl;

@@ -9,7 +9,7 @@
 //!    `content` string, or the `text` of its content parts joined by a space;
 //! 5. else nothing: the item is listed by its question_id alone, never as raw JSON.
 
-use serde_json::Value;
+use crate::canonical_json::Json;
 
 /// The `input.doc` fields that hold a task's question, in the order they are tried.
 pub const DOC_QUESTION_FIELDS: [&str; 10] = [
@@ -17,44 +17,56 @@ pub const DOC_QUESTION_FIELDS: [&str; 10] = [
     "goal",
 ];
 
-/// The question text of a record's `input`, by the rule above.
-pub fn question_text(input: &Value) -> Option<String> {
-    if let Some(question) = input.get("question").and_then(Value::as_str) {
-        return Some(question.to_owned());
+/// The question text of a record's `input` (its canonical text), by the rule above.
+pub fn question_text(input: &Json<'_>) -> Option<String> {
+    let members = input.members()?;
+    let string = |key: &str| {
+        let (_, value) = members.iter().find(|(found, _)| found == key)?;
+        value.as_string().map(|text| text.into_owned())
+    };
+    if let Some(question) = string("question") {
+        return Some(question);
     }
-    if let Some(doc) = input.get("doc") {
-        let found = DOC_QUESTION_FIELDS
-            .iter()
-            .find_map(|field| doc.get(field).and_then(Value::as_str));
+    if let Some((_, doc)) = members.iter().find(|(key, _)| key == "doc")
+        && let Some(doc) = doc.members()
+    {
+        let found = DOC_QUESTION_FIELDS.iter().find_map(|field| {
+            let (_, value) = doc.iter().find(|(key, _)| key == field)?;
+            value.as_string()
+        });
         if let Some(question) = found {
-            return Some(question.to_owned());
+            return Some(question.into_owned());
         }
     }
-    if let Some(prompt) = input.get("prompt").and_then(Value::as_str) {
-        return Some(prompt.to_owned());
+    if let Some(prompt) = string("prompt") {
+        return Some(prompt);
     }
-    let messages = input.get("messages")?.as_array()?;
-    let last_user = messages
+    let (_, messages) = members.iter().find(|(key, _)| key == "messages")?;
+    let last_user = messages.elements()?.into_iter().rev().find(|message| {
+        message
+            .get("role")
+            .is_some_and(|role| role.as_string().as_deref() == Some("user"))
+    })?;
+    let content = last_user.get("content")?;
+    if let Some(text) = content.as_string() {
+        return Some(text.into_owned());
+    }
+    let texts: Vec<String> = content
+        .elements()?
         .iter()
-        .rev()
-        .find(|message| message.get("role").and_then(Value::as_str) == Some("user"))?;
-    match last_user.get("content")? {
-        Value::String(text) => Some(text.clone()),
-        Value::Array(parts) => {
-            let texts: Vec<&str> = parts
-                .iter()
-                .filter_map(|part| part.get("text").and_then(Value::as_str))
-                .collect();
-            (!texts.is_empty()).then(|| texts.join(" "))
-        }
-        _ => None,
-    }
+        .filter_map(|part| Some(part.get("text")?.as_string()?.into_owned()))
+        .collect();
+    (!texts.is_empty()).then(|| texts.join(" "))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    fn question_text(input: &Value) -> Option<String> {
+        super::question_text(&Json::of(input).unwrap())
+    }
 
     #[test]
     fn each_step_of_the_rule_in_order() {

@@ -63,10 +63,9 @@ impl FullRecords {
             // SAFETY: the map is a read-only shared mapping of a file nothing changes
             // (see `Spill::finish`); after MADV_DONTNEED a page is read again from that
             // file, so every byte reads as before. No slice of the map is alive here.
+            // The advice only lets memory go: if the kernel refuses it, nothing is lost.
             #[allow(unsafe_code)]
-            unsafe {
-                self.spill.unchecked_advise(UncheckedAdvice::DontNeed)?;
-            }
+            let _ = unsafe { self.spill.unchecked_advise(UncheckedAdvice::DontNeed) };
         }
         Ok(record)
     }
@@ -94,7 +93,9 @@ impl Spill {
         // SAFETY: the spill is an unnamed temporary file (`tempfile::tempfile`: unlinked
         // from the start, so no other process can open it by name) that this process
         // has finished writing and never writes or truncates again. The map keeps the
-        // file alive once its descriptor closes here.
+        // file alive once its descriptor closes here. (A disk error reading a page back
+        // is a SIGBUS now where a read call returned an error: the spill is written and
+        // read within one command, from the page cache as a rule.)
         #[allow(unsafe_code)]
         let spill = unsafe { Mmap::map(&spill)? };
         Ok(FullRecords {
