@@ -16,14 +16,12 @@ use crate::archive::comparison::ComparisonSide;
 use crate::archive::comparison::panel::{self as sides, PanelSelection};
 use crate::archive::records::{Column, Columns};
 use crate::archive::{Archive, ArchiveError};
-use crate::canonical_json::Json;
 use crate::compare::keys::{Interner, NULL_SYMBOL};
 use crate::compare::stats::ConfidenceLevel;
-use crate::jsonl::{CanonicalScratch, check_canonical};
 use crate::panel::summary::{PanelSummary, SideInfo, summarize};
 use crate::panel::{ItemIdentity, ItemIndex, KeyedRows};
 use crate::report::panel::{DETAIL_CHARS, Details, ItemRow, PanelFormat, PanelItems};
-use crate::report::question::question_text;
+use crate::report::question::QuestionReader;
 
 use super::ReportWritten;
 
@@ -187,7 +185,7 @@ fn details(
         sides: Vec::with_capacity(sides.len()),
     };
     let columns = Columns::of(&[Column::Input, Column::Prediction, Column::Response]);
-    let mut scratch = CanonicalScratch::default();
+    let mut questions = QuestionReader::default();
     for (side, row_items) in sides.iter().zip(rows_to_items) {
         let mut cells: Vec<Option<(String, String)>> = vec![None; items];
         let mut row = 0;
@@ -204,10 +202,8 @@ fn details(
                     shown(text(Column::Prediction)),
                     shown(text(Column::Response)),
                 ));
-                let input = text(Column::Input);
                 if details.question[item].is_empty()
-                    && check_canonical(input, &mut scratch).is_ok()
-                    && let Some(question) = question_text(&Json::canonical(input))
+                    && let Some(question) = questions.question(text(Column::Input))
                 {
                     details.question[item] = question;
                 }

@@ -30,7 +30,7 @@ use std::sync::OnceLock;
 use crate::jsonl::FieldPath;
 pub use fields::{FieldError, Fields};
 pub use new::NewRecord;
-pub use stored::{STORED_FIELDS, StoredField, StoredRecord};
+pub use stored::{JsonChecker, STORED_FIELDS, StoredField, StoredRecord};
 
 /// The record schema version this build writes and reads.
 pub const SCHEMA_VERSION: u64 = 1;

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::{Identity, IdentityScope, Locator, Record, Source};
 use crate::canonical_json::{CanonicalError, Json, write_string};
+use crate::jsonl::{CanonicalScratch, check_canonical};
 
 /// The text fields of a stored record, in the order it keeps them: plain text for the
 /// text columns, canonical JSON for the nested values.
@@ -59,6 +60,20 @@ pub struct StoredRecord {
     pub correct: Option<bool>,
     /// The one-based line of a record located by line.
     pub source_line: Option<u64>,
+}
+
+/// Checks a stored JSON column before it is read as canonical text ([`Json`], whose readers
+/// trust that it is): the records store keeps what it was given, and only `validate`
+/// proves it canonical. Keeps its buffers from column to column.
+#[derive(Debug, Default)]
+pub struct JsonChecker(CanonicalScratch);
+
+impl JsonChecker {
+    /// `text` as canonical JSON, or what is wrong with it (as the strict reader says it).
+    pub fn check<'t>(&mut self, text: &'t str) -> Result<Json<'t>, String> {
+        check_canonical(text, &mut self.0)?;
+        Ok(Json::canonical(text))
+    }
 }
 
 /// The bytes of a frame's header: its scalars, the null bits and the field ends.

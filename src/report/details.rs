@@ -13,8 +13,7 @@ use std::collections::HashMap;
 use std::io;
 
 use crate::canonical_json::{Json, JsonKind, write_string};
-use crate::jsonl::{CanonicalScratch, check_canonical};
-use crate::record::{StoredField, StoredRecord};
+use crate::record::{JsonChecker, StoredField, StoredRecord};
 
 /// A string at least this long is stored once per chunk and referenced (few-shot prompts
 /// repeat in every choice's request, and across neighbouring items).
@@ -56,10 +55,7 @@ pub struct Checked<'r> {
 }
 
 /// Checks `record`'s JSON columns; an error names the record and the field.
-pub fn check<'r>(
-    record: &'r StoredRecord,
-    scratch: &mut CanonicalScratch,
-) -> io::Result<Checked<'r>> {
+pub fn check<'r>(record: &'r StoredRecord, checker: &mut JsonChecker) -> io::Result<Checked<'r>> {
     let failed = |message: String| {
         io::Error::other(format!(
             "the stored record {} cannot be read: {message}",
@@ -68,8 +64,9 @@ pub fn check<'r>(
     };
     let mut column = |field: StoredField, name: &str, kind: Option<JsonKind>| {
         let text = record.get(field).unwrap_or("null");
-        check_canonical(text, scratch).map_err(|e| failed(format!("field {name}: {e}")))?;
-        let json = Json::canonical(text);
+        let json = checker
+            .check(text)
+            .map_err(|e| failed(format!("field {name}: {e}")))?;
         match kind {
             Some(kind) if json.kind() != kind => Err(failed(format!(
                 "field {name}: expected a JSON {}",
@@ -390,7 +387,7 @@ mod tests {
     fn a_stored_column_that_is_not_canonical_or_not_its_kind_is_refused() {
         // "Nothing here checks the nested text" (the store): the report does, before it
         // walks the text, and names the record and the field.
-        let mut scratch = CanonicalScratch::default();
+        let mut checker = JsonChecker::default();
         for (field, text, expected) in [
             (
                 StoredField::Input,
@@ -410,11 +407,11 @@ mod tests {
             ),
         ] {
             let record = stored_with(&[(field, text)]);
-            let error = check(&record, &mut scratch).err().expect(expected);
+            let error = check(&record, &mut checker).err().expect(expected);
             let message = error.to_string();
             assert!(message.contains("the stored record"), "{message}");
             assert!(message.contains(expected), "{message}");
         }
-        assert!(check(&stored_with(&[]), &mut scratch).is_ok());
+        assert!(check(&stored_with(&[]), &mut checker).is_ok());
     }
 }

@@ -43,8 +43,7 @@ use super::{EACH_SIDE_ALONE, Load, LoadedItem, each_side_alone, level, p_value, 
 use crate::canonical_json::Json;
 use crate::compare::summary::{Group, Summary};
 use crate::compare::{Comparison, Outcome, SideLabel};
-use crate::jsonl::CanonicalScratch;
-use crate::record::{StoredField, StoredRecord};
+use crate::record::{JsonChecker, StoredField, StoredRecord};
 
 /// Marks where the items JSON goes in the rendered shell. It cannot come from data: every
 /// value in the template is HTML-escaped, which turns `<` into `&lt;`.
@@ -508,12 +507,12 @@ fn work(job: Job) -> io::Result<Done> {
     let mut index = IndexPart::new(job.number);
     let mut chunks = Vec::new();
     let mut chunk = Chunk::default();
-    let mut scratch = CanonicalScratch::default();
+    let mut checker = JsonChecker::default();
     for entry in job.items {
         let item = &entry.item;
         let sides = [
-            check(item.baseline.as_ref(), &mut scratch)?,
-            check(item.variant.as_ref(), &mut scratch)?,
+            check(item.baseline.as_ref(), &mut checker)?,
+            check(item.variant.as_ref(), &mut checker)?,
         ];
         index.push(item.outcome, &sides, entry.labels)?;
         chunk.push(&sides, entry.sources);
@@ -532,9 +531,9 @@ fn work(job: Job) -> io::Result<Done> {
 
 fn check<'r>(
     side: Option<&'r StoredRecord>,
-    scratch: &mut CanonicalScratch,
+    checker: &mut JsonChecker,
 ) -> io::Result<Option<Checked<'r>>> {
-    side.map(|record| details::check(record, scratch))
+    side.map(|record| details::check(record, checker))
         .transpose()
 }
 

@@ -10,6 +10,7 @@
 //! 5. else nothing: the item is listed by its question_id alone, never as raw JSON.
 
 use crate::canonical_json::Json;
+use crate::record::JsonChecker;
 
 /// The `input.doc` fields that hold a task's question, in the order they are tried.
 pub const DOC_QUESTION_FIELDS: [&str; 10] = [
@@ -59,6 +60,17 @@ pub fn question_text(input: &Json<'_>) -> Option<String> {
     (!texts.is_empty()).then(|| texts.join(" "))
 }
 
+/// Reads the question text of stored `input` columns, checking each first (a column
+/// that is not canonical JSON has no question).
+#[derive(Debug, Default)]
+pub struct QuestionReader(JsonChecker);
+
+impl QuestionReader {
+    pub fn question(&mut self, input: &str) -> Option<String> {
+        question_text(&self.0.check(input).ok()?)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +109,20 @@ mod tests {
             None,
             "never raw JSON"
         );
+    }
+
+    #[test]
+    fn a_stored_input_is_read_only_when_it_is_canonical() {
+        let mut reader = QuestionReader::default();
+        assert_eq!(
+            reader.question(r#"{"question":"Q?"}"#).as_deref(),
+            Some("Q?")
+        );
+        assert_eq!(
+            reader.question(r#"{ "question": "Q?" }"#),
+            None,
+            "not canonical"
+        );
+        assert_eq!(reader.question(r#"{"question":"#), None, "not JSON");
     }
 }
