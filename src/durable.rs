@@ -333,16 +333,31 @@ where
         .permissions(fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)
         .map_err(io_at("creating a temporary file in", dir))?;
-    // The caller fills while another thread hashes and writes: a long report keeps both
-    // cores busy.
+    // The caller fills while one thread writes and another hashes what was written: the
+    // kernel's copy of a long report into the page cache alone keeps a core busy.
     let (filled, written) = std::thread::scope(|scope| {
         let (sender, receiver) = mpsc::sync_channel::<Vec<u8>>(2);
-        let writing = scope.spawn(move || -> io::Result<_> {
-            let mut hashing = HashingWriter::new(temp);
-            for chunk in receiver {
-                hashing.write_all(&chunk)?;
+        let (to_hash, written_chunks) = mpsc::sync_channel::<Vec<u8>>(2);
+        let hashing = scope.spawn(move || {
+            let mut hasher = Sha256::new();
+            let mut bytes = 0u64;
+            for chunk in written_chunks {
+                hasher.update(&chunk);
+                bytes += chunk.len() as u64;
             }
-            Ok(hashing.finish())
+            ContentDigest {
+                sha256: hex(&hasher.finalize()),
+                bytes,
+            }
+        });
+        let writing = scope.spawn(move || -> io::Result<_> {
+            let mut temp = temp;
+            for chunk in receiver {
+                temp.write_all(&chunk)?;
+                // The hashing thread reads until this one stops: a send cannot fail.
+                let _ = to_hash.send(chunk);
+            }
+            Ok(temp)
         });
         let mut chunks = ChunkSender {
             sender: Some(sender),
@@ -353,8 +368,12 @@ where
         let written = writing
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the writing thread panicked")));
+        let digest = hashing
+            .join()
+            .map_err(|_| io::Error::other("the hashing thread panicked"));
         // The writing thread's own error comes first: a failed send only means it stopped.
-        (filled, written.and_then(|done| sent.map(|()| done)))
+        let done = written.and_then(|temp| Ok((temp, digest?)));
+        (filled, done.and_then(|done| sent.map(|()| done)))
     });
     // A failed write stops the filling too: its own error is the one to report.
     let (temp, digest) = match (filled, written) {
@@ -442,6 +461,24 @@ mod tests {
             "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
         );
         assert_eq!(written.bytes, 6);
+    }
+
+    #[test]
+    fn a_file_of_many_chunks_is_hashed_as_it_was_written() {
+        // Chunks are written on one thread and hashed on another, in order.
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("long");
+        let line: Vec<u8> = (0..=255u8).cycle().take(4099).collect();
+        let written: ContentDigest = write_new_atomically::<_, PathIoError>(&dest, |w| {
+            for _ in 0..2000 {
+                w.write_all(&line).map_err(io_at("w", &dest))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(written.bytes, 2000 * 4099);
+        assert!(written.bytes > 4 * CHUNK_BYTES as u64, "several chunks");
+        assert_eq!(written, digest_file(&dest).unwrap());
     }
 
     #[test]
