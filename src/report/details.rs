@@ -414,4 +414,42 @@ mod tests {
         }
         assert!(check(&stored_with(&[]), &mut checker).is_ok());
     }
+
+    /// Arbitrary values with long strings (escapes included, around the threshold), keys
+    /// that are U+0000 or long, and nesting.
+    fn value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let text = prop_oneof![
+            "\\PC{0,8}",
+            "[a\"\\\\\n\\u{0}é]{126,131}",
+            Just("x".repeat(LONG_STRING)),
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-1000i64..1000).prop_map(Value::from),
+            text.clone().prop_map(Value::String),
+        ];
+        let key = prop_oneof![Just("\u{0}".to_owned()), text];
+        leaf.prop_recursive(4, 32, 4, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(key.clone(), inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_value_reads_back_as_stored_once_references_are_resolved(value in value()) {
+            let canonical = to_canonical_string(&value).unwrap();
+            let mut strings = Strings::default();
+            let mut out = Vec::new();
+            write_interned(&canonical, &mut strings, &mut out);
+            let text = String::from_utf8(out).unwrap();
+            let stored: Value = serde_json::from_str(&canonical).unwrap();
+            proptest::prop_assert_eq!(resolve(&text, &strings), stored, "{}", text);
+        }
+    }
 }
