@@ -23,7 +23,7 @@ use crate::compare::stats::ConfidenceLevel;
 use crate::compare::summary::SideAlone;
 use crate::compare::{Comparison, Item, Outcome, Side, Summary};
 use crate::durable::{self, ContentDigest, PathIoError, io_at};
-use crate::record::{Identity, Record, StoredRecord};
+use crate::record::{Identity, StoredRecord};
 
 /// The item-level report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,13 +65,12 @@ impl ReportFormat {
 /// order.
 pub type Load<'l> = &'l mut dyn FnMut(Side, u32) -> io::Result<StoredRecord>;
 
-/// One item with its full records, as the renderers write it: as stored (copied into a
-/// report as they are), or parsed ([`LoadedItem::parsed`]) for a renderer that reads
-/// inside the nested values.
-pub struct LoadedItem<R = StoredRecord> {
+/// One item with its full records as stored: the renderers copy their text (the HTML
+/// report checks the nested values first, `details`), never parse them into trees.
+pub struct LoadedItem {
     pub outcome: Outcome,
-    pub baseline: Option<R>,
-    pub variant: Option<R>,
+    pub baseline: Option<StoredRecord>,
+    pub variant: Option<StoredRecord>,
 }
 
 impl LoadedItem {
@@ -90,26 +89,6 @@ impl LoadedItem {
         })
     }
 
-    /// The item with its records' nested values parsed.
-    pub fn parsed(self) -> io::Result<LoadedItem<Record>> {
-        let parse = |side: Option<StoredRecord>| {
-            side.map(|stored| {
-                stored.to_record().map_err(|message| {
-                    io::Error::other(format!(
-                        "the stored record {} cannot be read: {message}",
-                        stored.identity().record_key(false)
-                    ))
-                })
-            })
-            .transpose()
-        };
-        Ok(LoadedItem {
-            outcome: self.outcome,
-            baseline: parse(self.baseline)?,
-            variant: parse(self.variant)?,
-        })
-    }
-
     /// The bytes of text the item's records hold.
     pub fn size(&self) -> usize {
         [&self.baseline, &self.variant]
@@ -119,19 +98,13 @@ impl LoadedItem {
             .sum()
     }
 
-    /// The item's identity.
+    /// The item's identity, from the baseline's record when there are two.
     pub fn identity(&self) -> Identity<'_> {
-        self.any_record().identity()
-    }
-}
-
-impl<R> LoadedItem<R> {
-    /// A record that carries the item's identity (the baseline one when there are two).
-    pub fn any_record(&self) -> &R {
         self.baseline
             .as_ref()
             .or(self.variant.as_ref())
             .expect("an item has a record on at least one side")
+            .identity()
     }
 }
 
