@@ -58,7 +58,8 @@ pub struct Checked<'r> {
 pub fn check<'r>(record: &'r StoredRecord, checker: &mut JsonChecker) -> io::Result<Checked<'r>> {
     let failed = |message: String| {
         io::Error::other(format!(
-            "the stored record {} cannot be read: {message}",
+            "the stored record {} cannot be read: {message} (the records file was changed \
+             outside babel: `babel validate` names every damaged record)",
             record.identity().record_key(false)
         ))
     };
@@ -410,6 +411,7 @@ mod tests {
             let error = check(&record, &mut checker).err().expect(expected);
             let message = error.to_string();
             assert!(message.contains("the stored record"), "{message}");
+            assert!(message.contains("`babel validate`"), "says what to do: {message}");
             assert!(message.contains(expected), "{message}");
         }
         assert!(check(&stored_with(&[]), &mut checker).is_ok());

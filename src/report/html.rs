@@ -341,31 +341,36 @@ impl IndexPart {
         self.repeat_id.push(&identity.repeat_id)?;
         self.baseline_mark.push(&mark(sides[0].as_ref()))?;
         self.variant_mark.push(&mark(sides[1].as_ref()))?;
-        let question = question_text(&any.input).unwrap_or_default();
-        self.question.push(&question)?;
-        self.search.push(&search_text(sides, &question))
+        // Each side's question, read once: the first listed, both searched.
+        let questions = sides.each_ref().map(|side| {
+            side.as_ref()
+                .map(|side| question_text(&side.input).unwrap_or_default())
+        });
+        let listed = questions
+            .iter()
+            .flatten()
+            .next()
+            .cloned()
+            .unwrap_or_default();
+        self.question.push(&listed)?;
+        self.search.push(&search_text(sides, &questions, &listed))
     }
 
     /// Every column's part, compressed, in the order of [`INDEX_COLUMNS`].
     fn compress(self) -> io::Result<[Vec<u8>; INDEX_COLUMNS.len()]> {
-        [
-            self.outcome,
-            self.benchmark,
-            self.language,
-            self.question_id,
-            self.script,
-            self.filter,
-            self.repeat_id,
-            self.baseline_mark,
-            self.variant_mark,
-            self.question,
-            self.search,
-        ]
-        .into_iter()
-        .map(Part::compress)
-        .collect::<io::Result<Vec<_>>>()?
-        .try_into()
-        .map_err(|_| io::Error::other("an index column lost its part"))
+        Ok([
+            self.outcome.compress()?,
+            self.benchmark.compress()?,
+            self.language.compress()?,
+            self.question_id.compress()?,
+            self.script.compress()?,
+            self.filter.compress()?,
+            self.repeat_id.compress()?,
+            self.baseline_mark.compress()?,
+            self.variant_mark.compress()?,
+            self.question.compress()?,
+            self.search.compress()?,
+        ])
     }
 }
 
@@ -397,14 +402,17 @@ fn first_chars(text: &str, n: usize) -> &str {
 }
 
 /// What the search covers of an item besides its question_id and `listed` question: each
-/// side's question where it differs from the listed one (the page searches that column
-/// too), and the start of its target, prediction and response.
-fn search_text(sides: &Sides<'_>, listed: &str) -> String {
+/// side's question (`questions`, read by the caller) where it differs from the listed one
+/// (the page searches that column too), and the start of its target, prediction and
+/// response.
+fn search_text(sides: &Sides<'_>, questions: &[Option<String>; 2], listed: &str) -> String {
     let mut parts = Vec::new();
-    for side in sides.iter().flatten() {
-        let question = question_text(&side.input).unwrap_or_default();
+    for (side, question) in sides.iter().zip(questions) {
+        let (Some(side), Some(question)) = (side, question) else {
+            continue;
+        };
         if question != listed {
-            parts.push(question);
+            parts.push(question.clone());
         }
         for value in [&side.target, &side.prediction, &side.response] {
             parts.push(first_chars(&shown(value), SEARCH_CHARS).to_owned());
