@@ -297,6 +297,18 @@ mod tests {
         walk(serde_json::from_str(text).unwrap(), &strings.values)
     }
 
+    /// `value` stored (canonical: -0 is 0), written with references and read back with
+    /// them resolved: (read back, stored, the text written).
+    fn round_trip(value: &Value) -> (Value, Value, String) {
+        let canonical = to_canonical_string(value).unwrap();
+        let mut strings = Strings::default();
+        let mut out = Vec::new();
+        write_interned(&canonical, &mut strings, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        let stored: Value = serde_json::from_str(&canonical).unwrap();
+        (resolve(&text, &strings), stored, text)
+    }
+
     #[test]
     fn long_strings_are_stored_once_per_chunk_and_a_nul_keyed_object_stays_itself() {
         // A few-shot context repeated in every choice's request is written once.
@@ -337,14 +349,8 @@ mod tests {
             json!("short"),
         ];
         for value in values {
-            let canonical = to_canonical_string(&value).unwrap();
-            let mut strings = Strings::default();
-            let mut out = Vec::new();
-            write_interned(&canonical, &mut strings, &mut out);
-            let text = String::from_utf8(out).unwrap();
-            // The value as stored (canonical: -0 is 0).
-            let stored: Value = serde_json::from_str(&canonical).unwrap();
-            assert_eq!(resolve(&text, &strings), stored, "{text}");
+            let (read_back, stored, text) = round_trip(&value);
+            assert_eq!(read_back, stored, "{text}");
         }
     }
 
@@ -411,7 +417,10 @@ mod tests {
             let error = check(&record, &mut checker).err().expect(expected);
             let message = error.to_string();
             assert!(message.contains("the stored record"), "{message}");
-            assert!(message.contains("`babel validate`"), "says what to do: {message}");
+            assert!(
+                message.contains("`babel validate`"),
+                "says what to do: {message}"
+            );
             assert!(message.contains(expected), "{message}");
         }
         assert!(check(&stored_with(&[]), &mut checker).is_ok());
@@ -445,13 +454,8 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn any_value_reads_back_as_stored_once_references_are_resolved(value in value()) {
-            let canonical = to_canonical_string(&value).unwrap();
-            let mut strings = Strings::default();
-            let mut out = Vec::new();
-            write_interned(&canonical, &mut strings, &mut out);
-            let text = String::from_utf8(out).unwrap();
-            let stored: Value = serde_json::from_str(&canonical).unwrap();
-            proptest::prop_assert_eq!(resolve(&text, &strings), stored, "{}", text);
+            let (read_back, stored, text) = round_trip(&value);
+            proptest::prop_assert_eq!(read_back, stored, "{}", text);
         }
     }
 }
