@@ -26,7 +26,7 @@ pub fn map_ordered<In, Out, E, P, W, S>(
     workers: usize,
     mut produce: P,
     work: W,
-    mut sink: S,
+    sink: S,
 ) -> Result<(), E>
 where
     In: Send,
@@ -35,10 +35,35 @@ where
     W: Fn(In) -> Out + Sync,
     S: FnMut(Out) -> Result<(), E>,
 {
+    push_ordered(workers, work, sink, |push| {
+        while let Some(input) = produce()? {
+            push(input)?;
+        }
+        Ok(())
+    })
+}
+
+/// [`map_ordered`] for a producer that pushes (a reader that calls a visitor per item):
+/// `drive` hands each batch to the function it is given, which returns the first error
+/// of `sink` once there is one (stop pushing then). The results still waiting when
+/// `drive` returns are handed to `sink` before this returns `drive`'s result.
+pub fn push_ordered<In, Out, E, T, W, S, D>(
+    workers: usize,
+    work: W,
+    mut sink: S,
+    drive: D,
+) -> Result<T, E>
+where
+    In: Send,
+    Out: Send,
+    W: Fn(In) -> Out + Sync,
+    S: FnMut(Out) -> Result<(), E>,
+    D: FnOnce(&mut dyn FnMut(In) -> Result<(), E>) -> Result<T, E>,
+{
     let workers = workers.max(1);
-    let limit = workers * IN_FLIGHT_PER_WORKER;
+    let limit = (workers * IN_FLIGHT_PER_WORKER) as u64;
     std::thread::scope(|scope| {
-        let (job_tx, job_rx) = mpsc::sync_channel::<(u64, In)>(limit);
+        let (job_tx, job_rx) = mpsc::channel::<(u64, In)>();
         let (done_tx, done_rx) = mpsc::channel::<(u64, std::thread::Result<Out>)>();
         let job_rx = Arc::new(Mutex::new(job_rx));
         for _ in 0..workers {
@@ -62,41 +87,57 @@ where
         }
         drop(done_tx);
 
-        let mut sent = 0u64;
-        let mut next = 0u64;
-        let mut waiting: BTreeMap<u64, Out> = BTreeMap::new();
-        let mut finished = false;
-        let outcome = 'run: loop {
-            while !finished && sent - next < limit as u64 {
-                match produce() {
-                    Ok(Some(input)) => match job_tx.send((sent, input)) {
-                        Ok(()) => sent += 1,
-                        Err(_) => finished = true,
-                    },
-                    Ok(None) => finished = true,
-                    Err(error) => break 'run Err(error),
-                }
-            }
-            if next == sent {
-                break Ok(());
-            }
-            let Ok((index, output)) = done_rx.recv() else {
-                break Ok(());
-            };
-            match output {
-                Ok(output) => waiting.insert(index, output),
-                Err(payload) => panic::resume_unwind(payload),
-            };
-            while let Some(output) = waiting.remove(&next) {
-                next += 1;
-                if let Err(error) = sink(output) {
-                    break 'run Err(error);
-                }
-            }
+        let mut flow = Flow {
+            sent: 0,
+            next: 0,
+            waiting: BTreeMap::new(),
+            done: done_rx,
         };
+        let driven = drive(&mut |input| {
+            while flow.sent - flow.next >= limit {
+                flow.receive(&mut sink)?;
+            }
+            job_tx
+                .send((flow.sent, input))
+                .expect("the workers wait for jobs until the sender is dropped");
+            flow.sent += 1;
+            Ok(())
+        });
         drop(job_tx);
-        outcome
+        let driven = driven?;
+        while flow.next < flow.sent {
+            flow.receive(&mut sink)?;
+        }
+        Ok(driven)
     })
+}
+
+/// The calling thread's side of [`push_ordered`]: how many batches went out, which one the
+/// sink takes next, and the results that came back before their turn.
+struct Flow<Out> {
+    sent: u64,
+    next: u64,
+    waiting: BTreeMap<u64, Out>,
+    done: mpsc::Receiver<(u64, std::thread::Result<Out>)>,
+}
+
+impl<Out> Flow<Out> {
+    /// Waits for one result and hands every result whose turn has come to `sink`.
+    fn receive<E>(&mut self, sink: &mut impl FnMut(Out) -> Result<(), E>) -> Result<(), E> {
+        let (index, output) = self
+            .done
+            .recv()
+            .expect("every job sent comes back while a worker lives");
+        match output {
+            Ok(output) => self.waiting.insert(index, output),
+            Err(payload) => panic::resume_unwind(payload),
+        };
+        while let Some(output) = self.waiting.remove(&self.next) {
+            self.next += 1;
+            sink(output)?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -636,3 +636,71 @@ fn a_log_of_another_model_is_refused_naming_both() {
     );
     assert!(stderr.contains("--allow-other-model"), "{stderr}");
 }
+
+/// The mc `.json` log with its samples repeated to `count`, each under its own id,
+/// numbered down so that file order is not id order; the sample at `broken` gets an id
+/// that is neither a string nor an integer.
+fn many_samples(count: usize, broken: Option<usize>) -> Vec<u8> {
+    let text = std::fs::read_to_string(log("mc", "json", false))
+        .unwrap()
+        .replace(": NaN", ": null");
+    let mut document: Value = serde_json::from_str(&text).unwrap();
+    let samples = document["samples"].as_array().unwrap().clone();
+    let many: Vec<Value> = (0..count)
+        .map(|n| {
+            let mut sample = samples[n % samples.len()].clone();
+            sample["id"] = match broken == Some(n) {
+                true => Value::Bool(true),
+                false => format!("q{:04}", count - n).into(),
+            };
+            sample
+        })
+        .collect();
+    document["samples"] = many.into();
+    serde_json::to_vec_pretty(&document).unwrap()
+}
+
+#[test]
+fn a_log_of_many_samples_is_normalized_in_batches_and_kept_in_file_order() {
+    // Items are parsed and normalized on worker threads, 64 to a batch: 300 samples are
+    // five batches, and the records must still come out as the file lists them.
+    let env = Env::with_archive();
+    let file = env.input("many.json", many_samples(300, None));
+    let records = import(&env, "r", Path::new(&file), &[], &[]);
+    let seen: Vec<(String, String)> = records
+        .iter()
+        .map(|r| {
+            let id = r["question_id"].as_str().unwrap();
+            let pointer = r["source"]["pointer"].as_str().unwrap();
+            (
+                id.rsplit(':').next().unwrap().to_owned(),
+                pointer.to_owned(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, String)> = (0..300)
+        .map(|n| (format!("q{:04}", 300 - n), format!("/samples/{n}")))
+        .collect();
+    assert_eq!(seen, expected);
+    env.babel(&["validate"]).assert().success();
+
+    // A bad sample in the fourth batch: the import is refused naming it, nothing is kept.
+    env.babel(&["run", "create", "s", "--model", "mockllm/model"])
+        .assert()
+        .success();
+    let before = env.files();
+    let file = env.input("broken.json", many_samples(300, Some(250)));
+    let output = env
+        .babel(&["import", "s", "--format", "inspect", &file])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("/samples/250"), "{stderr}");
+    assert_eq!(
+        stderr.matches("/samples/").count(),
+        1,
+        "one problem: {stderr}"
+    );
+    assert_eq!(env.files(), before);
+}

@@ -1,6 +1,8 @@
 //! Structured inputs (a ZIP log, a JSON document, a run folder): the file is copied
 //! whole into the archive first, then read from that copy as its format lays it out,
-//! header first, then item by item, each normalized and handed on in file order.
+//! header first, then item by item. Items are copied off the reader in batches, parsed
+//! and normalized on worker threads, taken in file order by the sink, and their records
+//! encoded and compressed on a writer thread, as JSON Lines inputs are.
 
 use std::fs::File;
 use std::io::Read;
@@ -13,13 +15,14 @@ use super::{FileImport, FileOutcome, ImportReport};
 use crate::adapters::{self, ImportContext, Layout};
 use crate::archive::ArchiveError;
 use crate::archive::artifacts::contract::BankIndex;
-use crate::archive::records::RecordsWriter;
+use crate::archive::records::ThreadedWriter;
 use crate::durable::{NewFile, io_at};
 use crate::inputs::document::{ArrayItems, Items};
 use crate::inputs::parquet::Row;
 use crate::inputs::{Content, Item, Shape, ShapeError, Stop};
 use crate::jsonl::{self, FieldPath, NonFinitePolicy, PathSegment};
-use crate::record::DigestMap;
+use crate::parallel;
+use crate::record::{DigestMap, Locator};
 
 impl FileImport<'_, '_> {
     /// A structured file (a ZIP log, a JSON document): copied whole to its raw file
@@ -47,29 +50,32 @@ impl FileImport<'_, '_> {
         let mut count = 0;
         let mut producer = None;
         if !self.source_refused(&sink, report) {
-            let mut writer =
-                RecordsWriter::new(records.writer()).map_err(io_at("writing", &records_path))?;
-            let read = structured_items(
-                structured,
-                &raw_path,
-                roles,
-                &import_context,
-                self.bank,
-                |normalized| {
-                    if let Some(records) = sink.take(normalized, report) {
-                        writer
-                            .write(&records)
-                            .map_err(io_at("writing", &records_path))?;
-                        sink.wrote();
-                    }
-                    Ok(())
-                },
-            )?;
-            match read {
+            let (read, written) = std::thread::scope(|scope| {
+                let mut writer = ThreadedWriter::spawn(scope, records.writer());
+                let read = structured_items(
+                    structured,
+                    &raw_path,
+                    roles,
+                    &import_context,
+                    self.bank,
+                    |normalized| {
+                        if let Some(records) = sink.take(normalized, report) {
+                            writer
+                                .write(records)
+                                .map_err(io_at("writing", &records_path))?;
+                            sink.wrote();
+                        }
+                        Ok(())
+                    },
+                );
+                (read, writer.finish())
+            });
+            // A failed write stops the writer thread: its own error is the one to report.
+            count = written.map_err(io_at("writing", &records_path))?;
+            match read? {
                 Ok(facts) => producer = Some(facts),
                 Err((message, hint)) => sink.reject(report, None, None, None, message, hint),
             }
-            count = writer.finish().map_err(io_at("writing", &records_path))?.1;
         }
         let mut outcome = self.finish(sink, raw_digest, records, count, report)?;
         outcome.producer = producer;
@@ -348,22 +354,51 @@ fn adapter_item(item: Item<'_>) -> Result<adapters::Item, Refusal> {
     }
 }
 
-/// One item normalized by the adapter into what the sink takes: its records, finished,
-/// or its refusal.
+/// A batch of items normalized by the adapter (on a worker thread) into what the sink
+/// takes: their records, finished, and their refusals, in item order.
+fn normalize_batch(
+    structured: &adapters::Structured,
+    begun: &adapters::Begun,
+    batch: Batch,
+    context: &ImportContext<'_>,
+    bank: Option<&BankIndex>,
+) -> Normalized {
+    let mut out = Normalized::default();
+    for (locator, owned) in batch.items {
+        let item = match owned {
+            Owned::Row(row) => adapter_item(Item {
+                locator,
+                content: Content::Row(row),
+            }),
+            Owned::Json(bytes) => adapter_item(Item {
+                locator,
+                content: Content::Json(&bytes),
+            }),
+            Owned::Member { key, value } => adapter_item(Item {
+                locator,
+                content: Content::Member {
+                    key: &key,
+                    value: &value,
+                },
+            }),
+        };
+        normalize_item(&mut out, structured, begun, item, context, bank);
+    }
+    out
+}
+
+/// One item normalized by the adapter into `out`: its records, finished, or its refusal.
 fn normalize_item(
+    out: &mut Normalized,
     structured: &adapters::Structured,
     begun: &adapters::Begun,
     item: Result<adapters::Item, Refusal>,
     context: &ImportContext<'_>,
     bank: Option<&BankIndex>,
-) -> Normalized {
-    let mut out = Normalized::default();
+) {
     let item = match item {
         Ok(item) => item,
-        Err(refusal) => {
-            out.refuse(refusal);
-            return out;
-        }
+        Err(refusal) => return out.refuse(refusal),
     };
     let place = Place::of(&item.locator);
     let replaced = item.replaced.clone();
@@ -382,7 +417,48 @@ fn normalize_item(
             }
         }
     }
-    out
+}
+
+/// A batch is handed to a worker once it holds this many items or this many bytes: small
+/// enough that both workers have one while the reader fills the next, large enough that
+/// handing it over costs nothing beside parsing it.
+const BATCH_ITEMS: usize = 64;
+const BATCH_BYTES: usize = 1 << 20;
+
+/// Items of a structured file as its shape read them, their bytes copied off the
+/// reader's buffers so a worker can parse and normalize them.
+#[derive(Default)]
+struct Batch {
+    items: Vec<(Locator, Owned)>,
+    bytes: usize,
+}
+
+/// An item's content, owned ([`Content`] borrows the reader's buffer).
+enum Owned {
+    Json(Vec<u8>),
+    Member { key: String, value: Vec<u8> },
+    Row(Row),
+}
+
+impl Batch {
+    /// Adds an item; whether the batch is full.
+    fn add(&mut self, item: Item<'_>) -> bool {
+        let owned = match item.content {
+            Content::Json(bytes) => Owned::Json(bytes.to_vec()),
+            Content::Member { key, value } => Owned::Member {
+                key: key.to_owned(),
+                value: value.to_vec(),
+            },
+            Content::Row(row) => Owned::Row(row),
+        };
+        self.bytes += match &owned {
+            Owned::Json(bytes) => bytes.len(),
+            Owned::Member { key, value } => key.len() + value.len(),
+            Owned::Row(_) => 0,
+        };
+        self.items.push((item.locator, owned));
+        self.items.len() >= BATCH_ITEMS || self.bytes >= BATCH_BYTES
+    }
 }
 
 /// Reads the archived structured file at `raw` as `structured` lays it out: its header
@@ -411,15 +487,35 @@ fn structured_items(
         Ok(begun) => begun,
         Err(error) => return Ok(Err(header_problem(error))),
     };
-    let mut stop = None;
-    let read = shape.items(open(raw)?, &mut |item| {
-        let normalized = normalize_item(structured, &begun, adapter_item(item), context, bank);
-        take(normalized).map_err(|error| {
-            stop = Some(Err(error));
-            Stop
-        })
-    });
-    Ok(settle(read, raw, stop)?.map(|()| begun.producer))
+    // Items are read and copied on this thread, parsed and normalized in batches on the
+    // workers, and handed to `take` in file order.
+    let read = parallel::push_ordered(
+        parallel::workers(),
+        |batch| normalize_batch(structured, &begun, batch, context, bank),
+        &mut take,
+        |push| {
+            let mut batch = Batch::default();
+            let mut failed = None;
+            let read = shape.items(open(raw)?, &mut |item| {
+                if batch.add(item) {
+                    push(std::mem::take(&mut batch)).map_err(|error| {
+                        failed = Some(error);
+                        Stop
+                    })?;
+                }
+                Ok(())
+            });
+            if let Some(error) = failed {
+                return Err(error);
+            }
+            // The items before a problem of the file are handed out before it is reported.
+            if !batch.items.is_empty() {
+                push(batch)?;
+            }
+            Ok(read)
+        },
+    )?;
+    Ok(settle(read, raw, None)?.map(|()| begun.producer))
 }
 
 #[cfg(test)]
