@@ -12,6 +12,7 @@ use std::io::{self, BufRead};
 use super::shape::{
     Content, HeaderVisit, Index, Item, ItemVisit, MAX_ITEM_BYTES, Reading, Shape, ShapeError, Stop,
 };
+use crate::canonical_json;
 use crate::record::Locator;
 
 /// Where the items of a document are.
@@ -71,6 +72,99 @@ struct Lexer<R> {
     offset: u64,
 }
 
+/// Where [`Lexer::value`] is inside a value: strings, escapes and nesting, tracked across
+/// the reader's buffers.
+#[derive(Default)]
+struct ValueScan {
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+/// How far a [`ValueScan`] of one buffer got.
+enum ScanEnd {
+    /// The buffer ended inside the value.
+    More,
+    /// The value ended (a scalar's end is the byte after it, left unread).
+    Done,
+    /// A closing bracket with no opening one, as the last byte used.
+    Unopened,
+}
+
+/// The bytes that open or close a string or a container.
+const NESTING: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut at = 0;
+    while at < 5 {
+        table[b"\"{}[]"[at] as usize] = true;
+        at += 1;
+    }
+    table
+};
+
+impl ValueScan {
+    /// Scans `buffer` (the value's first bytes are read when `started`): the number of
+    /// bytes that belong to the value, and why the scan stopped.
+    fn scan(&mut self, buffer: &[u8], mut started: bool) -> (usize, ScanEnd) {
+        let mut at = 0;
+        while at < buffer.len() {
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                    at += 1;
+                    continue;
+                }
+                // Control bytes are found too; inside a string they are only skipped.
+                let Some(found) = canonical_json::next_escape(buffer, at) else {
+                    return (buffer.len(), ScanEnd::More);
+                };
+                at = found + 1;
+                match buffer[found] {
+                    b'\\' => self.escaped = true,
+                    b'"' => {
+                        self.in_string = false;
+                        if self.depth == 0 {
+                            return (at, ScanEnd::Done);
+                        }
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            if self.depth > 0 {
+                // Inside a container only quotes and brackets matter.
+                match buffer[at..].iter().position(|&b| NESTING[usize::from(b)]) {
+                    Some(skip) => at += skip,
+                    None => return (buffer.len(), ScanEnd::More),
+                }
+            }
+            let byte = buffer[at];
+            if self.depth == 0
+                && started
+                && matches!(byte, b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r')
+            {
+                return (at, ScanEnd::Done);
+            }
+            at += 1;
+            started = true;
+            match byte {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => match self.depth.checked_sub(1) {
+                    None => return (at, ScanEnd::Unopened),
+                    Some(0) => {
+                        self.depth = 0;
+                        return (at, ScanEnd::Done);
+                    }
+                    Some(depth) => self.depth = depth,
+                },
+                _ => {}
+            }
+        }
+        (at, ScanEnd::More)
+    }
+}
+
 impl<R: BufRead> Lexer<R> {
     fn peek(&mut self) -> io::Result<Option<u8>> {
         Ok(self.reader.fill_buf()?.first().copied())
@@ -117,7 +211,8 @@ impl<R: BufRead> Lexer<R> {
         }
     }
 
-    /// Reads one value; its bytes go to `out` when given (at most `limit` of them).
+    /// Reads one value; its bytes go to `out` when given (at most `limit` of them). The
+    /// buffer is scanned a chunk at a time ([`ValueScan`]), strings eight bytes at a time.
     fn value<E>(
         &mut self,
         mut out: Option<&mut Vec<u8>>,
@@ -125,60 +220,34 @@ impl<R: BufRead> Lexer<R> {
     ) -> Result<(), DocumentError<E>> {
         self.skip_whitespace()?;
         let start = self.offset;
-        let mut depth = 0usize;
-        let mut in_string = false;
-        let mut escaped = false;
+        let mut scan = ValueScan::default();
         loop {
-            let Some(byte) = self.peek()? else {
-                return if depth == 0 && !in_string && self.offset > start {
+            let buffer = self.reader.fill_buf()?;
+            if buffer.is_empty() {
+                return if scan.depth == 0 && !scan.in_string && self.offset > start {
                     Ok(())
                 } else {
                     Err(self.shape("the file ends inside a value"))
                 };
-            };
-            if !in_string
-                && depth == 0
-                && self.offset > start
-                && matches!(byte, b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r')
-            {
-                return Ok(());
             }
-            self.bump()?;
+            let (used, end) = scan.scan(buffer, self.offset > start);
             if let Some(out) = out.as_deref_mut() {
-                if out.len() >= limit {
+                if out.len() + used > limit {
                     return Err(DocumentError::TooLong {
                         offset: start,
                         limit,
                     });
                 }
-                out.push(byte);
+                out.extend_from_slice(&buffer[..used]);
             }
-            if in_string {
-                match (escaped, byte) {
-                    (true, _) => escaped = false,
-                    (false, b'\\') => escaped = true,
-                    (false, b'"') => {
-                        in_string = false;
-                        if depth == 0 {
-                            return Ok(());
-                        }
-                    }
-                    _ => {}
+            self.reader.consume(used);
+            self.offset += used as u64;
+            match end {
+                ScanEnd::More => {}
+                ScanEnd::Done => return Ok(()),
+                ScanEnd::Unopened => {
+                    return Err(self.shape("a closing bracket without its opening one"));
                 }
-                continue;
-            }
-            match byte {
-                b'"' => in_string = true,
-                b'{' | b'[' => depth += 1,
-                b'}' | b']' => {
-                    depth = depth
-                        .checked_sub(1)
-                        .ok_or_else(|| self.shape("a closing bracket without its opening one"))?;
-                    if depth == 0 {
-                        return Ok(());
-                    }
-                }
-                _ => {}
             }
         }
     }
@@ -566,5 +635,44 @@ mod tests {
             count_items("[1,[2],{\"3\":[]}]".as_bytes(), Items::TopLevel).unwrap(),
             3
         );
+    }
+
+    #[test]
+    fn values_split_across_the_readers_buffers_read_as_they_do_whole() {
+        let outcome = |reader: &mut dyn BufRead, items: Items<'_>| {
+            let mut seen = Vec::new();
+            let read = read::<_, ()>(reader, items, &|_| true, 40, |part| {
+                seen.push(match part {
+                    Part::Member { key, value } => (key.to_owned(), value.to_vec()),
+                    Part::Item { index, value } => (index.to_string(), value.to_vec()),
+                });
+                Ok(())
+            });
+            format!("{seen:?} {read:?}")
+        };
+        for (text, items) in [
+            (
+                r#"{"eval": {"a": "x\"y\\"}, "samples": [{"id": "q\\\"1", "n": [1, {}]}, "s\\", 3.5e1, true, null]}"#,
+                Items::Member("samples"),
+            ),
+            (r#"[ 12 ,"\u0041",[[]] ,{"k":"\\\""}]"#, Items::TopLevel),
+            ("[1, 2]}", Items::TopLevel),
+            ("[}]", Items::TopLevel),
+            (r#"["never closed"#, Items::TopLevel),
+            (
+                r#"[[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]]"#,
+                Items::TopLevel,
+            ),
+        ] {
+            let whole = outcome(&mut text.as_bytes(), items);
+            for capacity in [1, 2, 3, 7] {
+                let mut reader = io::BufReader::with_capacity(capacity, text.as_bytes());
+                assert_eq!(
+                    outcome(&mut reader, items),
+                    whole,
+                    "{text} in {capacity}-byte reads"
+                );
+            }
+        }
     }
 }
