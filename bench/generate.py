@@ -14,6 +14,10 @@
   python3 bench/generate.py mixed OUT.jsonl N
       The N records of the canonical mode with original and rephrased variants
       interleaved (one run holding both sides of a variant comparison).
+  python3 bench/generate.py inspect OUT.json N
+      An Inspect AI `.json` log of N samples (about 12 KB each, pretty-printed as Inspect
+      writes them): the mc log of tests/fixtures/inspect-ai-0.3.285 with its 20 samples
+      repeated, each under its own id (q000000, ...), its header unchanged.
   python3 bench/generate.py panel OUT.jsonl N --side K --sides S
       Side K of a panel of S sides over the same N questions (ten languages): a model of
       ability rising with K answers question q correctly with a logistic chance of its
@@ -142,9 +146,27 @@ def panel(path, n, side, sides):
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
+def inspect(path, n):
+    import copy
+    import glob
+    import os
+    logs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
+                        "inspect-ai-0.3.285", "logs", "seed1", "*_babel-mc_*.json")
+    with open(sorted(glob.glob(logs))[0], encoding="utf-8") as f:
+        log = json.load(f)
+    samples = log["samples"]
+    log["samples"] = []
+    for i in range(n):
+        sample = copy.deepcopy(samples[i % len(samples)])
+        sample["id"] = f"q{i:06d}"
+        log["samples"].append(sample)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(log, f, indent=2, ensure_ascii=False)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["canonical", "harness", "mixed", "panel"])
+    parser.add_argument("mode", choices=["canonical", "harness", "mixed", "panel", "inspect"])
     parser.add_argument("out")
     parser.add_argument("n", nargs="?", type=int)
     parser.add_argument("--variant", default="original")
@@ -154,7 +176,9 @@ def main():
     parser.add_argument("--side", type=int, default=0)
     parser.add_argument("--sides", type=int, default=2)
     args = parser.parse_args()
-    if args.mode == "panel":
+    if args.mode == "inspect":
+        inspect(args.out, args.n)
+    elif args.mode == "panel":
         panel(args.out, args.n, args.side, args.sides)
     elif args.mode == "canonical":
         canonical(args.out, args.n, args.variant, args.seed)

@@ -23,10 +23,10 @@ ROOT = os.path.dirname(HERE)
 SIZES = {
     "full": {"harness_bytes": 200_000_000, "harness_big_bytes": 1_000_000_000,
              "canonical": 1_000_000, "fewshot_lines": 39_506, "short_items": 200_000,
-             "panel_sides": 100, "panel_items": 100_000},
+             "panel_sides": 100, "panel_items": 100_000, "inspect_samples": 25_000},
     "smoke": {"harness_bytes": 1_000_000, "harness_big_bytes": 3_000_000,
               "canonical": 5_000, "fewshot_lines": 300, "short_items": 2_000,
-              "panel_sides": 4, "panel_items": 500},
+              "panel_sides": 4, "panel_items": 500, "inspect_samples": 100},
 }
 
 
@@ -69,6 +69,7 @@ def generate(mode, work):
     make("fewshot-a.jsonl", ["harness", "--lines", str(size["fewshot_lines"]), "--seed", "11"])
     make("fewshot-b.jsonl", ["harness", "--lines", str(size["fewshot_lines"]), "--seed", "12"])
     make("short.jsonl", ["mixed", str(size["short_items"] * 2)])
+    make("inspect.json", ["inspect", str(size["inspect_samples"])])
     return files
 
 
@@ -134,6 +135,13 @@ def main():
         shutil.rmtree(d, ignore_errors=True)
     measured = measure(python([os.path.join(HERE, "reference.py"), "import", ca, py_a]))
     row("import", f"{n:,} canonical records", "python", measured, f"{measured[0] / n * 1e6:.2f} µs per record")
+    insp = files["inspect.json"]
+    insp_what = f"Inspect log, {os.path.getsize(insp) / 1e6:.0f} MB ({SIZES[mode]['inspect_samples']:,} samples)"
+    sha[insp] = measure(["sha256sum", insp])[0]
+    row("import", insp_what, "sha256sum", (sha[insp], 0))
+    subprocess.run(b("run", "create", "insp", "--model", "mockllm/model"), check=True)
+    measured = measure(b("import", "insp", "--format", "inspect", insp))
+    row("import", insp_what, "babel", measured, against_sha(insp, measured))
     subprocess.run(b("import", "cb", "--format", "canonical", cb), check=True)
     subprocess.run(python([os.path.join(HERE, "reference.py"), "import", cb, py_b]), check=True, stdout=subprocess.DEVNULL)
     subprocess.run(b("import", "fa", "--format", "harness", "--benchmark", "mmlu", files["fewshot-a.jsonl"]), check=True)
