@@ -24,7 +24,7 @@ const MODULES: [(&str, &[&str], bool); 18] = [
     ("clock", &[], false),
     ("parallel", &[], false),
     // Reads input files (JSON documents, ZIP logs, Parquet) for import and validate.
-    ("inputs", &["jsonl", "record"], true),
+    ("inputs", &["canonical_json", "jsonl", "record"], true),
     (
         "adapters",
         &["canonical_json", "inputs", "jsonl", "record"],
