@@ -338,12 +338,15 @@ where
     let (filled, written) = std::thread::scope(|scope| {
         let (sender, receiver) = mpsc::sync_channel::<Vec<u8>>(2);
         let (to_hash, written_chunks) = mpsc::sync_channel::<Vec<u8>>(2);
+        let (give_back, spent) = mpsc::sync_channel::<Vec<u8>>(4);
         let hashing = scope.spawn(move || {
             let mut hasher = Sha256::new();
             let mut bytes = 0u64;
             for chunk in written_chunks {
                 hasher.update(&chunk);
                 bytes += chunk.len() as u64;
+                // Kept for the filler when it has room; dropped when it has enough.
+                let _ = give_back.try_send(chunk);
             }
             ContentDigest {
                 sha256: hex(&hasher.finalize()),
@@ -361,6 +364,7 @@ where
         });
         let mut chunks = ChunkSender {
             sender: Some(sender),
+            spent,
             buffer: Vec::with_capacity(CHUNK_BYTES),
         };
         let filled = fill(&mut chunks);
@@ -391,16 +395,26 @@ where
 /// How many bytes [`write_new_atomically`] hands its writing thread at a time.
 const CHUNK_BYTES: usize = 1 << 20;
 
-/// Buffers what is written and sends it on in chunks.
+/// Buffers what is written and sends it on in chunks of at most [`CHUNK_BYTES`] (a
+/// longer write is a chunk of its own), so a buffer never grows by copying; the buffers
+/// the hashing thread is done with come back through `spent` and are filled again.
 struct ChunkSender {
     /// `None` once the receiving thread stopped.
     sender: Option<mpsc::SyncSender<Vec<u8>>>,
+    spent: mpsc::Receiver<Vec<u8>>,
     buffer: Vec<u8>,
 }
 
 impl ChunkSender {
     fn send(&mut self) -> io::Result<()> {
-        let chunk = std::mem::replace(&mut self.buffer, Vec::with_capacity(CHUNK_BYTES));
+        let next = match self.spent.try_recv() {
+            Ok(mut spent) => {
+                spent.clear();
+                spent
+            }
+            Err(_) => Vec::with_capacity(CHUNK_BYTES),
+        };
+        let chunk = std::mem::replace(&mut self.buffer, next);
         match self.sender.as_ref().map(|sender| sender.send(chunk)) {
             Some(Ok(())) => Ok(()),
             _ => {
@@ -424,6 +438,9 @@ impl ChunkSender {
 
 impl Write for ChunkSender {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        if !self.buffer.is_empty() && self.buffer.len() + bytes.len() > CHUNK_BYTES {
+            self.send()?;
+        }
         self.buffer.extend_from_slice(bytes);
         if self.buffer.len() >= CHUNK_BYTES {
             self.send()?;
