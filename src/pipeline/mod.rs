@@ -113,13 +113,13 @@ pub fn compare(
     let summary = Summary::of(&comparison, request.confidence);
     comparison.sort_by_identity(&baseline, &variant);
     drop((baseline, variant));
-    let (mut baseline, mut variant) = sides.full_records(archive)?;
-    let mut load = |side: Side, row: u32| match side {
+    let (baseline, variant) = sides.full_records(archive)?;
+    let load = |side: Side, row: u32| match side {
         Side::Baseline => baseline.load(row),
         Side::Variant => variant.load(row),
     };
-    let digest = report::write_new(&path, format, &comparison, &summary, &mut load)
-        .map_err(ArchiveError::Io)?;
+    let digest =
+        report::write_new(&path, format, &comparison, &summary, &load).map_err(ArchiveError::Io)?;
     Ok(CompareOutcome {
         summary,
         report: Some(ReportWritten {

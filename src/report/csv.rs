@@ -101,9 +101,10 @@ pub fn csv_error(error: ::csv::Error) -> io::Error {
     }
 }
 
-/// Writes the header and one row per item.
+/// Writes the header and one row per item (items are loaded and written on the workers,
+/// [`super::write_rows`]; a record is one row wherever its job starts, so the bytes are
+/// those of one writer).
 pub fn render(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> io::Result<()> {
-    let mut writer = ::csv::Writer::from_writer(out);
     // The outcome, then the item's identity.
     let mut header: Vec<String> = std::iter::once("outcome")
         .chain(super::IDENTITY_COLUMNS)
@@ -112,26 +113,34 @@ pub fn render(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
     for side in [Side::Baseline, Side::Variant] {
         header.extend(SIDE_COLUMNS.iter().map(|c| format!("{side}_{c}")));
     }
+    let mut writer = ::csv::Writer::from_writer(&mut *out);
     writer.write_record(&header).map_err(csv_error)?;
-    let mut row: Vec<String> = Vec::with_capacity(header.len());
-    for item in &comparison.items {
-        let item = LoadedItem::load(item, &mut *load)?;
-        row.clear();
-        let identity = item.identity();
-        row.extend([
-            item.outcome.name().to_owned(),
-            text_cell(identity.benchmark),
-            optional_cell(identity.language),
-            optional_cell(identity.script),
-            text_cell(identity.question_id),
-            text_cell(identity.filter),
-            identity.repeat_id.to_string(),
-        ]);
-        side_cells(item.baseline.as_ref(), &mut row);
-        side_cells(item.variant.as_ref(), &mut row);
-        writer.write_record(&row).map_err(csv_error)?;
-    }
-    writer.flush()
+    writer.flush()?;
+    drop(writer);
+    super::write_rows(&comparison.items, out, |items| {
+        let mut writer = ::csv::Writer::from_writer(Vec::with_capacity(items.len() * 512));
+        let mut row: Vec<String> = Vec::with_capacity(header.len());
+        for item in items {
+            let item = LoadedItem::load(item, load)?;
+            row.clear();
+            let identity = item.identity();
+            row.extend([
+                item.outcome.name().to_owned(),
+                text_cell(identity.benchmark),
+                optional_cell(identity.language),
+                optional_cell(identity.script),
+                text_cell(identity.question_id),
+                text_cell(identity.filter),
+                identity.repeat_id.to_string(),
+            ]);
+            side_cells(item.baseline.as_ref(), &mut row);
+            side_cells(item.variant.as_ref(), &mut row);
+            writer.write_record(&row).map_err(csv_error)?;
+        }
+        writer
+            .into_inner()
+            .map_err(|error| io::Error::other(error.to_string()))
+    })
 }
 
 #[cfg(test)]

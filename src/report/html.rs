@@ -611,7 +611,7 @@ fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
             jobs += 1;
             let mut bytes = 0;
             for item in items.by_ref() {
-                let item = LoadedItem::load(item, &mut *load)?;
+                let item = LoadedItem::load(item, load)?;
                 bytes += item.size();
                 job.items.push(tables.entry(item));
                 let whole_chunks = job.items.len().is_multiple_of(CHUNK_ITEMS);
@@ -780,13 +780,13 @@ mod tests {
         let comparison = &joined.comparison;
         let summary = Summary::of(comparison, confidence);
         let mut out = Vec::new();
-        let mut load = |side: Side, row: u32| {
+        let load = |side: Side, row: u32| {
             Ok(match side {
                 Side::Baseline => StoredRecord::of(&joined.baseline[row as usize]).unwrap(),
                 Side::Variant => StoredRecord::of(&joined.variant[row as usize]).unwrap(),
             })
         };
-        render(comparison, &summary, &mut load, &mut out).unwrap();
+        render(comparison, &summary, &load, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -859,14 +859,14 @@ mod tests {
         let mut comparison = joined.comparison.clone();
         comparison.sort_by_identity(&joined.baseline[..], &joined.variant[..]);
         let summary = Summary::of(&comparison, ConfidenceLevel::NINETY_FIVE);
-        let mut load = |side: Side, row: u32| {
+        let load = |side: Side, row: u32| {
             Ok(match side {
                 Side::Baseline => StoredRecord::of(&joined.baseline[row as usize]).unwrap(),
                 Side::Variant => StoredRecord::of(&joined.variant[row as usize]).unwrap(),
             })
         };
         let mut out = Vec::new();
-        render(&comparison, &summary, &mut load, &mut out).unwrap();
+        render(&comparison, &summary, &load, &mut out).unwrap();
         let html = String::from_utf8(out).unwrap();
 
         let chunks: Vec<Value> = element(&html, "babel-details")

@@ -9,24 +9,30 @@ use super::{Load, LoadedItem};
 use crate::compare::Comparison;
 use crate::record::StoredRecord;
 
-/// Writes one JSON line per item, in the comparison's item order. Each side's record is
-/// its stored JSON line, copied (the form `babel records` prints), not reparsed.
+/// Writes one JSON line per item, in the comparison's item order (items are loaded and
+/// written on the workers, [`super::write_rows`]). Each side's record is its stored JSON
+/// line, copied (the form `babel records` prints), not reparsed.
 pub fn render(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> io::Result<()> {
-    let mut line = Vec::with_capacity(1 << 16);
-    for item in &comparison.items {
-        let item = LoadedItem::load(item, &mut *load)?;
-        line.clear();
-        line.extend_from_slice(b"{\"outcome\":");
-        serde_json::to_writer(&mut line, &item.outcome)?;
-        line.extend_from_slice(b",\"identity\":");
-        serde_json::to_writer(&mut line, &item.identity())?;
-        line.extend_from_slice(b",\"baseline\":");
-        side(item.baseline.as_ref(), &mut line);
-        line.extend_from_slice(b",\"variant\":");
-        side(item.variant.as_ref(), &mut line);
-        line.extend_from_slice(b"}\n");
-        out.write_all(&line)?;
-    }
+    super::write_rows(&comparison.items, out, |items| {
+        let mut lines = Vec::with_capacity(items.len() * 1024);
+        for item in items {
+            line(&LoadedItem::load(item, load)?, &mut lines)?;
+        }
+        Ok(lines)
+    })
+}
+
+/// Appends an item's line to `out`.
+fn line(item: &LoadedItem, out: &mut Vec<u8>) -> io::Result<()> {
+    out.extend_from_slice(b"{\"outcome\":");
+    serde_json::to_writer(&mut *out, &item.outcome)?;
+    out.extend_from_slice(b",\"identity\":");
+    serde_json::to_writer(&mut *out, &item.identity())?;
+    out.extend_from_slice(b",\"baseline\":");
+    side(item.baseline.as_ref(), out);
+    out.extend_from_slice(b",\"variant\":");
+    side(item.variant.as_ref(), out);
+    out.extend_from_slice(b"}\n");
     Ok(())
 }
 

@@ -61,9 +61,9 @@ impl ReportFormat {
     }
 }
 
-/// Reads the full record of a side's row, as stored; called once per record, in item
-/// order.
-pub type Load<'l> = &'l mut dyn FnMut(Side, u32) -> io::Result<StoredRecord>;
+/// Reads the full record of a side's row, as stored; called once per record, from the
+/// renderer's worker threads (so items are not loaded in order).
+pub type Load<'l> = &'l (dyn Fn(Side, u32) -> io::Result<StoredRecord> + Sync);
 
 /// One item with its full records as stored: the renderers copy their text (the HTML
 /// report checks the nested values first, `details`), never parse them into trees.
@@ -106,6 +106,26 @@ impl LoadedItem {
             .expect("an item has a record on at least one side")
             .identity()
     }
+}
+
+/// How many consecutive items a worker loads and writes as one job of a row-per-item report
+/// (JSONL, CSV): about a mebibyte of report, enough to make handing it over cheap.
+const ROW_JOB_ITEMS: usize = 2048;
+
+/// Writes a report of one row per item: jobs of consecutive items are loaded and turned
+/// into bytes by `rows` on the workers, and the bytes written to `out` in item order.
+fn write_rows(
+    items: &[Item],
+    out: &mut dyn Write,
+    rows: impl Fn(&[Item]) -> io::Result<Vec<u8>> + Sync,
+) -> io::Result<()> {
+    let mut jobs = items.chunks(ROW_JOB_ITEMS);
+    crate::parallel::map_ordered(
+        crate::parallel::workers(),
+        || Ok(jobs.next()),
+        rows,
+        |bytes: io::Result<Vec<u8>>| out.write_all(&bytes?),
+    )
 }
 
 /// Renders the report of `comparison` in `format` into `out`, loading each full record
@@ -228,6 +248,94 @@ mod tests {
         );
         assert_eq!(ReportFormat::from_path(Path::new("r.json")), None);
         assert_eq!(ReportFormat::from_path(Path::new("report")), None);
+    }
+
+    /// A comparison of `n` questions sorted for a report, every third one without a
+    /// rephrased record.
+    fn many_items(n: usize) -> crate::compare::tests::Joined {
+        use crate::compare::tests::{join, record};
+        let mut baseline = Vec::new();
+        let mut variant = Vec::new();
+        for q in 0..n {
+            let b = record("original", &format!("q{q:05}"), "en", Some(q % 2 == 0));
+            if q % 3 != 0 {
+                let mut v = b.clone();
+                v.variant_id = "rephrased".into();
+                v.correct = Some(q % 5 == 0);
+                variant.push(v);
+            }
+            baseline.push(b);
+        }
+        // Rows in another order than the report's, as records files hold them.
+        baseline.reverse();
+        let mut joined = join(baseline, variant).unwrap();
+        joined
+            .comparison
+            .sort_by_identity(&joined.baseline[..], &joined.variant[..]);
+        joined
+    }
+
+    /// The report of `joined` in `format`; loading the baseline row `fail_at` fails.
+    fn render_many(
+        joined: &crate::compare::tests::Joined,
+        format: ReportFormat,
+        fail_at: Option<u32>,
+    ) -> io::Result<Vec<u8>> {
+        let load = |side: Side, row: u32| match side {
+            Side::Baseline if Some(row) == fail_at => Err(io::Error::other("row unreadable")),
+            Side::Baseline => Ok(StoredRecord::of(&joined.baseline[row as usize]).unwrap()),
+            Side::Variant => Ok(StoredRecord::of(&joined.variant[row as usize]).unwrap()),
+        };
+        let summary = Summary::of(&joined.comparison, ConfidenceLevel::NINETY_FIVE);
+        let mut out = Vec::new();
+        render(format, &joined.comparison, &summary, &load, &mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn row_reports_of_many_jobs_keep_the_item_order_and_stop_at_a_failed_load() {
+        // Five jobs of items loaded and written on the workers.
+        let n = ROW_JOB_ITEMS * 4 + 7;
+        let joined = many_items(n);
+        let expected: Vec<String> = (0..n).map(|q| format!("q{q:05}")).collect();
+
+        let jsonl =
+            String::from_utf8(render_many(&joined, ReportFormat::Jsonl, None).unwrap()).unwrap();
+        let lines: Vec<serde_json::Value> = jsonl
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        let ids: Vec<&str> = lines
+            .iter()
+            .map(|line| line["identity"]["question_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, expected);
+        for (q, line) in lines.iter().enumerate() {
+            assert_eq!(line["variant"].is_null(), q % 3 == 0, "item {q}");
+            assert_eq!(line["baseline"]["question_id"], expected[q].as_str());
+        }
+
+        let csv = render_many(&joined, ReportFormat::Csv, None).unwrap();
+        let mut reader = ::csv::Reader::from_reader(&csv[..]);
+        let column = reader
+            .headers()
+            .unwrap()
+            .iter()
+            .position(|name| name == "question_id")
+            .unwrap();
+        let ids: Vec<String> = reader
+            .records()
+            .map(|row| row.unwrap()[column].to_owned())
+            .collect();
+        assert_eq!(ids, expected);
+
+        // A record that cannot be read stops the report with its error, in any job.
+        for format in [ReportFormat::Jsonl, ReportFormat::Csv] {
+            for row in [0, (n / 2) as u32, n as u32 - 1] {
+                let error = render_many(&joined, format, Some(row)).unwrap_err();
+                assert_eq!(error.to_string(), "row unreadable", "{format:?} row {row}");
+            }
+        }
     }
 
     #[test]

@@ -315,13 +315,13 @@ fn big_report(dir: &Path) -> PathBuf {
     comparison.sort_by_identity(&baseline[..], &variant[..]);
     let dest = dir.join("big.html");
     let _ = std::fs::remove_file(&dest);
-    let mut load = |side: Side, row: u32| {
+    let load = |side: Side, row: u32| {
         Ok(match side {
             Side::Baseline => babel::record::StoredRecord::of(&baseline[row as usize]).unwrap(),
             Side::Variant => babel::record::StoredRecord::of(&variant[row as usize]).unwrap(),
         })
     };
-    report::write_new(&dest, ReportFormat::Html, &comparison, &summary, &mut load).unwrap();
+    report::write_new(&dest, ReportFormat::Html, &comparison, &summary, &load).unwrap();
     dest
 }
 

@@ -8,6 +8,7 @@
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memmap2::{Mmap, UncheckedAdvice};
 
@@ -25,8 +26,9 @@ pub struct FullRecords {
     spill: Mmap,
     /// Where each row's frame starts; one more entry marks the end.
     offsets: Vec<u64>,
-    /// Frame bytes read since the map's pages were last let go.
-    read_since_release: usize,
+    /// Frame bytes read since the map's pages were last let go (by any thread: a
+    /// report's workers read items in parallel).
+    read_since_release: AtomicUsize,
     /// The records files, for messages.
     origin: String,
 }
@@ -41,7 +43,7 @@ const RELEASE_BYTES: usize = 4 << 20;
 
 impl FullRecords {
     /// The full record of a side's row, as stored.
-    pub fn load(&mut self, row: u32) -> io::Result<StoredRecord> {
+    pub fn load(&self, row: u32) -> io::Result<StoredRecord> {
         let row = row as usize;
         let (start, end) = (self.offsets[row] as usize, self.offsets[row + 1] as usize);
         let frame = self.spill.get(start..end).ok_or_else(|| {
@@ -57,13 +59,17 @@ impl FullRecords {
                 self.origin
             ))
         })?;
-        self.read_since_release += end - start;
-        if self.read_since_release >= RELEASE_BYTES {
-            self.read_since_release = 0;
+        let read = self
+            .read_since_release
+            .fetch_add(end - start, Ordering::Relaxed);
+        if read + (end - start) >= RELEASE_BYTES {
+            // Two threads may both get here: the second advice only repeats the first.
+            self.read_since_release.store(0, Ordering::Relaxed);
             // SAFETY: the map is a read-only shared mapping of a file nothing changes
             // (see `Spill::finish`); after MADV_DONTNEED a page is read again from that
-            // file, so every byte reads as before. No slice of the map is alive here.
-            // The advice only lets memory go: if the kernel refuses it, nothing is lost.
+            // file when it is next touched, by this thread or another reading a frame at
+            // that moment, so every byte reads as before. The advice only lets memory
+            // go: if the kernel refuses it, nothing is lost.
             #[allow(unsafe_code)]
             let _ = unsafe { self.spill.unchecked_advise(UncheckedAdvice::DontNeed) };
         }
@@ -101,7 +107,7 @@ impl Spill {
         Ok(FullRecords {
             spill,
             offsets: self.offsets,
-            read_since_release: 0,
+            read_since_release: AtomicUsize::new(0),
             origin,
         })
     }
