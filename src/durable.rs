@@ -345,8 +345,11 @@ where
             for chunk in written_chunks {
                 hasher.update(&chunk);
                 bytes += chunk.len() as u64;
-                // Kept for the filler when it has room; dropped when it has enough.
-                let _ = give_back.try_send(chunk);
+                // Kept for the filler when it has room (a longer chunk of one long
+                // write is let go); dropped when it has enough.
+                if chunk.capacity() <= CHUNK_BYTES {
+                    let _ = give_back.try_send(chunk);
+                }
             }
             ContentDigest {
                 sha256: hex(&hasher.finalize()),
@@ -396,8 +399,9 @@ where
 const CHUNK_BYTES: usize = 1 << 20;
 
 /// Buffers what is written and sends it on in chunks of at most [`CHUNK_BYTES`] (a
-/// longer write is a chunk of its own), so a buffer never grows by copying; the buffers
-/// the hashing thread is done with come back through `spent` and are filled again.
+/// longer write is a chunk of its own), so a buffer grows by copying only for such a
+/// write; the chunk-sized buffers the hashing thread is done with come back through
+/// `spent` and are filled again.
 struct ChunkSender {
     /// `None` once the receiving thread stopped.
     sender: Option<mpsc::SyncSender<Vec<u8>>>,

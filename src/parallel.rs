@@ -37,16 +37,19 @@ where
 {
     push_ordered(workers, work, sink, |push| {
         while let Some(input) = produce()? {
-            push(input)?;
+            if !push(input) {
+                break;
+            }
         }
         Ok(())
     })
 }
 
 /// [`map_ordered`] for a producer that pushes (a reader that calls a visitor per item):
-/// `drive` hands each batch to the function it is given, which returns the first error
-/// of `sink` once there is one (stop pushing then). The results still waiting when
-/// `drive` returns are handed to `sink` before this returns `drive`'s result.
+/// `drive` hands each batch to the function it is given, which says `false` once `sink`
+/// has failed (the batch is dropped, nothing more reaches the sink: stop pushing). The
+/// sink's error is returned first, then `drive`'s; otherwise the results still waiting
+/// when `drive` returns are handed to `sink` before this returns `drive`'s result.
 pub fn push_ordered<In, Out, E, T, W, S, D>(
     workers: usize,
     work: W,
@@ -58,7 +61,7 @@ where
     Out: Send,
     W: Fn(In) -> Out + Sync,
     S: FnMut(Out) -> Result<(), E>,
-    D: FnOnce(&mut dyn FnMut(In) -> Result<(), E>) -> Result<T, E>,
+    D: FnOnce(&mut dyn FnMut(In) -> bool) -> Result<T, E>,
 {
     let workers = workers.max(1);
     let limit = (workers * IN_FLIGHT_PER_WORKER) as u64;
@@ -92,38 +95,51 @@ where
             next: 0,
             waiting: BTreeMap::new(),
             done: done_rx,
+            failed: None,
         };
         let driven = drive(&mut |input| {
-            while flow.sent - flow.next >= limit {
-                flow.receive(&mut sink)?;
+            while flow.failed.is_none() && flow.sent - flow.next >= limit {
+                flow.receive(&mut sink);
+            }
+            if flow.failed.is_some() {
+                return false;
             }
             job_tx
                 .send((flow.sent, input))
                 .expect("the workers wait for jobs until the sender is dropped");
             flow.sent += 1;
-            Ok(())
+            true
         });
         drop(job_tx);
+        if let Some(error) = flow.failed.take() {
+            return Err(error);
+        }
         let driven = driven?;
         while flow.next < flow.sent {
-            flow.receive(&mut sink)?;
+            flow.receive(&mut sink);
+            if let Some(error) = flow.failed.take() {
+                return Err(error);
+            }
         }
         Ok(driven)
     })
 }
 
 /// The calling thread's side of [`push_ordered`]: how many batches went out, which one the
-/// sink takes next, and the results that came back before their turn.
-struct Flow<Out> {
+/// sink takes next, the results that came back before their turn, and the sink's error
+/// once it failed.
+struct Flow<Out, E> {
     sent: u64,
     next: u64,
     waiting: BTreeMap<u64, Out>,
     done: mpsc::Receiver<(u64, std::thread::Result<Out>)>,
+    failed: Option<E>,
 }
 
-impl<Out> Flow<Out> {
-    /// Waits for one result and hands every result whose turn has come to `sink`.
-    fn receive<E>(&mut self, sink: &mut impl FnMut(Out) -> Result<(), E>) -> Result<(), E> {
+impl<Out, E> Flow<Out, E> {
+    /// Waits for one result and hands every result whose turn has come to `sink`, until
+    /// the sink fails.
+    fn receive(&mut self, sink: &mut impl FnMut(Out) -> Result<(), E>) {
         let (index, output) = self
             .done
             .recv()
@@ -132,11 +148,12 @@ impl<Out> Flow<Out> {
             Ok(output) => self.waiting.insert(index, output),
             Err(payload) => panic::resume_unwind(payload),
         };
-        while let Some(output) = self.waiting.remove(&self.next) {
+        while self.failed.is_none()
+            && let Some(output) = self.waiting.remove(&self.next)
+        {
             self.next += 1;
-            sink(output)?;
+            self.failed = sink(output).err();
         }
-        Ok(())
     }
 }
 
@@ -191,6 +208,67 @@ mod tests {
         let result: Result<(), &str> =
             map_ordered(2, || Err("read failed"), |n: u32| n, |_| Ok(()));
         assert_eq!(result, Err("read failed"));
+    }
+
+    #[test]
+    fn after_a_failed_sink_nothing_more_is_taken_and_its_error_comes_first() {
+        let mut taken = Vec::new();
+        let mut refused = 0;
+        let result: Result<(), &str> = push_ordered(
+            2,
+            |n: u32| n,
+            |n| {
+                taken.push(n);
+                if n == 10 { Err("sink failed") } else { Ok(()) }
+            },
+            |push| {
+                for n in 0..100 {
+                    if !push(n) {
+                        refused += 1;
+                    }
+                }
+                Err("driver failed")
+            },
+        );
+        assert_eq!(result, Err("sink failed"));
+        assert_eq!(taken, (0..=10).collect::<Vec<_>>());
+        assert!(refused > 0, "pushes after the failure are refused");
+
+        // A failure while the last results are taken, after the driver returned.
+        let mut taken = Vec::new();
+        let result: Result<&str, &str> = push_ordered(
+            2,
+            |n: u32| n,
+            |n| {
+                taken.push(n);
+                if n == 5 { Err("sink failed") } else { Ok(()) }
+            },
+            |push| {
+                (0..7).for_each(|n| assert!(push(n)));
+                Ok("read")
+            },
+        );
+        assert_eq!(result, Err("sink failed"));
+        assert_eq!(taken, (0..=5).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn what_the_driver_returns_comes_back_after_every_result_is_taken() {
+        let mut taken = Vec::new();
+        let result: Result<&str, &str> = push_ordered(
+            3,
+            |n: u32| n * 10,
+            |n| {
+                taken.push(n);
+                Ok(())
+            },
+            |push| {
+                (0..50).for_each(|n| assert!(push(n)));
+                Ok("read")
+            },
+        );
+        assert_eq!(result, Ok("read"));
+        assert_eq!(taken, (0..50).map(|n| n * 10).collect::<Vec<_>>());
     }
 
     #[test]

@@ -61,8 +61,8 @@ impl ReportFormat {
     }
 }
 
-/// Reads the full record of a side's row, as stored; called once per record, from the
-/// renderer's worker threads (so items are not loaded in order).
+/// Reads the full record of a side's row, as stored; called once per record (by the
+/// JSONL and CSV reports from their worker threads, so not in item order).
 pub type Load<'l> = &'l (dyn Fn(Side, u32) -> io::Result<StoredRecord> + Sync);
 
 /// One item with its full records as stored: the renderers copy their text (the HTML
@@ -109,8 +109,10 @@ impl LoadedItem {
 }
 
 /// How many consecutive items a worker loads and writes as one job of a row-per-item report
-/// (JSONL, CSV): about a mebibyte of report, enough to make handing it over cheap.
-const ROW_JOB_ITEMS: usize = 2048;
+/// (JSONL, CSV): enough to make handing a job over cheap. At most five jobs' bytes are in
+/// memory (two per worker and the one being written): 2 MB for records of a few hundred
+/// bytes, about 30 MB for Inspect samples of 12 KB a side.
+const ROW_JOB_ITEMS: usize = 256;
 
 /// Writes a report of one row per item: jobs of consecutive items are loaded and turned
 /// into bytes by `rows` on the workers, and the bytes written to `out` in item order.

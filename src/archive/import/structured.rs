@@ -117,18 +117,16 @@ fn read_whole(path: &Path, limit: u64) -> Result<Vec<u8>, Result<FileProblem, Ar
 type FileProblem = (String, Option<String>);
 
 /// What a file read through a [`Shape`] came to: read whole, stopped by its visitor for
-/// the reason it kept (`stop`: a problem of the file, or a failure of the import), a
-/// failed read, or a file of another shape.
+/// the problem of the file it kept (`stop`), a failed read, or a file of another shape.
 fn settle(
     read: Result<(), ShapeError>,
     raw: &Path,
-    stop: Option<Result<FileProblem, ArchiveError>>,
+    stop: Option<FileProblem>,
 ) -> Result<Result<(), FileProblem>, ArchiveError> {
     match read {
         Ok(()) => Ok(Ok(())),
         Err(ShapeError::Stopped) => match stop {
-            Some(Ok(problem)) => Ok(Err(problem)),
-            Some(Err(error)) => Err(error),
+            Some(problem) => Ok(Err(problem)),
             None => unreachable!("a shape stops only when its visitor does"),
         },
         Err(ShapeError::Io(error)) => Err(io_at("reading", raw)(error).into()),
@@ -184,10 +182,10 @@ fn read_index(
         };
         added.map_err(|(path, message, hint)| {
             let field = (!path.is_root()).then(|| format!(": field {path}"));
-            stop = Some(Ok((
+            stop = Some((
                 format!("{at}{}: {message}", field.unwrap_or_default()),
                 hint,
-            )));
+            ));
             Stop
         })
     });
@@ -286,7 +284,7 @@ fn read_header(
             let mut stop = None;
             let read = shape.header(open(raw)?, header, &mut |name, bytes| {
                 let value = parse_value(bytes, name).map_err(|problem| {
-                    stop = Some(Ok(problem));
+                    stop = Some(problem);
                     Stop
                 })?;
                 members.insert(name.to_owned(), value);
@@ -495,22 +493,16 @@ fn structured_items(
         &mut take,
         |push| {
             let mut batch = Batch::default();
-            let mut failed = None;
             let read = shape.items(open(raw)?, &mut |item| {
-                if batch.add(item) {
-                    push(std::mem::take(&mut batch)).map_err(|error| {
-                        failed = Some(error);
-                        Stop
-                    })?;
+                match batch.add(item) && !push(std::mem::take(&mut batch)) {
+                    // The sink failed: its error is what push_ordered returns.
+                    true => Err(Stop),
+                    false => Ok(()),
                 }
-                Ok(())
             });
-            if let Some(error) = failed {
-                return Err(error);
-            }
             // The items before a problem of the file are handed out before it is reported.
             if !batch.items.is_empty() {
-                push(batch)?;
+                push(batch);
             }
             Ok(read)
         },
