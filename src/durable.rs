@@ -270,6 +270,17 @@ impl CopiedFile {
         File::open(&self.path).map_err(io_at("reading", &self.path))
     }
 
+    /// Writes the copy's data back to disk and waits for it, as [`CopiedFile::finish`]
+    /// would: a caller that reads the copy back meanwhile does this on another thread, so
+    /// that the disk works while it reads and `finish` finds little left to write.
+    pub fn write_back(&self) -> Result<(), PathIoError> {
+        let file = self
+            .file
+            .as_ref()
+            .expect("written back before it is finished");
+        file.sync_data().map_err(io_at("syncing", &self.path))
+    }
+
     /// Fsyncs the copy.
     pub fn finish(mut self) -> Result<(), PathIoError> {
         let file = self.file.as_ref().expect("finish is called once");

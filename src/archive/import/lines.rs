@@ -51,7 +51,9 @@ impl FileImport<'_, '_> {
         let source_refused = self.source_refused(&sink, report);
         let (policy, bank) = (self.options.non_finite, self.bank);
         let mut read_error = None;
-        let (parsed, written) = std::thread::scope(|scope| {
+        let (parsed, written, written_back) = std::thread::scope(|scope| {
+            // The copy goes to disk while it is read back from the page cache.
+            let writing_back = scope.spawn(|| copy.write_back());
             let mut writer = ThreadedWriter::spawn(scope, records.writer());
             let parsed = parallel::map_ordered(
                 parallel::workers(),
@@ -75,7 +77,10 @@ impl FileImport<'_, '_> {
                     Ok(())
                 },
             );
-            (parsed, writer.finish())
+            let written_back = writing_back
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (parsed, writer.finish(), written_back)
         });
         let count = written.map_err(io_at("writing", &records_path))?;
         parsed.or_else(|error: Option<ArchiveError>| error.map_or(Ok(()), Err))?;
@@ -83,6 +88,7 @@ impl FileImport<'_, '_> {
             return Err(io_at("reading", &raw_path)(error).into());
         }
         let raw_digest = batcher.into_inner().finish();
+        written_back?;
         copy.finish()?;
         self.finish(sink, raw_digest, records, count, report)
     }
