@@ -109,8 +109,8 @@ impl LoadedItem {
 }
 
 /// How many consecutive items a worker loads and writes as one job of a row-per-item report
-/// (JSONL, CSV): enough to make handing a job over cheap. At most five jobs' bytes are in
-/// memory (two per worker and the one being written): 2 MB for records of a few hundred
+/// (JSONL, CSV): enough to make handing a job over cheap. Two jobs per worker and the one
+/// being written are in memory, five on two cores: 2 MB for records of a few hundred
 /// bytes, about 30 MB for Inspect samples of 12 KB a side.
 const ROW_JOB_ITEMS: usize = 256;
 
