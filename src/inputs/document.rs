@@ -7,7 +7,7 @@
 //! strict JSON reader, which also handles bare `NaN` tokens as the import policy says.
 
 use std::fs::File;
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, Read};
 
 use super::shape::{
     Content, HeaderVisit, Index, Item, ItemVisit, MAX_ITEM_BYTES, Reading, Shape, ShapeError, Stop,
@@ -300,19 +300,33 @@ pub fn count_items<R: BufRead>(
 
 /// [`read`] and [`read_members`]: items are copied and visited only when `keep_items`.
 fn scan<R: BufRead, E>(
-    reader: R,
+    mut reader: R,
     items: Items<'_>,
     capture: &dyn Fn(&str) -> bool,
     limit: usize,
     keep_items: bool,
     mut visit: impl FnMut(Part<'_>) -> Result<(), E>,
 ) -> Result<u64, DocumentError<E>> {
-    let mut lexer = Lexer { reader, offset: 0 };
-    // A UTF-8 byte order mark is allowed at the very start.
-    if lexer.reader.fill_buf()?.starts_with(b"\xEF\xBB\xBF") {
-        lexer.reader.consume(3);
-        lexer.offset = 3;
+    // A UTF-8 byte order mark is allowed at the very start. Its three bytes are read
+    // first (a reader may hand them out one at a time) and put back when they are not one.
+    let mut head = [0u8; 3];
+    let mut got = 0;
+    while got < head.len() {
+        let buffer = reader.fill_buf()?;
+        let take = buffer.len().min(head.len() - got);
+        if take == 0 {
+            break;
+        }
+        head[got..got + take].copy_from_slice(&buffer[..take]);
+        reader.consume(take);
+        got += take;
     }
+    let bom = head[..got] == *b"\xEF\xBB\xBF";
+    let skipped = if bom { got } else { 0 };
+    let mut lexer = Lexer {
+        reader: (&head[skipped..got]).chain(reader),
+        offset: skipped as u64,
+    };
     let mut scan = Scan {
         capture,
         limit,
@@ -659,6 +673,13 @@ mod tests {
             ("[1, 2]}", Items::TopLevel),
             ("[}]", Items::TopLevel),
             (r#"["never closed"#, Items::TopLevel),
+            ("\u{feff}[1, {\"a\": \"\u{feff}\"}]", Items::TopLevel),
+            ("\u{feff}", Items::TopLevel),
+            ("\u{ef}[1]", Items::TopLevel),
+            (
+                "\u{feff}{\"eval\": 1, \"samples\": [2]}",
+                Items::Member("samples"),
+            ),
             (
                 r#"[[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]]"#,
                 Items::TopLevel,
