@@ -9,7 +9,6 @@
 //! always tell them apart. Knows nothing of chunks, the index or compression.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::io;
 
 use crate::canonical_json::{Json, JsonKind, write_string};
@@ -23,22 +22,7 @@ pub const LONG_STRING: usize = 128;
 const NUL_KEY: &str = "{\"\\u0000\":";
 
 /// Long strings of one chunk, each stored once.
-#[derive(Default)]
-pub struct Strings {
-    index: HashMap<String, usize>,
-    pub values: Vec<String>,
-}
-
-impl Strings {
-    fn id(&mut self, text: &str) -> usize {
-        if let Some(&id) = self.index.get(text) {
-            return id;
-        }
-        self.values.push(text.to_owned());
-        self.index.insert(text.to_owned(), self.values.len() - 1);
-        self.values.len() - 1
-    }
-}
+pub type Strings = super::Names;
 
 /// The JSON columns of a stored record, checked: canonical JSON, with `scores`, `metrics`
 /// and `extra` objects and `warnings` an array of strings, as schema v1 says.

@@ -16,6 +16,7 @@ pub mod panel;
 pub mod question;
 pub mod text;
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -105,6 +106,26 @@ impl LoadedItem {
             .or(self.variant.as_ref())
             .expect("an item has a record on at least one side")
             .identity()
+    }
+}
+
+/// Strings numbered in the order they are first seen, each kept once: the tables a page
+/// holds of repeated values (a panel's benchmarks, a detail chunk's long strings).
+#[derive(Default)]
+pub struct Names {
+    index: HashMap<String, usize>,
+    pub values: Vec<String>,
+}
+
+impl Names {
+    /// The number of `name`, given it when it is new.
+    pub fn id(&mut self, name: &str) -> usize {
+        if let Some(&id) = self.index.get(name) {
+            return id;
+        }
+        self.values.push(name.to_owned());
+        self.index.insert(name.to_owned(), self.values.len() - 1);
+        self.values.len() - 1
     }
 }
 

@@ -13,7 +13,6 @@
 //! its own and inflated only when one of its items is opened (`panel-details`), every
 //! distinct string of a chunk stored once. Every string reaches the page as text.
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 use askama::Template;
@@ -21,6 +20,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::{DETAIL_CHARS, PanelItems};
+use crate::report::Names;
 use crate::report::embed::{ScriptSafe, deflated_base64};
 
 const STYLE: &str = include_str!("../../../templates/panel.css");
@@ -47,24 +47,6 @@ fn script_json<T: Serialize>(value: &T) -> io::Result<String> {
     let mut out = Vec::new();
     serde_json::to_writer(ScriptSafe(&mut out), value)?;
     String::from_utf8(out).map_err(io::Error::other)
-}
-
-/// Interns strings as indices, in the order first seen.
-#[derive(Default)]
-struct Names {
-    index: HashMap<String, usize>,
-    names: Vec<String>,
-}
-
-impl Names {
-    fn id(&mut self, name: &str) -> usize {
-        if let Some(&id) = self.index.get(name) {
-            return id;
-        }
-        self.names.push(name.to_owned());
-        self.index.insert(name.to_owned(), self.names.len() - 1);
-        self.names.len() - 1
-    }
 }
 
 fn index(items: &PanelItems<'_>) -> io::Result<String> {
@@ -99,11 +81,11 @@ fn index(items: &PanelItems<'_>) -> io::Result<String> {
     let index = json!({
         "question_id": items.items.iter().map(|i| i.question_id.as_str()).collect::<Vec<_>>(),
         "benchmark": benchmark,
-        "benchmarks": benchmarks.names,
+        "benchmarks": benchmarks.values,
         "language": language,
-        "languages": languages.names,
+        "languages": languages.values,
         "filter": filter,
-        "filters": filters.names,
+        "filters": filters.values,
         "repeat_id": items.items.iter().map(|i| i.repeat_id).collect::<Vec<_>>(),
         "question": question,
         "known": stats.iter().map(|s| s.known).collect::<Vec<_>>(),
@@ -150,7 +132,7 @@ fn details(items: &PanelItems<'_>) -> io::Result<String> {
                     .collect()
             })
             .collect();
-        let chunk = json!({"strings": strings.names, "items": rows});
+        let chunk = json!({"strings": strings.values, "items": rows});
         chunks.push(deflated_base64(&serde_json::to_vec(&chunk)?)?);
         start = end;
     }
