@@ -12,6 +12,7 @@
 //! path (every record's `input`, `target`, `scores`, ... go through it), so it allocates
 //! only to sort the keys of an object.
 
+mod quick;
 mod text;
 
 use serde::Serialize;
@@ -21,6 +22,7 @@ use std::cmp::Ordering;
 use crate::jsonl::{FieldPath, PathSegment};
 use crate::record::fields::MAX_SAFE_INTEGER;
 
+pub use quick::surely_canonical;
 pub(crate) use text::object_members;
 pub use text::{Json, Kind as JsonKind, ObjectWriter};
 

@@ -226,10 +226,23 @@ pub struct CanonicalScratch {
 
 /// Checks that `text` is one JSON value exactly as RFC 8785 writes it (strict JSON, no
 /// whitespace, keys sorted, numbers and escapes in their one form, no integer a double
-/// cannot hold), in one pass of the streaming reader: canonical text reads back as
-/// itself. The error says what is wrong, as [`parse_value`] and the canonical writer say
+/// cannot hold): canonical text reads back as itself. The error says what is wrong, as [`parse_value`] and the canonical writer say
 /// it.
+///
+/// Stored text is almost always canonical: [`surely_canonical`] settles most of it in a
+/// quick pass, and the rest goes through [`check_canonical_in_full`].
+///
+/// [`surely_canonical`]: crate::canonical_json::surely_canonical
 pub fn check_canonical(text: &str, scratch: &mut CanonicalScratch) -> Result<(), String> {
+    if crate::canonical_json::surely_canonical(text) {
+        return Ok(());
+    }
+    check_canonical_in_full(text, scratch)
+}
+
+/// [`check_canonical`] without its quick pass: the streaming reader canonicalizes `text`
+/// in one pass and compares. The reference the quick pass is tested against.
+pub fn check_canonical_in_full(text: &str, scratch: &mut CanonicalScratch) -> Result<(), String> {
     scratch.wrapped.clear();
     scratch.wrapped.push_str("{\"v\":");
     scratch.wrapped.push_str(text);
