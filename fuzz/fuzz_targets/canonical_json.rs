@@ -15,6 +15,15 @@ fn quick_implies_full(text: &str) {
     }
 }
 
+/// How many containers are nested in `value`, itself included.
+fn depth(value: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        serde_json::Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
         quick_implies_full(text);
@@ -24,6 +33,9 @@ fuzz_target!(|data: &[u8]| {
     let reread: serde_json::Value = serde_json::from_slice(&bytes).expect("canonical output is JSON");
     assert!(is_canonical(&bytes, &reread));
     let text = std::str::from_utf8(&bytes[..bytes.len() - 1]).expect("canonical output is UTF-8");
-    assert_eq!(check_canonical_in_full(text, &mut CanonicalScratch::default()), Ok(()));
+    // The full check reads at most 126 nested containers; serde_json reads 127.
+    if depth(&reread) <= 126 {
+        assert_eq!(check_canonical_in_full(text, &mut CanonicalScratch::default()), Ok(()));
+    }
     quick_implies_full(text);
 });

@@ -226,8 +226,8 @@ pub struct CanonicalScratch {
 
 /// Checks that `text` is one JSON value exactly as RFC 8785 writes it (strict JSON, no
 /// whitespace, keys sorted, numbers and escapes in their one form, no integer a double
-/// cannot hold): canonical text reads back as itself. The error says what is wrong, as [`parse_value`] and the canonical writer say
-/// it.
+/// cannot hold): canonical text reads back as itself. The error says what is wrong, as
+/// [`parse_value`] and the canonical writer say it.
 ///
 /// Stored text is almost always canonical: [`surely_canonical`] settles most of it in a
 /// quick pass, and the rest goes through [`check_canonical_in_full`].
@@ -482,8 +482,14 @@ mod tests {
         for text in values {
             let value: Value = serde_json::from_str(text).unwrap();
             let canonical = crate::canonical_json::to_canonical_string(&value).unwrap();
+            // Through the quick pass and without it.
             assert_eq!(
                 check_canonical(&canonical, &mut scratch),
+                Ok(()),
+                "{canonical}"
+            );
+            assert_eq!(
+                check_canonical_in_full(&canonical, &mut scratch),
                 Ok(()),
                 "{canonical}"
             );
