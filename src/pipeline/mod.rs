@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::archive::comparison::{ComparisonSides, SideRequest};
+use crate::archive::comparison::{ComparisonSides, FullRecords, SideRequest};
 use crate::archive::layout::{RunId, run_relative};
 use crate::archive::{Archive, ArchiveError};
 use crate::compare::stats::ConfidenceLevel;
@@ -114,12 +114,9 @@ pub fn compare(
     comparison.sort_by_identity(&baseline, &variant);
     drop((baseline, variant));
     let (baseline, variant) = sides.full_records(archive)?;
-    let load = |side: Side, row: u32| match side {
-        Side::Baseline => baseline.load(row),
-        Side::Variant => variant.load(row),
-    };
-    let digest =
-        report::write_new(&path, format, &comparison, &summary, &load).map_err(ArchiveError::Io)?;
+    let spilled = Spilled { baseline, variant };
+    let digest = report::write_new(&path, format, &comparison, &summary, &spilled)
+        .map_err(ArchiveError::Io)?;
     Ok(CompareOutcome {
         summary,
         report: Some(ReportWritten {
@@ -130,6 +127,31 @@ pub fn compare(
             sha256: digest.sha256,
         }),
     })
+}
+
+/// Both sides' full records, spilled: what a report reads.
+struct Spilled {
+    baseline: FullRecords,
+    variant: FullRecords,
+}
+
+impl Spilled {
+    fn side(&self, side: Side) -> &FullRecords {
+        match side {
+            Side::Baseline => &self.baseline,
+            Side::Variant => &self.variant,
+        }
+    }
+}
+
+impl report::Records for Spilled {
+    fn load(&self, side: Side, row: u32) -> std::io::Result<crate::record::StoredRecord> {
+        self.side(side).load(row)
+    }
+
+    fn size(&self, side: Side, row: u32) -> usize {
+        self.side(side).size(row)
+    }
 }
 
 /// Duplicate identities within a side mean the run breaks its own key rule; unreadable

@@ -117,7 +117,7 @@ pub fn render(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
     writer.write_record(&header).map_err(csv_error)?;
     writer.flush()?;
     drop(writer);
-    super::write_rows(&comparison.items, out, |items| {
+    super::write_rows(&comparison.items, load, out, |items| {
         let mut writer = ::csv::Writer::from_writer(Vec::with_capacity(items.len() * 512));
         let mut row: Vec<String> = Vec::with_capacity(header.len());
         for item in items {

@@ -13,7 +13,7 @@ use crate::record::StoredRecord;
 /// written on the workers, [`super::write_rows`]). Each side's record is its stored JSON
 /// line, copied (the form `babel records` prints), not reparsed.
 pub fn render(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> io::Result<()> {
-    super::write_rows(&comparison.items, out, |items| {
+    super::write_rows(&comparison.items, load, out, |items| {
         let mut lines = Vec::with_capacity(items.len() * 1024);
         for item in items {
             line(&LoadedItem::load(item, load)?, &mut lines)?;

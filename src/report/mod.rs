@@ -62,9 +62,32 @@ impl ReportFormat {
     }
 }
 
-/// Reads the full record of a side's row, as stored; called once per record (by the
-/// JSONL and CSV reports from their worker threads, so not in item order).
-pub type Load<'l> = &'l (dyn Fn(Side, u32) -> io::Result<StoredRecord> + Sync);
+/// Where a report's full records come from.
+pub trait Records: Sync {
+    /// The full record of a side's row, as stored; called once per record (by the JSONL
+    /// and CSV reports from their worker threads, so not in item order).
+    fn load(&self, side: Side, row: u32) -> io::Result<StoredRecord>;
+
+    /// The stored bytes of a side's row, known before it is loaded: the JSONL and CSV
+    /// reports cut their jobs by it, so that a job of large records stays small. 0 when
+    /// the source cannot tell (jobs are then cut by count alone).
+    fn size(&self, _side: Side, _row: u32) -> usize {
+        0
+    }
+}
+
+/// Any function from a side's row to its record is a source of records of unknown size.
+impl<F> Records for F
+where
+    F: Fn(Side, u32) -> io::Result<StoredRecord> + Sync,
+{
+    fn load(&self, side: Side, row: u32) -> io::Result<StoredRecord> {
+        self(side, row)
+    }
+}
+
+/// The records a report reads.
+pub type Load<'l> = &'l dyn Records;
 
 /// One item with its full records as stored: the renderers copy their text (the HTML
 /// report checks the nested values first, `details`), never parse them into trees.
@@ -81,13 +104,22 @@ impl LoadedItem {
             outcome: item.outcome,
             baseline: item
                 .baseline
-                .map(|row| load(Side::Baseline, row))
+                .map(|row| load.load(Side::Baseline, row))
                 .transpose()?,
             variant: item
                 .variant
-                .map(|row| load(Side::Variant, row))
+                .map(|row| load.load(Side::Variant, row))
                 .transpose()?,
         })
+    }
+
+    /// The stored bytes of `item`'s records, as `load` tells them before loading.
+    pub fn stored_size(item: &Item, load: Load<'_>) -> usize {
+        let baseline = item
+            .baseline
+            .map_or(0, |row| load.size(Side::Baseline, row));
+        let variant = item.variant.map_or(0, |row| load.size(Side::Variant, row));
+        baseline + variant
     }
 
     /// The bytes of text the item's records hold.
@@ -129,23 +161,38 @@ impl Names {
     }
 }
 
-/// How many consecutive items a worker loads and writes as one job of a row-per-item report
-/// (JSONL, CSV): enough to make handing a job over cheap. Two jobs per worker and the one
-/// being written are in memory, five on two cores: 2 MB for records of a few hundred
-/// bytes, about 30 MB for Inspect samples of 12 KB a side.
+/// At most how many consecutive items a worker loads and writes as one job of a
+/// row-per-item report (JSONL, CSV): enough to make handing a job over cheap.
 const ROW_JOB_ITEMS: usize = 256;
+/// The stored bytes after which a job ends (its last item included): two jobs per worker
+/// and the one being written are in memory, five on two cores, so about 20 MB however
+/// large the records are, but for a job of one item larger than this.
+const ROW_JOB_BYTES: usize = 4 << 20;
 
-/// Writes a report of one row per item: jobs of consecutive items are loaded and turned
-/// into bytes by `rows` on the workers, and the bytes written to `out` in item order.
+/// Writes a report of one row per item: jobs of consecutive items (cut by count and by
+/// the stored size `load` tells) are loaded and turned into bytes by `rows` on the
+/// workers, and the bytes written to `out` in item order.
 fn write_rows(
     items: &[Item],
+    load: Load<'_>,
     out: &mut dyn Write,
     rows: impl Fn(&[Item]) -> io::Result<Vec<u8>> + Sync,
 ) -> io::Result<()> {
-    let mut jobs = items.chunks(ROW_JOB_ITEMS);
+    let mut rest = items;
+    let next_job = || {
+        let mut bytes = 0;
+        let mut count = 0;
+        while count < rest.len().min(ROW_JOB_ITEMS) && bytes < ROW_JOB_BYTES {
+            bytes += LoadedItem::stored_size(&rest[count], load);
+            count += 1;
+        }
+        let (job, after) = rest.split_at(count);
+        rest = after;
+        Ok((!job.is_empty()).then_some(job))
+    };
     crate::parallel::map_ordered(
         crate::parallel::workers(),
-        || Ok(jobs.next()),
+        next_job,
         rows,
         |bytes: io::Result<Vec<u8>>| out.write_all(&bytes?),
     )
@@ -359,6 +406,60 @@ mod tests {
                 assert_eq!(error.to_string(), "row unreadable", "{format:?} row {row}");
             }
         }
+    }
+
+    /// Records of a given stored size, for the job cutting alone.
+    struct Sized(fn(Side, u32) -> usize);
+
+    impl Records for Sized {
+        fn load(&self, _side: Side, _row: u32) -> io::Result<StoredRecord> {
+            Err(io::Error::other("not loaded here"))
+        }
+
+        fn size(&self, side: Side, row: u32) -> usize {
+            (self.0)(side, row)
+        }
+    }
+
+    /// The sizes of the jobs `write_rows` cuts from `n` items with both sides.
+    fn job_sizes(n: u32, load: Load<'_>) -> Vec<usize> {
+        let items: Vec<Item> = (0..n)
+            .map(|row| Item {
+                outcome: Outcome::BothCorrect,
+                baseline: Some(row),
+                variant: Some(row),
+            })
+            .collect();
+        let mut out = Vec::new();
+        write_rows(&items, load, &mut out, |job| {
+            Ok(format!("{},", job.len()).into_bytes())
+        })
+        .unwrap();
+        String::from_utf8(out)
+            .unwrap()
+            .split_terminator(',')
+            .map(|n| n.parse().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn row_report_jobs_end_at_their_count_or_their_stored_bytes() {
+        // Small records: jobs of ROW_JOB_ITEMS.
+        let small = Sized(|_, _| 300);
+        assert_eq!(job_sizes(600, &small), [256, 256, 88]);
+        // Records of 1 MiB a side: a job ends once it holds ROW_JOB_BYTES.
+        let large = Sized(|_, _| 1 << 20);
+        let jobs = job_sizes(9, &large);
+        assert_eq!(jobs, [2, 2, 2, 2, 1]);
+        // A record beyond the limit ends the job it is in; the next jobs are whole again.
+        let one = Sized(|side, row| match (side, row) {
+            (Side::Variant, 3) => 64 << 20,
+            _ => 1 << 10,
+        });
+        assert_eq!(job_sizes(600, &one), [4, 256, 256, 84]);
+        // A source that cannot tell sizes: by count alone.
+        let unknown = |_: Side, _: u32| -> io::Result<StoredRecord> { unreachable!() };
+        assert_eq!(job_sizes(300, &unknown), [256, 44]);
     }
 
     #[test]

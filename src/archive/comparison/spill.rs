@@ -42,6 +42,12 @@ pub struct FullRecords {
 const RELEASE_BYTES: usize = 4 << 20;
 
 impl FullRecords {
+    /// The bytes of a row's frame in the spill, without reading it.
+    pub fn size(&self, row: u32) -> usize {
+        let row = row as usize;
+        (self.offsets[row + 1] - self.offsets[row]) as usize
+    }
+
     /// The full record of a side's row, as stored.
     pub fn load(&self, row: u32) -> io::Result<StoredRecord> {
         let row = row as usize;
