@@ -164,9 +164,9 @@ impl Names {
 /// At most how many consecutive items a worker loads and writes as one job of a
 /// row-per-item report (JSONL, CSV): enough to make handing a job over cheap.
 const ROW_JOB_ITEMS: usize = 256;
-/// The stored bytes after which a job ends (its last item included): two jobs per worker
-/// and the one being written are in memory, five on two cores, so about 20 MB however
-/// large the records are, but for a job of one item larger than this.
+/// The stored bytes after which a job ends (its last item included). At most two jobs
+/// per worker are in flight, the one being written among them (`parallel`), so about
+/// 16 MiB of records on two cores however large they are, plus each job's last item.
 const ROW_JOB_BYTES: usize = 4 << 20;
 
 /// Writes a report of one row per item: jobs of consecutive items (cut by count and by
@@ -409,9 +409,9 @@ mod tests {
     }
 
     /// Records of a given stored size, for the job cutting alone.
-    struct Sized(fn(Side, u32) -> usize);
+    struct OfSize(fn(Side, u32) -> usize);
 
-    impl Records for Sized {
+    impl Records for OfSize {
         fn load(&self, _side: Side, _row: u32) -> io::Result<StoredRecord> {
             Err(io::Error::other("not loaded here"))
         }
@@ -445,14 +445,14 @@ mod tests {
     #[test]
     fn row_report_jobs_end_at_their_count_or_their_stored_bytes() {
         // Small records: jobs of ROW_JOB_ITEMS.
-        let small = Sized(|_, _| 300);
+        let small = OfSize(|_, _| 300);
         assert_eq!(job_sizes(600, &small), [256, 256, 88]);
         // Records of 1 MiB a side: a job ends once it holds ROW_JOB_BYTES.
-        let large = Sized(|_, _| 1 << 20);
+        let large = OfSize(|_, _| 1 << 20);
         let jobs = job_sizes(9, &large);
         assert_eq!(jobs, [2, 2, 2, 2, 1]);
         // A record beyond the limit ends the job it is in; the next jobs are whole again.
-        let one = Sized(|side, row| match (side, row) {
+        let one = OfSize(|side, row| match (side, row) {
             (Side::Variant, 3) => 64 << 20,
             _ => 1 << 10,
         });

@@ -100,6 +100,14 @@ impl Spill {
         })
     }
 
+    /// Appends the next row's frame.
+    fn push(&mut self, frame: &[u8]) -> io::Result<()> {
+        self.file.write_all(frame)?;
+        self.written += frame.len() as u64;
+        self.offsets.push(self.written);
+        Ok(())
+    }
+
     fn finish(self, origin: String) -> io::Result<FullRecords> {
         let spill = self.file.into_inner().map_err(|e| e.into_error())?;
         // SAFETY: the spill is an unnamed temporary file (`tempfile::tempfile`: unlinked
@@ -139,9 +147,7 @@ fn spill_run(
                 frame.clear();
                 record.encode(&mut frame);
                 for spill in spills.iter_mut().filter(|s| s.variant_id == variant_id) {
-                    spill.file.write_all(&frame).map_err(spill_error)?;
-                    spill.written += frame.len() as u64;
-                    spill.offsets.push(spill.written);
+                    spill.push(&frame).map_err(spill_error)?;
                 }
             }
         }
@@ -185,4 +191,38 @@ pub(super) fn full_records(
             .finish(origin(&sides.variant))
             .map_err(spill_error)?,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::tests::record;
+
+    #[test]
+    fn each_row_reads_back_as_spilled_and_its_size_is_its_frame_s() {
+        let long = "a much longer question id ".repeat(50);
+        let records = [
+            record("original", "q1", "en", None),
+            record("original", &long, "tr", Some(true)),
+            record("original", "q3", "en", Some(false)),
+        ];
+        let mut spill = Spill::new("original").unwrap();
+        let mut frames = Vec::new();
+        for record in &records {
+            let stored = StoredRecord::of(record).unwrap();
+            let mut frame = Vec::new();
+            stored.encode(&mut frame);
+            spill.push(&frame).unwrap();
+            frames.push(frame.len());
+        }
+        let full = spill.finish("run r1".into()).unwrap();
+        for (row, (record, bytes)) in records.iter().zip(frames).enumerate() {
+            let row = row as u32;
+            assert_eq!(full.size(row), bytes, "row {row}");
+            let loaded = full.load(row).unwrap();
+            assert_eq!(loaded.identity().question_id, record.question_id);
+            assert_eq!(loaded.correct, record.correct);
+        }
+        assert!(full.size(1) > full.size(0) + 1000);
+    }
 }
