@@ -704,3 +704,68 @@ fn a_log_of_many_samples_is_normalized_in_batches_and_kept_in_file_order() {
     );
     assert_eq!(env.files(), before);
 }
+
+/// What an import told its progress bar, in order.
+#[derive(Default)]
+struct Recorded(std::cell::RefCell<Vec<(&'static str, u64)>>);
+
+impl babel::archive::import::Progress for Recorded {
+    fn begin_file(&self, _name: &str, bytes: u64) {
+        self.0.borrow_mut().push(("begin", bytes));
+    }
+
+    fn advance(&self, bytes: u64) {
+        self.0.borrow_mut().push(("advance", bytes));
+    }
+
+    fn end_file(&self) {
+        self.0.borrow_mut().push(("end", 0));
+    }
+}
+
+#[test]
+fn the_progress_of_a_log_counts_its_copy_and_then_its_items_as_they_are_read() {
+    // A structured input is read twice, copied whole and then item by item: its bar is
+    // twice the file long, the copy fills half of it, the items the rest while they are
+    // read (a mebibyte at a time), and it ends full.
+    let env = Env::with_archive();
+    env.babel(&["run", "create", "r", "--model", "mockllm/model"])
+        .assert()
+        .success();
+    let file = env
+        .path()
+        .join(env.input("many.json", many_samples(2000, None)));
+    let size = std::fs::metadata(&file).unwrap().len();
+    assert!(size > 4 << 20, "a log of several mebibytes: {size} bytes");
+    let archive = babel::archive::Archive::open(&env.root()).unwrap();
+    let session = archive.write_session("import", None, &mut |_| {}).unwrap();
+    let recorded = Recorded::default();
+    let run = babel::archive::layout::RunId::parse("r").unwrap();
+    let options = babel::archive::import::ImportOptions::new(babel::adapters::Format::INSPECT);
+    babel::archive::import::import(&session, &run, &[file], &options, &recorded).unwrap();
+
+    let events = recorded.0.into_inner();
+    assert_eq!(events.first(), Some(&("begin", 2 * size)));
+    assert_eq!(events.last(), Some(&("end", 0)));
+    let advances: Vec<u64> = events
+        .iter()
+        .filter(|(what, _)| *what == "advance")
+        .map(|(_, bytes)| *bytes)
+        .collect();
+    assert_eq!(advances.iter().sum::<u64>(), 2 * size, "{events:?}");
+    // Where the copy ends, the items begin: several steps after it, not one at the end.
+    let mut counted = 0;
+    let copy_steps = advances
+        .iter()
+        .take_while(|bytes| {
+            counted += **bytes;
+            counted <= size
+        })
+        .count();
+    assert_eq!(
+        advances[..copy_steps].iter().sum::<u64>(),
+        size,
+        "{events:?}"
+    );
+    assert!(advances.len() - copy_steps >= 3, "{events:?}");
+}

@@ -717,8 +717,14 @@ impl FileImport<'_, '_> {
         seen: &mut DigestMap<Seen>,
         report: &mut ImportReport,
     ) -> Result<FileOutcome, ArchiveError> {
+        // A structured input is read twice, copied whole and then item by item: its
+        // progress counts both passes.
+        let passes = match self.options.format.adapter().reader {
+            Reader::Items(_) => 2,
+            Reader::Lines(_) | Reader::TreeLines(_) => 1,
+        };
         self.progress
-            .begin_file(self.plan.given_name, input.bytes());
+            .begin_file(self.plan.given_name, passes * input.bytes());
         let outcome = match (&self.options.format.adapter().reader, input) {
             (Reader::Lines(normalize), Input::File(file, _)) => {
                 self.lines(LineHook::Members(*normalize), file, seen, report)

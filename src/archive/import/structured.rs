@@ -44,6 +44,13 @@ impl FileImport<'_, '_> {
             copied.push((name, digest));
         }
         let raw_digest = self.copy_whole(source, &raw_path)?;
+        // The second pass, over the items, counts as many bytes as the copy did.
+        let copied_bytes = raw_digest.bytes + copied.iter().map(|(_, d)| d.bytes).sum::<u64>();
+        let mut progress = ItemProgress {
+            progress: self.progress,
+            left: copied_bytes,
+            pending: 0,
+        };
         let mut records = NewFile::create(&records_path)?;
         let import_context = self.import_context();
         let mut sink = self.sink(seen);
@@ -58,6 +65,7 @@ impl FileImport<'_, '_> {
                     roles,
                     &import_context,
                     self.bank,
+                    &mut progress,
                     |normalized| {
                         if let Some(records) = sink.take(normalized, report) {
                             writer
@@ -77,6 +85,7 @@ impl FileImport<'_, '_> {
                 Err((message, hint)) => sink.reject(report, None, None, None, message, hint),
             }
         }
+        progress.finish();
         let mut outcome = self.finish(sink, raw_digest, records, count, report)?;
         outcome.producer = producer;
         outcome.companions = copied;
@@ -459,6 +468,35 @@ impl Batch {
     }
 }
 
+/// Progress over a structured file's items: the bytes of the items read so far, at most as
+/// many as the copy counted (a ZIP log's members inflate to more than the file holds, and
+/// Parquet rows count none), the rest once the items end.
+struct ItemProgress<'p> {
+    progress: &'p dyn super::Progress,
+    /// Bytes this pass may still count.
+    left: u64,
+    /// Bytes read and not yet counted (counted a mebibyte at a time).
+    pending: u64,
+}
+
+impl ItemProgress<'_> {
+    fn read(&mut self, bytes: usize) {
+        self.pending += bytes as u64;
+        if self.pending >= 1 << 20 {
+            let counted = self.pending.min(self.left);
+            self.progress.advance(counted);
+            self.left -= counted;
+            self.pending = 0;
+        }
+    }
+
+    fn finish(self) {
+        if self.left > 0 {
+            self.progress.advance(self.left);
+        }
+    }
+}
+
 /// Reads the archived structured file at `raw` as `structured` lays it out: its header
 /// first (a second pass over a document, so the header may come after the items), then
 /// every item, normalized and handed to `take` in file order. Returns the producer's
@@ -470,6 +508,7 @@ fn structured_items(
     roles: &[(&'static str, String)],
     context: &ImportContext<'_>,
     bank: Option<&BankIndex>,
+    progress: &mut ItemProgress<'_>,
     mut take: impl FnMut(Normalized) -> Result<(), ArchiveError>,
 ) -> Result<Result<Map<String, Value>, FileProblem>, ArchiveError> {
     let layout = match (structured.layout)(context.source.basename) {
@@ -494,7 +533,10 @@ fn structured_items(
         |push| {
             let mut batch = Batch::default();
             let read = shape.items(open(raw)?, &mut |item| {
-                match batch.add(item) && !push(std::mem::take(&mut batch)) {
+                let before = batch.bytes;
+                let full = batch.add(item);
+                progress.read(batch.bytes - before);
+                match full && !push(std::mem::take(&mut batch)) {
                     // The sink failed: its error is what push_ordered returns.
                     true => Err(Stop),
                     false => Ok(()),
