@@ -145,7 +145,7 @@ impl Spilled {
 }
 
 impl report::Records for Spilled {
-    fn load(&self, side: Side, row: u32) -> std::io::Result<crate::record::StoredRecord> {
+    fn load(&self, side: Side, row: u32) -> std::io::Result<report::StoredRecord> {
         self.side(side).load(row)
     }
 

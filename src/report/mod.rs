@@ -24,7 +24,9 @@ use crate::compare::stats::ConfidenceLevel;
 use crate::compare::summary::SideAlone;
 use crate::compare::{Comparison, Item, Outcome, Side, Summary};
 use crate::durable::{self, ContentDigest, PathIoError, io_at};
-use crate::record::{Identity, StoredRecord};
+use crate::record::Identity;
+/// What a [`Records`] source loads (named here for sources in the layers above).
+pub use crate::record::StoredRecord;
 
 /// The item-level report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
