@@ -160,6 +160,10 @@ pub struct Structured {
     /// (lighteval, OpenCompass): splits the input into [`Unit`]s, one import each. `None`
     /// for a format whose input is one file or one run folder.
     pub units: Option<PlanUnits>,
+    /// Checks, once every item was normalized, what only the whole file can show (an
+    /// OpenCompass results file scoring items its predictions file does not hold). `None`
+    /// when there is nothing to check.
+    pub finish: Option<Finish>,
 }
 
 impl Structured {
@@ -179,7 +183,14 @@ impl Structured {
             begin,
             normalize,
             units: None,
+            finish: None,
         }
+    }
+
+    /// The hooks of a format with a check of the whole file after its items.
+    pub const fn with_finish(mut self, finish: Finish) -> Self {
+        self.finish = Some(finish);
+        self
     }
 
     /// The hooks of a format whose input is an output folder, split by `units`.
@@ -188,6 +199,9 @@ impl Structured {
         self
     }
 }
+
+/// The check of a whole file after its items ([`Structured::finish`]).
+pub type Finish = fn(&Begun) -> Result<(), AdapterError>;
 
 /// Splits an input into units, or says why it cannot ([`Structured::units`]).
 pub type PlanUnits = fn(&Listing<'_>) -> Result<Vec<Unit>, String>;

@@ -11,6 +11,8 @@
 //! letter the evaluator parsed from a reply that does not contain it is flagged. The
 //! mapping is in FORMAT.md ("The OpenCompass adapter"). No filesystem access.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde_json::{Map, Value};
 
 use super::stable_id::{self, QuestionIdentity};
@@ -25,7 +27,9 @@ pub const ADAPTER: super::Adapter = super::Adapter::new(
     "OpenCompass output (outputs/<timestamp>/ or one predictions/<model>/<abbr>.json)",
     "opencompass/1",
     super::Reader::Items(
-        super::Structured::new(layout, begin, kit::normalize::<Dataset>).with_units(units),
+        super::Structured::new(layout, begin, kit::normalize::<Dataset>)
+            .with_units(units)
+            .with_finish(finish),
     ),
 );
 
@@ -96,6 +100,9 @@ struct Dataset {
     benchmark: String,
     /// The results' `details` entry of each position.
     details: Entries,
+    /// Which `details` entries an item of the predictions file was joined with (items are
+    /// normalized on several threads).
+    joined: std::collections::HashMap<u64, AtomicBool>,
     /// Whether the `details` entries carry `correct` at all (free generation does not).
     scored: bool,
     /// A circular evaluation's rotations per question.
@@ -146,11 +153,16 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
         .members
         .get(IDS)
         .map(|lines| id_lines(lines, context));
+    let joined = details
+        .keys()
+        .map(|&position| (position, AtomicBool::new(false)))
+        .collect();
     Ok(Begun {
         state: Box::new(Dataset {
             abbr: abbr.to_owned(),
             benchmark,
             details,
+            joined,
             scored,
             rotations: rotations(results),
             ids,
@@ -361,6 +373,7 @@ impl kit::Items for Dataset {
         let detail = self.details.get(&position);
         if let Some(detail) = detail {
             check_join(detail, &object, key, &self.results_file)?;
+            self.joined[&position].store(true, Ordering::Relaxed);
         }
         let prompt = object.get("origin_prompt").and_then(Value::as_str);
         let identity = self.identity(question, key, prompt, context, &mut warnings)?;
@@ -388,6 +401,41 @@ impl kit::Items for Dataset {
         }
         Ok(Some(record))
     }
+}
+
+/// A results file must score only the items of its predictions file: an entry no item
+/// was joined with means the two files are not of one evaluation (or the predictions file
+/// lost items), and the scores it holds would silently be left out.
+fn finish(begun: &Begun) -> Result<(), AdapterError> {
+    let dataset: &Dataset = begun
+        .state
+        .downcast_ref()
+        .expect("begun by the OpenCompass adapter");
+    let mut unjoined: Vec<u64> = dataset
+        .joined
+        .iter()
+        .filter(|(_, joined)| !joined.load(Ordering::Relaxed))
+        .map(|(&position, _)| position)
+        .collect();
+    if unjoined.is_empty() {
+        return Ok(());
+    }
+    unjoined.sort_unstable();
+    let shown: Vec<String> = unjoined.iter().take(5).map(u64::to_string).collect();
+    let more = match unjoined.len() {
+        n if n > 5 => format!(" and {} more", n - 5),
+        _ => String::new(),
+    };
+    Err(AdapterError::new(
+        FieldPath::root(),
+        format!(
+            "{} scores {} item(s) the predictions file does not hold (details {}{more})",
+            dataset.results_file,
+            unjoined.len(),
+            shown.join(", ")
+        ),
+    )
+    .with_hint("the results file must be the one OpenCompass wrote with these predictions"))
 }
 
 impl Dataset {

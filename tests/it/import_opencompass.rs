@@ -398,8 +398,9 @@ fn hostile_outputs_are_refused_with_the_file_and_item_named() {
         "{stderr}"
     );
 
-    // Results that are not of these predictions: the details reversed, an entry missing, a
-    // position far beyond them, two repeats (n = 2), and an --ids file one line off.
+    // Results that are not of these predictions: the details reversed, an entry missing, an
+    // entry no item has, a position far beyond them, two repeats (n = 2), and an --ids
+    // file one line off.
     let results_path = outputs.join(format!("results/{MODEL}/babel_mc_gen.json"));
     let original = std::fs::read_to_string(&results_path).unwrap();
     let edited = |edit: &dyn Fn(&mut Value)| {
@@ -419,6 +420,14 @@ fn hostile_outputs_are_refused_with_the_file_and_item_named() {
                 r["details"].as_array_mut().unwrap().pop();
             },
             "results/babel-fake-seed1/babel_mc_gen.json has no details entry for item 19",
+        ),
+        (
+            &|r: &mut Value| {
+                let details = r["details"].as_array_mut().unwrap();
+                let extra = details[0].clone();
+                details.push(extra);
+            },
+            "results/babel-fake-seed1/babel_mc_gen.json scores 1 item(s) the predictions file does not hold (details 20)",
         ),
         (
             &|r: &mut Value| {

@@ -549,7 +549,11 @@ fn structured_items(
             Ok(read)
         },
     )?;
-    Ok(settle(read, raw, None)?.map(|()| begun.producer))
+    let whole = settle(read, raw, None)?.and_then(|()| match structured.finish {
+        Some(finish) => finish(&begun).map_err(header_problem),
+        None => Ok(()),
+    });
+    Ok(whole.map(|()| begun.producer))
 }
 
 #[cfg(test)]
