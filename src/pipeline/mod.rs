@@ -108,12 +108,23 @@ pub fn compare(
         });
     };
     // A report sorts its items by identity: the join columns stay in memory for that.
-    let (baseline, variant) = sides.load(archive)?;
-    let mut comparison = join(&baseline, &variant)?;
-    let summary = Summary::of(&comparison, request.confidence);
-    comparison.sort_by_identity(&baseline, &variant);
-    drop((baseline, variant));
-    let (baseline, variant) = sides.full_records(archive)?;
+    // The full records are spilled meanwhile (the two do not depend on each other, and
+    // joining and sorting keep one core busy).
+    let (joined, spilled) = std::thread::scope(|scope| {
+        let spilling = scope.spawn(|| sides.full_records(archive));
+        let joined = sides.load(archive).and_then(|(baseline, variant)| {
+            let mut comparison = join(&baseline, &variant)?;
+            let summary = Summary::of(&comparison, request.confidence);
+            comparison.sort_by_identity(&baseline, &variant);
+            Ok((comparison, summary))
+        });
+        let spilled = spilling
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (joined, spilled)
+    });
+    let (comparison, summary) = joined?;
+    let (baseline, variant) = spilled?;
     let spilled = Spilled { baseline, variant };
     let digest = report::write_new(&path, format, &comparison, &summary, &spilled)
         .map_err(ArchiveError::Io)?;
