@@ -370,10 +370,12 @@ impl kit::Items for Dataset {
             Some(rotations) => (position / rotations, Some(position % rotations)),
             None => (position, None),
         };
+        if let Some(joined) = self.joined.get(&position) {
+            joined.store(true, Ordering::Relaxed);
+        }
         let detail = self.details.get(&position);
         if let Some(detail) = detail {
             check_join(detail, &object, key, &self.results_file)?;
-            self.joined[&position].store(true, Ordering::Relaxed);
         }
         let prompt = object.get("origin_prompt").and_then(Value::as_str);
         let identity = self.identity(question, key, prompt, context, &mut warnings)?;
@@ -426,12 +428,15 @@ fn finish(begun: &Begun) -> Result<(), AdapterError> {
         n if n > 5 => format!(" and {} more", n - 5),
         _ => String::new(),
     };
+    let items = match unjoined.len() {
+        1 => "an item".to_owned(),
+        n => format!("{n} items"),
+    };
     Err(AdapterError::new(
         FieldPath::root(),
         format!(
-            "{} scores {} item(s) the predictions file does not hold (details {}{more})",
+            "{} scores {items} the predictions file does not hold (details entry {}{more})",
             dataset.results_file,
-            unjoined.len(),
             shown.join(", ")
         ),
     )

@@ -2,9 +2,10 @@
 //! and `babel panel` ([`panel`]).
 //!
 //! `babel compare`: select two sides → read their join columns → join
-//! → summarize → optionally write the item-level report, reading full records only for
-//! the items it writes. The CLI parses arguments and prints what [`compare()`] returns; the
-//! demo and the tests call the same function.
+//! → summarize → optionally write the item-level report, its full records spilled from
+//! both runs while the join columns are read, joined and sorted. The CLI parses
+//! arguments and prints what [`compare()`] returns; the demo and the tests call the same
+//! function.
 //!
 //! It wires layers together and owns no rule of its own: side selection and the
 //! comparability rules are `archive::comparison`'s, the join and statistics `compare`'s,

@@ -397,6 +397,7 @@ fn hostile_outputs_are_refused_with_the_file_and_item_named() {
         stderr.contains("member \"7\" is the string \"oops\", not an object"),
         "{stderr}"
     );
+    assert!(!stderr.contains("does not hold"), "{stderr}");
 
     // Results that are not of these predictions: the details reversed, an entry missing, an
     // entry no item has, a position far beyond them, two repeats (n = 2), and an --ids
@@ -427,7 +428,7 @@ fn hostile_outputs_are_refused_with_the_file_and_item_named() {
                 let extra = details[0].clone();
                 details.push(extra);
             },
-            "results/babel-fake-seed1/babel_mc_gen.json scores 1 item(s) the predictions file does not hold (details 20)",
+            "results/babel-fake-seed1/babel_mc_gen.json scores an item the predictions file does not hold (details entry 20)",
         ),
         (
             &|r: &mut Value| {
@@ -443,6 +444,12 @@ fn hostile_outputs_are_refused_with_the_file_and_item_named() {
         edited(edit);
         let stderr = refused(&env, "o", &[], &outputs);
         assert!(stderr.contains(expected), "{expected}: {stderr}");
+        // An item refused for its own problem is not also an unscored entry.
+        assert_eq!(
+            stderr.contains("does not hold"),
+            expected.contains("does not hold"),
+            "{expected}: {stderr}"
+        );
     }
     std::fs::write(&results_path, &original).unwrap();
     let shifted = ids_file("shifted.jsonl", &|lines| {

@@ -56,6 +56,7 @@ impl FileImport<'_, '_> {
         let mut sink = self.sink(seen);
         let mut count = 0;
         let mut producer = None;
+        let rejected_before = report.rejected_total;
         if !self.source_refused(&sink, report) {
             let (read, written) = std::thread::scope(|scope| {
                 let mut writer = ThreadedWriter::spawn(scope, records.writer());
@@ -80,8 +81,16 @@ impl FileImport<'_, '_> {
             });
             // A failed write stops the writer thread: its own error is the one to report.
             count = written.map_err(io_at("writing", &records_path))?;
-            match read? {
-                Ok(facts) => producer = Some(facts),
+            // The check of the whole file means something only when every item made its
+            // records: an item refused for its own problem is not also a file problem.
+            let whole = read?.and_then(|begun| match structured.finish {
+                Some(finish) if report.rejected_total == rejected_before => {
+                    finish(&begun).map_err(header_problem).map(|()| begun)
+                }
+                _ => Ok(begun),
+            });
+            match whole {
+                Ok(begun) => producer = Some(begun.producer),
                 Err((message, hint)) => sink.reject(report, None, None, None, message, hint),
             }
         }
@@ -499,9 +508,9 @@ impl ItemProgress<'_> {
 
 /// Reads the archived structured file at `raw` as `structured` lays it out: its header
 /// first (a second pass over a document, so the header may come after the items), then
-/// every item, normalized and handed to `take` in file order. Returns the producer's
-/// facts, or the problem that stopped the file (after the items before it were handed
-/// out).
+/// every item, normalized and handed to `take` in file order. Returns what the adapter
+/// began with (its state and the producer's facts), or the problem that stopped the file
+/// (after the items before it were handed out).
 fn structured_items(
     structured: &adapters::Structured,
     raw: &Path,
@@ -510,7 +519,7 @@ fn structured_items(
     bank: Option<&BankIndex>,
     progress: &mut ItemProgress<'_>,
     mut take: impl FnMut(Normalized) -> Result<(), ArchiveError>,
-) -> Result<Result<Map<String, Value>, FileProblem>, ArchiveError> {
+) -> Result<Result<adapters::Begun, FileProblem>, ArchiveError> {
     let layout = match (structured.layout)(context.source.basename) {
         Ok(layout) => layout,
         Err(message) => return Ok(Err((message, None))),
@@ -549,11 +558,7 @@ fn structured_items(
             Ok(read)
         },
     )?;
-    let whole = settle(read, raw, None)?.and_then(|()| match structured.finish {
-        Some(finish) => finish(&begun).map_err(header_problem),
-        None => Ok(()),
-    });
-    Ok(whole.map(|()| begun.producer))
+    Ok(settle(read, raw, None)?.map(|()| begun))
 }
 
 #[cfg(test)]
