@@ -226,22 +226,8 @@ fn an_import_killed_at_varying_moments_is_entire_or_absent() {
     let mut run = String::from("r1");
     let mut killed_while_running = 0;
     for step in 0..10u32 {
-        let crate::common::Kill { status, delay } = clock.kill_at(
-            std::process::Command::new(env!("CARGO_BIN_EXE_babel"))
-                .current_dir(env.path())
-                .args([
-                    "--root",
-                    "archive",
-                    "import",
-                    &run,
-                    "--format",
-                    "canonical",
-                    &big,
-                ])
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null()),
-            (f64::from(step) + 0.5) / 10.0,
-        );
+        let at = (f64::from(step) + 0.5) / 10.0;
+        let crate::common::Kill { status, delay } = clock.kill_import(&env, &run, &big, at);
         if status.signal() == Some(9) {
             killed_while_running += 1;
         }

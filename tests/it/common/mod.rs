@@ -341,13 +341,29 @@ impl ImportClock {
         self.typical
     }
 
-    /// Spawns `command` and SIGKILLs it `at` times the typical duration after it started,
-    /// unless it ended first; then moves the estimate halfway towards what was seen.
-    pub fn kill_at(&mut self, command: &mut std::process::Command, at: f64) -> Kill {
+    /// Starts `babel import RUN --format canonical INPUT` in `env` and SIGKILLs it `at`
+    /// times the typical duration after it started, unless it ended first; then moves the
+    /// estimate halfway towards what was seen.
+    pub fn kill_import(&mut self, env: &Env, run: &str, input: &str, at: f64) -> Kill {
+        use std::process::{Command, Stdio};
         use std::time::{Duration, Instant};
         let delay = self.typical.mul_f64(at);
         let started = Instant::now();
-        let mut child = command.spawn().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_babel"))
+            .current_dir(env.path())
+            .args([
+                "--root",
+                "archive",
+                "import",
+                run,
+                "--format",
+                "canonical",
+                input,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         loop {
             if let Some(status) = child.try_wait().unwrap() {
                 self.typical = (self.typical + started.elapsed()) / 2;

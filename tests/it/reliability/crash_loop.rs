@@ -13,7 +13,6 @@ use crate::common::{Env, ImportClock, Kill, canonical_line};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, Stdio};
 
 /// Lines per import: long enough that a kill lands inside it most of the time.
 const LINES: u32 = 3000;
@@ -80,22 +79,7 @@ fn imports_killed_at_random_moments_are_entire_or_absent() {
         } else {
             0.8 + random.unit() * 0.35
         };
-        let Kill { status, delay } = clock.kill_at(
-            Command::new(env!("CARGO_BIN_EXE_babel"))
-                .current_dir(env.path())
-                .args([
-                    "--root",
-                    "archive",
-                    "import",
-                    &run,
-                    "--format",
-                    "canonical",
-                    &input,
-                ])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null()),
-            at,
-        );
+        let Kill { status, delay } = clock.kill_import(&env, &run, &input, at);
         if status.signal() == Some(9) {
             signalled += 1;
         }
