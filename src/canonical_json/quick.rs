@@ -79,19 +79,13 @@ impl Quick<'_> {
     fn escape_length(&self, at: usize) -> Option<usize> {
         match self.bytes.get(at)? {
             b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => Some(0),
-            b'u' => {
-                let hex = self.bytes.get(at + 1..at + 5)?;
-                let lower = |b: u8| matches!(b, b'0'..=b'9' | b'a'..=b'f');
-                if hex[0] != b'0' || hex[1] != b'0' || !matches!(hex[2], b'0' | b'1') {
-                    return None;
-                }
-                if !lower(hex[3]) {
-                    return None;
-                }
-                // The control characters with a short form are never written as \u00xx.
-                let code = (hex[2] - b'0') * 16 + (hex[3] as char).to_digit(16)? as u8;
-                (!matches!(code, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d)).then_some(4)
-            }
+            // A control character, in lowercase hex; those with a short form are never
+            // written as \u00xx.
+            b'u' => match *self.bytes.get(at + 1..at + 5)? {
+                [b'0', b'0', b'0', b'8' | b'9' | b'a' | b'c' | b'd'] => None,
+                [b'0', b'0', b'0' | b'1', b'0'..=b'9' | b'a'..=b'f'] => Some(4),
+                _ => None,
+            },
             _ => None,
         }
     }
@@ -248,6 +242,7 @@ mod tests {
             "5e-324",
             "\"\"",
             "\"é\\n\\u001f\\\"\\\\\\b\\f\\r\\t\\u0000\"",
+            "\"\\u000b\\u000e\\u0019\"",
             "[]",
             "{}",
             "[[],{},[null]]",
@@ -284,6 +279,8 @@ mod tests {
             "1e400",
             "\"\\u00e9\"",
             "\"\\u000a\"",
+            "\"\\u0008\"",
+            "\"\\u000d\"",
             "\"\\u001F\"",
             "\"\\/\"",
             "\"\\x\"",

@@ -115,15 +115,6 @@ impl LoadedItem {
         })
     }
 
-    /// The stored bytes of `item`'s records, as `load` tells them before loading.
-    pub fn stored_size(item: &Item, load: Load<'_>) -> usize {
-        let baseline = item
-            .baseline
-            .map_or(0, |row| load.size(Side::Baseline, row));
-        let variant = item.variant.map_or(0, |row| load.size(Side::Variant, row));
-        baseline + variant
-    }
-
     /// The bytes of text the item's records hold.
     pub fn size(&self) -> usize {
         [&self.baseline, &self.variant]
@@ -180,12 +171,17 @@ fn write_rows(
     out: &mut dyn Write,
     rows: impl Fn(&[Item]) -> io::Result<Vec<u8>> + Sync,
 ) -> io::Result<()> {
+    let stored = |item: &Item| {
+        let baseline = item.baseline.map(|row| load.size(Side::Baseline, row));
+        let variant = item.variant.map(|row| load.size(Side::Variant, row));
+        baseline.unwrap_or(0) + variant.unwrap_or(0)
+    };
     let mut rest = items;
     let next_job = || {
         let mut bytes = 0;
         let mut count = 0;
         while count < rest.len().min(ROW_JOB_ITEMS) && bytes < ROW_JOB_BYTES {
-            bytes += LoadedItem::stored_size(&rest[count], load);
+            bytes += stored(&rest[count]);
             count += 1;
         }
         let (job, after) = rest.split_at(count);

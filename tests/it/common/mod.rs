@@ -310,7 +310,7 @@ pub struct ImportClock {
     typical: std::time::Duration,
 }
 
-/// What [`ImportClock::kill_at`] did: the status the process ended with and when the kill
+/// What [`ImportClock::kill_import`] did: the status the process ended with and when the kill
 /// was aimed.
 pub struct Kill {
     pub status: std::process::ExitStatus,
