@@ -228,11 +228,14 @@ impl NewFile {
     }
 }
 
-/// A new file holding a copy of another, made inside the kernel where the filesystem can
-/// (`std::io::copy` between files uses `copy_file_range`, and falls back to reading and
-/// writing): the bytes never pass through this process. It is hashed by whoever reads it
-/// back ([`CopiedFile::reader`]), so a digest is always of what the archive holds, even if
-/// the source changed meanwhile. Dropped before [`CopiedFile::finish`], it removes itself.
+/// A new file holding a copy of another, made one of two ways. [`CopiedFile::create`] copies
+/// inside the kernel where the filesystem can (`std::io::copy` between files uses
+/// `copy_file_range`, and falls back to reading and writing): the bytes never pass through
+/// this process, and whoever reads the copy back ([`CopiedFile::reader`]) hashes it.
+/// [`CopiedFile::tee`] writes into the copy every byte a reader takes from the source, so
+/// the reader's hash is of the very buffers written and reading starts at once instead of
+/// after the whole copy. Either way a digest is of what the archive holds, even if the
+/// source changed meanwhile. Dropped before [`CopiedFile::finish`], it removes itself.
 pub struct CopiedFile {
     path: PathBuf,
     /// `None` once finished.
@@ -265,6 +268,40 @@ impl CopiedFile {
         Ok((copied, bytes))
     }
 
+    /// Creates `path` exclusively, empty, to be filled through [`CopiedFile::tee`].
+    pub fn create_empty(path: &Path) -> Result<Self, PathIoError> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(io_at("creating", path))?;
+        Ok(Self {
+            path: path.to_owned(),
+            file: Some(file),
+        })
+    }
+
+    /// A reader of `source` that writes everything it reads into the copy before handing
+    /// it out, and the [`WriteBack`] that sends the copy's data to disk as it grows (run it
+    /// on another thread; it returns once the tee is dropped). A failed write is read as
+    /// an error that [`PathIoError::of_tee`] tells from a failed read.
+    pub fn tee<R: Read>(&self, source: R) -> (Tee<'_, R>, WriteBack<'_>) {
+        let (kick, kicks) = mpsc::sync_channel(1);
+        let tee = Tee {
+            source,
+            copy: self,
+            unsynced: 0,
+            kick,
+        };
+        (tee, WriteBack { copy: self, kicks })
+    }
+
+    fn file(&self) -> &File {
+        self.file
+            .as_ref()
+            .expect("a copy is written before it is finished")
+    }
+
     /// The copy, opened again for reading from its start.
     pub fn reader(&self) -> Result<File, PathIoError> {
         File::open(&self.path).map_err(io_at("reading", &self.path))
@@ -274,11 +311,9 @@ impl CopiedFile {
     /// would: a caller that reads the copy back meanwhile does this on another thread, so
     /// that the disk works while it reads and `finish` finds little left to write.
     pub fn write_back(&self) -> Result<(), PathIoError> {
-        let file = self
-            .file
-            .as_ref()
-            .expect("written back before it is finished");
-        file.sync_data().map_err(io_at("syncing", &self.path))
+        self.file()
+            .sync_data()
+            .map_err(io_at("syncing", &self.path))
     }
 
     /// Fsyncs the copy.
@@ -287,6 +322,72 @@ impl CopiedFile {
         file.sync_all().map_err(io_at("syncing", &self.path))?;
         self.file = None;
         Ok(())
+    }
+}
+
+/// How much a [`Tee`] writes between two write-backs of its copy.
+const WRITE_BACK_BYTES: u64 = 64 << 20;
+
+/// Reads a source and writes what it reads into a [`CopiedFile`] ([`CopiedFile::tee`]).
+pub struct Tee<'c, R> {
+    source: R,
+    copy: &'c CopiedFile,
+    /// Bytes written since the write-back was last asked for.
+    unsynced: u64,
+    kick: mpsc::SyncSender<()>,
+}
+
+impl<R: Read> Read for Tee<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.source.read(buf)?;
+        let mut file = self.copy.file();
+        file.write_all(&buf[..n]).map_err(|source| {
+            io::Error::other(PathIoError {
+                action: "writing",
+                path: self.copy.path.clone(),
+                source,
+            })
+        })?;
+        self.unsynced += n as u64;
+        if self.unsynced >= WRITE_BACK_BYTES {
+            // A write-back still running takes this data too: no need to queue another.
+            let _ = self.kick.try_send(());
+            self.unsynced = 0;
+        }
+        Ok(n)
+    }
+}
+
+/// Writes a [`Tee`]'s copy back to disk each time the tee has written another
+/// [`WRITE_BACK_BYTES`], so the disk works while the source is read and
+/// [`CopiedFile::finish`] finds little left to write.
+pub struct WriteBack<'c> {
+    copy: &'c CopiedFile,
+    kicks: mpsc::Receiver<()>,
+}
+
+impl WriteBack<'_> {
+    /// Runs until the tee is dropped.
+    pub fn run(self) -> Result<(), PathIoError> {
+        while self.kicks.recv().is_ok() {
+            self.copy.write_back()?;
+        }
+        Ok(())
+    }
+}
+
+impl PathIoError {
+    /// The error of a read through a [`Tee`]: its copy's failed write as it is, else a
+    /// failed read of the source, named by `source`.
+    pub fn of_tee(error: io::Error, source: &Path) -> Self {
+        if error
+            .get_ref()
+            .is_some_and(|inner| inner.is::<PathIoError>())
+        {
+            let inner = error.into_inner().expect("checked above");
+            return *inner.downcast::<PathIoError>().expect("checked above");
+        }
+        io_at("reading", source)(error)
     }
 }
 
@@ -547,5 +648,42 @@ mod tests {
         });
         assert!(failed.is_err());
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_tee_copies_what_it_reads_and_the_reader_hashes_those_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let source: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        let path = dir.path().join("copy");
+        let copy = CopiedFile::create_empty(&path).unwrap();
+        let (tee, write_back) = copy.tee(&source[..]);
+        let digest = std::thread::scope(|scope| {
+            let writing_back = scope.spawn(|| write_back.run());
+            let mut reader = HashingReader::new(tee);
+            io::copy(&mut reader, &mut io::sink()).unwrap();
+            let digest = reader.finish();
+            // The write-back ends once the tee is gone.
+            writing_back.join().unwrap().unwrap();
+            digest
+        });
+        copy.finish().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), source);
+        assert_eq!(digest, digest_file(&path).unwrap());
+    }
+
+    #[test]
+    fn a_failed_write_of_a_tee_is_told_from_a_failed_read() {
+        let copy = Path::new("/archive/raw/0001-a.jsonl");
+        let source = Path::new("/inputs/a.jsonl");
+        let written = io::Error::other(io_at("writing", copy)(io::Error::other("disk full")));
+        assert_eq!(
+            PathIoError::of_tee(written, source).to_string(),
+            "writing /archive/raw/0001-a.jsonl: disk full"
+        );
+        let read = io::Error::other("input/output error");
+        assert_eq!(
+            PathIoError::of_tee(read, source).to_string(),
+            "reading /inputs/a.jsonl: input/output error"
+        );
     }
 }

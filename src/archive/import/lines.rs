@@ -1,5 +1,5 @@
-//! JSON Lines inputs: the file is copied whole into the archive (inside the kernel where
-//! it can be), then its copy is read in batches of whole lines, hashed as it is read; each
+//! JSON Lines inputs: the file is read in batches of whole lines, each written into the
+//! archive's copy and hashed as it is read (the digest is of the bytes written); each
 //! batch is normalized on a worker thread and taken in file order by the [`Sink`], whose
 //! records a writer thread encodes and compresses.
 //!
@@ -16,7 +16,7 @@ use crate::adapters::{ImportContext, JsonLine, LinesHook, TreeLinesHook};
 use crate::archive::ArchiveError;
 use crate::archive::artifacts::contract::BankIndex;
 use crate::archive::records::ThreadedWriter;
-use crate::durable::{CopiedFile, HashingReader, NewFile, io_at};
+use crate::durable::{CopiedFile, HashingReader, NewFile, PathIoError, io_at};
 use crate::jsonl::{self, LineBatch, Members, NonFinitePolicy, NonFiniteReplacement};
 use crate::parallel;
 use crate::record::DigestMap;
@@ -29,8 +29,8 @@ pub(super) enum LineHook {
 }
 
 impl FileImport<'_, '_> {
-    /// A JSON Lines file: copied to its raw file, then read back in batches of lines,
-    /// normalized on worker threads and written in order.
+    /// A JSON Lines file: read in batches of lines that are written to its raw file as
+    /// they are read, normalized on worker threads and written in order.
     pub(super) fn lines(
         &self,
         hook: LineHook,
@@ -40,9 +40,10 @@ impl FileImport<'_, '_> {
     ) -> Result<FileOutcome, ArchiveError> {
         let raw_path = self.transaction.path(&self.plan.raw_rel);
         let records_path = self.transaction.path(&self.plan.records_rel);
-        let (copy, _) = CopiedFile::create(&raw_path, &mut source)?;
+        let copy = CopiedFile::create_empty(&raw_path)?;
         let mut records = NewFile::create(&records_path)?;
-        let reader = HashingReader::new(Progressing::new(copy.reader()?, self.progress));
+        let (tee, write_back) = copy.tee(&mut source);
+        let reader = HashingReader::new(Progressing::new(tee, self.progress));
         let mut batcher = jsonl::Batcher::new(reader);
         let context = self.import_context();
         let mut sink = self.sink(seen);
@@ -51,9 +52,9 @@ impl FileImport<'_, '_> {
         let source_refused = self.source_refused(&sink, report);
         let (policy, bank) = (self.options.non_finite, self.bank);
         let mut read_error = None;
-        let (parsed, written, written_back) = std::thread::scope(|scope| {
-            // The copy goes to disk while it is read back from the page cache.
-            let writing_back = scope.spawn(|| copy.write_back());
+        let (parsed, written, raw_digest, written_back) = std::thread::scope(|scope| {
+            // The copy goes to disk while the source is read.
+            let writing_back = scope.spawn(|| write_back.run());
             let mut writer = ThreadedWriter::spawn(scope, records.writer());
             let parsed = parallel::map_ordered(
                 parallel::workers(),
@@ -77,17 +78,18 @@ impl FileImport<'_, '_> {
                     Ok(())
                 },
             );
+            // Dropping the tee ends the write-back.
+            let raw_digest = batcher.into_inner().finish();
             let written_back = writing_back
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (parsed, writer.finish(), written_back)
+            (parsed, writer.finish(), raw_digest, written_back)
         });
         let count = written.map_err(io_at("writing", &records_path))?;
         parsed.or_else(|error: Option<ArchiveError>| error.map_or(Ok(()), Err))?;
         if let Some(error) = read_error {
-            return Err(io_at("reading", &raw_path)(error).into());
+            return Err(PathIoError::of_tee(error, self.plan.given_path).into());
         }
-        let raw_digest = batcher.into_inner().finish();
         written_back?;
         copy.finish()?;
         self.finish(sink, raw_digest, records, count, report)
