@@ -63,10 +63,7 @@ impl LineBatch {
             if rest.is_empty() {
                 return None;
             }
-            let end = rest
-                .iter()
-                .position(|&b| b == b'\n')
-                .map_or(rest.len(), |newline| newline + 1);
+            let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |newline| newline + 1);
             let (raw, after) = rest.split_at(end);
             rest = after;
             let line = number;
@@ -178,7 +175,7 @@ impl<R: Read> Batcher<R> {
                 self.fill(&mut data, want)?;
             }
             if self.skipping {
-                match data.iter().position(|&b| b == b'\n') {
+                match memchr::memchr(b'\n', &data) {
                     Some(newline) => {
                         data.drain(..=newline);
                         self.skipping = false;
@@ -192,10 +189,7 @@ impl<R: Read> Batcher<R> {
                 return Ok(None);
             }
             let first_line = self.line_number + 1;
-            let last = data[searched..]
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map(|at| searched + at);
+            let last = memchr::memrchr(b'\n', &data[searched..]).map(|at| searched + at);
             match last {
                 Some(last) => return Ok(Some(self.whole_lines(data, last, first_line))),
                 None if data.len() > MAX_LINE_BYTES => {
@@ -227,11 +221,8 @@ impl<R: Read> Batcher<R> {
         // follows other lines (it is the next batch).
         let mut cut = last + 1;
         while start <= last {
-            let end = start
-                + data[start..=last]
-                    .iter()
-                    .position(|&b| b == b'\n')
-                    .expect("a line end exists");
+            let end =
+                start + memchr::memchr(b'\n', &data[start..=last]).expect("a line end exists");
             if end - start > MAX_LINE_BYTES {
                 self.carry_has_lines = true;
                 if count == 0 {
