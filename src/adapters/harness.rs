@@ -10,8 +10,6 @@
 
 use std::borrow::Cow;
 
-use serde_json::{Map, Value};
-
 use super::kit::describe;
 use super::{AdapterError, ImportContext, JsonLine, LineFields, RunContext, kit, stable_id};
 use crate::canonical_json::{Json, JsonKind, ObjectWriter, object_members};
@@ -107,7 +105,7 @@ pub fn normalize<'a>(
     let scores = match (&filtered_resps, &resps) {
         (Some(filtered), _) => likelihood_scores(filtered, rolling, false, &mut warnings),
         (None, Some(raw)) => likelihood_scores(raw, rolling, true, &mut warnings),
-        (None, None) => Map::new(),
+        (None, None) => Json::EMPTY_OBJECT,
     };
     let correct = listed_correctness(&metrics, &f, run, &mut warnings);
     let mut input = ObjectWriter::new();
@@ -133,9 +131,7 @@ pub fn normalize<'a>(
         // largest likelihood: PMI requests and filters can change what a request means.
         prediction: Json::NULL,
         correct,
-        scores: Json::of(&Value::Object(scores)).map_err(|error| {
-            AdapterError::new(FieldPath::root().key("scores"), error.to_string())
-        })?,
+        scores,
         metrics: metrics.finish(),
         response: response(resps, filtered_resps),
         source_path: Cow::Borrowed(context.source.raw_path),
@@ -397,77 +393,102 @@ fn correctness(
 
 /// A loglikelihood_rolling request has the text as its only argument.
 fn is_rolling(arguments: &Json<'_>) -> bool {
-    let Some(requests) = arguments.members() else {
+    let Some(mut requests) = arguments.iter_members().map(Iterator::peekable) else {
         return false;
     };
-    !requests.is_empty()
-        && requests.iter().all(|(_, request)| {
-            request
-                .members()
-                .is_some_and(|args| args.len() == 1 && args[0].0 == "arg_0")
+    // Read one member at a time: the first request with a second argument settles it,
+    // and the long prompts of the others are not walked.
+    requests.peek().is_some()
+        && requests.all(|(_, request)| {
+            request.iter_members().is_some_and(|mut args| {
+                args.next().is_some_and(|(key, _)| key == "arg_0") && args.next().is_none()
+            })
         })
 }
 
 /// The supported likelihood responses as numbers, in request order: `loglikelihood` (and
 /// `is_greedy` for `[logprob, is_greedy]` pairs). Each entry is one request's response
 /// (`filtered_resps`), or a list with one response per repeat (`resps`, converted only
-/// when each request has exactly one). Anything else yields no scores: the responses are
-/// kept in `response` either way.
+/// when each request has exactly one). Anything else yields no scores (`{}`): the
+/// responses are kept in `response` either way. Read from the canonical text and written
+/// as canonical text (`is_greedy` sorts before `loglikelihood`), without a tree.
 fn likelihood_scores(
     entries: &Json<'_>,
     rolling: bool,
     repeated: bool,
     warnings: &mut Vec<String>,
-) -> Map<String, Value> {
-    let Value::Array(entries) = entries.to_value() else {
-        unreachable!("resps and filtered_resps are arrays")
-    };
-    let mut loglikelihood = Vec::with_capacity(entries.len());
-    let mut is_greedy = Vec::with_capacity(entries.len());
+) -> Json<'static> {
+    let entries = entries
+        .elements()
+        .expect("resps and filtered_resps are arrays");
+    let mut loglikelihood = String::from("\"loglikelihood\":[");
+    let mut is_greedy = String::from("{\"is_greedy\":[");
+    let mut greedy_count = 0;
     let source = if repeated { "resps" } else { "filtered_resps" };
+    let mut ryu = ryu_js::Buffer::new();
     for (i, entry) in entries.iter().enumerate() {
-        let entry = match (repeated, entry) {
-            (false, entry) => entry,
-            (true, Value::Array(repeats)) if repeats.len() == 1 => &repeats[0],
-            (true, _) => return Map::new(),
+        let repeats;
+        let entry = match repeated {
+            false => entry,
+            true => match entry.elements() {
+                Some(found) if found.len() == 1 => {
+                    repeats = found;
+                    &repeats[0]
+                }
+                _ => return Json::EMPTY_OBJECT,
+            },
         };
-        let (text, greedy) = match entry {
-            Value::Array(pair) if pair.len() == 2 => match (&pair[0], &pair[1]) {
-                (Value::String(text), Value::String(greedy)) => match greedy.as_str() {
+        let pair;
+        let (text, greedy) = match entry.kind() {
+            JsonKind::Array => {
+                pair = entry.elements().expect("an array");
+                let [text, greedy] = pair.as_slice() else {
+                    return Json::EMPTY_OBJECT;
+                };
+                let (Some(text), Some(greedy)) = (text.as_string(), greedy.as_string()) else {
+                    return Json::EMPTY_OBJECT;
+                };
+                match greedy.as_ref() {
                     "True" => (text, Some(true)),
                     "False" => (text, Some(false)),
-                    _ => return Map::new(),
-                },
-                _ => return Map::new(),
-            },
-            Value::String(text) if rolling => (text, None),
-            _ => return Map::new(),
+                    _ => return Json::EMPTY_OBJECT,
+                }
+            }
+            JsonKind::String if rolling => (entry.as_string().expect("a string"), None),
+            _ => return Json::EMPTY_OBJECT,
         };
         let Ok(number) = text.parse::<f64>() else {
-            return Map::new();
+            return Json::EMPTY_OBJECT;
         };
-        loglikelihood.push(match serde_json::Number::from_f64(number) {
-            Some(number) => Value::Number(number),
-            None => {
-                warnings.push(format!(
-                    "likelihood {text:?} of request {i} ({source}) is not finite; stored as null in scores"
-                ));
-                Value::Null
-            }
-        });
+        if i > 0 {
+            loglikelihood.push(',');
+        }
+        if number.is_finite() {
+            loglikelihood.push_str(ryu.format_finite(number));
+        } else {
+            warnings.push(format!(
+                "likelihood {text:?} of request {i} ({source}) is not finite; stored as null in scores"
+            ));
+            loglikelihood.push_str("null");
+        }
         if let Some(greedy) = greedy {
-            is_greedy.push(Value::Bool(greedy));
+            if greedy_count > 0 {
+                is_greedy.push(',');
+            }
+            is_greedy.push_str(if greedy { "true" } else { "false" });
+            greedy_count += 1;
         }
     }
-    let mut scores = Map::new();
-    if loglikelihood.is_empty() {
-        return scores;
+    if entries.is_empty() {
+        return Json::EMPTY_OBJECT;
     }
-    scores.insert("loglikelihood".into(), Value::Array(loglikelihood));
-    if !is_greedy.is_empty() {
-        scores.insert("is_greedy".into(), Value::Array(is_greedy));
-    }
-    scores
+    let mut scores = match greedy_count {
+        0 => String::from("{"),
+        _ => is_greedy + "],",
+    };
+    scores.push_str(&loglikelihood);
+    scores.push_str("]}");
+    Json::canonical_owned(scores)
 }
 
 #[cfg(test)]
@@ -477,7 +498,7 @@ mod tests {
     use crate::adapters::{AdapterOptions, RunContext};
     use crate::jsonl::NonFinitePolicy;
     use crate::record::{IdentityScope, Record};
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     const SAMPLES: &str = "samples_babel_mc_rephrased_2026-12-02T12-52-46.563574.jsonl";
 

@@ -158,11 +158,16 @@ impl<'a> Json<'a> {
         object_members(self.as_str())
     }
 
+    /// The members of an object one at a time, as [`Json::members`] lists them: a caller
+    /// that stops early walks no further.
+    pub fn iter_members(&self) -> Option<ObjectMembers<'_>> {
+        ObjectMembers::of(self.as_str())
+    }
+
     /// The value of one key of an object; `None` if absent or if the value is not an
     /// object.
     pub fn get(&self, key: &str) -> Option<Json<'_>> {
-        object_members(self.as_str())?
-            .into_iter()
+        self.iter_members()?
             .find(|(found, _)| found == key)
             .map(|(_, value)| value)
     }
@@ -190,23 +195,42 @@ impl<'a> Json<'a> {
 /// The members of the canonical object `text`, borrowing from it; `None` if it is not an
 /// object.
 pub(crate) fn object_members(text: &str) -> Option<Vec<(Cow<'_, str>, Json<'_>)>> {
-    if !text.starts_with('{') {
-        return None;
-    }
-    let mut members = Vec::new();
-    let mut walker = Walker::new(text);
-    walker.expect(b'{');
-    if walker.peek() == b'}' {
-        return Some(members);
-    }
-    loop {
-        let key = walker.string();
-        walker.expect(b':');
-        let value = walker.value();
-        members.push((key, Json::canonical(value)));
-        if walker.next() == b'}' {
-            return Some(members);
+    ObjectMembers::of(text).map(Iterator::collect)
+}
+
+/// The members of a canonical object, each read when asked for: its key decoded, its value
+/// canonical text borrowed from the object's.
+pub struct ObjectMembers<'t> {
+    walker: Walker<'t>,
+    /// The closing brace has been read.
+    done: bool,
+}
+
+impl<'t> ObjectMembers<'t> {
+    /// The members of `text`, or `None` if it is not an object.
+    fn of(text: &'t str) -> Option<Self> {
+        if !text.starts_with('{') {
+            return None;
         }
+        let mut walker = Walker::new(text);
+        walker.expect(b'{');
+        let done = walker.peek() == b'}';
+        Some(Self { walker, done })
+    }
+}
+
+impl<'t> Iterator for ObjectMembers<'t> {
+    type Item = (Cow<'t, str>, Json<'t>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let key = self.walker.string();
+        self.walker.expect(b':');
+        let value = self.walker.value();
+        self.done = self.walker.next() == b'}';
+        Some((key, Json::canonical(value)))
     }
 }
 
