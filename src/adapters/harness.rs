@@ -421,8 +421,11 @@ fn likelihood_scores(
     let entries = entries
         .elements()
         .expect("resps and filtered_resps are arrays");
-    let mut loglikelihood = String::from("\"loglikelihood\":[");
-    let mut is_greedy = String::from("{\"is_greedy\":[");
+    // Room for every number at its longest (`-1.2345678901234567e-308`) and every flag.
+    let mut loglikelihood = String::with_capacity(24 + 25 * entries.len());
+    loglikelihood.push_str("\"loglikelihood\":[");
+    let mut is_greedy = String::with_capacity(24 + 6 * entries.len());
+    is_greedy.push_str("{\"is_greedy\":[");
     let mut greedy_count = 0;
     let source = if repeated { "resps" } else { "filtered_resps" };
     let mut ryu = ryu_js::Buffer::new();

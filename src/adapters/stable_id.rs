@@ -6,6 +6,7 @@
 use serde_json::{Map, Value};
 
 use std::fmt::Display;
+use std::sync::LazyLock;
 
 use super::{AdapterError, AdapterOptions, SourceFile};
 use crate::canonical_json::JsonKind;
@@ -177,16 +178,21 @@ pub fn at_field(
 
 /// The automatic lookup: the first of [`LOOKUP_ORDER`] that is present and not null.
 pub fn lookup(object: &impl IdSource) -> Result<Option<QuestionIdentity>, AdapterError> {
-    for dotted in LOOKUP_ORDER {
-        let path = FieldPath::parse_dotted(dotted).expect("lookup paths are valid");
-        let Some(found) = object.candidate(&path) else {
+    static PATHS: LazyLock<Vec<FieldPath>> = LazyLock::new(|| {
+        LOOKUP_ORDER
+            .iter()
+            .map(|dotted| FieldPath::parse_dotted(dotted).expect("lookup paths are valid"))
+            .collect()
+    });
+    for path in PATHS.iter() {
+        let Some(found) = object.candidate(path) else {
             continue;
         };
-        if let Some(question_id) = as_id(found, &path)? {
+        if let Some(question_id) = as_id(found, path)? {
             return Ok(Some(QuestionIdentity {
                 question_id,
                 scope: IdentityScope::Stable,
-                field: Some(path),
+                field: Some(path.clone()),
             }));
         }
     }

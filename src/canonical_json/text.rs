@@ -165,11 +165,16 @@ impl<'a> Json<'a> {
     }
 
     /// The value of one key of an object; `None` if absent or if the value is not an
-    /// object.
+    /// object. Canonical keys are in order: the walk ends at the first key past `key`.
     pub fn get(&self, key: &str) -> Option<Json<'_>> {
-        self.iter_members()?
-            .find(|(found, _)| found == key)
-            .map(|(_, value)| value)
+        for (found, value) in self.iter_members()? {
+            match utf16_order(&found, key) {
+                Ordering::Less => {}
+                Ordering::Equal => return Some(value),
+                Ordering::Greater => return None,
+            }
+        }
+        None
     }
 
     /// The elements of an array, each canonical; `None` if the value is not an array.
@@ -426,6 +431,24 @@ mod tests {
 
     fn of(value: Value) -> Json<'static> {
         Json::of(&value).unwrap()
+    }
+
+    #[test]
+    fn get_finds_every_key_and_no_other_though_it_stops_at_the_first_past_it() {
+        // Keys sorted by UTF-16 units: "\u{1f600}" (a surrogate pair, 0xD83D) sorts
+        // before "\u{ff61}" though its UTF-8 bytes sort after.
+        let object = of(json!({"b": {"c": 2}, "a": 1, "ab": [3], "\u{ff61}": 4, "\u{1f600}": 5}));
+        for (key, value) in object.members().unwrap() {
+            assert_eq!(object.get(&key), Some(value), "{key}");
+        }
+        for absent in ["", "aa", "ac", "c", "\u{1f601}", "\u{ffff}"] {
+            assert_eq!(object.get(absent), None, "{absent}");
+        }
+        let mut lazily = object.iter_members().unwrap();
+        assert_eq!(lazily.next().unwrap().0, "a");
+        assert_eq!(lazily.count(), 4);
+        assert!(of(json!({})).iter_members().unwrap().next().is_none());
+        assert!(of(json!([1])).iter_members().is_none());
     }
 
     #[test]
