@@ -40,6 +40,10 @@ impl FileImport<'_, '_> {
     ) -> Result<FileOutcome, ArchiveError> {
         let raw_path = self.transaction.path(&self.plan.raw_rel);
         let records_path = self.transaction.path(&self.plan.records_rel);
+        let file_bytes = source
+            .metadata()
+            .map_err(io_at("reading", self.plan.given_path))?
+            .len();
         let copy = CopiedFile::create_empty(&raw_path)?;
         let mut records = NewFile::create(&records_path)?;
         let (tee, write_back) = copy.tee(&mut source);
@@ -52,6 +56,7 @@ impl FileImport<'_, '_> {
         let source_refused = self.source_refused(&sink, report);
         let (policy, bank) = (self.options.non_finite, self.bank);
         let mut read_error = None;
+        let mut first = true;
         let (parsed, written, raw_digest, written_back) = std::thread::scope(|scope| {
             // The copy goes to disk while the source is read.
             let writing_back = scope.spawn(|| write_back.run());
@@ -69,6 +74,9 @@ impl FileImport<'_, '_> {
                     false => normalize_batch(&batch, hook, policy, &context, bank),
                 },
                 |batch: Normalized| {
+                    if std::mem::take(&mut first) {
+                        sink.reserve_for(&batch, file_bytes);
+                    }
                     if let Some(records) = sink.take(batch, report) {
                         // A failed write means the writer stopped; its error comes from
                         // `finish` below.
