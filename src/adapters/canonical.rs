@@ -59,12 +59,11 @@ pub fn normalize<'a>(
     let mut f = LineFields::new(line.members);
     let mut warnings = Vec::new();
     check_own_run(&mut f, run)?;
-    let benchmark_path = f.path("benchmark");
-    let benchmark = super::benchmark(benchmark_path, f.optional_string("benchmark")?, context)?;
+    let benchmark = super::benchmark(f.optional_string("benchmark")?, context)?;
     let (question_id, scope) = identity(&mut f, selected, options, &mut warnings)?;
     let variant_id = variant(&mut f, options, &mut warnings)?;
-    let language = super::language(f.path("language"), f.optional_string("language")?, options)?;
-    let script = super::script(f.path("script"), f.optional_string("script")?, run)?;
+    let language = super::language(f.optional_string("language")?, options)?;
+    let script = super::script(f.optional_string("script")?, run)?;
     // The importer supplies its own archived source location.
     f.take("source");
     let filter = f
@@ -136,7 +135,6 @@ fn check_own_run(f: &mut LineFields<'_>, run: &RunContext) -> Result<(), Adapter
         .with_hint("remove run_id from records imported into another run, or set it to the destination run"));
     }
     agree(
-        f.path("model"),
         "model",
         f.optional_string("model")?,
         Some(&run.model),
@@ -206,7 +204,6 @@ fn variant<'a>(
 
 /// Reads `identity_scope` (`stable` or `run-local`), if present.
 fn identity_scope(f: &mut LineFields<'_>) -> Result<Option<IdentityScope>, AdapterError> {
-    let path = f.path("identity_scope");
     let Some(member) = f.take("identity_scope") else {
         return Ok(None);
     };
@@ -219,7 +216,7 @@ fn identity_scope(f: &mut LineFields<'_>) -> Result<Option<IdentityScope>, Adapt
         None => json.describe(),
     };
     Err(AdapterError::new(
-        path,
+        f.path("identity_scope"),
         format!("expected \"stable\" or \"run-local\", found {found}"),
     ))
 }

@@ -574,29 +574,27 @@ impl fmt::Display for AdapterError {
     }
 }
 
-/// The benchmark of a line that may name its own: the line's value, `--benchmark` and the
-/// run's benchmark must agree wherever two of them are given; at least one must be.
+/// The benchmark of a line that may name its own (the top-level member `benchmark`): the
+/// line's value, `--benchmark` and the run's benchmark must agree wherever two of them are
+/// given; at least one must be.
 pub fn benchmark<'a>(
-    path: FieldPath,
     own: Option<Cow<'a, str>>,
     context: &'a ImportContext<'a>,
 ) -> Result<Cow<'a, str>, AdapterError> {
     let benchmark = agree(
-        path.clone(),
         "benchmark",
         own,
         context.run.benchmark.as_deref(),
         "the run's benchmark",
     )?;
     agree(
-        path.clone(),
         "benchmark",
         benchmark,
         context.options.benchmark.as_deref(),
         "--benchmark",
     )?
     .ok_or_else(|| {
-        AdapterError::new(path, "required field is missing").with_hint(
+        AdapterError::new(FieldPath::root().key("benchmark"), "required field is missing").with_hint(
             "name the benchmark in each line, with --benchmark, or in the run (`babel run create --benchmark`)",
         )
     })
@@ -661,50 +659,40 @@ pub fn optional_array(f: &mut Fields, name: &str) -> Result<Option<Vec<Value>>, 
     }
 }
 
-/// The language of a line that may name its own: the line's value and `--language` must
-/// agree where both are given.
+/// The language of a line that may name its own (the top-level member `language`): the
+/// line's value and `--language` must agree where both are given.
 pub fn language<'a>(
-    path: FieldPath,
     own: Option<Cow<'a, str>>,
     options: &'a AdapterOptions,
 ) -> Result<Option<Cow<'a, str>>, AdapterError> {
-    agree(
-        path,
-        "language",
-        own,
-        options.language.as_deref(),
-        "--language",
-    )
+    agree("language", own, options.language.as_deref(), "--language")
 }
 
-/// The script of a line that may name its own: a strict benchmark run's records must.
-pub fn script<T>(
-    path: FieldPath,
-    own: Option<T>,
-    run: &RunContext,
-) -> Result<Option<T>, AdapterError> {
+/// The script of a line that may name its own (the top-level member `script`): a strict
+/// benchmark run's records must.
+pub fn script<T>(own: Option<T>, run: &RunContext) -> Result<Option<T>, AdapterError> {
     if run.strict && own.is_none() {
         return Err(AdapterError::new(
-            path,
+            FieldPath::root().key("script"),
             "records of a strict benchmark run must name their script",
         ));
     }
     Ok(own)
 }
 
-/// Picks a context value that a record may also state: the record's own value wins when
-/// the context has none; when both exist they must agree.
+/// Picks a context value that a record may also state as its top-level member `member`:
+/// the record's own value wins when the context has none; when both exist they must
+/// agree. (The member's path is built only for the error: this runs for every line.)
 pub fn agree<'a>(
-    path: FieldPath,
-    what: &str,
+    member: &str,
     from_record: Option<Cow<'a, str>>,
     from_context: Option<&'a str>,
     context_name: &str,
 ) -> Result<Option<Cow<'a, str>>, AdapterError> {
     match (from_record, from_context) {
         (Some(own), Some(given)) if own != given => Err(AdapterError::new(
-            path,
-            format!("{what} {own:?} contradicts {context_name} {given:?}"),
+            FieldPath::root().key(member),
+            format!("{member} {own:?} contradicts {context_name} {given:?}"),
         )),
         (Some(own), _) => Ok(Some(own)),
         (None, given) => Ok(given.map(Cow::Borrowed)),

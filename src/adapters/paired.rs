@@ -331,29 +331,22 @@ impl Shared {
         context: &ImportContext<'_>,
     ) -> Result<Self, AdapterError> {
         let run = context.run;
-        let benchmark = super::benchmark(
-            f.path("benchmark"),
-            f.optional_string("benchmark")?.map(Cow::Owned),
-            context,
-        )?
-        .into_owned();
+        let benchmark = super::benchmark(f.optional_string("benchmark")?.map(Cow::Owned), context)?
+            .into_owned();
         agree(
-            f.path("model"),
             "model",
             f.optional_string("model")?.map(Cow::Owned),
             Some(&run.model),
             "the run's model",
         )?;
         let language = super::language(
-            f.path("language"),
             f.optional_string("language")?.map(Cow::Owned),
             context.options,
         )?
         .map(Cow::into_owned);
-        let script =
-            super::script(f.path("script"), f.optional_string("script")?, run).map_err(|e| {
-                e.with_hint("give each paired line a top-level \"script\" (e.g. \"Latn\")")
-            })?;
+        let script = super::script(f.optional_string("script")?, run).map_err(|e| {
+            e.with_hint("give each paired line a top-level \"script\" (e.g. \"Latn\")")
+        })?;
         Ok(Self {
             benchmark,
             script,

@@ -65,6 +65,17 @@ pub struct Members {
     integral_doubles: Vec<(usize, FieldPath)>,
     /// Non-finite tokens read as null (empty unless the policy allows them).
     replaced: Vec<NonFiniteReplacement>,
+    /// The scanner's working buffers, kept here from line to line.
+    buffers: ScanBuffers,
+}
+
+/// What a [`Scanner`] writes as it goes, emptied for each line but not freed.
+#[derive(Debug, Default, Clone)]
+struct ScanBuffers {
+    frames: Vec<Frame>,
+    keys: String,
+    written: Vec<Written>,
+    scratch: Vec<u8>,
 }
 
 /// One top-level member: its key, its value's canonical text, and the first integer in it
@@ -203,9 +214,15 @@ pub(crate) fn scan_object(
             kind: FailureKind::NotAnObject(found),
         });
     }
-    let mut scanner = Scanner::new(text, policy);
+    let mut scanner = Scanner::new(text, policy, std::mem::take(&mut members.buffers));
     let scanned = scanner.top_level(members).and_then(|()| scanner.end());
     members.replaced = std::mem::take(&mut scanner.replaced);
+    members.buffers = ScanBuffers {
+        frames: scanner.frames,
+        keys: scanner.keys,
+        written: scanner.written,
+        scratch: scanner.scratch,
+    };
     scanned
 }
 
@@ -274,16 +291,19 @@ mod message {
 type Scan<T = ()> = Result<T, ParseFailure>;
 
 impl<'a> Scanner<'a> {
-    fn new(text: &'a str, policy: NonFinitePolicy) -> Self {
+    fn new(text: &'a str, policy: NonFinitePolicy, mut buffers: ScanBuffers) -> Self {
+        buffers.frames.clear();
+        buffers.keys.clear();
+        buffers.written.clear();
         Self {
             text,
             bytes: text.as_bytes(),
             at: 0,
             remaining_depth: DEPTH_LIMIT,
-            frames: Vec::new(),
-            keys: String::new(),
-            written: Vec::new(),
-            scratch: Vec::new(),
+            frames: buffers.frames,
+            keys: buffers.keys,
+            written: buffers.written,
+            scratch: buffers.scratch,
             policy,
             replaced: Vec::new(),
             unsafe_integer: None,
