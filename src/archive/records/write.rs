@@ -264,10 +264,13 @@ impl Builders {
         self.rows += 1;
     }
 
-    /// The columns built so far, in file order; the builders start over empty.
+    /// The columns built so far, in file order; the builders start over empty, each text
+    /// builder with room for as many bytes as it took this time and an eighth (a builder
+    /// left without room grows a mebibyte column by doubling, copying it again each time).
     fn finish(&mut self) -> Vec<ArrayRef> {
         self.rows = 0;
-        COLUMNS
+        let took = self.texts.each_ref().map(|text| text.values_slice().len());
+        let columns = COLUMNS
             .iter()
             .map(|(column, _, _)| -> ArrayRef {
                 match column {
@@ -279,7 +282,11 @@ impl Builders {
                     text => Arc::new(self.texts[slot(*text)].finish()),
                 }
             })
-            .collect()
+            .collect();
+        for (text, took) in self.texts.iter_mut().zip(took) {
+            *text = StringBuilder::with_capacity(BATCH_ROWS, took + took / 8);
+        }
+        columns
     }
 }
 
