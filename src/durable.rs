@@ -1,6 +1,7 @@
 //! The one place that makes file writes durable and atomic: hash while writing, fsync the
 //! file, rename (replacing, or refusing to replace), fsync the directory. Every I/O error
-//! leaving this module names its path.
+//! leaving this module names its path, but for a [`Tee`]'s read of its source, which
+//! comes as the source gave it: the caller names the source ([`PathIoError::of_tee`]).
 //!
 //! Owns no paths of its own: the archive decides where files go, this module only how they
 //! get there safely.
@@ -291,6 +292,7 @@ impl CopiedFile {
             source,
             copy: self,
             unsynced: 0,
+            write_back_every: WRITE_BACK_BYTES,
             kick,
         };
         (tee, WriteBack { copy: self, kicks })
@@ -308,9 +310,8 @@ impl CopiedFile {
     }
 
     /// Writes the copy's data back to disk and waits for it, as [`CopiedFile::finish`]
-    /// would: a caller that reads the copy back meanwhile does this on another thread, so
-    /// that the disk works while it reads and `finish` finds little left to write.
-    pub fn write_back(&self) -> Result<(), PathIoError> {
+    /// would ([`WriteBack`] does it on its own thread as the copy grows).
+    fn write_back(&self) -> Result<(), PathIoError> {
         self.file()
             .sync_data()
             .map_err(io_at("syncing", &self.path))
@@ -334,6 +335,8 @@ pub struct Tee<'c, R> {
     copy: &'c CopiedFile,
     /// Bytes written since the write-back was last asked for.
     unsynced: u64,
+    /// [`WRITE_BACK_BYTES`], but in tests.
+    write_back_every: u64,
     kick: mpsc::SyncSender<()>,
 }
 
@@ -349,7 +352,7 @@ impl<R: Read> Read for Tee<'_, R> {
             })
         })?;
         self.unsynced += n as u64;
-        if self.unsynced >= WRITE_BACK_BYTES {
+        if self.unsynced >= self.write_back_every {
             // A write-back still running takes this data too: no need to queue another.
             let _ = self.kick.try_send(());
             self.unsynced = 0;
@@ -656,7 +659,9 @@ mod tests {
         let source: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
         let path = dir.path().join("copy");
         let copy = CopiedFile::create_empty(&path).unwrap();
-        let (tee, write_back) = copy.tee(&source[..]);
+        let (mut tee, write_back) = copy.tee(&source[..]);
+        // A write-back every 64 KiB: the write-back thread syncs the copy while it grows.
+        tee.write_back_every = 64 << 10;
         let digest = std::thread::scope(|scope| {
             let writing_back = scope.spawn(|| write_back.run());
             let mut reader = HashingReader::new(tee);
@@ -673,12 +678,21 @@ mod tests {
 
     #[test]
     fn a_failed_write_of_a_tee_is_told_from_a_failed_read() {
-        let copy = Path::new("/archive/raw/0001-a.jsonl");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("copy");
+        fs::write(&path, b"").unwrap();
+        // A copy open for reading only: every write into it fails.
+        let copy = CopiedFile {
+            path: path.clone(),
+            file: Some(File::open(&path).unwrap()),
+        };
+        let (tee, _write_back) = copy.tee(&b"some bytes"[..]);
+        let failed = io::copy(&mut HashingReader::new(tee), &mut io::sink()).unwrap_err();
         let source = Path::new("/inputs/a.jsonl");
-        let written = io::Error::other(io_at("writing", copy)(io::Error::other("disk full")));
+        let told = PathIoError::of_tee(failed, source);
         assert_eq!(
-            PathIoError::of_tee(written, source).to_string(),
-            "writing /archive/raw/0001-a.jsonl: disk full"
+            (told.action, told.path.as_path()),
+            ("writing", path.as_path())
         );
         let read = io::Error::other("input/output error");
         assert_eq!(

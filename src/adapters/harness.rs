@@ -686,6 +686,97 @@ mod tests {
         assert!(record.warnings[0].contains("not finite"));
     }
 
+    /// The scores as the tree path made them: each response read as a serde_json value,
+    /// the numbers collected into a map, the map written by `Json::of`.
+    fn scores_through_a_tree(entries: &Value, rolling: bool, repeated: bool) -> String {
+        let none = || "{}".to_owned();
+        let Value::Array(entries) = entries else {
+            unreachable!()
+        };
+        let (mut loglikelihood, mut is_greedy) = (Vec::new(), Vec::new());
+        for entry in entries {
+            let entry = match (repeated, entry) {
+                (false, entry) => entry,
+                (true, Value::Array(repeats)) if repeats.len() == 1 => &repeats[0],
+                (true, _) => return none(),
+            };
+            let (text, greedy) = match entry {
+                Value::Array(pair) if pair.len() == 2 => match (&pair[0], &pair[1]) {
+                    (Value::String(text), Value::String(greedy)) => match greedy.as_str() {
+                        "True" => (text, Some(true)),
+                        "False" => (text, Some(false)),
+                        _ => return none(),
+                    },
+                    _ => return none(),
+                },
+                Value::String(text) if rolling => (text, None),
+                _ => return none(),
+            };
+            let Ok(number) = text.parse::<f64>() else {
+                return none();
+            };
+            loglikelihood
+                .push(serde_json::Number::from_f64(number).map_or(Value::Null, Value::Number));
+            is_greedy.extend(greedy.map(Value::Bool));
+        }
+        let mut scores = serde_json::Map::new();
+        if !loglikelihood.is_empty() {
+            scores.insert("loglikelihood".into(), Value::Array(loglikelihood));
+        }
+        if !is_greedy.is_empty() {
+            scores.insert("is_greedy".into(), Value::Array(is_greedy));
+        }
+        Json::of(&Value::Object(scores))
+            .unwrap()
+            .as_str()
+            .to_owned()
+    }
+
+    #[test]
+    fn scores_written_as_text_are_the_bytes_the_tree_path_wrote() {
+        let cases = [
+            json!([]),
+            json!([
+                ["-0.5", "False"],
+                ["-0", "True"],
+                ["1e21", "False"],
+                ["12.0", "True"]
+            ]),
+            json!([
+                ["-1e-7", "False"],
+                ["0.1", "True"],
+                ["123456789012345678", "False"]
+            ]),
+            json!([["nan", "False"], ["-inf", "True"], ["-2.5", "False"]]),
+            json!([["-0.5", "maybe"]]),
+            json!([["-0.5", "False"], ["not a number", "False"]]),
+            json!([["inf", "False"], ["x", "False"]]),
+            json!([["-0.5", "False", "extra"]]),
+            json!([["-0.5", false]]),
+            json!(["-0.77", "NaN", "3"]),
+            json!([["-0.5", "True"], "-0.25"]),
+            json!([[["-0.5", "True"]], [["-1.5", "False"]]]),
+            json!([[["-0.5", "True"], ["-0.6", "True"]]]),
+            json!([[], [["-1.5", "False"]]]),
+            json!(["lol"]),
+            json!([null, 1, {"a": "b"}]),
+        ];
+        for entries in cases {
+            for rolling in [false, true] {
+                for repeated in [false, true] {
+                    let mut warnings = Vec::new();
+                    let text = Json::of(&entries).unwrap();
+                    let scores = likelihood_scores(&text, rolling, repeated, &mut warnings);
+                    assert_eq!(
+                        scores.as_str(),
+                        scores_through_a_tree(&entries, rolling, repeated),
+                        "{entries} rolling {rolling} repeated {repeated}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn exact_match_sets_correctness_by_default_and_filters_are_kept() {
         let record = import_text(

@@ -1,9 +1,10 @@
 //! Import orchestration: a batch of input files becomes one transaction, and [`import`]
 //! reads as its outline (check the request, open the inputs, plan their paths, begin,
-//! read each file, publish). Each input is copied into the archive first, then read from
-//! that copy (so a digest and a locator are always of the archived bytes): a JSON Lines
-//! file in parallel batches (`lines`), a structured file item by item (`structured`,
-//! through `inputs::Shape`), an output folder's units (`units`). Each record is checked
+//! read each file, publish). Each input is copied into the archive, and what is read is
+//! what the copy holds (so a digest and a locator are always of the archived bytes): a
+//! JSON Lines file in parallel batches, each written into the copy as it is read (`lines`),
+//! a structured file item by item from its copy (`structured`, through `inputs::Shape`),
+//! an output folder's units (`units`). Each record is checked
 //! against the run's identity set in file order (`sink`) and written to `records/`. Any
 //! rejected line rejects the whole batch and nothing is published; the problems of every
 //! file are reported (up to a limit).
