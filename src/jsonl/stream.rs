@@ -53,6 +53,10 @@ pub struct Members {
     keys: String,
     /// Where each member's key and value end in `keys` and `text`.
     ends: Vec<(usize, usize)>,
+    /// Each member's [`key_tag`]: adapters look members up by name a score of times a
+    /// line, mostly names the line does not have, and a tag tells most keys apart without
+    /// comparing them.
+    tags: Vec<u64>,
     /// Members whose value is a number written with a fraction or an exponent (`1.0`,
     /// `1e2`): canonical text writes an integral one as an integer, and a field that must
     /// be an integer still refuses it, as the tree reader's `1.0` is no integer.
@@ -76,6 +80,15 @@ struct ScanBuffers {
     keys: String,
     written: Vec<Written>,
     scratch: Vec<u8>,
+}
+
+/// The length of a key and its first eight bytes in one word: two keys with different
+/// tags differ.
+fn key_tag(key: &str) -> u64 {
+    let mut head = [0u8; 8];
+    let n = key.len().min(8);
+    head[..n].copy_from_slice(&key.as_bytes()[..n]);
+    u64::from_le_bytes(head) ^ (key.len() as u64).rotate_right(8)
 }
 
 /// One top-level member: its key, its value's canonical text, and the first integer in it
@@ -127,6 +140,7 @@ impl Members {
         self.text.clear();
         self.keys.clear();
         self.ends.clear();
+        self.tags.clear();
         self.unsafe_integers.clear();
         self.integral_doubles.clear();
         self.written_as_fraction.clear();
@@ -178,14 +192,24 @@ impl Members {
 
     /// The index of the member with this key.
     pub fn position(&self, key: &str) -> Option<usize> {
-        let mut start = 0;
-        for (index, &(end, _)) in self.ends.iter().enumerate() {
-            if &self.keys[start..end] == key {
-                return Some(index);
-            }
-            start = end;
-        }
-        None
+        let tag = key_tag(key);
+        (0..self.tags.len()).find(|&index| self.tags[index] == tag && self.key(index) == key)
+    }
+
+    /// The key of member `index`.
+    fn key(&self, index: usize) -> &str {
+        let start = match index {
+            0 => 0,
+            _ => self.ends[index - 1].0,
+        };
+        &self.keys[start..self.ends[index].0]
+    }
+
+    /// Appends a member whose key and value were just written to `keys` and `text`.
+    fn push(&mut self, key: &str) {
+        self.keys.push_str(key);
+        self.ends.push((self.keys.len(), self.text.len()));
+        self.tags.push(key_tag(key));
     }
 
     /// The member with this key.
@@ -405,7 +429,7 @@ impl<'a> Scanner<'a> {
             let key = &self.keys[start..end];
             let repeated = match &mut seen {
                 Some(seen) => !seen.insert(key.to_owned()),
-                None => members.iter().any(|member| member.key == key),
+                None => members.position(key).is_some(),
             };
             if repeated {
                 return Err(self.duplicate(start, end));
@@ -421,8 +445,7 @@ impl<'a> Scanner<'a> {
                     .integral_doubles
                     .push((members.len(), below_member(&path)));
             }
-            members.keys.push_str(key);
-            members.ends.push((members.keys.len(), members.text.len()));
+            members.push(key);
             if seen.is_none() && members.len() >= LINEAR_KEY_CHECK {
                 seen = Some(members.iter().map(|member| member.key.to_owned()).collect());
             }
@@ -1009,6 +1032,7 @@ fn below_member(path: &FieldPath) -> FieldPath {
 #[cfg(test)]
 mod tests {
     use super::super::{NonFinitePolicy, differential};
+    use super::{Members, scan_object};
 
     /// Inputs that exercise every rule and every error of the reader.
     const CASES: &[&str] = &[
@@ -1110,6 +1134,28 @@ mod tests {
             let objects = format!("{}{}", "{\"a\": ".repeat(depth), "}".repeat(depth));
             differential(objects.as_bytes(), NonFinitePolicy::Reject).unwrap();
         }
+    }
+
+    #[test]
+    fn members_are_found_by_their_whole_key_where_tags_agree() {
+        // The same length and first eight bytes: one tag, three keys.
+        let text = r#"{"question_1": 1, "question_2": 2, "question_3": 3, "q": 4, "": 5}"#;
+        let mut members = Members::new();
+        scan_object(text, NonFinitePolicy::Reject, &mut members).unwrap();
+        for (key, index) in [
+            ("question_1", 0),
+            ("question_2", 1),
+            ("question_3", 2),
+            ("q", 3),
+            ("", 4),
+        ] {
+            assert_eq!(members.position(key), Some(index), "{key}");
+        }
+        for absent in ["question_4", "question_", "questio", "Q", "q\0"] {
+            assert_eq!(members.position(absent), None, "{absent:?}");
+        }
+        let repeated = r#"{"question_1": 1, "question_2": 2, "question_2": 3}"#;
+        assert!(scan_object(repeated, NonFinitePolicy::Reject, &mut members).is_err());
     }
 
     #[test]
