@@ -10,7 +10,8 @@
 
 use std::fs::File;
 
-use super::sink::{Normalized, Place, Refusal, Seen};
+use super::identities::Identities;
+use super::sink::{Normalized, Place, Refusal};
 use super::{FileImport, FileOutcome, ImportReport, Progressing};
 use crate::adapters::{ImportContext, JsonLine, LinesHook, TreeLinesHook};
 use crate::archive::ArchiveError;
@@ -19,7 +20,6 @@ use crate::archive::records::ThreadedWriter;
 use crate::durable::{CopiedFile, HashingReader, NewFile, PathIoError, io_at};
 use crate::jsonl::{self, LineBatch, Members, NonFinitePolicy, NonFiniteReplacement};
 use crate::parallel;
-use crate::record::DigestMap;
 
 /// How a line adapter reads its lines.
 #[derive(Clone, Copy)]
@@ -35,7 +35,7 @@ impl FileImport<'_, '_> {
         &self,
         hook: LineHook,
         mut source: File,
-        seen: &mut DigestMap<Seen>,
+        seen: &mut Identities,
         report: &mut ImportReport,
     ) -> Result<FileOutcome, ArchiveError> {
         let raw_path = self.transaction.path(&self.plan.raw_rel);

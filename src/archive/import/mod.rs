@@ -9,6 +9,7 @@
 //! rejected line rejects the whole batch and nothing is published; the problems of every
 //! file are reported (up to a limit).
 
+mod identities;
 mod lines;
 mod sink;
 mod structured;
@@ -38,7 +39,7 @@ use crate::adapters::{self, AdapterOptions, Format, ImportContext, Layout, Reade
 use crate::clock::now_rfc3339;
 use crate::durable::{CopiedFile, HashingReader, NewFile, io_at};
 use crate::jsonl::NonFinitePolicy;
-use crate::record::DigestMap;
+use identities::Identities;
 use lines::LineHook;
 use sink::{Origin, Place, Seen, Sink};
 
@@ -694,7 +695,7 @@ impl FileImport<'_, '_> {
         }
     }
 
-    fn sink<'s>(&'s self, seen: &'s mut DigestMap<Seen>) -> Sink<'s> {
+    fn sink<'s>(&'s self, seen: &'s mut Identities) -> Sink<'s> {
         Sink {
             seen,
             plan: self.plan,
@@ -715,7 +716,7 @@ impl FileImport<'_, '_> {
     fn read(
         &self,
         input: Input,
-        seen: &mut DigestMap<Seen>,
+        seen: &mut Identities,
         report: &mut ImportReport,
     ) -> Result<FileOutcome, ArchiveError> {
         // A structured input is read twice, copied whole and then item by item: its
@@ -865,9 +866,8 @@ fn existing_identities(
     session: &WriteSession<'_>,
     run: &RunId,
     manifest: &RunManifest,
-) -> Result<DigestMap<Seen>, ArchiveError> {
-    let mut seen =
-        DigestMap::with_capacity_and_hasher(manifest.record_count() as usize, Default::default());
+) -> Result<Identities, ArchiveError> {
+    let mut seen = Identities::with_capacity(manifest.record_count() as usize);
     let strict = manifest.is_strict();
     for entry in &manifest.imports {
         for batch in read::batches(session.archive(), run, entry, Columns::KEY)? {

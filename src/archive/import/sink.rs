@@ -4,8 +4,8 @@
 //! keeps; and the last steps of every record on a worker ([`finish_record`]).
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 
+use super::identities::Identities;
 use super::{FilePlan, ImportReport, Rejection};
 use crate::adapters::AdapterError;
 use crate::adapters::ImportContext;
@@ -14,7 +14,7 @@ use crate::archive::manifest::BreakdownCounter;
 use crate::archive::records::EncodedBatch;
 use crate::canonical_json::CanonicalError;
 use crate::jsonl::{FieldPath, LineError, NonFiniteReplacement};
-use crate::record::{DigestMap, KeyDigest, NewRecord, Record};
+use crate::record::{KeyDigest, NewRecord, Record};
 
 /// Where an identity was first seen: the import and the place in its file (for
 /// duplicate messages).
@@ -230,13 +230,16 @@ impl Normalized {
 /// Takes normalized items in order: reports refusals, refuses duplicate identities,
 /// counts the breakdown, and says which records to write.
 pub(super) struct Sink<'a> {
-    pub(super) seen: &'a mut DigestMap<Seen>,
+    pub(super) seen: &'a mut Identities,
     pub(super) plan: &'a FilePlan<'a>,
     pub(super) strict: bool,
     pub(super) file_label: String,
     pub(super) breakdown: BreakdownCounter,
     pub(super) partly_written: bool,
 }
+
+/// How many records ahead of its lookup an identity's slot is asked for.
+const PREFETCH_AHEAD: usize = 16;
 
 /// The most records [`Sink::reserve_for`] makes room for ahead (a map of about 200 MB at
 /// most, whose pages are touched only as records arrive).
@@ -288,6 +291,21 @@ impl Sink<'_> {
         batch: Normalized,
         report: &mut ImportReport,
     ) -> Option<EncodedBatch> {
+        let digests: Vec<KeyDigest> = batch
+            .outcomes
+            .iter()
+            .filter_map(|outcome| match outcome {
+                Outcome::Record { digest, .. } => Some(*digest),
+                Outcome::Refused(_) => None,
+            })
+            .collect();
+        // The set does not move while the batch is taken, and each identity's slot is
+        // asked for a few records ahead of its lookup.
+        self.seen.reserve(digests.len());
+        for digest in digests.iter().take(PREFETCH_AHEAD) {
+            self.seen.prefetch(*digest);
+        }
+        let mut ahead = digests.iter().skip(PREFETCH_AHEAD);
         for outcome in batch.outcomes {
             match outcome {
                 Outcome::Refused(refusal) => self.reject(
@@ -298,9 +316,11 @@ impl Sink<'_> {
                     refusal.message,
                     refusal.hint,
                 ),
-                Outcome::Record { place, digest, row } => match self.seen.entry(digest) {
-                    Entry::Occupied(first) => {
-                        let first = first.get().clone();
+                Outcome::Record { place, digest, row } => {
+                    if let Some(next) = ahead.next() {
+                        self.seen.prefetch(*next);
+                    }
+                    if let Some(first) = self.seen.first(digest) {
                         self.reject(
                             report,
                             Some(&place),
@@ -309,16 +329,16 @@ impl Sink<'_> {
                             format!(
                                 "duplicate record identity ({}); the same identity is {}",
                                 batch.records.identity(row).record_key(self.strict),
-                                Origin::describe(self.plan.origins, &first, self.plan.seq)
+                                Origin::describe(self.plan.origins, first, self.plan.seq)
                             ),
                             Some(duplicate_hint(self.strict).into()),
                         );
-                    }
-                    Entry::Vacant(slot) => {
-                        slot.insert(Seen {
+                    } else {
+                        let seen = Seen {
                             seq: self.plan.seq,
                             place,
-                        });
+                        };
+                        self.seen.insert(digest, seen);
                         let identity = batch.records.identity(row);
                         self.breakdown.add(
                             identity.benchmark,
@@ -326,7 +346,7 @@ impl Sink<'_> {
                             identity.variant_id,
                         );
                     }
-                },
+                }
             }
         }
         (report.rejected_total == 0 && !batch.records.is_empty()).then_some(batch.records)

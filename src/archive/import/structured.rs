@@ -10,7 +10,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::sink::{Normalized, Place, Refusal, Seen};
+use super::identities::Identities;
+use super::sink::{Normalized, Place, Refusal};
 use super::{FileImport, FileOutcome, ImportReport};
 use crate::adapters::{self, ImportContext, Layout};
 use crate::archive::ArchiveError;
@@ -22,7 +23,7 @@ use crate::inputs::parquet::Row;
 use crate::inputs::{Content, Item, Shape, ShapeError, Stop};
 use crate::jsonl::{self, FieldPath, NonFinitePolicy, PathSegment};
 use crate::parallel;
-use crate::record::{DigestMap, Locator};
+use crate::record::Locator;
 
 impl FileImport<'_, '_> {
     /// A structured file (a ZIP log, a JSON document): copied whole to its raw file
@@ -33,7 +34,7 @@ impl FileImport<'_, '_> {
         source: File,
         companions: Vec<(String, File, u64)>,
         roles: &[(&'static str, String)],
-        seen: &mut DigestMap<Seen>,
+        seen: &mut Identities,
         report: &mut ImportReport,
     ) -> Result<FileOutcome, ArchiveError> {
         let raw_path = self.transaction.path(&self.plan.raw_rel);
