@@ -232,6 +232,8 @@ struct Builders {
     correct: BooleanBuilder,
     source_line: UInt64Builder,
     rows: usize,
+    /// How many bytes each text builder took in the batch before (0 before the first).
+    took: [usize; 20],
 }
 
 impl Builders {
@@ -246,10 +248,22 @@ impl Builders {
             correct: BooleanBuilder::with_capacity(BATCH_ROWS),
             source_line: UInt64Builder::with_capacity(BATCH_ROWS),
             rows: 0,
+            took: [0; 20],
         }
     }
 
     fn append(&mut self, batch: &EncodedBatch, row: usize) {
+        if self.rows == 0 {
+            // A text builder left without room grows a mebibyte column by doubling,
+            // copying it again each time: each starts with room for as many bytes as it
+            // took in the batch before and an eighth (here, once that batch's columns are
+            // written and gone, not beside them).
+            for (text, took) in self.texts.iter_mut().zip(self.took) {
+                if took > 0 {
+                    *text = StringBuilder::with_capacity(BATCH_ROWS, took + took / 8);
+                }
+            }
+        }
         self.schema_version
             .append_value(crate::record::SCHEMA_VERSION);
         for (index, builder) in self.texts.iter_mut().enumerate() {
@@ -264,13 +278,11 @@ impl Builders {
         self.rows += 1;
     }
 
-    /// The columns built so far, in file order; the builders start over empty, each text
-    /// builder with room for as many bytes as it took this time and an eighth (a builder
-    /// left without room grows a mebibyte column by doubling, copying it again each time).
+    /// The columns built so far, in file order; the builders start over empty.
     fn finish(&mut self) -> Vec<ArrayRef> {
         self.rows = 0;
-        let took = self.texts.each_ref().map(|text| text.values_slice().len());
-        let columns = COLUMNS
+        self.took = self.texts.each_ref().map(|text| text.values_slice().len());
+        COLUMNS
             .iter()
             .map(|(column, _, _)| -> ArrayRef {
                 match column {
@@ -282,11 +294,7 @@ impl Builders {
                     text => Arc::new(self.texts[slot(*text)].finish()),
                 }
             })
-            .collect();
-        for (text, took) in self.texts.iter_mut().zip(took) {
-            *text = StringBuilder::with_capacity(BATCH_ROWS, took + took / 8);
-        }
-        columns
+            .collect()
     }
 }
 
