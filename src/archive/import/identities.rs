@@ -11,11 +11,14 @@
 use super::sink::Seen;
 use crate::record::KeyDigest;
 
-/// A digest's halves and the index of its [`Seen`] plus one (0: the slot is empty).
-#[derive(Debug, Clone, Copy, Default)]
-struct Slot {
-    digest: [u64; 2],
-    seen: u64,
+/// A slot: a digest's halves, then the index of its [`Seen`] plus one (0: the slot is
+/// empty). Plain words, so a new table is zeroed memory the kernel hands out page by page
+/// as slots are written, not a table written whole before the first record.
+type Slot = [u64; 3];
+
+/// The slot's digest.
+fn digest_of(slot: &Slot) -> [u64; 2] {
+    [slot[0], slot[1]]
 }
 
 /// The identity set (see the module doc).
@@ -41,16 +44,20 @@ impl Identities {
 
     /// Room for `more` identities beyond those held, without growing.
     pub(super) fn reserve(&mut self, more: usize) {
-        let wanted = (self.seen.len() + more)
+        let wanted = self
+            .seen
+            .len()
+            .saturating_add(more)
             .saturating_mul(2)
             .max(16)
-            .next_power_of_two();
+            .checked_next_power_of_two()
+            .expect("an identity set beyond the address space");
         if wanted <= self.slots.len() {
             return;
         }
-        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); wanted]);
-        for slot in old.into_iter().filter(|slot| slot.seen != 0) {
-            let at = self.probe(slot.digest);
+        let old = std::mem::replace(&mut self.slots, vec![[0; 3]; wanted]);
+        for slot in old.into_iter().filter(|slot| slot[2] != 0) {
+            let at = self.probe(digest_of(&slot));
             self.slots[at] = slot;
         }
         self.seen.reserve(more);
@@ -62,7 +69,7 @@ impl Identities {
         let mut at = digest[1] as usize & mask;
         loop {
             let slot = &self.slots[at];
-            if slot.seen == 0 || slot.digest == digest {
+            if slot[2] == 0 || digest_of(slot) == digest {
                 return at;
             }
             at = (at + 1) & mask;
@@ -75,7 +82,7 @@ impl Identities {
             return None;
         }
         let slot = self.slots[self.probe(halves(digest))];
-        (slot.seen != 0).then(|| &self.seen[slot.seen as usize - 1])
+        (slot[2] != 0).then(|| &self.seen[slot[2] as usize - 1])
     }
 
     /// Records `digest` as first seen at `seen`, unless it was seen before (then nothing
@@ -84,12 +91,9 @@ impl Identities {
         self.reserve(1);
         let digest = halves(digest);
         let at = self.probe(digest);
-        if self.slots[at].seen == 0 {
+        if self.slots[at][2] == 0 {
             self.seen.push(seen);
-            self.slots[at] = Slot {
-                digest,
-                seen: self.seen.len() as u64,
-            };
+            self.slots[at] = [digest[0], digest[1], self.seen.len() as u64];
         }
     }
 
@@ -110,7 +114,8 @@ impl Identities {
 fn prefetch(slot: &Slot) {
     use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
     // SAFETY: a prefetch only hints at an address (here a live reference); it reads
-    // nothing the program sees and cannot fault.
+    // nothing the program sees and cannot fault, and SSE, which it needs, is part of
+    // every x86_64 CPU.
     unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(slot).cast()) }
 }
 

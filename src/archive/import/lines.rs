@@ -98,9 +98,9 @@ impl FileImport<'_, '_> {
         if let Some(error) = read_error {
             return Err(PathIoError::of_tee(error, self.plan.given_path).into());
         }
+        written_back?;
         let count = written.map_err(io_at("writing", &records_path))?;
         parsed.or_else(|error: Option<ArchiveError>| error.map_or(Ok(()), Err))?;
-        written_back?;
         copy.finish()?;
         self.finish(sink, raw_digest, records, count, report)
     }

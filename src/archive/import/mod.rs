@@ -4,10 +4,10 @@
 //! what the copy holds (so a digest and a locator are always of the archived bytes): a
 //! JSON Lines file in parallel batches, each written into the copy as it is read (`lines`),
 //! a structured file item by item from its copy (`structured`, through `inputs::Shape`),
-//! an output folder's units (`units`). Each record is checked
-//! against the run's identity set in file order (`sink`) and written to `records/`. Any
-//! rejected line rejects the whole batch and nothing is published; the problems of every
-//! file are reported (up to a limit).
+//! an output folder's units (`units`). Each record is checked against the run's identity
+//! set (`identities`) in file order (`sink`) and written to `records/`. Any rejected line
+//! rejects the whole batch and nothing is published; the problems of every file are
+//! reported (up to a limit).
 
 mod identities;
 mod lines;

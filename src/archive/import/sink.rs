@@ -241,8 +241,8 @@ pub(super) struct Sink<'a> {
 /// How many records ahead of its lookup an identity's slot is asked for.
 const PREFETCH_AHEAD: usize = 16;
 
-/// The most records [`Sink::reserve_for`] makes room for ahead (a map of about 200 MB at
-/// most, whose pages are touched only as records arrive).
+/// The most records [`Sink::reserve_for`] makes room for ahead: 96 MiB of table slots and
+/// 64 MiB of places at most, reserved, their pages taken only as records arrive.
 const RESERVE_AHEAD: usize = 2 << 20;
 
 impl Sink<'_> {
@@ -254,7 +254,12 @@ impl Sink<'_> {
         if first.input_bytes == 0 {
             return;
         }
-        let per_byte = first.outcomes.len() as f64 / first.input_bytes as f64;
+        let records = first
+            .outcomes
+            .iter()
+            .filter(|outcome| matches!(outcome, Outcome::Record { .. }))
+            .count();
+        let per_byte = records as f64 / first.input_bytes as f64;
         let expected = (per_byte * file_bytes as f64) as usize;
         self.seen.reserve(expected.min(RESERVE_AHEAD));
     }
