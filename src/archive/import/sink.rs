@@ -241,9 +241,10 @@ pub(super) struct Sink<'a> {
 /// How many records ahead of its lookup an identity's slot is asked for.
 const PREFETCH_AHEAD: usize = 16;
 
-/// The most records [`Sink::reserve_for`] makes room for ahead: 96 MiB of table slots and
-/// 64 MiB of places at most, reserved, their pages taken only as records arrive.
-const RESERVE_AHEAD: usize = 2 << 20;
+/// The most records [`Sink::reserve_for`] makes room for ahead (the identity table is
+/// written when reserved): 48 MiB of table slots at most, and 32 MiB of places whose pages
+/// come only as records arrive. A file of more records grows the table by doubling.
+const RESERVE_AHEAD: usize = 1 << 20;
 
 impl Sink<'_> {
     /// Makes room in the identity set for the records of a file of `file_bytes` bytes,
