@@ -181,19 +181,23 @@ impl Drop for NewFile {
     }
 }
 
+/// Creates `path` for writing; it must not exist.
+fn create_new(path: &Path) -> Result<File, PathIoError> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(io_at("creating", path))
+}
+
 impl NewFile {
     /// Creates `path` exclusively (it must not exist).
     pub fn create(path: &Path) -> Result<Self, PathIoError> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(io_at("creating", path))?;
         Ok(Self {
             path: path.to_owned(),
             writer: Some(BufWriter::with_capacity(
                 256 * 1024,
-                HashingWriter::new(file),
+                HashingWriter::new(create_new(path)?),
             )),
         })
     }
@@ -255,15 +259,7 @@ impl CopiedFile {
     /// Creates `path` exclusively and copies the rest of `source` into it; gives the
     /// number of bytes copied.
     pub fn create(path: &Path, source: &mut File) -> Result<(Self, u64), PathIoError> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(io_at("creating", path))?;
-        let mut copied = Self {
-            path: path.to_owned(),
-            file: Some(file),
-        };
+        let mut copied = Self::create_empty(path)?;
         let target = copied.file.as_mut().expect("just created");
         let bytes = io::copy(source, target).map_err(io_at("copying into", path))?;
         Ok((copied, bytes))
@@ -271,14 +267,9 @@ impl CopiedFile {
 
     /// Creates `path` exclusively, empty, to be filled through [`CopiedFile::tee`].
     pub fn create_empty(path: &Path) -> Result<Self, PathIoError> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(io_at("creating", path))?;
         Ok(Self {
             path: path.to_owned(),
-            file: Some(file),
+            file: Some(create_new(path)?),
         })
     }
 
