@@ -335,13 +335,8 @@ impl<R: Read> Read for Tee<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.source.read(buf)?;
         let mut file = self.copy.file();
-        file.write_all(&buf[..n]).map_err(|source| {
-            io::Error::other(PathIoError {
-                action: "writing",
-                path: self.copy.path.clone(),
-                source,
-            })
-        })?;
+        file.write_all(&buf[..n])
+            .map_err(|error| io::Error::other(io_at("writing", &self.copy.path)(error)))?;
         self.unsynced += n as u64;
         if self.unsynced >= self.write_back_every {
             // A write-back still running takes this data too: no need to queue another.

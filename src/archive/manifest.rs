@@ -104,6 +104,13 @@ pub struct CountEntry {
     pub records: u64,
 }
 
+impl CountEntry {
+    /// The combination the entry counts.
+    fn key(&self) -> (&str, Option<&str>, &str) {
+        (&self.benchmark, self.language.as_deref(), &self.variant_id)
+    }
+}
+
 /// Counts records per (benchmark, language, variant) as they stream by: a known
 /// combination costs a few comparisons (a hash and a comparison once there are many), no
 /// allocation.
@@ -122,55 +129,37 @@ const LINEAR_ENTRIES: usize = 16;
 impl BreakdownCounter {
     /// Counts one record.
     pub fn add(&mut self, benchmark: &str, language: Option<&str>, variant_id: &str) {
-        let same = |entry: &CountEntry| {
-            entry.variant_id == variant_id
-                && entry.language.as_deref() == language
-                && entry.benchmark == benchmark
-        };
+        let key = (benchmark, language, variant_id);
+        let same = |index: &usize| self.entries[*index].key() == key;
         // Most files hold a few combinations: comparing them is cheaper than hashing
         // (SipHash of the three was a sixth of the reading thread's time).
-        if self.entries.len() <= LINEAR_ENTRIES {
-            if let Some(entry) = self.entries.iter_mut().find(|entry| same(entry)) {
-                entry.records += 1;
-                return;
-            }
-            if self.entries.len() < LINEAR_ENTRIES {
-                self.push(benchmark, language, variant_id);
-                return;
-            }
-            // The index is built once the entries outgrow the scan.
-            for (index, entry) in self.entries.iter().enumerate() {
-                let hash = self.hasher.hash_one((
-                    entry.benchmark.as_str(),
-                    entry.language.as_deref(),
-                    entry.variant_id.as_str(),
-                ));
-                self.index.entry(hash).or_default().push(index);
-            }
+        let found = match self.entries.len() <= LINEAR_ENTRIES {
+            true => (0..self.entries.len()).find(same),
+            false => self
+                .index
+                .get(&self.hasher.hash_one(key))
+                .and_then(|candidates| candidates.iter().copied().find(same)),
+        };
+        if let Some(index) = found {
+            self.entries[index].records += 1;
+            return;
         }
-        let hash = self.hasher.hash_one((benchmark, language, variant_id));
-        let candidates = self.index.entry(hash).or_default();
-        for &index in candidates.iter() {
-            let entry = &mut self.entries[index];
-            if entry.benchmark == benchmark
-                && entry.language.as_deref() == language
-                && entry.variant_id == variant_id
-            {
-                entry.records += 1;
-                return;
-            }
-        }
-        candidates.push(self.entries.len());
-        self.push(benchmark, language, variant_id);
-    }
-
-    fn push(&mut self, benchmark: &str, language: Option<&str>, variant_id: &str) {
         self.entries.push(CountEntry {
             benchmark: benchmark.to_owned(),
             language: language.map(str::to_owned),
             variant_id: variant_id.to_owned(),
             records: 1,
         });
+        // The index is built once the entries outgrow the scan, then kept.
+        let indexed = match self.entries.len() {
+            n if n <= LINEAR_ENTRIES => 0..0,
+            n if n == LINEAR_ENTRIES + 1 => 0..n,
+            n => n - 1..n,
+        };
+        for index in indexed {
+            let hash = self.hasher.hash_one(self.entries[index].key());
+            self.index.entry(hash).or_default().push(index);
+        }
     }
 
     /// The counts, sorted as manifests store them.

@@ -172,9 +172,9 @@ fn write_rows(
     rows: impl Fn(&[Item]) -> io::Result<Vec<u8>> + Sync,
 ) -> io::Result<()> {
     let stored = |item: &Item| {
-        let baseline = item.baseline.map(|row| load.size(Side::Baseline, row));
-        let variant = item.variant.map(|row| load.size(Side::Variant, row));
-        baseline.unwrap_or(0) + variant.unwrap_or(0)
+        item.baseline
+            .map_or(0, |row| load.size(Side::Baseline, row))
+            + item.variant.map_or(0, |row| load.size(Side::Variant, row))
     };
     let mut rest = items;
     let next_job = || {
