@@ -32,6 +32,11 @@ const ROW_GROUP_ROWS: usize = 1 << 20;
 /// from the first few thousand rows on and memory is flat from there (a page of a label
 /// column is otherwise 20,000 rows, and its compressor appears only then).
 const PAGE_ROWS: usize = 4096;
+/// Batches waiting for the writer thread. It takes records in bursts (every [`BATCH_ROWS`]
+/// records it encodes and compresses them), and a batch of few-shot prompts holds about 200
+/// records: with two places the reading thread waited on every burst and both cores were
+/// busy 1.57 of the time; with eight, 1.82 (BENCHMARKS.md, "Writer queue").
+const QUEUED_BATCHES: usize = 8;
 /// The zstd level of every page: fast to write, small enough (see BENCHMARKS.md).
 const ZSTD_LEVEL: i32 = 1;
 
@@ -406,7 +411,7 @@ impl<'scope> ThreadedWriter<'scope> {
         scope: &'scope Scope<'scope, 'env>,
         out: W,
     ) -> Self {
-        let (sender, receiver) = mpsc::sync_channel::<EncodedBatch>(2);
+        let (sender, receiver) = mpsc::sync_channel::<EncodedBatch>(QUEUED_BATCHES);
         let handle = scope.spawn(move || {
             let mut writer = RecordsWriter::new(out)?;
             for batch in receiver {
