@@ -135,6 +135,7 @@ impl Progress for Bar {
 }
 
 pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
+    keep_freed_memory();
     let run = run_id(&args.run)?;
     let format = Format::parse(&args.format)
         .ok_or_else(|| CliError::usage(format!("unknown format {}", args.format), None))?;
@@ -193,4 +194,29 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         }
     }
     Ok(Exit::Ok)
+}
+
+/// glibc gives a freed block of more than 128 KiB back to the kernel at once (the bound
+/// grows to 32 MiB as it sees such blocks) and trims the top of the heap beyond 128 KiB
+/// free. An import frees a batch, a Parquet page buffer or a compressor output of about a
+/// mebibyte at every step and allocates the next one alike, which then faults in fresh
+/// zeroed pages, and unmapping each interrupts the other core to flush its TLB: a sixth
+/// of the CPU of an import of small records was the kernel's. For an import, blocks under
+/// 16 MiB come from the heap and the heap keeps up to 64 MiB free (BENCHMARKS.md,
+/// "Heap"). Only for an import: the reading commands grow large buffers by `realloc`,
+/// which moves a block of its own with `mremap`, without copying (`babel records` is 15 %
+/// slower from the heap).
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const MMAP_THRESHOLD: libc::c_int = 16 << 20;
+        const TRIM_THRESHOLD: libc::c_int = 64 << 20;
+        // SAFETY: mallopt only sets two parameters of glibc's allocator, under the
+        // allocator's own lock, before any thread of the import exists.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
+        }
+    }
 }
