@@ -319,7 +319,7 @@ impl CopiedFile {
 
 /// How much a [`Tee`] writes between two write-backs of its copy. What is written after
 /// the last one is synced while the import waits: with 64 MiB steps that was up to 64 MiB
-/// (36 ms at the end of a 200 MB import here, a tenth of its time; BENCHMARKS.md,
+/// (the last fsync of a 200 MB import took 36 ms of its 0.53 s here; BENCHMARKS.md,
 /// "Write-back").
 const WRITE_BACK_BYTES: u64 = 16 << 20;
 

@@ -177,69 +177,73 @@ pub(crate) fn format_u64(mut value: u64, buffer: &mut [u8; 20]) -> &[u8] {
 
 /// The first byte at or after `from` that a JSON string must escape (`"`, `\\`, or below
 /// 0x20): the strings of real records (prompts, documents) are long and almost never need
-/// one. Sixteen bytes at a time with SSE2 (every x86-64 has it), eight elsewhere.
+/// one. Sixteen bytes at a time with SSE2 (every x86-64 has it), then eight in a 64-bit
+/// word, then one. Panics when `from` is past the end, as slicing does.
 pub(crate) fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
-    let index = escape_free_prefix(bytes, from);
-    bytes[index..]
+    let rest = &bytes[from..];
+    let blocks = sixteen_plain(rest);
+    let words = blocks + eight_plain(&rest[blocks..]);
+    rest[words..]
         .iter()
         .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
-        .map(|offset| index + offset)
+        .map(|offset| from + words + offset)
 }
 
-/// Where the search of [`next_escape`] goes on byte by byte: past whole blocks holding no
-/// byte to escape.
+/// How many leading bytes of `bytes` sixteen-byte blocks show to need no escape: up to
+/// the first byte that does, or the last whole block.
 #[cfg(target_arch = "x86_64")]
-fn escape_free_prefix(bytes: &[u8], from: usize) -> usize {
+fn sixteen_plain(bytes: &[u8]) -> usize {
     use std::arch::x86_64::{
         _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
         _mm_set1_epi8,
     };
-    let mut index = from;
-    // SAFETY: SSE2 is part of every x86-64 target, so its intrinsics can run; each load
-    // reads the sixteen bytes from `index`, which the loop keeps inside `bytes`, and an
-    // unaligned load reads them at any address.
-    #[allow(unsafe_code)]
-    unsafe {
-        let quote = _mm_set1_epi8(b'"' as i8);
-        let backslash = _mm_set1_epi8(b'\\' as i8);
-        let last_control = _mm_set1_epi8(0x1f);
-        while index + 16 <= bytes.len() {
-            let block = _mm_loadu_si128(bytes.as_ptr().add(index).cast());
+    let mut plain = 0;
+    for block in bytes.chunks_exact(16) {
+        // SAFETY: SSE2 is part of every x86-64 target, so its intrinsics can run; the load
+        // reads the sixteen bytes of `block`, at any alignment.
+        #[allow(unsafe_code)]
+        let found = unsafe {
+            let block = _mm_loadu_si128(block.as_ptr().cast());
             // A byte is a control character when the smaller of it and 0x1f is itself.
-            let control = _mm_cmpeq_epi8(_mm_min_epu8(block, last_control), block);
+            let control = _mm_cmpeq_epi8(_mm_min_epu8(block, _mm_set1_epi8(0x1f)), block);
             let special = _mm_or_si128(
-                _mm_cmpeq_epi8(block, quote),
-                _mm_cmpeq_epi8(block, backslash),
+                _mm_cmpeq_epi8(block, _mm_set1_epi8(b'"' as i8)),
+                _mm_cmpeq_epi8(block, _mm_set1_epi8(b'\\' as i8)),
             );
-            let found = _mm_movemask_epi8(_mm_or_si128(control, special));
-            if found != 0 {
-                return index + found.trailing_zeros() as usize;
-            }
-            index += 16;
+            _mm_movemask_epi8(_mm_or_si128(control, special))
+        };
+        if found != 0 {
+            return plain + found.trailing_zeros() as usize;
         }
+        plain += 16;
     }
-    index
+    plain
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn escape_free_prefix(bytes: &[u8], from: usize) -> usize {
+fn sixteen_plain(_: &[u8]) -> usize {
+    0
+}
+
+/// How many leading bytes of `bytes` are whole eight-byte words needing no escape.
+fn eight_plain(bytes: &[u8]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // A byte of `word` is zero / below n (n <= 128) when its high bit ends up set here.
     let has_zero = |word: u64| word.wrapping_sub(ONES) & !word & HIGH;
     let has_below = |word: u64, n: u64| word.wrapping_sub(ONES * n) & !word & HIGH;
-    let mut index = from;
-    while index + 8 <= bytes.len() {
-        let word = u64::from_le_bytes(bytes[index..index + 8].try_into().expect("8 bytes"));
+    let mut plain = 0;
+    for word in bytes.chunks_exact(8) {
+        let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
         let hits = has_below(word, 0x20)
             | has_zero(word ^ (ONES * u64::from(b'"')))
             | has_zero(word ^ (ONES * u64::from(b'\\')));
         if hits != 0 {
             break;
         }
-        index += 8;
+        plain += 8;
     }
-    index
+    plain
 }
 
 /// Writes a JSON string as `JSON.stringify` does: `"` and `\\` escaped, the control

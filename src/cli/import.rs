@@ -211,12 +211,15 @@ fn keep_freed_memory() {
     {
         const MMAP_THRESHOLD: libc::c_int = 16 << 20;
         const TRIM_THRESHOLD: libc::c_int = 64 << 20;
-        // SAFETY: mallopt only sets two parameters of glibc's allocator, under the
-        // allocator's own lock, before any thread of the import exists.
+        // SAFETY: no other thread exists yet (the import starts its own later), and
+        // mallopt only sets two parameters of glibc's allocator.
         #[allow(unsafe_code)]
-        unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
-            libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
-        }
+        let set = unsafe {
+            [
+                libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD),
+                libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD),
+            ]
+        };
+        debug_assert_eq!(set, [1, 1], "glibc takes both thresholds");
     }
 }

@@ -212,7 +212,8 @@ impl<R: BufRead> Lexer<R> {
     }
 
     /// Reads one value; its bytes go to `out` when given (at most `limit` of them). The
-    /// buffer is scanned a chunk at a time ([`ValueScan`]), strings eight bytes at a time.
+    /// buffer is scanned a chunk at a time ([`ValueScan`]), strings a block at a time
+    /// ([`canonical_json::next_escape`]).
     fn value<E>(
         &mut self,
         mut out: Option<&mut Vec<u8>>,

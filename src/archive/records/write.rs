@@ -6,6 +6,7 @@
 use std::io::{self, Write};
 use std::sync::Arc;
 use std::sync::mpsc::{self, SyncSender};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{Scope, ScopedJoinHandle};
 
 use arrow_array::builder::{BooleanBuilder, StringBuilder, UInt64Builder};
@@ -37,6 +38,9 @@ const PAGE_ROWS: usize = 4096;
 /// records: with two places the reading thread waited on every burst and both cores were
 /// busy 1.57 of the time; with eight, 1.82 (BENCHMARKS.md, "Writer queue").
 const QUEUED_BATCHES: usize = 8;
+/// The most text the batches waiting for the writer thread hold, beyond the first batch
+/// (which always may wait): a batch of one line may alone be 64 MiB.
+const QUEUED_BYTES: usize = 16 << 20;
 /// The zstd level of every page: fast to write, small enough (see BENCHMARKS.md).
 const ZSTD_LEVEL: i32 = 1;
 
@@ -399,9 +403,10 @@ impl<W: Write + Send> RecordsWriter<W> {
 
 /// A [`RecordsWriter`] on a thread of its own (spawned in the caller's scope), so that
 /// encoding and compressing overlap reading and parsing: batches are handed over through
-/// a short queue.
+/// a queue of at most [`QUEUED_BATCHES`] batches and [`QUEUED_BYTES`] of text.
 pub struct ThreadedWriter<'scope> {
     sender: Option<SyncSender<EncodedBatch>>,
+    backlog: Arc<Backlog>,
     handle: ScopedJoinHandle<'scope, io::Result<u64>>,
 }
 
@@ -412,26 +417,39 @@ impl<'scope> ThreadedWriter<'scope> {
         out: W,
     ) -> Self {
         let (sender, receiver) = mpsc::sync_channel::<EncodedBatch>(QUEUED_BATCHES);
+        let backlog = Arc::new(Backlog::default());
+        let taken = Arc::clone(&backlog);
         let handle = scope.spawn(move || {
+            // However the thread ends, nothing waits for room any longer.
+            let _closed = CloseOnDrop(&taken);
             let mut writer = RecordsWriter::new(out)?;
             for batch in receiver {
+                let bytes = batch.text.len();
                 writer.write(&batch)?;
+                drop(batch);
+                taken.release(bytes);
             }
             writer.finish().map(|(_, rows)| rows)
         });
         Self {
             sender: Some(sender),
+            backlog,
             handle,
         }
     }
 
-    /// Appends the records of a batch.
+    /// Appends the records of a batch, once there is room for it.
     pub fn write(&mut self, batch: EncodedBatch) -> io::Result<()> {
-        let sent = self.sender.as_ref().map(|sender| sender.send(batch));
+        let sent = self.sender.as_ref().and_then(|sender| {
+            self.backlog
+                .admit(batch.text.len())
+                .then(|| sender.send(batch).ok())
+                .flatten()
+        });
         match sent {
-            Some(Ok(())) => Ok(()),
+            Some(()) => Ok(()),
             // The writer thread stopped: its own error is what `finish` returns.
-            _ => {
+            None => {
                 self.sender = None;
                 Err(io::Error::other("the records writer stopped"))
             }
@@ -444,5 +462,94 @@ impl<'scope> ThreadedWriter<'scope> {
         self.handle
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the records writer panicked")))
+    }
+}
+
+/// The text of the batches handed to the writer thread and not yet written, and whether
+/// that thread has stopped.
+#[derive(Default)]
+struct Backlog {
+    state: Mutex<BacklogState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct BacklogState {
+    bytes: usize,
+    closed: bool,
+}
+
+impl Backlog {
+    fn state(&self) -> MutexGuard<'_, BacklogState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits until a batch of `bytes` may join the queue (at once when the queue is empty,
+    /// so a batch larger than the bound still goes), then counts it; false once the writer
+    /// thread has stopped.
+    fn admit(&self, bytes: usize) -> bool {
+        let mut state = self.state();
+        while !state.closed && state.bytes > 0 && state.bytes + bytes > QUEUED_BYTES {
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        if state.closed {
+            return false;
+        }
+        state.bytes += bytes;
+        true
+    }
+
+    /// A batch of `bytes` was written.
+    fn release(&self, bytes: usize) {
+        self.state().bytes -= bytes;
+        self.changed.notify_all();
+    }
+}
+
+/// Marks the backlog closed when the writer thread ends, by return or by panic.
+struct CloseOnDrop<'b>(&'b Backlog);
+
+impl Drop for CloseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.state().closed = true;
+        self.0.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_batch_waits_while_the_queue_holds_too_much_text() {
+        let backlog = Backlog::default();
+        // An empty queue takes any batch, however large.
+        assert!(backlog.admit(QUEUED_BYTES * 4));
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| backlog.admit(1));
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(!waiting.is_finished(), "admitted beside a full queue");
+            backlog.release(QUEUED_BYTES * 4);
+            assert!(waiting.join().unwrap());
+        });
+        // Small batches share the room.
+        assert!(backlog.admit(QUEUED_BYTES - 1));
+    }
+
+    #[test]
+    fn nothing_waits_for_a_writer_that_stopped() {
+        let backlog = Backlog::default();
+        assert!(backlog.admit(QUEUED_BYTES));
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| backlog.admit(QUEUED_BYTES));
+            std::thread::sleep(Duration::from_millis(100));
+            drop(CloseOnDrop(&backlog));
+            assert!(!waiting.join().unwrap());
+        });
+        assert!(!backlog.admit(0));
     }
 }
