@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 use std::sync::Arc;
-use std::sync::mpsc::{self, SyncSender};
+use std::sync::mpsc::{self, Sender};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{Scope, ScopedJoinHandle};
 
@@ -405,7 +405,7 @@ impl<W: Write + Send> RecordsWriter<W> {
 /// encoding and compressing overlap reading and parsing: batches are handed over through
 /// a queue of at most [`QUEUED_BATCHES`] batches and [`QUEUED_BYTES`] of text.
 pub struct ThreadedWriter<'scope> {
-    sender: Option<SyncSender<EncodedBatch>>,
+    sender: Option<Sender<EncodedBatch>>,
     backlog: Arc<Backlog>,
     handle: ScopedJoinHandle<'scope, io::Result<u64>>,
 }
@@ -416,7 +416,8 @@ impl<'scope> ThreadedWriter<'scope> {
         scope: &'scope Scope<'scope, 'env>,
         out: W,
     ) -> Self {
-        let (sender, receiver) = mpsc::sync_channel::<EncodedBatch>(QUEUED_BATCHES);
+        // Unbounded: the backlog is what bounds it.
+        let (sender, receiver) = mpsc::channel::<EncodedBatch>();
         let backlog = Arc::new(Backlog::default());
         let taken = Arc::clone(&backlog);
         let handle = scope.spawn(move || {
@@ -440,20 +441,16 @@ impl<'scope> ThreadedWriter<'scope> {
 
     /// Appends the records of a batch, once there is room for it.
     pub fn write(&mut self, batch: EncodedBatch) -> io::Result<()> {
-        let sent = self.sender.as_ref().and_then(|sender| {
-            self.backlog
-                .admit(batch.text.len())
-                .then(|| sender.send(batch).ok())
-                .flatten()
-        });
-        match sent {
-            Some(()) => Ok(()),
-            // The writer thread stopped: its own error is what `finish` returns.
-            None => {
-                self.sender = None;
-                Err(io::Error::other("the records writer stopped"))
-            }
+        let sent = match &self.sender {
+            Some(sender) if self.backlog.admit(batch.text.len()) => sender.send(batch).is_ok(),
+            _ => false,
+        };
+        if sent {
+            return Ok(());
         }
+        // The writer thread stopped: its own error is what `finish` returns.
+        self.sender = None;
+        Err(io::Error::other("the records writer stopped"))
     }
 
     /// Writes the footer; the number of records written.
@@ -465,8 +462,8 @@ impl<'scope> ThreadedWriter<'scope> {
     }
 }
 
-/// The text of the batches handed to the writer thread and not yet written, and whether
-/// that thread has stopped.
+/// The batches handed to the writer thread and not yet written (how many, and their
+/// text), and whether that thread has stopped: the one bound of its queue.
 #[derive(Default)]
 struct Backlog {
     state: Mutex<BacklogState>,
@@ -475,6 +472,7 @@ struct Backlog {
 
 #[derive(Default)]
 struct BacklogState {
+    batches: usize,
     bytes: usize,
     closed: bool,
 }
@@ -489,7 +487,11 @@ impl Backlog {
     /// thread has stopped.
     fn admit(&self, bytes: usize) -> bool {
         let mut state = self.state();
-        while !state.closed && state.bytes > 0 && state.bytes + bytes > QUEUED_BYTES {
+        let full = |state: &BacklogState| {
+            state.batches > 0
+                && (state.batches == QUEUED_BATCHES || state.bytes + bytes > QUEUED_BYTES)
+        };
+        while !state.closed && full(&state) {
             state = self
                 .changed
                 .wait(state)
@@ -498,13 +500,16 @@ impl Backlog {
         if state.closed {
             return false;
         }
+        state.batches += 1;
         state.bytes += bytes;
         true
     }
 
     /// A batch of `bytes` was written.
     fn release(&self, bytes: usize) {
-        self.state().bytes -= bytes;
+        let mut state = self.state();
+        state.batches -= 1;
+        state.bytes -= bytes;
         self.changed.notify_all();
     }
 }
@@ -538,6 +543,21 @@ mod tests {
         });
         // Small batches share the room.
         assert!(backlog.admit(QUEUED_BYTES - 1));
+    }
+
+    #[test]
+    fn no_more_than_the_queued_batches_wait_however_small() {
+        let backlog = Backlog::default();
+        for _ in 0..QUEUED_BATCHES {
+            assert!(backlog.admit(1));
+        }
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| backlog.admit(1));
+            std::thread::sleep(Duration::from_millis(100));
+            assert!(!waiting.is_finished(), "admitted beside a full queue");
+            backlog.release(1);
+            assert!(waiting.join().unwrap());
+        });
     }
 
     #[test]
