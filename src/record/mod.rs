@@ -604,6 +604,15 @@ pub(crate) mod tests {
                 assert_ne!(a, b);
             }
         }
+        // In a strict run's key, a language without a script is not the same script
+        // without a language.
+        let mut language_only = identity("a", Some("Latn"), "q", "v");
+        let mut script_only = identity("a", None, "q", "v");
+        (language_only.script, script_only.script) = (None, Some("Latn"));
+        assert_ne!(
+            language_only.record_digest(true),
+            script_only.record_digest(true)
+        );
     }
 
     #[test]
