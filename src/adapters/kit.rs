@@ -46,14 +46,48 @@ pub struct JsonLine<'a> {
 #[derive(Debug)]
 pub struct LineFields<'a> {
     members: &'a Members,
-    taken: Vec<bool>,
+    taken: Taken,
+}
+
+/// Which members were taken: a bit each for the first 64 (no allocation for a line),
+/// a flag each beyond.
+#[derive(Debug)]
+struct Taken {
+    first: u64,
+    beyond: Vec<bool>,
+}
+
+impl Taken {
+    fn new(members: usize) -> Self {
+        Self {
+            first: 0,
+            beyond: vec![false; members.saturating_sub(64)],
+        }
+    }
+
+    fn get(&self, index: usize) -> bool {
+        match index.checked_sub(64) {
+            None => self.first & (1 << index) != 0,
+            Some(beyond) => self.beyond[beyond],
+        }
+    }
+
+    /// Marks member `index` taken; whether it was already.
+    fn take(&mut self, index: usize) -> bool {
+        let was = self.get(index);
+        match index.checked_sub(64) {
+            None => self.first |= 1 << index,
+            Some(beyond) => self.beyond[beyond] = true,
+        }
+        was
+    }
 }
 
 impl<'a> LineFields<'a> {
     pub fn new(members: &'a Members) -> Self {
         Self {
             members,
-            taken: vec![false; members.len()],
+            taken: Taken::new(members.len()),
         }
     }
 
@@ -81,7 +115,7 @@ impl<'a> LineFields<'a> {
     /// Takes a member out as it is, if present (and not taken before).
     pub fn take(&mut self, name: &str) -> Option<Member<'a>> {
         let index = self.members.position(name)?;
-        if std::mem::replace(&mut self.taken[index], true) {
+        if self.taken.take(index) {
             return None;
         }
         Some(self.members.at(index))
@@ -284,11 +318,9 @@ impl<'a> LineFields<'a> {
     /// The members not taken so far, in written order.
     pub fn remaining(&self) -> impl Iterator<Item = Member<'a>> + '_ {
         let members = self.members;
-        self.taken
-            .iter()
-            .enumerate()
-            .filter(|(_, taken)| !**taken)
-            .map(move |(index, _)| members.at(index))
+        (0..members.len())
+            .filter(|&index| !self.taken.get(index))
+            .map(move |index| members.at(index))
     }
 
     /// Refuses any member not taken so far.
@@ -494,6 +526,24 @@ mod tests {
         assert_eq!(f.deny_unknown().unwrap_err().path.to_string(), "z");
         let rest = f.rest(vec![("m".into(), Json::bool(true))]).unwrap();
         assert_eq!(rest.as_str(), r#"{"a":{"b":null},"m":true,"z":[2]}"#);
+    }
+
+    #[test]
+    fn members_beyond_the_sixty_fourth_are_taken_once_and_left_as_the_rest() {
+        let object: serde_json::Map<String, serde_json::Value> =
+            (0..70).map(|n| (format!("k{n:02}"), json!(n))).collect();
+        let scanned = members(&serde_json::Value::Object(object));
+        let mut f = LineFields::new(&scanned);
+        for n in (0..70).filter(|n| n % 3 != 0) {
+            assert!(f.take(&format!("k{n:02}")).is_some(), "k{n:02}");
+            assert!(f.take(&format!("k{n:02}")).is_none(), "k{n:02} again");
+        }
+        let left: Vec<&str> = f.remaining().map(|member| member.key).collect();
+        let expected: Vec<String> = (0..70)
+            .filter(|n| n % 3 == 0)
+            .map(|n| format!("k{n:02}"))
+            .collect();
+        assert_eq!(left, expected);
     }
 
     #[test]

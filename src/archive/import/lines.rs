@@ -20,6 +20,7 @@ use crate::archive::records::ThreadedWriter;
 use crate::durable::{CopiedFile, HashingReader, NewFile, PathIoError, io_at};
 use crate::jsonl::{self, LineBatch, Members, NonFinitePolicy, NonFiniteReplacement};
 use crate::parallel;
+use crate::record::NewRecord;
 
 /// How a line adapter reads its lines.
 #[derive(Clone, Copy)]
@@ -121,6 +122,17 @@ fn non_finite_note(replaced: &NonFiniteReplacement) -> String {
 
 /// Reads and normalizes one batch of lines (on a worker thread): everything that needs no
 /// knowledge of the other lines, down to the encoded columns of every record.
+/// An emptied vector of records of one line, for the next line's: its records borrow
+/// each line's members, so the vector changes lifetime, not allocation (collecting a
+/// vector's own iterator into one of the same layout reuses its memory).
+fn recycle<'b>(mut records: Vec<NewRecord<'_>>) -> Vec<NewRecord<'b>> {
+    records.clear();
+    records
+        .into_iter()
+        .map(|_| unreachable!("the vector was emptied"))
+        .collect()
+}
+
 fn normalize_batch(
     batch: &LineBatch,
     hook: LineHook,
@@ -131,6 +143,7 @@ fn normalize_batch(
     let mut out = Normalized::with_capacity(batch.bytes(), batch.line_count() as usize);
     match hook {
         LineHook::Members(normalize) => MEMBERS.with_borrow_mut(|members| {
+            let mut spare = Vec::new();
             for (number, bytes) in batch.lines() {
                 let bytes = match bytes {
                     Ok(Some(bytes)) => bytes,
@@ -144,17 +157,26 @@ fn normalize_batch(
                     out.refuse(Refusal::of_line(error));
                     continue;
                 }
-                let mut records = Vec::new();
+                let mut records = recycle(std::mem::take(&mut spare));
                 let line = JsonLine { number, members };
-                if let Err(error) = normalize(line, context, &mut records) {
-                    out.refuse(Refusal::of_adapter(Place::Line(number), error));
-                    continue;
+                match normalize(line, context, &mut records) {
+                    Err(error) => out.refuse(Refusal::of_adapter(Place::Line(number), error)),
+                    Ok(()) => {
+                        for record in records.drain(..) {
+                            let replaced = members.replaced();
+                            let place = Place::Line(number);
+                            out.finish_record(
+                                record,
+                                replaced,
+                                &non_finite_note,
+                                bank,
+                                context,
+                                place,
+                            );
+                        }
+                    }
                 }
-                for record in records {
-                    let replaced = members.replaced();
-                    let place = Place::Line(number);
-                    out.finish_record(record, replaced, &non_finite_note, bank, context, place);
-                }
+                spare = recycle(records);
             }
         }),
         LineHook::Trees(normalize) => {
@@ -188,4 +210,23 @@ fn normalize_batch(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_recycled_vector_of_records_keeps_its_memory() {
+        let new = || NewRecord::from_record(crate::record::tests::sample()).unwrap();
+        let mut records = vec![new(), new()];
+        records.reserve(6);
+        let (at, capacity) = (records.as_ptr() as usize, records.capacity());
+        let recycled: Vec<NewRecord<'static>> = recycle(records);
+        assert!(recycled.is_empty());
+        assert_eq!(
+            (recycled.as_ptr() as usize, recycled.capacity()),
+            (at, capacity)
+        );
+    }
 }
