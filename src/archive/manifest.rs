@@ -12,6 +12,7 @@ use super::metadata::RunMetadata;
 use crate::adapters::Format;
 use crate::canonical_json::{CanonicalError, to_canonical_bytes};
 use crate::durable::is_sha256;
+use crate::jsonl::key_tag;
 
 /// True for a version as babel writes them: `MAJOR.MINOR.PATCH`, each a decimal number
 /// without leading zeros, optionally followed by `-` and a pre-release of ASCII letters,
@@ -117,10 +118,22 @@ impl CountEntry {
 #[derive(Debug, Default)]
 pub struct BreakdownCounter {
     entries: Vec<CountEntry>,
+    /// Each entry's [`tags`], compared before the entry's strings.
+    tags: Vec<[u64; 3]>,
     /// Entries by the hash of their combination, once there are more than
     /// [`LINEAR_ENTRIES`].
     index: HashMap<u64, Vec<usize>>,
     hasher: RandomState,
+}
+
+/// A combination's strings as [`key_tag`]s (an absent language and an empty one differ
+/// in their strings, which are compared once the tags agree).
+fn tags((benchmark, language, variant_id): (&str, Option<&str>, &str)) -> [u64; 3] {
+    [
+        key_tag(benchmark),
+        key_tag(language.unwrap_or("")),
+        key_tag(variant_id),
+    ]
 }
 
 /// Up to this many combinations, [`BreakdownCounter::add`] compares instead of hashing.
@@ -132,9 +145,13 @@ impl BreakdownCounter {
         let key = (benchmark, language, variant_id);
         let same = |index: &usize| self.entries[*index].key() == key;
         // Most files hold a few combinations: comparing them is cheaper than hashing
-        // (SipHash of the three was a sixth of the reading thread's time).
+        // (SipHash of the three was a sixth of the reading thread's time), and comparing
+        // their tags cheaper than their strings.
         let found = match self.entries.len() <= LINEAR_ENTRIES {
-            true => (0..self.entries.len()).find(same),
+            true => {
+                let tags = tags(key);
+                (0..self.entries.len()).find(|index| self.tags[*index] == tags && same(index))
+            }
             false => self
                 .index
                 .get(&self.hasher.hash_one(key))
@@ -144,6 +161,7 @@ impl BreakdownCounter {
             self.entries[index].records += 1;
             return;
         }
+        self.tags.push(tags(key));
         self.entries.push(CountEntry {
             benchmark: benchmark.to_owned(),
             language: language.map(str::to_owned),
@@ -658,5 +676,19 @@ mod tests {
             expected.sort();
             assert_eq!(counted, expected, "{combinations} combinations");
         }
+    }
+
+    #[test]
+    fn an_absent_language_and_an_empty_one_are_counted_apart() {
+        let mut counter = BreakdownCounter::default();
+        for language in [None, Some(""), None] {
+            counter.add("b", language, "v");
+        }
+        let counted: Vec<_> = counter
+            .finish()
+            .into_iter()
+            .map(|e| (e.language, e.records))
+            .collect();
+        assert_eq!(counted, vec![(None, 2), (Some(String::new()), 1)]);
     }
 }
