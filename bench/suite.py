@@ -257,6 +257,7 @@ def main():
     subprocess.run(p("init"), check=True)
     gen = os.path.join(HERE, "generate.py")
     import_seconds = 0.0
+    os.sync()  # the reports' gigabytes written back first, as before every import
     for k in range(sides):
         path = os.path.join(work, f"panel-{sides}-{items}-{k:03d}.jsonl")
         if not os.path.exists(path):

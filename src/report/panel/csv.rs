@@ -27,17 +27,29 @@ pub fn render(items: &PanelItems<'_>, out: &mut dyn Write) -> io::Result<()> {
         .iter()
         .map(|c| c.to_string())
         .collect();
-    header.extend((0..sides).map(|side| text_cell(&items.side_name(side))));
+    header.extend((0..sides).map(|side| text_cell(&items.side_name(side)).into_owned()));
     header.extend(ITEM_COLUMNS.iter().map(|c| c.to_string()));
     writer.write_record(&header).map_err(csv_error)?;
     let mut row: Vec<String> = Vec::with_capacity(header.len());
     for (index, item) in items.items.iter().enumerate() {
         row.clear();
-        row.push(text_cell(&item.benchmark));
-        row.push(item.language.as_deref().map(text_cell).unwrap_or_default());
-        row.push(item.script.as_deref().map(text_cell).unwrap_or_default());
-        row.push(text_cell(&item.question_id));
-        row.push(text_cell(&item.filter));
+        row.push(text_cell(&item.benchmark).into_owned());
+        row.push(
+            item.language
+                .as_deref()
+                .map(text_cell)
+                .unwrap_or_default()
+                .into_owned(),
+        );
+        row.push(
+            item.script
+                .as_deref()
+                .map(text_cell)
+                .unwrap_or_default()
+                .into_owned(),
+        );
+        row.push(text_cell(&item.question_id).into_owned());
+        row.push(text_cell(&item.filter).into_owned());
         row.push(item.repeat_id.to_string());
         for side in 0..sides {
             row.push(match items.grid.cell(side, index).known() {
