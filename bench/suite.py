@@ -9,8 +9,9 @@ same files, in one run. Prints a Markdown report; BENCHMARKS.md records the late
 Every figure is one run's wall clock and the peak resident memory of that process
 (os.wait4), with the inputs already in the page cache; the imports (with their
 sha256sum) and the item reports are the median of REPEATS runs, each after os.sync(),
-each import into a fresh run. Run
-bench/run.sh rather than this file directly: it builds the release binary first.
+each import into a fresh run (the panel's hundred imports are timed once each, after
+one os.sync()). Run bench/run.sh rather than this file directly: it builds the release
+binary first.
 """
 import json
 import os
@@ -152,7 +153,7 @@ def main():
     def sha_row(path, what):
         measured, seconds = repeated([["sha256sum", path]] * REPEATS)
         sha[path] = measured[0]
-        row("import", what, "sha256sum", (sha[path], 0), spread(seconds))
+        row("import", what, "sha256sum", measured, spread(seconds))
     def import_row(what, run, create, args, note):
         measured, seconds = imported(run, create, args)
         row("import", what, "babel", measured, f"{note(measured)}; {spread(seconds)}")
@@ -257,7 +258,7 @@ def main():
     subprocess.run(p("init"), check=True)
     gen = os.path.join(HERE, "generate.py")
     import_seconds = 0.0
-    os.sync()  # the reports' gigabytes written back first, as before every import
+    os.sync()  # the reports' gigabytes written back first, as before the other imports
     for k in range(sides):
         path = os.path.join(work, f"panel-{sides}-{items}-{k:03d}.jsonl")
         if not os.path.exists(path):

@@ -118,7 +118,7 @@ impl CountEntry {
 #[derive(Debug, Default)]
 pub struct BreakdownCounter {
     entries: Vec<CountEntry>,
-    /// Each entry's [`tags`], compared before the entry's strings.
+    /// The first [`LINEAR_ENTRIES`] entries' [`tags`], compared before their strings.
     tags: Vec<[u64; 3]>,
     /// Entries by the hash of their combination, once there are more than
     /// [`LINEAR_ENTRIES`].
@@ -147,11 +147,10 @@ impl BreakdownCounter {
         // Most files hold a few combinations: comparing them is cheaper than hashing
         // (SipHash of the three was a sixth of the reading thread's time), and comparing
         // their tags cheaper than their strings.
-        let found = match self.entries.len() <= LINEAR_ENTRIES {
-            true => {
-                let tags = tags(key);
-                (0..self.entries.len()).find(|index| self.tags[*index] == tags && same(index))
-            }
+        let linear = self.entries.len() <= LINEAR_ENTRIES;
+        let tags = if linear { tags(key) } else { [0; 3] };
+        let found = match linear {
+            true => (0..self.entries.len()).find(|index| self.tags[*index] == tags && same(index)),
             false => self
                 .index
                 .get(&self.hasher.hash_one(key))
@@ -161,7 +160,9 @@ impl BreakdownCounter {
             self.entries[index].records += 1;
             return;
         }
-        self.tags.push(tags(key));
+        if self.entries.len() < LINEAR_ENTRIES {
+            self.tags.push(tags);
+        }
         self.entries.push(CountEntry {
             benchmark: benchmark.to_owned(),
             language: language.map(str::to_owned),

@@ -57,9 +57,6 @@ pub struct Members {
     /// line, mostly names the line does not have, and a tag tells most keys apart without
     /// comparing them.
     tags: Vec<u64>,
-    /// One bit per present member, chosen by its tag ([`tag_bit`]): most names asked for
-    /// are absent, and their bit is clear, so they are refused without a scan.
-    present: u64,
     /// Members whose value is a number written with a fraction or an exponent (`1.0`,
     /// `1e2`): canonical text writes an integral one as an integer, and a field that must
     /// be an integer still refuses it, as the tree reader's `1.0` is no integer.
@@ -131,11 +128,6 @@ fn short_fraction(literal: &str) -> Option<(&str, &str)> {
     (significant <= 15).then_some((whole, fraction))
 }
 
-/// A tag's bit in [`Members::present`]: the top six bits of a multiplicative hash of it.
-fn tag_bit(tag: u64) -> u64 {
-    1 << (tag.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58)
-}
-
 /// One top-level member: its key, its value's canonical text, and the first integer in it
 /// that no double holds (refused where the member is stored).
 #[derive(Debug, Clone, Copy)]
@@ -186,7 +178,6 @@ impl Members {
         self.keys.clear();
         self.ends.clear();
         self.tags.clear();
-        self.present = 0;
         self.unsafe_integers.clear();
         self.integral_doubles.clear();
         self.written_as_fraction.clear();
@@ -239,9 +230,6 @@ impl Members {
     /// The index of the member with this key.
     pub fn position(&self, key: &str) -> Option<usize> {
         let tag = key_tag(key);
-        if self.present & tag_bit(tag) == 0 {
-            return None;
-        }
         (0..self.tags.len()).find(|&index| self.tags[index] == tag && self.key(index) == key)
     }
 
@@ -258,9 +246,7 @@ impl Members {
     fn push(&mut self, key: &str) {
         self.keys.push_str(key);
         self.ends.push((self.keys.len(), self.text.len()));
-        let tag = key_tag(key);
-        self.tags.push(tag);
-        self.present |= tag_bit(tag);
+        self.tags.push(key_tag(key));
     }
 
     /// The member with this key.

@@ -69,7 +69,8 @@ fn json_cell(json: Option<&str>) -> Cow<'_, str> {
     }
 }
 
-fn optional_cell(text: Option<&str>) -> Cow<'_, str> {
+/// A text cell of an optional field (blank when absent).
+pub fn optional_cell(text: Option<&str>) -> Cow<'_, str> {
     text.map(text_cell).unwrap_or_default()
 }
 

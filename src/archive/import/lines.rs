@@ -120,8 +120,6 @@ fn non_finite_note(replaced: &NonFiniteReplacement) -> String {
     )
 }
 
-/// Reads and normalizes one batch of lines (on a worker thread): everything that needs no
-/// knowledge of the other lines, down to the encoded columns of every record.
 /// An emptied vector of records of one line, for the next line's: its records borrow
 /// each line's members, so the vector changes lifetime, not allocation (collecting a
 /// vector's own iterator into one of the same layout reuses its memory).
@@ -133,6 +131,8 @@ fn recycle<'b>(mut records: Vec<NewRecord<'_>>) -> Vec<NewRecord<'b>> {
         .collect()
 }
 
+/// Reads and normalizes one batch of lines (on a worker thread): everything that needs no
+/// knowledge of the other lines, down to the encoded columns of every record.
 fn normalize_batch(
     batch: &LineBatch,
     hook: LineHook,

@@ -8,7 +8,7 @@
 use std::io::{self, Write};
 
 use super::PanelItems;
-use crate::report::csv::{csv_error, text_cell};
+use crate::report::csv::{csv_error, optional_cell, text_cell};
 
 /// The identity columns, then the sides', then these.
 pub const ITEM_COLUMNS: [&str; 5] = [
@@ -34,20 +34,8 @@ pub fn render(items: &PanelItems<'_>, out: &mut dyn Write) -> io::Result<()> {
     for (index, item) in items.items.iter().enumerate() {
         row.clear();
         row.push(text_cell(&item.benchmark).into_owned());
-        row.push(
-            item.language
-                .as_deref()
-                .map(text_cell)
-                .unwrap_or_default()
-                .into_owned(),
-        );
-        row.push(
-            item.script
-                .as_deref()
-                .map(text_cell)
-                .unwrap_or_default()
-                .into_owned(),
-        );
+        row.push(optional_cell(item.language.as_deref()).into_owned());
+        row.push(optional_cell(item.script.as_deref()).into_owned());
         row.push(text_cell(&item.question_id).into_owned());
         row.push(text_cell(&item.filter).into_owned());
         row.push(item.repeat_id.to_string());
