@@ -207,6 +207,10 @@ impl Quick<'_> {
                 && integer_end - start - usize::from(bytes[start] == b'-') <= 15;
         }
         let literal = std::str::from_utf8(literal).expect("the number grammar is ASCII");
+        if let Some((whole, fraction)) = super::short_fraction(literal) {
+            // Its own shortest form, unless trailing zeros were dropped.
+            return whole.len() + 1 + fraction.len() == literal.len();
+        }
         let Ok(value) = literal.parse::<f64>() else {
             return false;
         };

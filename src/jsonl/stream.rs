@@ -29,7 +29,7 @@ use super::path::{FieldPath, PathSegment};
 use super::strict::{FailureKind, ParseFailure};
 use super::{NonFinitePolicy, NonFiniteReplacement};
 use crate::canonical_json::{
-    Json, format_u64, next_escape, utf16_order, write_escaped, write_string,
+    Json, format_u64, next_escape, short_fraction, utf16_order, write_escaped, write_string,
 };
 use crate::record::fields::MAX_SAFE_INTEGER;
 
@@ -97,35 +97,6 @@ pub(crate) fn key_tag(key: &str) -> u64 {
         0 => 0,
     };
     head ^ (n as u64).rotate_right(8)
-}
-
-/// The canonical text of a number written as `[-]digits.digits` (no exponent) that is
-/// already its shortest form, but for trailing zeros: its signed whole part and its
-/// fraction without them; `None` for any other (read and written through `ryu-js`).
-///
-/// Up to 15 significant digits, a decimal is the only one of that many digits or fewer
-/// that rounds to its double (a double keeps 15 digits), so it is the shortest
-/// round-trip digits ECMAScript writes; from 10^-6 to below 10^21 ECMAScript writes
-/// them plainly (`0.000001`, not `1e-6`). Integral values (`2.0`) are left to the full
-/// path, which also notes them as doubles.
-fn short_fraction(literal: &str) -> Option<(&str, &str)> {
-    let (whole, fraction) = literal.split_once('.')?;
-    let fraction = fraction.trim_end_matches('0');
-    if fraction.is_empty() || fraction.bytes().any(|b| !b.is_ascii_digit()) {
-        return None;
-    }
-    let digits = whole.trim_start_matches('-');
-    let significant = match digits {
-        "0" => {
-            let leading = fraction.len() - fraction.trim_start_matches('0').len();
-            if leading > 5 {
-                return None;
-            }
-            fraction.len() - leading
-        }
-        _ => digits.len() + fraction.len(),
-    };
-    (significant <= 15).then_some((whole, fraction))
 }
 
 /// One top-level member: its key, its value's canonical text, and the first integer in it
@@ -1076,72 +1047,6 @@ fn below_member(path: &FieldPath) -> FieldPath {
 mod tests {
     use super::super::{NonFinitePolicy, differential};
     use super::{Members, scan_object};
-
-    #[test]
-    fn a_short_fraction_is_written_as_ryu_js_writes_its_double() {
-        // Numbers of 1 to 17 significant digits at every place from 10^-9 to 10^17, with
-        // and without trailing zeros and a sign; the shortcut must agree with ryu-js
-        // wherever it answers, and answer for every short plain one.
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let mut answered = 0;
-        for case in 0..200_000u64 {
-            let length = 1 + (next() % 17) as usize;
-            let mut digits: String = (0..length)
-                .map(|_| char::from(b'0' + (next() % 10) as u8))
-                .collect();
-            digits.replace_range(0..1, &((next() % 9) + 1).to_string());
-            let point = (next() % 27) as i64 - 9;
-            let mut text = match point {
-                p if p <= 0 => format!("0.{}{digits}", "0".repeat(p.unsigned_abs() as usize)),
-                p if (p as usize) < length => {
-                    format!("{}.{}", &digits[..p as usize], &digits[p as usize..])
-                }
-                p => format!("{digits}{}.5", "0".repeat(p as usize - length)),
-            };
-            text.push_str(&"0".repeat((case % 3) as usize));
-            if case % 2 == 0 {
-                text.insert(0, '-');
-            }
-            let expected = ryu_js::Buffer::new()
-                .format_finite(text.parse::<f64>().unwrap())
-                .to_owned();
-            if let Some((whole, fraction)) = super::short_fraction(&text) {
-                answered += 1;
-                assert_eq!(format!("{whole}.{fraction}"), expected, "{text}");
-            } else {
-                // Not answered: the written digits are too many or too small, or whole.
-                let written = text
-                    .trim_start_matches(['-', '0', '.'])
-                    .trim_end_matches('0');
-                let tiny = text.trim_start_matches('-').starts_with("0.000000");
-                let whole = written.ends_with('.');
-                assert!(
-                    written.replace('.', "").len() > 15 || tiny || whole,
-                    "{text}"
-                );
-            }
-        }
-        assert!(answered > 50_000, "{answered}");
-        for (text, answer) in [
-            ("0.5", Some(("0", "5"))),
-            ("-0.50", Some(("-0", "5"))),
-            ("2.0", None),
-            ("-0.0", None),
-            ("0.000001", Some(("0", "000001"))),
-            ("0.0000001", None),
-            ("1.5e3", None),
-            ("123456789012345.6", None),
-            ("12345678901234.5", Some(("12345678901234", "5"))),
-        ] {
-            assert_eq!(super::short_fraction(text), answer, "{text}");
-        }
-    }
 
     #[test]
     fn members_are_found_by_name_among_keys_that_share_bytes_and_lengths() {
