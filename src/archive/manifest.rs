@@ -147,10 +147,11 @@ impl BreakdownCounter {
         // Most files hold a few combinations: comparing them is cheaper than hashing
         // (SipHash of the three was a sixth of the reading thread's time), and comparing
         // their tags cheaper than their strings.
-        let linear = self.entries.len() <= LINEAR_ENTRIES;
-        let tags = if linear { tags(key) } else { [0; 3] };
-        let found = match linear {
-            true => (0..self.entries.len()).find(|index| self.tags[*index] == tags && same(index)),
+        let found = match self.entries.len() <= LINEAR_ENTRIES {
+            true => {
+                let tags = tags(key);
+                (0..self.entries.len()).find(|index| self.tags[*index] == tags && same(index))
+            }
             false => self
                 .index
                 .get(&self.hasher.hash_one(key))
@@ -160,8 +161,9 @@ impl BreakdownCounter {
             self.entries[index].records += 1;
             return;
         }
+        // A new combination (rare): its tags again, for the scan.
         if self.entries.len() < LINEAR_ENTRIES {
-            self.tags.push(tags);
+            self.tags.push(tags(key));
         }
         self.entries.push(CountEntry {
             benchmark: benchmark.to_owned(),

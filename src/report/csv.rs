@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::io::{self, Write};
 
 use super::{Load, LoadedItem};
+use crate::canonical_json::next_escape;
 use crate::compare::{Comparison, Side};
 use crate::record::{Locator, StoredField, StoredRecord};
 
@@ -49,7 +50,7 @@ pub fn text_cell(text: &str) -> Cow<'_, str> {
 
 /// The cell of a stored nested value: blank for null, text for a string, its canonical
 /// JSON for the rest (a string that does not decode is shown as stored). A string with
-/// no escape and no character JSON refuses unescaped is its text between the quotes.
+/// nothing escaped (and nothing JSON must escape) is its text between the quotes.
 fn json_cell(json: Option<&str>) -> Cow<'_, str> {
     match json {
         None | Some("null") => Cow::Borrowed(""),
@@ -57,7 +58,7 @@ fn json_cell(json: Option<&str>) -> Cow<'_, str> {
             let inner = text
                 .strip_prefix('"')
                 .and_then(|rest| rest.strip_suffix('"'))
-                .filter(|inner| inner.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\'));
+                .filter(|inner| next_escape(inner.as_bytes(), 0).is_none());
             match inner {
                 Some(inner) => text_cell(inner),
                 None => serde_json::from_str::<String>(text)
@@ -147,7 +148,7 @@ pub fn render(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
     drop(writer);
     super::write_rows(&comparison.items, load, out, |items| {
         // Each cell is written as it is made, borrowed from the record where it can be
-        // (a String per cell was a third of the report's time).
+        // (a String per cell cost an eighth of the report's CPU; BENCHMARKS.md).
         let mut writer = ::csv::Writer::from_writer(Vec::with_capacity(items.len() * 512));
         for item in items {
             let item = LoadedItem::load(item, load)?;
