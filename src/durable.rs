@@ -207,6 +207,17 @@ impl NewFile {
         &self.path
     }
 
+    /// A second handle of the file, to sync it while it is written ([`WriteBack::also`]).
+    pub fn handle(&self) -> Result<File, PathIoError> {
+        self.writer
+            .as_ref()
+            .expect("a NewFile is written only before finish")
+            .get_ref()
+            .get_ref()
+            .try_clone()
+            .map_err(io_at("opening", &self.path))
+    }
+
     /// The writer for the content.
     pub fn writer(&mut self) -> &mut BufWriter<HashingWriter<File>> {
         self.writer
@@ -286,7 +297,14 @@ impl CopiedFile {
             write_back_every: WRITE_BACK_BYTES,
             kick,
         };
-        (tee, WriteBack { copy: self, kicks })
+        (
+            tee,
+            WriteBack {
+                copy: self,
+                kicks,
+                also: Vec::new(),
+            },
+        )
     }
 
     fn file(&self) -> &File {
@@ -341,7 +359,10 @@ impl<R: Read> Read for Tee<'_, R> {
         file.write_all(&buf[..n])
             .map_err(|error| io::Error::other(io_at("writing", &self.copy.path)(error)))?;
         self.unsynced += n as u64;
-        if self.unsynced >= self.write_back_every {
+        // At the source's end the rest goes to disk while the last lines are parsed, not
+        // after them.
+        let ended = n == 0 && !buf.is_empty();
+        if self.unsynced >= self.write_back_every || (ended && self.unsynced > 0) {
             // A write-back still running takes this data too: no need to queue another.
             let _ = self.kick.try_send(());
             self.unsynced = 0;
@@ -351,19 +372,31 @@ impl<R: Read> Read for Tee<'_, R> {
 }
 
 /// Writes a [`Tee`]'s copy back to disk each time the tee has written another
-/// [`WRITE_BACK_BYTES`], so the disk works while the source is read and
-/// [`CopiedFile::finish`] finds little left to write.
+/// [`WRITE_BACK_BYTES`], and once more at the source's end, so the disk works while the
+/// source is read and [`CopiedFile::finish`] finds little left to write. Files written
+/// beside the copy ([`WriteBack::also`]) are written back with it.
 pub struct WriteBack<'c> {
     copy: &'c CopiedFile,
     kicks: mpsc::Receiver<()>,
+    also: Vec<(File, &'c Path)>,
 }
 
-impl WriteBack<'_> {
+impl<'c> WriteBack<'c> {
+    /// Also writes back `file` (a second handle of a file written meanwhile, such as
+    /// [`NewFile::handle`]) each time, so that its last fsync too finds little left.
+    pub fn also(mut self, file: File, path: &'c Path) -> Self {
+        self.also.push((file, path));
+        self
+    }
+
     /// Runs until the tee is dropped; gives the number of write-backs.
     pub fn run(self) -> Result<u64, PathIoError> {
         let mut done = 0;
         while self.kicks.recv().is_ok() {
             self.copy.write_back()?;
+            for (file, path) in &self.also {
+                file.sync_data().map_err(io_at("syncing", path))?;
+            }
             done += 1;
         }
         Ok(done)
@@ -666,6 +699,28 @@ mod tests {
         copy.finish().unwrap();
         assert_eq!(fs::read(&path).unwrap(), source);
         assert_eq!(digest, digest_file(&path).unwrap());
+    }
+
+    #[test]
+    fn a_tee_writes_back_at_the_sources_end_with_the_files_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("copy");
+        let copy = CopiedFile::create_empty(&path).unwrap();
+        let beside_path = dir.path().join("records");
+        let mut beside = NewFile::create(&beside_path).unwrap();
+        let (tee, write_back) = copy.tee(&b"less than a write-back's worth"[..]);
+        let write_back = write_back.also(beside.handle().unwrap(), &beside_path);
+        let write_backs = std::thread::scope(|scope| {
+            let writing_back = scope.spawn(|| write_back.run());
+            io::copy(&mut HashingReader::new(tee), &mut io::sink()).unwrap();
+            writing_back.join().unwrap().unwrap()
+        });
+        // Short of WRITE_BACK_BYTES, the only write-back is the one at the end.
+        assert_eq!(write_backs, 1);
+        beside.writer().write_all(b"records").unwrap();
+        beside.finish().unwrap();
+        copy.finish().unwrap();
+        assert_eq!(fs::read(&beside_path).unwrap(), b"records");
     }
 
     #[test]

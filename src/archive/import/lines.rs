@@ -48,6 +48,7 @@ impl FileImport<'_, '_> {
         let copy = CopiedFile::create_empty(&raw_path)?;
         let mut records = NewFile::create(&records_path)?;
         let (tee, write_back) = copy.tee(&mut source);
+        let write_back = write_back.also(records.handle()?, &records_path);
         let reader = HashingReader::new(Progressing::new(tee, self.progress));
         let mut batcher = jsonl::Batcher::new(reader);
         let context = self.import_context();
@@ -59,7 +60,7 @@ impl FileImport<'_, '_> {
         let mut read_error = None;
         let mut first = true;
         let (parsed, written, raw_digest, written_back) = std::thread::scope(|scope| {
-            // The copy goes to disk while the source is read.
+            // The copy and the records go to disk while the source is read.
             let writing_back = scope.spawn(|| write_back.run());
             let mut writer = ThreadedWriter::spawn(scope, records.writer());
             let parsed = parallel::map_ordered(
