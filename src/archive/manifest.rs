@@ -638,7 +638,9 @@ impl RunManifest {
 
     /// Total records over all imports.
     pub fn record_count(&self) -> u64 {
-        self.imports.iter().map(|i| i.records.count).sum()
+        self.imports
+            .iter()
+            .fold(0, |sum, i| sum.saturating_add(i.records.count))
     }
 }
 

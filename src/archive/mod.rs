@@ -520,13 +520,21 @@ impl Archive {
 
     /// Reads a run's manifest.
     pub fn run_manifest(&self, run: &RunId) -> Result<RunManifest, ArchiveError> {
+        self.run_manifest_read(run).map(|(_, manifest)| manifest)
+    }
+
+    /// [`Archive::run_manifest`], with the bytes it was parsed from.
+    pub(crate) fn run_manifest_read(
+        &self,
+        run: &RunId,
+    ) -> Result<(Vec<u8>, RunManifest), ArchiveError> {
         let path = self.layout.run_dir(run).join(layout::MANIFEST);
         if !path.is_file() {
             return Err(ArchiveError::UnknownRun {
                 run: run.to_string(),
             });
         }
-        let (_, value) = read_json_object(&path)?;
+        let (bytes, value) = read_json_object(&path)?;
         let manifest: RunManifest =
             serde_json::from_value(value).map_err(|e| ArchiveError::Damaged {
                 path: path.clone(),
@@ -544,7 +552,7 @@ impl Archive {
                 reason: problem,
             });
         }
-        Ok(manifest)
+        Ok((bytes, manifest))
     }
 }
 

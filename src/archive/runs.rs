@@ -10,7 +10,7 @@ use super::history::Change;
 use super::layout::{self, RunId, run_relative};
 use super::manifest::{AttachmentEntry, RUN_MANIFEST_FORMAT, RunManifest, RunStatus};
 use super::metadata::RunMetadata;
-use super::transaction::{Transaction, abort_after};
+use super::transaction::{self, Transaction, abort_after};
 use super::{ArchiveError, WriteSession};
 use crate::adapters::RunContext;
 use crate::canonical_json::CanonicalError;
@@ -234,12 +234,20 @@ pub fn verify_files(
     Ok(())
 }
 
-/// Loads a run for writing: it must exist and be open.
+/// Loads a run for `operation` (a write): it must exist, be open, and its manifest must be
+/// the one the history recorded, checked before anything is planned or sized from it.
 pub fn open_for_write(
     session: &WriteSession<'_>,
     run: &RunId,
+    operation: &str,
 ) -> Result<RunManifest, ArchiveError> {
-    let manifest = session.archive().run_manifest(run)?;
+    let (bytes, manifest) = session.archive().run_manifest_read(run)?;
+    transaction::verify_manifest(
+        session.layout(),
+        operation,
+        &run_relative(run, layout::MANIFEST),
+        &bytes,
+    )?;
     if manifest.status == RunStatus::Sealed {
         return Err(ArchiveError::RunSealed {
             run: run.to_string(),
@@ -250,7 +258,7 @@ pub fn open_for_write(
 
 /// Seals a run: status open → sealed; later writes are refused.
 pub fn seal(session: &WriteSession<'_>, run: &RunId) -> Result<RunManifest, ArchiveError> {
-    let mut manifest = open_for_write(session, run)?;
+    let mut manifest = open_for_write(session, run, "seal")?;
     verify_files(session, run, &manifest, FilesToVerify::All)?;
     let sealed_at = now_rfc3339();
     manifest.status = RunStatus::Sealed;
@@ -269,7 +277,7 @@ pub fn attach(
     files: &[PathBuf],
     max_size: u64,
 ) -> Result<RunManifest, ArchiveError> {
-    let mut manifest = open_for_write(session, run)?;
+    let mut manifest = open_for_write(session, run, "attach")?;
     let planned = plan_attachments(run, &manifest, files, max_size)?;
     let transaction = Transaction::begin(
         session,

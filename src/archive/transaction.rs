@@ -10,7 +10,8 @@
 //! Before a write creates anything it verifies what it builds on: the history reads and
 //! replays without a problem, and the manifest it replaces is on disk exactly as the
 //! replay rebuilds it (so an edit made outside babel is refused, never written over and
-//! laundered into the history). Before it commits, its own history entry is replayed on
+//! laundered into the history); a write that reads the manifest before it begins checks
+//! those bytes the same way first ([`verify_manifest`]). Before it commits, its own history entry is replayed on
 //! top: a write that is not a legal transition is refused too.
 
 use std::fs;
@@ -206,6 +207,22 @@ pub fn abort_after(transaction: Transaction<'_>, cause: ArchiveError) -> Archive
     cause
 }
 
+/// Checks, before a write uses them, that `manifest` (the bytes of the manifest at
+/// `commit_path`, as read to be parsed) are the manifest the history recorded, as
+/// [`Transaction::begin`] checks the file later: a manifest changed outside babel is
+/// refused before anything is sized or planned from it.
+pub fn verify_manifest(
+    layout: &Layout,
+    operation: &str,
+    commit_path: &str,
+    manifest: &[u8],
+) -> Result<(), ArchiveError> {
+    verify_found(layout, operation, commit_path, || {
+        Ok(Some(durable::digest_of(manifest).sha256))
+    })
+    .map(drop)
+}
+
 /// Checks what a write builds on, before it creates anything: the history reads and
 /// replays without a problem, and the manifest at `commit_path` is on disk exactly as the
 /// replay rebuilds it (absent where the replay holds none). Returns the replay.
@@ -213,6 +230,25 @@ fn verify_base(
     layout: &Layout,
     operation: &str,
     commit_path: &str,
+) -> Result<Replay, ArchiveError> {
+    verify_found(
+        layout,
+        operation,
+        commit_path,
+        || match durable::digest_file(&layout.resolve(commit_path)) {
+            Ok(digest) => Ok(Some(digest.sha256)),
+            Err(error) if error.source.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(error.into()),
+        },
+    )
+}
+
+/// [`verify_base`], the manifest's SHA-256 (`None`: absent) given by `found`.
+fn verify_found(
+    layout: &Layout,
+    operation: &str,
+    commit_path: &str,
+    found: impl FnOnce() -> Result<Option<String>, ArchiveError>,
 ) -> Result<Replay, ArchiveError> {
     if !history::exists(layout) {
         // A new archive (`init`), or one from before babel kept a history (`adopt`).
@@ -239,12 +275,7 @@ fn verify_base(
     }
     let state = replay.manifests.get(commit_path);
     let recorded = state.and_then(|s| s.recorded.sha256());
-    let path = layout.resolve(commit_path);
-    let found = match durable::digest_file(&path) {
-        Ok(digest) => Some(digest.sha256),
-        Err(error) if error.source.kind() == io::ErrorKind::NotFound => None,
-        Err(error) => return Err(error.into()),
-    };
+    let found = found()?;
     if recorded != found.as_deref() {
         let seq = state.map_or(0, |s| s.seq);
         return Err(damaged(

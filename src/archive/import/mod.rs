@@ -202,7 +202,7 @@ pub fn import(
     options: &ImportOptions,
     progress: &dyn Progress,
 ) -> Result<ImportReport, ArchiveError> {
-    let manifest = open_for_write(session, run)?;
+    let manifest = open_for_write(session, run, "import")?;
     let context = run_context(&manifest);
     check_request(files, options)?;
     let attachments = plan_attachments(
@@ -867,11 +867,17 @@ fn existing_identities(
     run: &RunId,
     manifest: &RunManifest,
 ) -> Result<Identities, ArchiveError> {
-    let mut seen = Identities::with_capacity(manifest.record_count() as usize);
+    // Sized by the manifest's count, but no further ahead than the sink reserves: the
+    // set grows by doubling if the records files hold more, and a count the files do not
+    // hold costs nothing.
+    let mut seen =
+        Identities::with_capacity(manifest.record_count().min(sink::RESERVE_AHEAD as u64) as usize);
     let strict = manifest.is_strict();
     for entry in &manifest.imports {
+        let mut rows = 0;
         for batch in read::batches(session.archive(), run, entry, Columns::KEY)? {
             let batch = batch?;
+            rows += batch.len() as u64;
             for row in 0..batch.len() {
                 seen.insert(
                     batch.identity(row).record_digest(strict),
@@ -883,6 +889,19 @@ fn existing_identities(
                     },
                 );
             }
+        }
+        // The files' hashes were checked against the manifest; its counts are checked
+        // here, where every row is read anyway.
+        if rows != entry.records.count {
+            return Err(ArchiveError::Damaged {
+                path: session
+                    .layout()
+                    .resolve(&run_relative(run, &entry.records.path)),
+                reason: format!(
+                    "it holds {rows} records, but the run's manifest registers {}: the manifest was changed outside babel; nothing was written",
+                    entry.records.count
+                ),
+            });
         }
     }
     Ok(seen)

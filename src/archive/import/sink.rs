@@ -244,7 +244,7 @@ const PREFETCH_AHEAD: usize = 16;
 /// The most records [`Sink::reserve_for`] makes room for ahead (the identity table is
 /// written when reserved): 48 MiB of table slots at most, and 32 MiB of places whose pages
 /// come only as records arrive. A file of more records grows the table by doubling.
-const RESERVE_AHEAD: usize = 1 << 20;
+pub(super) const RESERVE_AHEAD: usize = 1 << 20;
 
 impl Sink<'_> {
     /// Makes room in the identity set for the records of a file of `file_bytes` bytes,

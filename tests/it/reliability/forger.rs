@@ -11,7 +11,9 @@
 //!   names it in a note;
 //! - an edit followed by an ordinary `import`, `attach` or `seal`: the write refuses and
 //!   writes nothing, so the edit stays visible;
-//! - an edit followed by `export` or `export-eee`: refused, nothing written.
+//! - an edit followed by `export` or `export-eee`: refused, nothing written;
+//! - a manifest's record count raised, alone or with the history rewritten to match: the
+//!   import refuses it before sizing anything from it.
 //!
 //! What an anchor cannot prove, and this suite does not pretend it does: a forger who
 //! rewrites the whole history (and every copy and citation of it) makes a consistent
@@ -237,6 +239,53 @@ fn an_edit_is_never_laundered_by_an_ordinary_write() {
         }
     }
     eprintln!("forger: {refused} of 5 writes over an edit refused, nothing written");
+}
+
+/// "Every write verifies what it builds on", and "every input is bounded by what the
+/// machine has": a manifest claiming 2^40 records once sized the import's identity set
+/// (an allocation of 48 TB, and an abort) before the history was consulted.
+#[test]
+fn a_manifest_claiming_more_records_than_it_holds_is_refused_before_it_sizes_anything() {
+    for laundered in [false, true] {
+        let (env, _) = archive();
+        let path = env.archived("runs/r2/manifest.json");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.matches("\"count\":4").count(), 1, "{text}");
+        std::fs::write(
+            &path,
+            text.replace("\"count\":4", "\"count\":1099511627776"),
+        )
+        .unwrap();
+        if laundered {
+            // The history rewritten to record the edit: only the records file tells.
+            crate::common::launder_history(&env);
+        }
+        let input = env.input(
+            "more.jsonl",
+            canonical_line("q9", "original", Some(true)) + "\n",
+        );
+        let before = crate::common::files_under(&env.root());
+        let output = env
+            .babel(&["import", "r2", "--format", "canonical", &input])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "laundered {laundered}: {stderr}"
+        );
+        let told = if laundered {
+            "0001.parquet is damaged: it holds 4 records, but the run's manifest registers 1099511627776"
+        } else {
+            "manifest.json is damaged: it differs from the manifest history entry"
+        };
+        assert!(
+            stderr.contains(told) && stderr.contains("nothing was written"),
+            "laundered {laundered}: {stderr}"
+        );
+        assert_eq!(crate::common::files_under(&env.root()), before);
+    }
 }
 
 #[test]
