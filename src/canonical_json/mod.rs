@@ -208,7 +208,26 @@ pub(crate) fn format_u64(mut value: u64, buffer: &mut [u8; 20]) -> &[u8] {
 /// 0x20): the strings of real records (prompts, documents) are long and almost never need
 /// one. Sixteen bytes at a time with SSE2 (every x86-64 has it), then eight in a 64-bit
 /// word, then one. Panics when `from` is past the end, as slicing does.
+///
+/// Most calls end in their first sixteen bytes (a key, a label, the span up to a prompt's
+/// next `\n`): that block is tested here, inlined in the caller, and only the rest goes
+/// through the full search (whose call saves and restores registers each time).
+#[inline]
 pub(crate) fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(block) = bytes.get(from..from.wrapping_add(16)) {
+        let found = escapes_in_block(block);
+        if found != 0 {
+            return Some(from + found.trailing_zeros() as usize);
+        }
+        return next_escape_after(bytes, from + 16);
+    }
+    next_escape_after(bytes, from)
+}
+
+/// [`next_escape`] past its first block.
+#[inline(never)]
+fn next_escape_after(bytes: &[u8], from: usize) -> Option<usize> {
     let rest = &bytes[from..];
     let blocks = sixteen_plain(rest);
     let words = blocks + eight_plain(&rest[blocks..]);
@@ -222,31 +241,40 @@ pub(crate) fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
 /// the first byte that does, or the last whole block.
 #[cfg(target_arch = "x86_64")]
 fn sixteen_plain(bytes: &[u8]) -> usize {
-    use std::arch::x86_64::{
-        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8,
-    };
     let mut plain = 0;
     for block in bytes.chunks_exact(16) {
-        // SAFETY: SSE2 is part of every x86-64 target, so its intrinsics can run; the load
-        // reads the sixteen bytes of `block`, at any alignment.
-        #[allow(unsafe_code)]
-        let found = unsafe {
-            let block = _mm_loadu_si128(block.as_ptr().cast());
-            // A byte is a control character when the smaller of it and 0x1f is itself.
-            let control = _mm_cmpeq_epi8(_mm_min_epu8(block, _mm_set1_epi8(0x1f)), block);
-            let special = _mm_or_si128(
-                _mm_cmpeq_epi8(block, _mm_set1_epi8(b'"' as i8)),
-                _mm_cmpeq_epi8(block, _mm_set1_epi8(b'\\' as i8)),
-            );
-            _mm_movemask_epi8(_mm_or_si128(control, special))
-        };
+        let found = escapes_in_block(block);
         if found != 0 {
             return plain + found.trailing_zeros() as usize;
         }
         plain += 16;
     }
     plain
+}
+
+/// Bit `i` set: byte `i` of the sixteen in `block` needs an escape.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn escapes_in_block(block: &[u8]) -> u32 {
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    assert!(block.len() >= 16);
+    // SAFETY: SSE2 is part of every x86-64 target, so its intrinsics can run; the load
+    // reads the first sixteen bytes of `block` (checked above), at any alignment.
+    #[allow(unsafe_code)]
+    let found = unsafe {
+        let block = _mm_loadu_si128(block.as_ptr().cast());
+        // A byte is a control character when the smaller of it and 0x1f is itself.
+        let control = _mm_cmpeq_epi8(_mm_min_epu8(block, _mm_set1_epi8(0x1f)), block);
+        let special = _mm_or_si128(
+            _mm_cmpeq_epi8(block, _mm_set1_epi8(b'"' as i8)),
+            _mm_cmpeq_epi8(block, _mm_set1_epi8(b'\\' as i8)),
+        );
+        _mm_movemask_epi8(_mm_or_si128(control, special))
+    };
+    found as u32
 }
 
 #[cfg(not(target_arch = "x86_64"))]

@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 
 use serde_json::Value;
 
-use super::{CanonicalError, next_escape, push_string, utf16_order, write_value};
+use super::{CanonicalError, push_string, utf16_order, write_value};
 
 /// The RFC 8785 canonical text of one JSON value, owned or borrowed.
 ///
@@ -305,14 +305,22 @@ impl<'t> Walker<'t> {
     fn string_end(&self) -> usize {
         let bytes = self.text.as_bytes();
         let mut i = self.at + 1;
-        // A canonical string holds no raw control character: the next byte to look at
-        // is its closing quote or an escape.
+        // In canonical text a quote inside a string is escaped, and every backslash
+        // starts an escape (`\\` is two): a quote closes the string when an even number
+        // of backslashes come before it. Looking for quotes alone passes over the
+        // escapes of a prompt's every line (`\n`) without stopping.
         loop {
-            i = next_escape(bytes, i).expect("a canonical string is closed");
-            match bytes[i] {
-                b'"' => return i + 1,
-                _ => i += 2,
+            let quote =
+                i + memchr::memchr(b'"', &bytes[i..]).expect("a canonical string is closed");
+            let backslashes = bytes[i..quote]
+                .iter()
+                .rev()
+                .take_while(|&&b| b == b'\\')
+                .count();
+            if backslashes % 2 == 0 {
+                return quote + 1;
             }
+            i = quote + 1;
         }
     }
 
@@ -460,6 +468,10 @@ mod tests {
             json!("tab\there \"quoted\" \u{1} é"),
             json!([1, "two", [3], {"b": 1, "a": 2}]),
             json!({"z": {"y": [null, false]}, "\u{1f600}": "emoji", "a": ""}),
+            // Backslashes before a quote: escaped quotes, and escaped backslashes before
+            // the closing one (a string ends where an even run of them is followed by `"`).
+            json!(["\\", "\\\\", "a\\\"b", "\"\\\"", "\\\\\"", "\n\\\n\"\"x"]),
+            json!({"\\": "\"", "k\\\"": ["\\\\", {"\"": "\\"}]}),
         ];
         for value in cases {
             let json = of(value.clone());
