@@ -702,7 +702,7 @@ mod tests {
     }
 
     #[test]
-    fn a_tee_writes_back_at_the_sources_end_with_the_files_beside_it() {
+    fn a_tee_writes_back_at_the_sources_end() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("copy");
         let copy = CopiedFile::create_empty(&path).unwrap();
@@ -721,6 +721,23 @@ mod tests {
         beside.finish().unwrap();
         copy.finish().unwrap();
         assert_eq!(fs::read(&beside_path).unwrap(), b"records");
+    }
+
+    #[test]
+    fn each_write_back_syncs_the_files_beside_the_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let copy = CopiedFile::create_empty(&dir.path().join("copy")).unwrap();
+        // A file that cannot be synced (fdatasync of /dev/null is EINVAL): the write-back
+        // fails on it, naming it, so it was synced with the copy.
+        let beside = Path::new("/dev/null");
+        let (tee, write_back) = copy.tee(&b"some bytes"[..]);
+        let write_back = write_back.also(File::options().write(true).open(beside).unwrap(), beside);
+        let failed = std::thread::scope(|scope| {
+            let writing_back = scope.spawn(|| write_back.run());
+            io::copy(&mut HashingReader::new(tee), &mut io::sink()).unwrap();
+            writing_back.join().unwrap().unwrap_err()
+        });
+        assert_eq!((failed.action, failed.path.as_path()), ("syncing", beside));
     }
 
     #[test]

@@ -234,17 +234,15 @@ pub fn verify_files(
     Ok(())
 }
 
-/// Loads a run for `operation` (a write): it must exist, be open, and its manifest must be
-/// the one the history recorded, checked before anything is planned or sized from it.
+/// Loads a run for a write: it must exist, be open, and its manifest must be the one the
+/// history recorded, checked before anything is planned or sized from it.
 pub fn open_for_write(
     session: &WriteSession<'_>,
     run: &RunId,
-    operation: &str,
 ) -> Result<RunManifest, ArchiveError> {
     let (bytes, manifest) = session.archive().run_manifest_read(run)?;
     transaction::verify_manifest(
         session.layout(),
-        operation,
         &run_relative(run, layout::MANIFEST),
         &bytes,
     )?;
@@ -258,7 +256,7 @@ pub fn open_for_write(
 
 /// Seals a run: status open → sealed; later writes are refused.
 pub fn seal(session: &WriteSession<'_>, run: &RunId) -> Result<RunManifest, ArchiveError> {
-    let mut manifest = open_for_write(session, run, "seal")?;
+    let mut manifest = open_for_write(session, run)?;
     verify_files(session, run, &manifest, FilesToVerify::All)?;
     let sealed_at = now_rfc3339();
     manifest.status = RunStatus::Sealed;
@@ -277,7 +275,7 @@ pub fn attach(
     files: &[PathBuf],
     max_size: u64,
 ) -> Result<RunManifest, ArchiveError> {
-    let mut manifest = open_for_write(session, run, "attach")?;
+    let mut manifest = open_for_write(session, run)?;
     let planned = plan_attachments(run, &manifest, files, max_size)?;
     let transaction = Transaction::begin(
         session,

@@ -10,8 +10,10 @@
 //! Before a write creates anything it verifies what it builds on: the history reads and
 //! replays without a problem, and the manifest it replaces is on disk exactly as the
 //! replay rebuilds it (so an edit made outside babel is refused, never written over and
-//! laundered into the history); a write that reads the manifest before it begins checks
-//! those bytes the same way first ([`verify_manifest`]). Before it commits, its own history entry is replayed on
+//! laundered into the history). A write that reads the manifest before it begins checks
+//! those very bytes the same way first ([`verify_manifest`]), and one that builds on other
+//! manifests without replacing them (a registration's pins) checks each against the same
+//! replay ([`check_recorded`]). Before it commits, its own history entry is replayed on
 //! top: a write that is not a legal transition is refused too.
 
 use std::fs;
@@ -208,19 +210,19 @@ pub fn abort_after(transaction: Transaction<'_>, cause: ArchiveError) -> Archive
 }
 
 /// Checks, before a write uses them, that `manifest` (the bytes of the manifest at
-/// `commit_path`, as read to be parsed) are the manifest the history recorded, as
+/// `path`, as read to be parsed) are the manifest the history recorded, as
 /// [`Transaction::begin`] checks the file later: a manifest changed outside babel is
 /// refused before anything is sized or planned from it.
-pub fn verify_manifest(
-    layout: &Layout,
-    operation: &str,
-    commit_path: &str,
-    manifest: &[u8],
-) -> Result<(), ArchiveError> {
-    verify_found(layout, operation, commit_path, || {
-        Ok(Some(durable::digest_of(manifest).sha256))
-    })
-    .map(drop)
+pub fn verify_manifest(layout: &Layout, path: &str, manifest: &[u8]) -> Result<(), ArchiveError> {
+    match replay_for_write(layout)? {
+        Some(replay) => check_recorded(
+            layout,
+            &replay,
+            path,
+            Some(&durable::digest_of(manifest).sha256),
+        ),
+        None => Ok(()),
+    }
 }
 
 /// Checks what a write builds on, before it creates anything: the history reads and
@@ -231,67 +233,17 @@ fn verify_base(
     operation: &str,
     commit_path: &str,
 ) -> Result<Replay, ArchiveError> {
-    verify_found(
-        layout,
-        operation,
-        commit_path,
-        || match durable::digest_file(&layout.resolve(commit_path)) {
-            Ok(digest) => Ok(Some(digest.sha256)),
-            Err(error) if error.source.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(error.into()),
-        },
-    )
-}
-
-/// [`verify_base`], the manifest's SHA-256 (`None`: absent) given by `found`.
-fn verify_found(
-    layout: &Layout,
-    operation: &str,
-    commit_path: &str,
-    found: impl FnOnce() -> Result<Option<String>, ArchiveError>,
-) -> Result<Replay, ArchiveError> {
-    if !history::exists(layout) {
+    let Some(replay) = replay_for_write(layout)? else {
         // A new archive (`init`), or one from before babel kept a history (`adopt`).
         return Ok(Replay::default());
-    }
-    let read = history::read(layout)?;
-    let damaged = |path: &str, reason: String| ArchiveError::Damaged {
-        path: layout.resolve(path),
-        reason: format!("{reason}; nothing was written"),
     };
-    if let Some((file, line, problem)) = read.problems.first() {
-        let at = line.map(|line| format!(" line {line}")).unwrap_or_default();
-        return Err(damaged(
-            file,
-            format!("the history is damaged ({file}{at}: {problem})"),
-        ));
-    }
-    let replay = read.replay();
-    if let Some((seq, problem)) = replay.problems.first() {
-        return Err(damaged(
-            history::LOG,
-            format!("history entry {seq} is not a legal write ({problem})"),
-        ));
-    }
+    let found = match durable::digest_file(&layout.resolve(commit_path)) {
+        Ok(digest) => Some(digest.sha256),
+        Err(error) if error.source.kind() == io::ErrorKind::NotFound => None,
+        Err(error) => return Err(error.into()),
+    };
+    check_recorded(layout, &replay, commit_path, found.as_deref())?;
     let state = replay.manifests.get(commit_path);
-    let recorded = state.and_then(|s| s.recorded.sha256());
-    let found = found()?;
-    if recorded != found.as_deref() {
-        let seq = state.map_or(0, |s| s.seq);
-        return Err(damaged(
-            commit_path,
-            match (recorded, found) {
-                (Some(_), Some(_)) => format!(
-                    "it differs from the manifest history entry {seq} recorded: it was changed outside babel"
-                ),
-                (Some(_), None) => format!("history entry {seq} recorded it, but it is gone"),
-                (None, Some(_)) if state.is_some() => format!(
-                    "history entry {seq} recorded it as absent from this copy, but it is here"
-                ),
-                _ => "no history entry recorded it: it was written outside babel".into(),
-            },
-        ));
-    }
     let opaque = matches!(
         state.map(|s| &s.recorded),
         Some(history::replay::Recorded::Opaque { .. })
@@ -303,4 +255,68 @@ fn verify_found(
         });
     }
     Ok(replay)
+}
+
+/// The history read and replayed for a write, which refuses a damaged or illegal one
+/// (`None`: the archive keeps no history yet).
+pub fn replay_for_write(layout: &Layout) -> Result<Option<Replay>, ArchiveError> {
+    if !history::exists(layout) {
+        return Ok(None);
+    }
+    let read = history::read(layout)?;
+    if let Some((file, line, problem)) = read.problems.first() {
+        let at = line.map(|line| format!(" line {line}")).unwrap_or_default();
+        return Err(damaged(
+            layout,
+            file,
+            format!("the history is damaged ({file}{at}: {problem})"),
+        ));
+    }
+    let replay = read.replay();
+    if let Some((seq, problem)) = replay.problems.first() {
+        return Err(damaged(
+            layout,
+            history::LOG,
+            format!("history entry {seq} is not a legal write ({problem})"),
+        ));
+    }
+    Ok(Some(replay))
+}
+
+/// Refuses a write that builds on the manifest at `path` when its SHA-256 (`found`;
+/// `None`: the file is absent) is not the one `replay` recorded.
+pub fn check_recorded(
+    layout: &Layout,
+    replay: &Replay,
+    path: &str,
+    found: Option<&str>,
+) -> Result<(), ArchiveError> {
+    let state = replay.manifests.get(path);
+    let recorded = state.and_then(|s| s.recorded.sha256());
+    if recorded == found {
+        return Ok(());
+    }
+    let seq = state.map_or(0, |s| s.seq);
+    Err(damaged(
+        layout,
+        path,
+        match (recorded, found) {
+            (Some(_), Some(_)) => format!(
+                "it differs from the manifest history entry {seq} recorded: it was changed outside babel"
+            ),
+            (Some(_), None) => format!("history entry {seq} recorded it, but it is gone"),
+            (None, Some(_)) if state.is_some() => {
+                format!("history entry {seq} recorded it as absent from this copy, but it is here")
+            }
+            _ => "no history entry recorded it: it was written outside babel".into(),
+        },
+    ))
+}
+
+/// The refusal of a write whose base is damaged at `path`.
+fn damaged(layout: &Layout, path: &str, reason: String) -> ArchiveError {
+    ArchiveError::Damaged {
+        path: layout.resolve(path),
+        reason: format!("{reason}; nothing was written"),
+    }
 }

@@ -226,7 +226,7 @@ pub(crate) fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
 }
 
 /// [`next_escape`] past its first block.
-#[inline(never)]
+#[cfg_attr(target_arch = "x86_64", inline(never))]
 fn next_escape_after(bytes: &[u8], from: usize) -> Option<usize> {
     let rest = &bytes[from..];
     let blocks = sixteen_plain(rest);

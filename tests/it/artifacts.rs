@@ -365,6 +365,67 @@ fn a_calibration_pins_sealed_strict_input_runs_by_manifest_sha256() {
     );
 }
 
+/// "Every write verifies what it builds on": a registration pins runs and artifacts, so a
+/// manifest of theirs edited outside babel (an open run made to read as sealed, a changed
+/// registration time) is refused, not pinned into the history; validate still finds it.
+#[test]
+fn a_pin_to_a_manifest_edited_outside_babel_is_refused() {
+    let env = registered();
+    strict_run(&env, "demo-7b-step1000", "demo-7b-step1000", false);
+    let run_manifest = env.archived("runs/demo-7b-step1000/manifest.json");
+    let text = fs::read_to_string(&run_manifest).unwrap();
+    assert!(text.contains("\"sealed_at\":null") && text.contains("\"status\":\"open\""));
+    let sealed = text
+        .replace(
+            "\"sealed_at\":null",
+            "\"sealed_at\":\"2026-12-05T00:00:00Z\"",
+        )
+        .replace("\"status\":\"open\"", "\"status\":\"sealed\"");
+    fs::write(&run_manifest, sealed).unwrap();
+    let before = crate::common::files_under(&env.root());
+    let output = add(
+        &env,
+        "calibration",
+        "c",
+        &calibration_value(&env, &["demo-7b-step1000"]),
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("runs/demo-7b-step1000/manifest.json is damaged: it differs from the manifest history entry")
+            && stderr(&output).contains("changed outside babel; nothing was written"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(crate::common::files_under(&env.root()), before);
+    fs::write(&run_manifest, text).unwrap();
+
+    env.babel(&["seal", "demo-7b-step1000"]).assert().success();
+    let bank_manifest = env.archived("item-banks/capitals-bank/manifest.json");
+    let bank = fs::read_to_string(&bank_manifest).unwrap();
+    let registered_at = serde_json::from_str::<Value>(&bank).unwrap()["registered_at"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    fs::write(
+        &bank_manifest,
+        bank.replace(&registered_at, "2020-01-01T00:00:00Z"),
+    )
+    .unwrap();
+    let output = add(
+        &env,
+        "calibration",
+        "c",
+        &calibration_value(&env, &["demo-7b-step1000"]),
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("item-banks/capitals-bank/manifest.json is damaged: it differs from the manifest history entry"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(env.validate_json()["ok"], false);
+}
+
 #[test]
 fn a_release_must_hold_everything_its_members_pin() {
     let env = registered();

@@ -1,6 +1,6 @@
 //! "Import is streaming: memory does not grow with input size beyond the identity set."
-//! Peak memory of importing a file and a file four times as long (four times the identities
-//! too) differs by far less than the extra bytes read. The peak is a maximum over the run,
+//! Peak memory of importing a file and a file three times as long (three times the
+//! identities too) differs by far less than the extra bytes read. The peak is a maximum over the run,
 //! so it wobbles by a few MiB with how many batches happen to be in flight at once and how
 //! the allocator's arenas fill; the extra input (about 110 MiB) is large enough that this
 //! wobble cannot be mistaken for holding the input. Both files are long enough for the

@@ -21,9 +21,9 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use super::layout::{self, RunId, check_portable_id};
+use super::layout::{self, Layout, RunId, check_portable_id};
 use super::manifest::{FileEntry, RunStatus};
-use super::transaction::{Transaction, abort_after};
+use super::transaction::{self, Transaction, abort_after};
 use super::{Archive, ArchiveError, WriteSession, read_json_object};
 use crate::canonical_json::to_canonical_bytes;
 use crate::clock::now_rfc3339;
@@ -290,6 +290,29 @@ impl From<ArtifactError> for ArchiveError {
     }
 }
 
+/// Refuses a registration that pins a run or an artifact whose manifest is not the one
+/// the history recorded: the pins resolved against the files as they are, and a file
+/// changed outside babel must not be pinned into the history.
+fn verify_pins(layout: &Layout, dependencies: &Dependencies) -> Result<(), ArchiveError> {
+    let Some(replay) = transaction::replay_for_write(layout)? else {
+        return Ok(());
+    };
+    for run in &dependencies.runs {
+        if let Ok(id) = RunId::parse(&run.pin.run_id) {
+            // `resolve` found the manifest's SHA-256 to be the pin's.
+            let path = layout::run_relative(&id, layout::MANIFEST);
+            transaction::check_recorded(layout, &replay, &path, Some(&run.pin.manifest_sha256))?;
+        }
+    }
+    for artifact in &dependencies.artifacts {
+        let dir = artifact_dir(artifact.kind, &artifact.pin.id);
+        let path = format!("{dir}/{}", layout::MANIFEST);
+        let found = durable::digest_file(&layout.resolve(&path))?.sha256;
+        transaction::check_recorded(layout, &replay, &path, Some(&found))?;
+    }
+    Ok(())
+}
+
 /// The ROOT-relative folder of an artifact.
 pub fn artifact_dir(kind: Kind, id: &str) -> String {
     format!("{}/{id}", kind.registry())
@@ -499,6 +522,7 @@ pub fn add(
         }
         .into());
     }
+    verify_pins(session.layout(), &payload.dependencies())?;
     let dir = artifact_dir(kind, id.as_str());
     let payload_rel = format!("{dir}/{PAYLOAD_FILE}");
     let manifest = ArtifactManifest {

@@ -202,7 +202,7 @@ pub fn import(
     options: &ImportOptions,
     progress: &dyn Progress,
 ) -> Result<ImportReport, ArchiveError> {
-    let manifest = open_for_write(session, run, "import")?;
+    let manifest = open_for_write(session, run)?;
     let context = run_context(&manifest);
     check_request(files, options)?;
     let attachments = plan_attachments(
@@ -868,8 +868,9 @@ fn existing_identities(
     manifest: &RunManifest,
 ) -> Result<Identities, ArchiveError> {
     // Sized by the manifest's count, but no further ahead than the sink reserves: the
-    // set grows by doubling if the records files hold more, and a count the files do not
-    // hold costs nothing.
+    // set grows by doubling if the records files hold more (a run of millions of records
+    // rebuilds its table a few times more), and a count the files do not hold costs
+    // nothing.
     let mut seen =
         Identities::with_capacity(manifest.record_count().min(sink::RESERVE_AHEAD as u64) as usize);
     let strict = manifest.is_strict();
@@ -890,16 +891,16 @@ fn existing_identities(
                 );
             }
         }
-        // The files' hashes were checked against the manifest; its counts are checked
-        // here, where every row is read anyway.
+        // The files' hashes were checked against the manifest, and the manifest against
+        // the history; its counts are checked here, where every row is read anyway.
         if rows != entry.records.count {
             return Err(ArchiveError::Damaged {
                 path: session
                     .layout()
-                    .resolve(&run_relative(run, &entry.records.path)),
+                    .resolve(&run_relative(run, layout::MANIFEST)),
                 reason: format!(
-                    "it holds {rows} records, but the run's manifest registers {}: the manifest was changed outside babel; nothing was written",
-                    entry.records.count
+                    "import {} registers {} records, but {} (whose SHA-256 is the one registered) holds {rows}; the history records the manifest as it is, so the history was rewritten with it; nothing was written",
+                    entry.seq, entry.records.count, entry.records.path
                 ),
             });
         }

@@ -13,7 +13,7 @@
 //!   writes nothing, so the edit stays visible;
 //! - an edit followed by `export` or `export-eee`: refused, nothing written;
 //! - a manifest's record count raised, alone or with the history rewritten to match: the
-//!   import refuses it before sizing anything from it.
+//!   import refuses it, and sizes nothing from that count.
 //!
 //! What an anchor cannot prove, and this suite does not pretend it does: a forger who
 //! rewrites the whole history (and every copy and citation of it) makes a consistent
@@ -243,9 +243,11 @@ fn an_edit_is_never_laundered_by_an_ordinary_write() {
 
 /// "Every write verifies what it builds on", and "every input is bounded by what the
 /// machine has": a manifest claiming 2^40 records once sized the import's identity set
-/// (an allocation of 48 TB, and an abort) before the history was consulted.
+/// (an allocation of 48 TB, and an abort) before the history was consulted. Now the
+/// history refuses it first; laundered into a rewritten history, nothing is sized from its
+/// count beyond what any import reserves, and the rows of its records file refuse it.
 #[test]
-fn a_manifest_claiming_more_records_than_it_holds_is_refused_before_it_sizes_anything() {
+fn a_manifest_claiming_more_records_than_it_holds_is_refused_and_sizes_nothing() {
     for laundered in [false, true] {
         let (env, _) = archive();
         let path = env.archived("runs/r2/manifest.json");
@@ -276,7 +278,7 @@ fn a_manifest_claiming_more_records_than_it_holds_is_refused_before_it_sizes_any
             "laundered {laundered}: {stderr}"
         );
         let told = if laundered {
-            "0001.parquet is damaged: it holds 4 records, but the run's manifest registers 1099511627776"
+            "manifest.json is damaged: import 1 registers 1099511627776 records, but records/0001.parquet (whose SHA-256 is the one registered) holds 4; the history records the manifest as it is, so the history was rewritten with it"
         } else {
             "manifest.json is damaged: it differs from the manifest history entry"
         };
