@@ -382,21 +382,27 @@ fn a_pin_to_a_manifest_edited_outside_babel_is_refused() {
         )
         .replace("\"status\":\"open\"", "\"status\":\"sealed\"");
     fs::write(&run_manifest, sealed).unwrap();
-    let before = crate::common::files_under(&env.root());
-    let output = add(
-        &env,
-        "calibration",
-        "c",
-        &calibration_value(&env, &["demo-7b-step1000"]),
-    );
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("runs/demo-7b-step1000/manifest.json is damaged: it differs from the manifest history entry")
-            && stderr(&output).contains("changed outside babel; nothing was written"),
-        "{}",
-        stderr(&output)
-    );
-    assert_eq!(crate::common::files_under(&env.root()), before);
+    // Registering a calibration of the run is refused, naming the edited manifest, and
+    // writes nothing.
+    let refused_naming = |manifest: &str| {
+        let before = crate::common::files_under(&env.root());
+        let output = add(
+            &env,
+            "calibration",
+            "c",
+            &calibration_value(&env, &["demo-7b-step1000"]),
+        );
+        assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+        let told = format!("{manifest} is damaged: it differs from the manifest history entry");
+        assert!(
+            stderr(&output).contains(&told)
+                && stderr(&output).contains("changed outside babel; nothing was written"),
+            "{}",
+            stderr(&output)
+        );
+        assert_eq!(crate::common::files_under(&env.root()), before);
+    };
+    refused_naming("runs/demo-7b-step1000/manifest.json");
     fs::write(&run_manifest, text).unwrap();
 
     env.babel(&["seal", "demo-7b-step1000"]).assert().success();
@@ -411,18 +417,7 @@ fn a_pin_to_a_manifest_edited_outside_babel_is_refused() {
         bank.replace(&registered_at, "2020-01-01T00:00:00Z"),
     )
     .unwrap();
-    let output = add(
-        &env,
-        "calibration",
-        "c",
-        &calibration_value(&env, &["demo-7b-step1000"]),
-    );
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
-    assert!(
-        stderr(&output).contains("item-banks/capitals-bank/manifest.json is damaged: it differs from the manifest history entry"),
-        "{}",
-        stderr(&output)
-    );
+    refused_naming("item-banks/capitals-bank/manifest.json");
     assert_eq!(env.validate_json()["ok"], false);
 }
 
