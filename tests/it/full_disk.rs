@@ -224,3 +224,49 @@ fn every_write_command_on_a_full_disk_leaves_nothing_pending() {
         assert!(succeeded > 0, "{args:?}: never enough space to complete");
     }
 }
+
+/// "A failed read or copy stops the import first, so its error comes first: the records
+/// writer's own (a full disk, say) would be a consequence" (src/archive/import/lines.rs).
+/// A disk that fills while the raw copy is written names the copy, and the import leaves
+/// nothing behind.
+#[test]
+fn an_import_that_fills_the_disk_names_the_raw_copy() {
+    let env = Env::with_run();
+    let Some(mounted) = crate::common::tmpfs_or_skip(&env, "4m") else {
+        return;
+    };
+    let padding = "x".repeat(400);
+    let lines: Vec<String> = (0..5_000)
+        .map(|q| {
+            canonical_line(&format!("question-{q:05}"), "original", Some(true)).replace(
+                "\"correct\"",
+                &format!("\"extra\": {{\"note\": \"{padding}\"}}, \"correct\""),
+            )
+        })
+        .collect();
+    let input = env
+        .path()
+        .join(env.input("big.jsonl", lines.join("\n") + "\n"));
+    let root = mounted.path.join("archive");
+    copy_tree(&env.root(), &root);
+    let before = tree(&root);
+    // Room for a seventh of the 2.6 MB input: the copy, written as the lines are read,
+    // fills it. The records writer, stopped then, may fail on the full disk too: the copy
+    // is the one named.
+    let filler = fill_leaving(&mounted.path, 96);
+    let input = input.to_str().unwrap();
+    let output = babel(
+        &root,
+        &["import", "r1", "--format", "canonical", input],
+        env.path(),
+    );
+    std::fs::remove_file(filler).unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("writing ")
+            && stderr.contains("/runs/r1/raw/0001-big.jsonl: No space left"),
+        "{stderr}"
+    );
+    assert_eq!(tree(&root), before, "a failed import leaves nothing");
+}
