@@ -20,7 +20,7 @@ use crate::archive::artifacts::{self, Kind};
 use crate::archive::history::{BundleRef, Change};
 use crate::archive::journal::Rename;
 use crate::archive::layout::{self, RunId};
-use crate::archive::transaction::{Transaction, abort_after};
+use crate::archive::transaction::{self, Transaction, abort_after};
 use crate::archive::{ArchiveError, WriteSession};
 use crate::durable::{NewFile, io_at};
 
@@ -76,7 +76,15 @@ fn present_root(session: &WriteSession<'_>, name: &str) -> Result<Option<String>
         if !present.contains(&id) {
             return Ok(None);
         }
-        if archive.run_manifest(&id)?.status != crate::archive::manifest::RunStatus::Sealed {
+        // What the bundle is compared with must be what the history recorded: an edited
+        // run is named as such, not reported as a bundle that contradicts it.
+        let (bytes, manifest) = archive.run_manifest_read(&id)?;
+        transaction::verify_manifest(
+            session.layout(),
+            &layout::run_relative(&id, layout::MANIFEST),
+            &bytes,
+        )?;
+        if manifest.status != crate::archive::manifest::RunStatus::Sealed {
             return Err(ImportError::Conflict(format!(
                 "this archive's run {run} is open, and the bundle brings a sealed run {run}: refusing to replace it"
             )));

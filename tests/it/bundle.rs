@@ -586,6 +586,29 @@ fn an_imported_bundle_is_published_whole_validates_and_names_its_bundle_in_the_h
         std::fs::read(target.path().join("again.tar.zst")).unwrap(),
         std::fs::read(&bundle).unwrap()
     );
+
+    // A present run edited outside babel is named as damaged, not taken for a bundle that
+    // contradicts it.
+    let manifest = target.archived("runs/demo-7b-step1000/manifest.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace("demo-org/demo-7b", "demo-org/other-7b"),
+    )
+    .unwrap();
+    let before = target.files();
+    let output = target
+        .babel(&["import-bundle"])
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("runs/demo-7b-step1000/manifest.json is damaged: it differs from the manifest history entry"),
+        "{stderr}"
+    );
+    assert_eq!(target.files(), before);
 }
 
 #[test]
