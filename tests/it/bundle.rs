@@ -596,19 +596,26 @@ fn an_imported_bundle_is_published_whole_validates_and_names_its_bundle_in_the_h
         text.replace("demo-org/demo-7b", "demo-org/other-7b"),
     )
     .unwrap();
-    let before = target.files();
-    let output = target
-        .babel(&["import-bundle"])
-        .arg(&bundle)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let stderr = refused_import(&target, &bundle);
     assert!(
         stderr.contains("runs/demo-7b-step1000/manifest.json is damaged: it differs from the manifest history entry"),
         "{stderr}"
     );
-    assert_eq!(target.files(), before);
+}
+
+/// `import-bundle BUNDLE` into `target`, refused (exit 1) with nothing written: its
+/// stderr.
+fn refused_import(target: &Env, bundle: &Path) -> String {
+    let before = target.files();
+    let output = target
+        .babel(&["import-bundle"])
+        .arg(bundle)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(target.files(), before, "nothing was written");
+    stderr
 }
 
 #[test]
@@ -619,20 +626,12 @@ fn a_bundle_that_contradicts_the_archive_is_refused_and_nothing_is_written() {
     // The same run ID, other results.
     let target = crate::artifacts::registered();
     crate::artifacts::strict_run(&target, "demo-7b-step1000", "demo-7b-step2000", true);
-    let before = target.files();
-    let output = target
-        .babel(&["import-bundle"])
-        .arg(&bundle)
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = refused_import(&target, &bundle);
     assert!(
         stderr.contains("runs/demo-7b-step1000 is in this archive with root"),
         "{stderr}"
     );
     assert!(stderr.contains("nothing was imported"), "{stderr}");
-    assert_eq!(target.files(), before);
     target.babel(&["validate"]).assert().success();
 }
 
