@@ -600,10 +600,21 @@ impl Write for ChunkSender {
 pub fn read_small(path: &Path) -> Result<Vec<u8>, PathIoError> {
     let mut bytes = Vec::new();
     File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .and_then(|f| f.take(SMALL_FILE_BYTES + 1).read_to_end(&mut bytes))
         .map_err(io_at("reading", path))?;
+    if bytes.len() as u64 > SMALL_FILE_BYTES {
+        return Err(io_at("reading", path)(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("the file holds more than the {SMALL_FILE_BYTES} bytes babel reads of a file of its kind"),
+        )));
+    }
     Ok(bytes)
 }
+
+/// The most [`read_small`] reads into memory: a manifest, the marker or an artifact's
+/// payload (at most a gibibyte, `artifact add` says) is smaller; a larger one is damage or
+/// an attack, and is refused rather than read.
+pub const SMALL_FILE_BYTES: u64 = 1 << 30;
 
 #[cfg(test)]
 mod tests {

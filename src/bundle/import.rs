@@ -15,7 +15,7 @@ use std::fs::File;
 use std::path::Path;
 
 use super::verify::{self, BundleError, Ceilings};
-use super::{BundleFile, BundleManifest, Component};
+use super::{BundleFile, BundleManifest, Component, is_manifest};
 use crate::archive::artifacts::{self, Kind};
 use crate::archive::history::{BundleRef, Change};
 use crate::archive::journal::Rename;
@@ -228,10 +228,6 @@ fn new_components<'m>(
         }
     }
     Ok(new)
-}
-
-fn is_manifest(role: &str) -> bool {
-    role == "run-manifest" || role == "artifact-manifest"
 }
 
 /// Begins the one write: every file of every new component, their folders, and the

@@ -73,6 +73,11 @@ pub struct Component {
     pub root: String,
 }
 
+/// Whether a file of this role is a run's or an artifact's manifest.
+pub(crate) fn is_manifest(role: &str) -> bool {
+    role == "run-manifest" || role == "artifact-manifest"
+}
+
 /// One file of a component (its path relative to the bundle's top folder).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use super::{BundleManifest, Component, TOP, tar};
 use crate::archive::artifacts::contract::BenchmarkContract;
 use crate::archive::artifacts::{ArtifactManifest, Kind, artifact_dir};
-use crate::archive::layout;
+use crate::archive::{ArchiveError, layout, validate};
 use crate::archive::manifest::{RunManifest, RunStatus};
 use crate::durable::{self, PathIoError, digest_of, io_at};
 
@@ -133,6 +133,18 @@ pub fn verify(
     // First pass: find and check manifest.json, writing nothing.
     let (manifest_bytes, manifest) = read_manifest(file, size, ceilings)?;
     let declared = Declared::of(&manifest)?;
+    // A run's or an artifact's manifest is read whole: no larger than the bundle's own.
+    if let Some(file) = manifest
+        .components
+        .iter()
+        .flat_map(|c| &c.files)
+        .find(|f| super::is_manifest(&f.role) && f.bytes > MAX_MANIFEST_BYTES)
+    {
+        return Err(invalid(format!(
+            "{} is declared as {} bytes, more than the {MAX_MANIFEST_BYTES} a verifier reads of a manifest",
+            file.path, file.bytes
+        )));
+    }
     let needed = declared.tar_bytes();
     if let Some(ceiling) = ceilings.expanded
         && needed > ceiling
@@ -171,7 +183,32 @@ pub fn verify(
         manifest,
         &declared,
     )?;
+    check_contents(&dir.path().join(TOP))?;
     Ok(Staged { verified, dir })
+}
+
+/// How many of validate's findings a refusal lists (the count says how many there are).
+const FINDINGS_LISTED: usize = 5;
+
+/// What the bundle holds, checked as `babel validate` checks an archive: its hashes prove
+/// only that it is what its maker packed, not that each record belongs to its run or points
+/// at its raw file's item, and an archive must not take in what its own validate refuses.
+fn check_contents(top: &Path) -> Result<(), BundleError> {
+    let report = validate::validate_unpacked(top).map_err(|error| match error {
+        ArchiveError::Io(error) => BundleError::Io(error),
+        other => invalid(other.to_string()),
+    })?;
+    if report.ok {
+        return Ok(());
+    }
+    let mut message = format!(
+        "what it holds does not pass babel validate ({} finding(s); the first below)",
+        report.findings.len()
+    );
+    for finding in report.findings.iter().take(FINDINGS_LISTED) {
+        message.push_str(&format!("\n  {finding}"));
+    }
+    Err(invalid(message))
 }
 
 /// Refuses to unpack `needed` bytes into a folder on a file system with less room, naming

@@ -247,10 +247,15 @@ pub fn import(globals: &Globals, args: ImportArgs) -> Result<Exit, CliError> {
             Ok(Exit::Ok)
         }
         Err(ImportError::Invalid(reason)) => {
+            // A reason may list findings below its first line.
+            let (first, more) = reason.split_once('\n').unwrap_or((&reason, ""));
             errln!(
-                "error: {} is not a valid bundle: {reason}; nothing was imported",
+                "error: {} is not a valid bundle: {first}; nothing was imported",
                 args.file.display()
             );
+            if !more.is_empty() {
+                errln!("{more}");
+            }
             Ok(Exit::Failure)
         }
         Err(ImportError::Conflict(reason)) => {

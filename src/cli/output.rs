@@ -123,7 +123,6 @@ impl<W: Write> Write for Terminal<W> {
 }
 
 use babel::archive::ArchiveError;
-use babel::archive::validate::Finding;
 use babel::hub::HubError;
 
 /// The exit codes: the one list of them. `babel --help` prints each code's [`Exit::meaning`]
@@ -251,21 +250,6 @@ impl From<HubError> for CliError {
     }
 }
 
-/// One validation finding as `validate` prints it.
-pub fn finding_line(finding: &Finding) -> String {
-    match (finding.line, finding.row) {
-        (Some(line), _) => format!(
-            "{}:{line}: [{}] {}",
-            finding.path, finding.check, finding.message
-        ),
-        (None, Some(row)) => format!(
-            "{} row {row}: [{}] {}",
-            finding.path, finding.check, finding.message
-        ),
-        (None, None) => format!("{}: [{}] {}", finding.path, finding.check, finding.message),
-    }
-}
-
 impl From<ArchiveError> for CliError {
     fn from(error: ArchiveError) -> Self {
         Self::Archive(error)
@@ -295,7 +279,7 @@ pub fn report(error: &CliError) -> ExitCode {
     | CliError::Archive(ArchiveError::Faulty { report, .. }) = error
     {
         for finding in &report.findings {
-            let _ = writeln!(stderr, "  {}", finding_line(finding));
+            let _ = writeln!(stderr, "  {finding}");
         }
     }
     if let CliError::Archive(ArchiveError::Rejected(report)) = error {

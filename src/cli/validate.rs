@@ -1,6 +1,6 @@
 //! `babel validate`.
 
-use super::output::{finding_line, print_json};
+use super::output::print_json;
 use super::{CliError, Exit, Globals, run_ids};
 use babel::archive::history::Head;
 use babel::archive::validate;
@@ -72,7 +72,7 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
 fn print_text(report: &validate::ValidationReport, quiet: bool) -> io::Result<()> {
     let mut out = super::output::stdout();
     for finding in &report.findings {
-        writeln!(out, "{}", finding_line(finding))?;
+        writeln!(out, "{finding}")?;
     }
     if !quiet {
         for note in &report.notes {

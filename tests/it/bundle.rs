@@ -484,6 +484,46 @@ fn hostile_bundles_are_each_refused_with_what_is_wrong() {
     reseal(&top, false);
     refused(&members_of(&unpacked), &[], "a missing dependency");
 
+    // A run whose manifest names another model, every hash, root and checksum made to
+    // match: the bundle is whole, but its records belong to another run than the one it
+    // names, which the archive's own validate would refuse once imported.
+    std::fs::remove_dir_all(&unpacked).unwrap();
+    let unpacked = unpack(&env, &good);
+    let top = unpacked.join("babel-bundle");
+    let path = top.join("runs/demo-7b-step2000/manifest.json");
+    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    manifest["metadata"]["model"] = "another-model".into();
+    std::fs::write(
+        &path,
+        babel::canonical_json::to_canonical_bytes(&manifest).unwrap(),
+    )
+    .unwrap();
+    reseal(&top, false);
+    refused(
+        &members_of(&unpacked),
+        &[],
+        "does not pass babel validate (17 finding(s); the first below)",
+    );
+    refused(
+        &members_of(&unpacked),
+        &[],
+        "\n  runs/demo-7b-step2000/records/0001.parquet row 1: [record] model \"demo-org/demo-7b\" \
+         differs from the run's model \"another-model\"\n",
+    );
+
+    // A run manifest padded past the largest manifest a verifier reads (every hash made to
+    // match): refused from what manifest.json declares, before it is read into memory.
+    let mut padded = babel::canonical_json::to_canonical_bytes(&manifest).unwrap();
+    padded.resize(padded.len() + (64 << 20), b' ');
+    let expected = format!(
+        "runs/demo-7b-step2000/manifest.json is declared as {} bytes, more than the 67108864 \
+         a verifier reads of a manifest",
+        padded.len()
+    );
+    std::fs::write(&path, padded).unwrap();
+    reseal(&top, false);
+    refused(&members_of(&unpacked), &[], &expected);
+
     // Bytes after the frame, and a file that is not zstd at all.
     let mut trailing = std::fs::read(&good).unwrap();
     trailing.extend_from_slice(b"more");

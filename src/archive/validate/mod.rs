@@ -19,9 +19,10 @@ mod runs;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fs;
+use std::path::Path;
 
 use super::history::Head;
-use super::layout::{self, RunId};
+use super::layout::{self, Layout, RunId};
 use super::{Archive, ArchiveError, journal, read_json_object};
 use crate::canonical_json::is_canonical;
 use crate::durable::io_at;
@@ -40,6 +41,19 @@ pub struct Finding {
     /// A stable name for the kind of check (`sha256`, `untracked`, ...).
     pub check: &'static str,
     pub message: String,
+}
+
+/// As `babel validate` prints it: `path:line: [check] message` (`path row N: ...` for a
+/// row of a records file).
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.line, self.row) {
+            (Some(line), _) => write!(f, "{}:{line}: ", self.path)?,
+            (None, Some(row)) => write!(f, "{} row {row}: ", self.path)?,
+            (None, None) => write!(f, "{}: ", self.path)?,
+        }
+        write!(f, "[{}] {}", self.check, self.message)
+    }
 }
 
 /// Something validation saw that is not damage but that the user should know: an entry
@@ -63,6 +77,7 @@ pub struct ValidationReport {
     pub notes: Vec<Note>,
 }
 
+#[derive(Default)]
 pub(super) struct Collector {
     findings: Vec<Finding>,
     notes: Vec<Note>,
@@ -71,6 +86,18 @@ pub(super) struct Collector {
 }
 
 impl Collector {
+    /// What was found, over `runs` runs.
+    fn report(self, runs: usize) -> ValidationReport {
+        ValidationReport {
+            ok: self.findings.is_empty(),
+            runs,
+            files: self.files,
+            records: self.records,
+            findings: self.findings,
+            notes: self.notes,
+        }
+    }
+
     pub(super) fn add(
         &mut self,
         path: impl Into<String>,
@@ -129,18 +156,35 @@ pub fn validate_runs_and_registries(
     validate_selection(archive, runs, true, None)
 }
 
+/// Validates a folder laid out as an archive that holds no marker and no history (a
+/// bundle unpacked for verification, [`crate::bundle::verify`]): every artifact it
+/// registers, and each run in it, as [`validate`] checks them. A bundle's hashes prove only
+/// that it holds what its maker packed, so what it brings must pass these checks (records
+/// that belong to their run, sources that resolve, counts that agree) before an archive
+/// takes it in.
+pub fn validate_unpacked(root: &Path) -> Result<ValidationReport, ArchiveError> {
+    let archive = Archive {
+        layout: Layout::new(root),
+    };
+    let mut out = Collector::default();
+    let registries = artifacts::check_registries(&archive)?;
+    out.findings.extend(registries.findings);
+    out.files += registries.files;
+    check_runs_folder(&archive, &mut out)?;
+    let runs = archive.run_ids()?;
+    for run in &runs {
+        runs::validate_run(&archive, run, &mut out)?;
+    }
+    Ok(out.report(runs.len()))
+}
+
 fn validate_selection(
     archive: &Archive,
     runs: &[RunId],
     registries: bool,
     since: Option<&Head>,
 ) -> Result<ValidationReport, ArchiveError> {
-    let mut out = Collector {
-        findings: Vec::new(),
-        notes: Vec::new(),
-        files: 0,
-        records: 0,
-    };
+    let mut out = Collector::default();
     let layout = archive.layout();
     check_marker(archive, &mut out)?;
     check_journal(archive, &mut out);
@@ -175,14 +219,7 @@ fn validate_selection(
     for run in &selected {
         runs::validate_run(archive, run, &mut out)?;
     }
-    Ok(ValidationReport {
-        ok: out.findings.is_empty(),
-        runs: selected.len(),
-        files: out.files,
-        records: out.records,
-        findings: out.findings,
-        notes: out.notes,
-    })
+    Ok(out.report(selected.len()))
 }
 
 /// Names each entry at ROOT that is not part of the archive (notes, a `.env`, exported
