@@ -605,7 +605,9 @@ pub fn read_small(path: &Path) -> Result<Vec<u8>, PathIoError> {
     if bytes.len() as u64 > SMALL_FILE_BYTES {
         return Err(io_at("reading", path)(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("the file holds more than the {SMALL_FILE_BYTES} bytes babel reads of a file of its kind"),
+            format!(
+                "the file holds more than the {SMALL_FILE_BYTES} bytes babel reads of a file of its kind"
+            ),
         )));
     }
     Ok(bytes)

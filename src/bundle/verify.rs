@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use super::{BundleManifest, Component, TOP, tar};
 use crate::archive::artifacts::contract::BenchmarkContract;
 use crate::archive::artifacts::{ArtifactManifest, Kind, artifact_dir};
-use crate::archive::{ArchiveError, layout, validate};
 use crate::archive::manifest::{RunManifest, RunStatus};
+use crate::archive::{ArchiveError, layout, validate};
 use crate::durable::{self, PathIoError, digest_of, io_at};
 
 /// The name prefix of the private folder a bundle is unpacked into.

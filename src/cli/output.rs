@@ -124,6 +124,7 @@ impl<W: Write> Write for Terminal<W> {
 
 use babel::archive::ArchiveError;
 use babel::hub::HubError;
+use babel::hub::config::HubConfig;
 
 /// The exit codes: the one list of them. `babel --help` prints each code's [`Exit::meaning`]
 /// and README.md's "Exit codes" table repeats it word for word (a test compares them);
@@ -262,9 +263,11 @@ impl From<io::Error> for CliError {
     }
 }
 
-/// Prints an error (with its details and hint) and gives its exit code.
+/// Prints an error (with its details and hint) and gives its exit code. The Hub token is
+/// redacted from all of it: a Hub error may quote what a server answered, and a server can
+/// echo the token it was sent.
 pub fn report(error: &CliError) -> ExitCode {
-    let mut stderr = stderr();
+    use std::fmt::Write as _;
     let (message, hint) = match error {
         CliError::Usage { message, hint } => (message.clone(), hint.clone()),
         CliError::Io(e) if e.kind() == io::ErrorKind::BrokenPipe => return Exit::Ok.into(),
@@ -272,28 +275,32 @@ pub fn report(error: &CliError) -> ExitCode {
         CliError::Archive(e) => (e.to_string(), e.hint()),
         CliError::Hub(e) => (e.to_string(), e.hint()),
     };
-    let _ = writeln!(stderr, "error: {message}");
+    let mut text = format!("error: {message}\n");
     if let CliError::Hub(
         HubError::ArchiveFaulty(report) | HubError::RestoredFaulty { report, .. },
     )
     | CliError::Archive(ArchiveError::Faulty { report, .. }) = error
     {
         for finding in &report.findings {
-            let _ = writeln!(stderr, "  {finding}");
+            let _ = writeln!(text, "  {finding}");
         }
     }
     if let CliError::Archive(ArchiveError::Rejected(report)) = error {
         for rejection in &report.rejections {
-            let _ = writeln!(stderr, "  {rejection}");
+            let _ = writeln!(text, "  {rejection}");
         }
         let unlisted = report.rejected_total - report.rejections.len();
         if unlisted > 0 {
-            let _ = writeln!(stderr, "  … and {unlisted} more");
+            let _ = writeln!(text, "  … and {unlisted} more");
         }
     }
     if let Some(hint) = hint {
-        let _ = writeln!(stderr, "\nhint: {hint}");
+        let _ = writeln!(text, "\nhint: {hint}");
     }
+    if let Some(token) = HubConfig::from_env().ok().and_then(|config| config.token) {
+        text = token.redact(&text);
+    }
+    let _ = stderr().write_all(text.as_bytes());
     error.exit().into()
 }
 

@@ -10,7 +10,9 @@
 //!   https down to http, choosing the client again for every hop's origin;
 //! - 429, 408 and 5xx answers and lost connections are retried as [`super::retry`] says,
 //!   for requests that are safe to repeat; the commit is sent exactly once;
-//! - every message built from a server's answer has the token redacted.
+//! - a server's error message has the token redacted before it is shortened (a token cut
+//!   in two is no longer found); the command line redacts every error it prints, since
+//!   other messages quote a server's answer as it came.
 
 use std::fs::File;
 use std::io::Read;
@@ -408,14 +410,15 @@ impl HubClient {
                 })
                 .unwrap_or(text)
         });
-        let flat: String = message
+        // Redacted before it is shortened: a token cut in two is no longer found.
+        let flat: String = self
+            .redact(&message)
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ")
             .chars()
             .take(MAX_MESSAGE_CHARS)
             .collect();
-        let flat = self.redact(&flat);
         if flat.is_empty() {
             status.canonical_reason().unwrap_or("no message").to_owned()
         } else {

@@ -213,6 +213,31 @@ fn hostile_paths_are_refused_before_anything_is_downloaded() {
 }
 
 #[test]
+fn a_server_that_echoes_the_token_never_gets_it_printed() {
+    // No secret reaches an error message, though a server may quote the token it was
+    // sent: in a path, or far into a message babel shortens.
+    let (env, server, commit) = pushed();
+    let token = server.token().to_owned();
+    server.add_tree_entry(REPO, &format!("../{token}"), b"evil\n");
+    let output = pull(&env, &server, &commit, &[]);
+    assert_refused(&env, &output, 1, "unsafe path \"../hf_***\"");
+    assert!(!text(&output).contains(&token), "{}", text(&output));
+
+    let (env, server, commit) = pushed();
+    let message = format!("{} {token}", "x".repeat(285));
+    server.fail_next(
+        1,
+        RequestMatch::any().method("GET").path_contains("/tree/"),
+        Failure::status(403).with_header("X-Error-Message", &message),
+    );
+    let output = pull(&env, &server, &commit, &[]);
+    assert_refused(&env, &output, 1, "HTTP 403");
+    let shown = text(&output);
+    assert!(!shown.contains(&token[..token.len() / 2]), "{shown}");
+    assert!(shown.contains("hf_***"), "{shown}");
+}
+
+#[test]
 fn a_file_larger_than_declared_is_refused() {
     for length in [LengthHeader::Actual, LengthHeader::Omitted] {
         let (env, server, commit) = pushed();

@@ -138,7 +138,8 @@ impl Failure {
             .with_header("RateLimit-Policy", "\"fixed window\";\"api\";q=500;w=300")
     }
 
-    /// Adds any header, e.g. an HTTP-date `Retry-After`.
+    /// Adds any header, e.g. an HTTP-date `Retry-After`; one the error answer has already
+    /// (`X-Error-Message`) is replaced.
     pub fn with_header(mut self, name: &str, value: &str) -> Failure {
         self.headers.push((name.to_owned(), value.to_owned()));
         self
@@ -147,7 +148,12 @@ impl Failure {
     pub(super) fn response(&self) -> Response {
         let message = format!("failure injected by the test server (HTTP {})", self.status);
         let mut response = Response::hub_error(self.status, None, &message);
-        response.headers.extend(self.headers.iter().cloned());
+        for (name, value) in &self.headers {
+            response
+                .headers
+                .retain(|(held, _)| !held.eq_ignore_ascii_case(name));
+            response.headers.push((name.clone(), value.clone()));
+        }
         response
     }
 }
