@@ -16,13 +16,17 @@ use arrow_array::types::{
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::DataType;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::file::metadata::ParquetMetaData;
 use serde_json::{Map, Number, Value};
 
 use super::document::Items;
-use super::shape::{Content, Index, Item, ItemVisit, Reading, Shape, ShapeError, Stop};
-use crate::jsonl::{FieldPath, NonFiniteReplacement};
+use super::shape::{
+    Content, Index, Item, ItemVisit, MAX_ITEM_BYTES, Reading, Shape, ShapeError, Stop,
+};
+use crate::jsonl::{DEPTH_LIMIT, FieldPath, NonFiniteReplacement};
 use crate::record::Locator;
 
 thread_local! {
@@ -104,6 +108,16 @@ pub enum ParquetInputError<E> {
     /// A column of a type a row cannot carry as JSON.
     #[error("column {column} has Arrow type {kind}, which babel does not read")]
     Type { column: String, kind: String },
+    /// A value nested as deep as the strict reader refuses ([`DEPTH_LIMIT`] levels, the
+    /// row counted): its record could be stored, and then never read back.
+    #[error(
+        "row {row}: {column} nests arrays and objects {DEPTH_LIMIT} levels deep, more than babel reads"
+    )]
+    TooDeep { row: u64, column: String },
+    /// A row holding more than [`MAX_ITEM_BYTES`] of values, as an item of any other input
+    /// may not.
+    #[error("row {row} holds more than the {MAX_ITEM_BYTES} bytes babel reads of one item")]
+    RowTooLarge { row: u64 },
     /// A row group larger than [`MAX_ROW_GROUP_BYTES`].
     #[error(
         "row group {group} is {bytes} bytes uncompressed, more than the {MAX_ROW_GROUP_BYTES} babel decodes at once"
@@ -118,6 +132,9 @@ pub enum ParquetInputError<E> {
 pub struct Row {
     pub object: Map<String, Value>,
     pub replaced: Vec<NonFiniteReplacement>,
+    /// About as many bytes as the row's JSON text: its strings and keys, eight for each
+    /// other value (what a batch of rows counts against its size).
+    pub bytes: usize,
 }
 
 /// The number of rows the file's footer declares.
@@ -138,11 +155,11 @@ pub fn read_rows<E>(
         .metadata()
         .map_err(|e| ParquetInputError::Format(e.to_string()))?
         .len();
-    let builder = contained(|| ParquetRecordBatchReaderBuilder::try_new(file))
+    let metadata = contained(|| ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()))
         .map_err(ParquetInputError::Format)?
         .map_err(format)?;
-    check_chunks(builder.metadata(), length).map_err(ParquetInputError::Format)?;
-    for (group, meta) in builder.metadata().row_groups().iter().enumerate() {
+    check_chunks(metadata.metadata(), length).map_err(ParquetInputError::Format)?;
+    for (group, meta) in metadata.metadata().row_groups().iter().enumerate() {
         if meta.total_byte_size() > MAX_ROW_GROUP_BYTES {
             return Err(ParquetInputError::TooLarge {
                 group,
@@ -150,46 +167,103 @@ pub fn read_rows<E>(
             });
         }
     }
-    let mut reader = contained(|| builder.with_batch_size(BATCH_ROWS).build())
+    let mut position = 0u64;
+    // A row group at a time: a batch of rows read across row groups would hold as many
+    // bytes as they do together, beyond what each is allowed.
+    for group in 0..metadata.metadata().num_row_groups() {
+        let source = file
+            .try_clone()
+            .map_err(|e| ParquetInputError::Format(e.to_string()))?;
+        let mut reader = contained(|| {
+            ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata.clone())
+                .with_row_groups(vec![group])
+                .with_batch_size(BATCH_ROWS)
+                .build()
+        })
         .map_err(ParquetInputError::Format)?
         .map_err(format)?;
-    let mut position = 0u64;
-    while let Some(batch) = contained(|| reader.next()).map_err(ParquetInputError::Format)? {
-        let batch = batch.map_err(|e| ParquetInputError::Format(e.to_string()))?;
-        for row in 0..batch.num_rows() {
-            let row_value =
-                contained(|| row_object(&batch, row)).map_err(ParquetInputError::Format)??;
-            visit(position, row_value).map_err(ParquetInputError::Visit)?;
-            position += 1;
+        while let Some(batch) = contained(|| reader.next()).map_err(ParquetInputError::Format)? {
+            let batch = batch.map_err(|e| ParquetInputError::Format(e.to_string()))?;
+            for row in 0..batch.num_rows() {
+                let row_value = contained(|| row_object(&batch, row, position))
+                    .map_err(ParquetInputError::Format)??;
+                visit(position, row_value).map_err(ParquetInputError::Visit)?;
+                position += 1;
+            }
         }
     }
     Ok(())
 }
 
-fn row_object<E>(batch: &RecordBatch, row: usize) -> Result<Row, ParquetInputError<E>> {
-    let mut out = Row {
-        object: Map::new(),
+fn row_object<E>(
+    batch: &RecordBatch,
+    row: usize,
+    position: u64,
+) -> Result<Row, ParquetInputError<E>> {
+    let mut walk = Walk {
+        row: position,
         replaced: Vec::new(),
+        bytes: 0,
     };
+    let mut object = Map::new();
     let schema = batch.schema();
     for (field, column) in schema.fields().iter().zip(batch.columns()) {
         let at = FieldPath::root().key(field.name());
-        let value = json_of(column, row, &at, &mut out.replaced)?;
-        out.object.insert(field.name().clone(), value);
+        walk.count(field.name().len())?;
+        let value = json_of(column, row, &at, 1, &mut walk)?;
+        object.insert(field.name().clone(), value);
     }
-    Ok(out)
+    Ok(Row {
+        object,
+        replaced: walk.replaced,
+        bytes: walk.bytes,
+    })
 }
 
-/// The JSON value of `array[row]`.
+/// What reading one row's values keeps track of.
+struct Walk {
+    /// The row's zero-based position in the file.
+    row: u64,
+    replaced: Vec<NonFiniteReplacement>,
+    bytes: usize,
+}
+
+impl Walk {
+    /// Counts `bytes` more of the row, refusing a row past [`MAX_ITEM_BYTES`] as soon as
+    /// it is.
+    fn count<E>(&mut self, bytes: usize) -> Result<(), ParquetInputError<E>> {
+        self.bytes = self.bytes.saturating_add(bytes);
+        if self.bytes > MAX_ITEM_BYTES {
+            return Err(ParquetInputError::RowTooLarge { row: self.row });
+        }
+        Ok(())
+    }
+}
+
+/// The JSON value of `array[row]`, inside `depth` arrays and objects (the row's own
+/// object counted).
 fn json_of<E>(
     array: &ArrayRef,
     row: usize,
     at: &FieldPath,
-    replaced: &mut Vec<NonFiniteReplacement>,
+    depth: usize,
+    walk: &mut Walk,
 ) -> Result<Value, ParquetInputError<E>> {
     if array.is_null(row) {
+        walk.count(SCALAR_BYTES)?;
         return Ok(Value::Null);
     }
+    let nested = matches!(
+        array.data_type(),
+        DataType::List(_) | DataType::LargeList(_) | DataType::Struct(_)
+    );
+    if nested && depth + 1 >= DEPTH_LIMIT {
+        return Err(ParquetInputError::TooDeep {
+            row: walk.row,
+            column: at.to_string(),
+        });
+    }
+    let replaced = &mut walk.replaced;
     let float = |value: f64, replaced: &mut Vec<NonFiniteReplacement>| {
         Number::from_f64(value)
             .map(Value::Number)
@@ -207,7 +281,7 @@ fn json_of<E>(
                 Value::Null
             })
     };
-    Ok(match array.data_type() {
+    let value = match array.data_type() {
         DataType::Null => Value::Null,
         DataType::Boolean => Value::Bool(array.as_boolean().value(row)),
         DataType::Int8 => array.as_primitive::<Int8Type>().value(row).into(),
@@ -223,16 +297,17 @@ fn json_of<E>(
             replaced,
         ),
         DataType::Float64 => float(array.as_primitive::<Float64Type>().value(row), replaced),
-        DataType::Utf8 => array.as_string::<i32>().value(row).into(),
-        DataType::LargeUtf8 => array.as_string::<i64>().value(row).into(),
-        DataType::Utf8View => array.as_string_view().value(row).into(),
-        DataType::List(_) => list(&array.as_list::<i32>().value(row), at, replaced)?,
-        DataType::LargeList(_) => list(&array.as_list::<i64>().value(row), at, replaced)?,
+        DataType::Utf8 => text(array.as_string::<i32>().value(row), walk)?,
+        DataType::LargeUtf8 => text(array.as_string::<i64>().value(row), walk)?,
+        DataType::Utf8View => text(array.as_string_view().value(row), walk)?,
+        DataType::List(_) => list(&array.as_list::<i32>().value(row), at, depth, walk)?,
+        DataType::LargeList(_) => list(&array.as_list::<i64>().value(row), at, depth, walk)?,
         DataType::Struct(fields) => {
             let columns = array.as_struct();
             let mut object = Map::new();
             for (field, column) in fields.iter().zip(columns.columns()) {
-                let value = json_of(column, row, &at.key(field.name()), replaced)?;
+                walk.count(field.name().len())?;
+                let value = json_of(column, row, &at.key(field.name()), depth + 1, walk)?;
                 object.insert(field.name().clone(), value);
             }
             Value::Object(object)
@@ -243,16 +318,30 @@ fn json_of<E>(
                 kind: other.to_string(),
             });
         }
-    })
+    };
+    if !matches!(value, Value::String(_) | Value::Array(_) | Value::Object(_)) {
+        walk.count(SCALAR_BYTES)?;
+    }
+    Ok(value)
+}
+
+/// What a number, a boolean or a null counts towards a row's bytes.
+const SCALAR_BYTES: usize = 8;
+
+/// A string value, counted (before it is copied).
+fn text<E>(value: &str, walk: &mut Walk) -> Result<Value, ParquetInputError<E>> {
+    walk.count(value.len())?;
+    Ok(value.into())
 }
 
 fn list<E>(
     values: &ArrayRef,
     at: &FieldPath,
-    replaced: &mut Vec<NonFiniteReplacement>,
+    depth: usize,
+    walk: &mut Walk,
 ) -> Result<Value, ParquetInputError<E>> {
     (0..values.len())
-        .map(|i| json_of(values, i, &at.index(i), replaced))
+        .map(|i| json_of(values, i, &at.index(i), depth + 1, walk))
         .collect::<Result<Vec<_>, _>>()
         .map(Value::Array)
 }

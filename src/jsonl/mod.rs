@@ -17,6 +17,7 @@ use std::io::{self, BufRead};
 
 pub use batch::{Batcher, LineBatch};
 pub use path::{FieldPath, PathSegment};
+pub(crate) use stream::DEPTH_LIMIT;
 pub(crate) use stream::key_tag;
 pub use stream::{Member, Members, UnsafeInteger};
 use strict::{FailureKind, ParseFailure};

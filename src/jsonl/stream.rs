@@ -34,7 +34,7 @@ use crate::canonical_json::{
 use crate::record::fields::MAX_SAFE_INTEGER;
 
 /// serde_json's nesting limit: the 128th nested array or object is refused.
-const DEPTH_LIMIT: usize = 128;
+pub(crate) const DEPTH_LIMIT: usize = 128;
 
 /// Objects with more members than this check for repeated keys through a set.
 const LINEAR_KEY_CHECK: usize = 32;

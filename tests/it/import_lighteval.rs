@@ -385,12 +385,115 @@ fn a_truncated_or_mistyped_parquet_file_is_refused_naming_file_and_row() {
     );
 }
 
+#[test]
+fn a_parquet_row_too_deep_or_too_large_to_store_is_refused() {
+    // Nothing stored may fail to read back: a value nested as deep as the strict reader
+    // refuses (the 128th level, the row's own object counted) is refused at import.
+    let env = Env::with_archive();
+    create(&env, "c", "babel-policy");
+    let copy = copy_of(&env, "custom-seed1");
+    let details = file_named(&copy, "details_babel_gen|0");
+    let fixture = std::fs::read(&details).unwrap();
+    let before = env.files();
+    with_deep_doc(&details, 126);
+    let stderr = refused(&env, "c", &[], &copy);
+    assert!(stderr.contains("details_babel_gen|0"), "{stderr}");
+    assert!(
+        stderr.contains("row 0: doc.deep[0]")
+            && stderr.contains("nests arrays and objects 128 levels deep"),
+        "{stderr}"
+    );
+    assert_eq!(env.files(), before);
+    // One level less is read, stored, and reads back: validate agrees.
+    std::fs::write(&details, &fixture).unwrap();
+    with_deep_doc(&details, 125);
+    env.babel(&["import", "c", "--format", "lighteval"])
+        .arg(&copy)
+        .assert()
+        .success();
+    env.babel(&["validate"]).assert().success();
+    create(&env, "d", "babel-policy");
+    let before = env.files();
+
+    // "No item may exceed 64 MiB": a row is an item, however well it compresses.
+    let long = "x".repeat((64 << 20) + 1);
+    write_parquet(
+        &details,
+        "doc",
+        Arc::new(arrow_array::StringArray::from(vec![long.as_str()])),
+    );
+    let stderr = refused(&env, "d", &[], &copy);
+    assert!(
+        stderr.contains("row 0 holds more than the 67108864 bytes babel reads of one item"),
+        "{stderr}"
+    );
+    assert_eq!(env.files(), before);
+}
+
+/// Rewrites a details file with a field `deep` added to each row's `doc`: an integer inside
+/// `levels` lists.
+fn with_deep_doc(details: &Path, levels: usize) {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    let file = std::fs::File::open(details).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<_> = reader.map(Result::unwrap).collect();
+    assert_eq!(batches.len(), 1, "the fixture is one batch");
+    let batch = &batches[0];
+    let rows = batch.num_rows();
+    let mut deep: arrow_array::ArrayRef = Arc::new(arrow_array::Int64Array::from(vec![1; rows]));
+    for _ in 0..levels {
+        let field = Arc::new(arrow_schema::Field::new(
+            "item",
+            deep.data_type().clone(),
+            true,
+        ));
+        let offsets = arrow_buffer::OffsetBuffer::from_lengths(vec![1; rows]);
+        deep = Arc::new(arrow_array::ListArray::new(field, offsets, deep, None));
+    }
+    let doc = batch.column_by_name("doc").unwrap().as_struct();
+    let mut fields: Vec<_> = doc.fields().iter().cloned().collect();
+    fields.push(Arc::new(arrow_schema::Field::new(
+        "deep",
+        deep.data_type().clone(),
+        true,
+    )));
+    let mut columns = doc.columns().to_vec();
+    columns.push(deep);
+    let doc = arrow_array::StructArray::new(fields.into(), columns, doc.nulls().cloned());
+    let (mut names, mut values) = (Vec::new(), Vec::new());
+    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        names.push(field.name().clone());
+        values.push(if field.name() == "doc" {
+            Arc::new(doc.clone()) as arrow_array::ArrayRef
+        } else {
+            column.clone()
+        });
+    }
+    let batch = arrow_array::RecordBatch::try_from_iter(names.into_iter().zip(values)).unwrap();
+    write_batch(details, &batch);
+}
+
 /// Writes a one-column Parquet file.
 fn write_parquet(path: &Path, column: &str, values: arrow_array::ArrayRef) {
-    let batch = arrow_array::RecordBatch::try_from_iter([(column, values)]).unwrap();
+    write_batch(
+        path,
+        &arrow_array::RecordBatch::try_from_iter([(column, values)]).unwrap(),
+    );
+}
+
+/// Writes a Parquet file of one batch (without the Arrow schema, whose own reader stops
+/// short of 128 levels of nesting).
+fn write_batch(path: &Path, batch: &arrow_array::RecordBatch) {
     let file = std::fs::File::create(path).unwrap();
-    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
-    writer.write(&batch).unwrap();
+    let options =
+        parquet::arrow::arrow_writer::ArrowWriterOptions::new().with_skip_arrow_metadata(true);
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new_with_options(file, batch.schema(), options).unwrap();
+    writer.write(batch).unwrap();
     writer.close().unwrap();
 }
 

@@ -333,7 +333,9 @@ fn read_header(
 fn adapter_item(item: Item<'_>) -> Result<adapters::Item, Refusal> {
     let Item { locator, content } = item;
     let bytes = match content {
-        Content::Row(Row { object, replaced }) => {
+        Content::Row(Row {
+            object, replaced, ..
+        }) => {
             return Ok(adapters::Item {
                 object,
                 replaced,
@@ -471,7 +473,7 @@ impl Batch {
         self.bytes += match &owned {
             Owned::Json(bytes) => bytes.len(),
             Owned::Member { key, value } => key.len() + value.len(),
-            Owned::Row(_) => 0,
+            Owned::Row(row) => row.bytes,
         };
         self.items.push((item.locator, owned));
         self.items.len() >= BATCH_ITEMS || self.bytes >= BATCH_BYTES
