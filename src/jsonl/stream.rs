@@ -69,6 +69,8 @@ pub struct Members {
     integral_doubles: Vec<(usize, FieldPath)>,
     /// Non-finite tokens read as null (empty unless the policy allows them).
     replaced: Vec<NonFiniteReplacement>,
+    /// Where each of `replaced` began in the text.
+    replaced_at: Vec<usize>,
     /// The scanner's working buffers, kept here from line to line.
     buffers: ScanBuffers,
 }
@@ -153,6 +155,7 @@ impl Members {
         self.integral_doubles.clear();
         self.written_as_fraction.clear();
         self.replaced.clear();
+        self.replaced_at.clear();
     }
 
     pub fn len(&self) -> usize {
@@ -229,6 +232,12 @@ impl Members {
     pub fn replaced(&self) -> &[NonFiniteReplacement] {
         &self.replaced
     }
+
+    /// The byte offset in the text of each of [`Members::replaced`]: also of those read
+    /// before a failure (a line that failed keeps the tokens read up to it).
+    pub(crate) fn replaced_at(&self) -> &[usize] {
+        &self.replaced_at
+    }
 }
 
 /// Reads `text` as one JSON object, strictly, into `members` (emptied first).
@@ -249,6 +258,7 @@ pub(crate) fn scan_object(
     let mut scanner = Scanner::new(text, policy, std::mem::take(&mut members.buffers));
     let scanned = scanner.top_level(members).and_then(|()| scanner.end());
     members.replaced = std::mem::take(&mut scanner.replaced);
+    members.replaced_at = std::mem::take(&mut scanner.replaced_at);
     members.buffers = ScanBuffers {
         frames: scanner.frames,
         keys: scanner.keys,
@@ -289,6 +299,7 @@ struct Scanner<'a> {
     scratch: Vec<u8>,
     policy: NonFinitePolicy,
     replaced: Vec<NonFiniteReplacement>,
+    replaced_at: Vec<usize>,
     /// The first integer of the current value that no double holds, and its full path.
     unsafe_integer: Option<UnsafeInteger>,
     /// The full paths of the current value's integral doubles.
@@ -338,6 +349,7 @@ impl<'a> Scanner<'a> {
             scratch: buffers.scratch,
             policy,
             replaced: Vec::new(),
+            replaced_at: Vec::new(),
             unsafe_integer: None,
             integral_doubles: Vec::new(),
         }
@@ -606,6 +618,7 @@ impl<'a> Scanner<'a> {
                     path: self.path(),
                     token,
                 });
+                self.replaced_at.push(self.at);
                 self.at += token.len();
                 out.extend_from_slice(b"null");
                 Ok(())
