@@ -139,6 +139,33 @@ fn a_symlink_in_place_of_a_registered_file_is_refused() {
     assert!(findings(&env).contains(&(relative.to_owned(), "file-type".to_owned())));
 }
 
+#[test]
+fn an_archive_folder_replaced_by_a_link_to_elsewhere_is_refused() {
+    // Whatever the link points at, babel would read and publish files outside ROOT
+    // through it; each of these folders is checked.
+    for folder in ["runs", "history"] {
+        let env = archive();
+        let outside = env.path().join(format!("outside-{folder}"));
+        std::fs::rename(env.archived(folder), &outside).unwrap();
+        std::os::unix::fs::symlink(&outside, env.archived(folder)).unwrap();
+        assert_eq!(
+            findings(&env),
+            [(folder.to_owned(), "layout".to_owned())],
+            "{folder}"
+        );
+        let output = env
+            .babel(&["hub-plan", "--repo", "a/b"])
+            .env("HF_ENDPOINT", "http://127.0.0.1:9")
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{folder}: nothing is planned"
+        );
+    }
+}
+
 fn rewrite_records(env: &Env, edit: impl Fn(&mut Vec<Value>)) {
     crate::common::rewrite_records(env, "r1", 0, edit);
 }

@@ -7,7 +7,8 @@
 //! points at: a nonblank line, a ZIP member, a JSON Pointer);
 //! duplicate identities; record counts and per-benchmark/language/variant breakdowns;
 //! files in the run folder that no manifest registers. And, for the archive: the marker,
-//! stray entries in `runs/`, a pending journal, and (in `artifacts`) every
+//! its own folders (folders, not links out of ROOT), stray entries in `runs/`, a pending
+//! journal, and (in `artifacts`) every
 //! registered artifact and every strict run's contract. Validation reads only; it takes no
 //! lock and never reruns adapters (the raw files stay the authority, records are not
 //! rebuilt).
@@ -167,6 +168,7 @@ pub fn validate_unpacked(root: &Path) -> Result<ValidationReport, ArchiveError> 
         layout: Layout::new(root),
     };
     let mut out = Collector::default();
+    check_folders_are_folders(&archive, &mut out);
     let registries = artifacts::check_registries(&archive)?;
     out.findings.extend(registries.findings);
     out.files += registries.files;
@@ -187,6 +189,7 @@ fn validate_selection(
     let mut out = Collector::default();
     let layout = archive.layout();
     check_marker(archive, &mut out)?;
+    check_folders_are_folders(archive, &mut out);
     check_journal(archive, &mut out);
     note_unmanaged(archive, &mut out)?;
     if registries {
@@ -269,6 +272,31 @@ fn check_marker(archive: &Archive, out: &mut Collector) -> Result<(), ArchiveErr
         );
     }
     Ok(())
+}
+
+/// The archive's own folders (runs, the history, the registries, the operational folder)
+/// must be folders inside ROOT: through a link in their place babel would read, validate
+/// and publish files that lie outside it.
+fn check_folders_are_folders(archive: &Archive, out: &mut Collector) {
+    let folders = [layout::RUNS, super::history::HISTORY, layout::OPERATIONAL]
+        .into_iter()
+        .chain(layout::REGISTRIES);
+    for folder in folders {
+        let linked = archive
+            .layout()
+            .resolve(folder)
+            .symlink_metadata()
+            .is_ok_and(|meta| meta.file_type().is_symlink());
+        if linked {
+            out.add(
+                folder,
+                None,
+                "layout",
+                "a symbolic link, not a folder: babel reads and publishes only what lies inside ROOT; \
+                 put the folder it points to in its place",
+            );
+        }
+    }
 }
 
 fn check_journal(archive: &Archive, out: &mut Collector) {
