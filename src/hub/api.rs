@@ -29,6 +29,12 @@ const MAX_JSON_BYTES: u64 = 64 * 1024 * 1024;
 pub const MAX_TREE_ENTRIES: usize = 2_000_000;
 /// The most pages a tree listing may take.
 pub const MAX_TREE_PAGES: usize = 100_000;
+/// The longest path a listing may name: babel's own are a few hundred bytes.
+pub const MAX_TREE_PATH_BYTES: usize = 1024;
+/// The most bytes of paths a listing may name in all, so that the files kept while its
+/// pages are read stay within memory (every page is within [`MAX_JSON_BYTES`], but the
+/// pages are many).
+pub const MAX_TREE_PATHS_BYTES: usize = 256 << 20;
 /// Files per preupload request and objects per LFS batch request, as the official client.
 const CHUNK: usize = 256;
 /// The preupload sample: the first 512 bytes of a file.
@@ -382,7 +388,7 @@ impl HubClient {
             ),
         )?;
         let mut seen_pages = BTreeSet::new();
-        let mut entries = 0usize;
+        let (mut entries, mut path_bytes) = (0usize, 0usize);
         let mut files = Vec::new();
         loop {
             if !seen_pages.insert(url.to_string()) || seen_pages.len() > MAX_TREE_PAGES {
@@ -406,6 +412,18 @@ impl HubClient {
                 return Err(refuse(format!("more than {MAX_TREE_ENTRIES} entries")));
             }
             for entry in page {
+                if entry.path.len() > MAX_TREE_PATH_BYTES {
+                    return Err(refuse(format!(
+                        "a path of {} bytes, more than the {MAX_TREE_PATH_BYTES} babel accepts",
+                        entry.path.len()
+                    )));
+                }
+                path_bytes += entry.path.len();
+                if path_bytes > MAX_TREE_PATHS_BYTES {
+                    return Err(refuse(format!(
+                        "more than {MAX_TREE_PATHS_BYTES} bytes of paths"
+                    )));
+                }
                 if entry.kind == "file" {
                     files.push(tree_file(entry).map_err(&refuse)?);
                 }

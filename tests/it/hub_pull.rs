@@ -238,6 +238,21 @@ fn a_server_that_echoes_the_token_never_gets_it_printed() {
 }
 
 #[test]
+fn a_listing_path_longer_than_babel_accepts_is_refused_before_more_is_kept() {
+    // Each page of a listing is bounded, not their number: a path no archive holds
+    // is refused as the page is read, before the listing grows with it.
+    let (env, server, commit) = pushed();
+    server.add_tree_entry(REPO, &format!("runs/{}", "x".repeat(1020)), b"x\n");
+    let output = pull(&env, &server, &commit, &[]);
+    assert_refused(
+        &env,
+        &output,
+        1,
+        "a path of 1025 bytes, more than the 1024 babel accepts",
+    );
+}
+
+#[test]
 fn a_file_larger_than_declared_is_refused() {
     for length in [LengthHeader::Actual, LengthHeader::Omitted] {
         let (env, server, commit) = pushed();
