@@ -92,6 +92,29 @@ pub fn check_chunks(metadata: &ParquetMetaData, length: u64) -> Result<(), Strin
     Ok(())
 }
 
+/// The deepest column a Parquet schema may hold, in schema levels: a list takes two (the
+/// list and its repeated group), so this is room for more nesting than a row may have
+/// ([`DEPTH_LIMIT`]), and far less than the reader's own recursion can take.
+const MAX_SCHEMA_DEPTH: usize = 2 * DEPTH_LIMIT + 8;
+
+/// Refuses a schema nested deeper than [`MAX_SCHEMA_DEPTH`] before a reader is built for it:
+/// the Parquet reader builds one by recursion, and a schema a few thousand levels deep
+/// overflowed its stack (a crash no panic guard can catch).
+fn check_schema_depth(metadata: &ParquetMetaData) -> Result<(), String> {
+    let schema = metadata.file_metadata().schema_descr();
+    match schema
+        .columns()
+        .iter()
+        .map(|column| column.path().parts().len())
+        .max()
+    {
+        Some(depth) if depth > MAX_SCHEMA_DEPTH => Err(format!(
+            "a column is nested {depth} levels deep in the schema, more than the {MAX_SCHEMA_DEPTH} babel reads"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Rows decoded at a time.
 const BATCH_ROWS: usize = 256;
 
@@ -159,6 +182,7 @@ pub fn read_rows<E>(
         .map_err(ParquetInputError::Format)?
         .map_err(format)?;
     check_chunks(metadata.metadata(), length).map_err(ParquetInputError::Format)?;
+    check_schema_depth(metadata.metadata()).map_err(ParquetInputError::Format)?;
     for (group, meta) in metadata.metadata().row_groups().iter().enumerate() {
         if meta.total_byte_size() > MAX_ROW_GROUP_BYTES {
             return Err(ParquetInputError::TooLarge {

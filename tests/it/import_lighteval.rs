@@ -415,6 +415,26 @@ fn a_parquet_row_too_deep_or_too_large_to_store_is_refused() {
     create(&env, "d", "babel-policy");
     let before = env.files();
 
+    // A schema thousands of levels deep, which the Parquet reader would recurse through
+    // until its stack overflowed: refused before a reader is built. (Written on a thread
+    // with room for the writer's own recursion.)
+    std::fs::write(&details, &fixture).unwrap();
+    let path = details.clone();
+    std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || with_deep_doc(&path, 2000))
+        .unwrap()
+        .join()
+        .unwrap();
+    let stderr = refused(&env, "d", &[], &copy);
+    assert!(
+        stderr.contains(
+            "a column is nested 4002 levels deep in the schema, more than the 264 babel reads"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(env.files(), before);
+
     // "No item may exceed 64 MiB": a row is an item, however well it compresses.
     let long = "x".repeat((64 << 20) + 1);
     write_parquet(
