@@ -134,8 +134,25 @@ impl Progress for Bar {
     }
 }
 
+/// A run folder's files are held open while they are imported (up to 10,000), and the
+/// soft limit of open files is often 1,024: it is raised to the hard limit, as far as that
+/// goes (a folder beyond it is refused with the hint to raise `ulimit -n`).
+fn allow_open_files() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        let raised = rustix::process::Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        // Kept as it was if the kernel says no: the folder's own error then tells.
+        let _ = setrlimit(Resource::Nofile, raised);
+    }
+}
+
 pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
     keep_freed_memory();
+    allow_open_files();
     let run = run_id(&args.run)?;
     let format = Format::parse(&args.format)
         .ok_or_else(|| CliError::usage(format!("unknown format {}", args.format), None))?;

@@ -395,6 +395,62 @@ fn a_link_in_a_run_folder_is_refused_not_followed() {
 }
 
 #[test]
+fn a_folder_of_many_files_or_of_colliding_names_is_told_clearly() {
+    // A run folder's files are held open while they are imported: a soft limit of open
+    // files below their number is raised (to the hard limit) ...
+    let env = Env::with_archive();
+    let many = copy_of_run(&env, "many");
+    for i in 0..100 {
+        std::fs::write(many.join(format!("extra{i}.txt")), "x\n").unwrap();
+    }
+    env.babel(&["run", "create", "r", "--model", "simple/model1"])
+        .assert()
+        .success();
+    let limited = |limit: &str| {
+        let babel = env.babel(&["import", "r", "--format", "helm", "-q"]);
+        std::process::Command::new("sh")
+            .current_dir(env.path())
+            .arg("-c")
+            .arg(format!("ulimit {limit} 64 && exec \"$0\" \"$@\""))
+            .arg(babel.get_program())
+            .args(babel.get_args())
+            .arg(&many)
+            .env("BABEL_TIMESTAMP", crate::common::TIMESTAMP)
+            .output()
+            .unwrap()
+    };
+    let output = limited("-n");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("holds more files than this process may keep open")
+            && stderr.contains("raise the limit (`ulimit -n`)"),
+        "{stderr}"
+    );
+    assert!(env.records("r").is_empty());
+    let output = limited("-Sn");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!env.records("r").is_empty());
+
+    // ... and two names stored as one are named, not left to a failed write.
+    let colliding = copy_of_run(&env, "colliding");
+    std::fs::write(colliding.join("stats.json."), "{}\n").unwrap();
+    env.babel(&["run", "create", "c", "--model", "simple/model1"])
+        .assert()
+        .success();
+    let stderr = crate::common::refused_import(&env, "c", "helm", &[], &colliding);
+    assert!(
+        stderr.contains("which would both be stored as \"stats.json\"")
+            && stderr.contains("rename one of the two"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_run_of_another_model_is_refused_or_kept_with_a_warning() {
     // "An Inspect log, HELM run or EEE file whose own model differs from the run's model
     // is imported silently today and relabelled. Refuse it [...] naming both models; an

@@ -564,6 +564,8 @@ fn open_folder(path: &Path, format: adapters::Format) -> Result<Input, ArchiveEr
         ));
     }
     let mut entries = Vec::new();
+    // Each stored name, and the name it was given: two names may store as one.
+    let mut stored_names: HashMap<String, String> = HashMap::new();
     for entry in fs::read_dir(path).map_err(io_at("listing", path))? {
         let entry = entry.map_err(io_at("listing", path))?;
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -592,8 +594,30 @@ fn open_folder(path: &Path, format: adapters::Format) -> Result<Input, ArchiveEr
                 "a run folder is imported whole and holds only its own regular files; copy a linked file in, or move the rest out",
             ));
         }
-        let (file, bytes) = super::open_input(&entry.path(), None)?;
-        entries.push((layout::stored_basename(&name), file, bytes));
+        let stored = layout::stored_basename(&name);
+        if let Some(other) = stored_names.insert(stored.clone(), name.clone()) {
+            return Err(usage(
+                format!(
+                    "{} holds {other:?} and {name:?}, which would both be stored as {stored:?}",
+                    path.display()
+                ),
+                "a stored name keeps only characters safe on every filesystem and no trailing dot or space; rename one of the two",
+            ));
+        }
+        let (file, bytes) = super::open_input(&entry.path(), None).map_err(|error| {
+            match error {
+                ArchiveError::Io(io) if io.source.raw_os_error() == Some(rustix::io::Errno::MFILE.raw_os_error()) => usage(
+                    format!(
+                        "{} holds more files than this process may keep open ({} opened)",
+                        path.display(),
+                        entries.len()
+                    ),
+                    "babel holds a run folder's files open while it imports them; raise the limit (`ulimit -n`) and import again",
+                ),
+                other => other,
+            }
+        })?;
+        entries.push((stored, file, bytes));
     }
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     let total = entries.iter().map(|(_, _, bytes)| bytes).sum();
