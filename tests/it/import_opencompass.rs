@@ -320,6 +320,24 @@ fn refused(env: &Env, run: &str, args: &[&str], input: &Path) -> String {
 }
 
 #[test]
+fn an_output_folder_of_more_than_ten_thousand_entries_is_refused() {
+    // Folders count as entries too, empty ones included: 10,001 of them beside the
+    // real outputs are refused, where counting only files let 30,000 through.
+    let env = Env::with_archive();
+    env.babel(&["run", "create", "o", "--model", MODEL])
+        .assert()
+        .success();
+    let outputs = copy_of_outputs(&env);
+    for i in 0..100 {
+        for j in 0..101 {
+            std::fs::create_dir_all(outputs.join(format!("configs/d{i}/e{j}"))).unwrap();
+        }
+    }
+    let stderr = refused(&env, "o", &[], &outputs);
+    assert!(stderr.contains("holds more than 10000 entries"), "{stderr}");
+}
+
+#[test]
 fn hostile_outputs_are_refused_with_the_file_and_item_named() {
     let env = Env::with_archive();
     env.babel(&["run", "create", "o", "--model", MODEL])

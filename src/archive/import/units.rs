@@ -195,6 +195,8 @@ fn list(root: &Path) -> Result<Vec<String>, ArchiveError> {
     }
     };
     let mut files = Vec::new();
+    // Every entry listed, files and folders alike (empty folders too).
+    let mut entries = 0usize;
     let mut stack = vec![(root.to_path_buf(), String::new(), 0usize)];
     while let Some((dir, prefix, depth)) = stack.pop() {
         if depth > MAX_DEPTH {
@@ -223,7 +225,8 @@ fn list(root: &Path) -> Result<Vec<String>, ArchiveError> {
                     root.display()
                 )));
             }
-            if files.len() + stack.len() > MAX_FOLDER_FILES {
+            entries += 1;
+            if entries > MAX_FOLDER_FILES {
                 return Err(usage(format!(
                     "{} holds more than {MAX_FOLDER_FILES} entries",
                     root.display()
