@@ -451,6 +451,27 @@ fn a_folder_of_many_files_or_of_colliding_names_is_told_clearly() {
 }
 
 #[test]
+fn a_header_file_that_is_not_json_is_named_with_its_line_column_and_field() {
+    let env = Env::with_archive();
+    let broken = copy_of_run(&env, "broken");
+    let path = broken.join("run_spec.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let at = text.find("\"global_suffix\": ").unwrap() + "\"global_suffix\": ".len();
+    std::fs::write(&path, format!("{}, {}", &text[..at], &text[at..])).unwrap();
+    // Where the stray comma is, counted here: lines and columns from 1.
+    let line = text[..at].matches('\n').count() + 1;
+    let column = at - text[..at].rfind('\n').map_or(0, |newline| newline + 1) + 1;
+    env.babel(&["run", "create", "r", "--model", "simple/model1"])
+        .assert()
+        .success();
+    let stderr = crate::common::refused_import(&env, "r", "helm", &[], &broken);
+    let expected = format!(
+        "run_spec.json: line {line}, column {column}: field adapter_spec.global_suffix: invalid JSON"
+    );
+    assert!(stderr.contains(&expected), "{expected:?} not in {stderr}");
+}
+
+#[test]
 fn a_run_of_another_model_is_refused_or_kept_with_a_warning() {
     // "An Inspect log, HELM run or EEE file whose own model differs from the run's model
     // is imported silently today and relabelled. Refuse it [...] naming both models; an

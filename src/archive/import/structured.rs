@@ -8,6 +8,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
+use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
 use super::identities::Identities;
@@ -235,8 +236,22 @@ fn parse_value(bytes: &[u8], what: &str) -> Result<Value, FileProblem> {
                 },
             );
         let field = (!inside.is_root()).then(|| format!(" field {inside}:"));
+        // Where in the file: a syntax error is where serde_json stops in the file itself
+        // (the strict reader is serde_json's, and reports only a column of the wrapper).
+        let place = match &e.kind {
+            jsonl::LineErrorKind::Syntax(_) => serde_json::from_slice::<IgnoredAny>(bytes)
+                .err()
+                .filter(|error| error.line() > 0)
+                .map(|error| format!(" line {}, column {}:", error.line(), error.column())),
+            _ => None,
+        };
         (
-            format!("{what}:{} {}", field.unwrap_or_default(), e.message()),
+            format!(
+                "{what}:{}{} {}",
+                place.unwrap_or_default(),
+                field.unwrap_or_default(),
+                e.message()
+            ),
             None,
         )
     })?;
