@@ -572,6 +572,25 @@ fn a_release_exports_with_everything_it_pins() {
     );
     let (code, text) = verify(&env, &env.path().join("paper.tar.zst"), &[]);
     assert_eq!(code, Some(0), "{text}");
+
+    // A release of artifacts alone: its bundle has no runs folder, verifies and imports.
+    let mut artifacts_only = release.clone();
+    artifacts_only["runs"] = serde_json::json!([]);
+    let file = env.input("artifacts.json", artifacts_only.to_string());
+    env.babel(&["artifact", "add", "release", "bank-only", &file])
+        .assert()
+        .success();
+    crate::common::babel_json(&env, &["export", "--release", "bank-only", "bank.tar.zst"]);
+    let bundle = env.path().join("bank.tar.zst");
+    let (code, text) = verify(&env, &bundle, &[]);
+    assert_eq!(code, Some(0), "{text}");
+    let target = Env::with_archive();
+    target
+        .babel(&["import-bundle"])
+        .arg(&bundle)
+        .assert()
+        .success();
+    assert_eq!(target.validate_json()["ok"], true);
 }
 
 #[test]

@@ -172,7 +172,10 @@ pub fn validate_unpacked(root: &Path) -> Result<ValidationReport, ArchiveError> 
     let registries = artifacts::check_registries(&archive)?;
     out.findings.extend(registries.findings);
     out.files += registries.files;
-    check_runs_folder(&archive, &mut out)?;
+    // A release of artifacts alone brings no runs, and no runs folder.
+    if archive.layout().runs().exists() {
+        check_runs_folder(&archive, &mut out)?;
+    }
     let runs = archive.run_ids()?;
     for run in &runs {
         runs::validate_run(&archive, run, &mut out)?;
