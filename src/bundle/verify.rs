@@ -5,7 +5,10 @@
 //! anything but files and folders), then the manifest's canonical bytes, the member set,
 //! every file's hash and size, every records file's rows and row root, every component
 //! root, the bundle root, `checksums.sha256`, and every dependency the bundle's runs and
-//! artifacts pin.
+//! artifacts pin. Last, what it holds is checked as `babel validate` checks an archive
+//! (each record against its run and raw file, each artifact's payload): the hashes prove
+//! only that the bundle is what its maker packed. Manifests and payloads, parsed whole,
+//! are at most [`MAX_MANIFEST_BYTES`] each.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::{self, File};
@@ -133,15 +136,17 @@ pub fn verify(
     // First pass: find and check manifest.json, writing nothing.
     let (manifest_bytes, manifest) = read_manifest(file, size, ceilings)?;
     let declared = Declared::of(&manifest)?;
-    // A run's or an artifact's manifest is read whole: no larger than the bundle's own.
+    // A run's or an artifact's manifest, and an artifact's payload, are parsed whole (by
+    // validate, below): each no larger than the bundle's own manifest, so that a small,
+    // well-compressed bundle cannot make the verifier hold gigabytes of parsed values.
     if let Some(file) = manifest
         .components
         .iter()
         .flat_map(|c| &c.files)
-        .find(|f| super::is_manifest(&f.role) && f.bytes > MAX_MANIFEST_BYTES)
+        .find(|f| parsed_whole(&f.role) && f.bytes > MAX_MANIFEST_BYTES)
     {
         return Err(invalid(format!(
-            "{} is declared as {} bytes, more than the {MAX_MANIFEST_BYTES} a verifier reads of a manifest",
+            "{} is declared as {} bytes, more than the {MAX_MANIFEST_BYTES} a verifier parses of a manifest or payload",
             file.path, file.bytes
         )));
     }
@@ -187,6 +192,11 @@ pub fn verify(
     Ok(Staged { verified, dir })
 }
 
+/// Whether a file of this role is parsed whole when the bundle is checked.
+fn parsed_whole(role: &str) -> bool {
+    super::is_manifest(role) || role == "artifact-payload"
+}
+
 /// How many of validate's findings a refusal lists (the count says how many there are).
 const FINDINGS_LISTED: usize = 5;
 
@@ -201,11 +211,13 @@ fn check_contents(top: &Path) -> Result<(), BundleError> {
     if report.ok {
         return Ok(());
     }
+    let listed = report.findings.len().min(FINDINGS_LISTED);
     let mut message = format!(
-        "what it holds does not pass babel validate ({} finding(s); the first below)",
+        "what it holds does not pass babel validate ({} finding(s); the first {listed} below; \
+         its maker can run `babel validate` on the archive it was exported from)",
         report.findings.len()
     );
-    for finding in report.findings.iter().take(FINDINGS_LISTED) {
+    for finding in &report.findings[..listed] {
         message.push_str(&format!("\n  {finding}"));
     }
     Err(invalid(message))

@@ -502,7 +502,7 @@ fn hostile_bundles_are_each_refused_with_what_is_wrong() {
     refused(
         &members_of(&unpacked),
         &[],
-        "does not pass babel validate (17 finding(s); the first below)",
+        "does not pass babel validate (17 finding(s); the first 5 below; its maker can run `babel validate`",
     );
     refused(
         &members_of(&unpacked),
@@ -517,10 +517,37 @@ fn hostile_bundles_are_each_refused_with_what_is_wrong() {
     padded.resize(padded.len() + (64 << 20), b' ');
     let expected = format!(
         "runs/demo-7b-step2000/manifest.json is declared as {} bytes, more than the 67108864 \
-         a verifier reads of a manifest",
+         a verifier parses of a manifest or payload",
         padded.len()
     );
     std::fs::write(&path, padded).unwrap();
+    reseal(&top, false);
+    refused(&members_of(&unpacked), &[], &expected);
+    // An artifact's payload alike: parsed whole, and as well compressed.
+    std::fs::write(
+        &path,
+        babel::canonical_json::to_canonical_bytes(&manifest).unwrap(),
+    )
+    .unwrap();
+    let bundle_manifest: Value =
+        serde_json::from_slice(&std::fs::read(top.join("manifest.json")).unwrap()).unwrap();
+    let payload = bundle_manifest["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["files"].as_array().unwrap())
+        .find(|f| f["role"] == "artifact-payload")
+        .unwrap()["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut padded = std::fs::read(top.join(&payload)).unwrap();
+    padded.resize(padded.len() + (64 << 20), b' ');
+    let expected = format!(
+        "{payload} is declared as {} bytes, more than the 67108864 a verifier parses",
+        padded.len()
+    );
+    std::fs::write(top.join(&payload), padded).unwrap();
     reseal(&top, false);
     refused(&members_of(&unpacked), &[], &expected);
 
