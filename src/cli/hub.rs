@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use indicatif::ProgressBar;
 
-use super::output::print_json;
+use super::output::{print_json, redacted};
 use super::{CliError, Exit, Globals, run_ids};
 use babel::hub::client::HubClient;
 use babel::hub::config::HubConfig;
@@ -184,7 +184,9 @@ pub fn plan(globals: &Globals, args: PlanArgs) -> Result<Exit, CliError> {
     let output = HubPlanOutput::new(
         &repo,
         &local,
-        remote.as_ref().map_err(ToString::to_string),
+        remote
+            .as_ref()
+            .map_err(|error| redacted(&error.to_string())),
         comparison.as_ref(),
     );
     if args.json {
@@ -197,9 +199,12 @@ pub fn plan(globals: &Globals, args: PlanArgs) -> Result<Exit, CliError> {
             "{repo} does not exist yet (or the token cannot see it): every file is new; `babel hub-push --repo {repo} --create` makes it"
         ),
         (_, Err(error)) => {
-            errln!("note: could not compare with {repo}: {error}");
+            errln!(
+                "note: could not compare with {repo}: {}",
+                redacted(&error.to_string())
+            );
             if let Some(hint) = error.hint() {
-                errln!("hint: {hint}");
+                errln!("hint: {}", redacted(&hint));
             }
         }
         _ => {}

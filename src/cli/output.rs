@@ -263,6 +263,15 @@ impl From<io::Error> for CliError {
     }
 }
 
+/// `text` with the configured Hub token (if any) replaced by `hf_***`: for every message
+/// that may quote a Hub server's answer.
+pub fn redacted(text: &str) -> String {
+    match HubConfig::from_env().ok().and_then(|config| config.token) {
+        Some(token) => token.redact(text),
+        None => text.to_owned(),
+    }
+}
+
 /// Prints an error (with its details and hint) and gives its exit code. The Hub token is
 /// redacted from all of it: a Hub error may quote what a server answered, and a server can
 /// echo the token it was sent.
@@ -297,10 +306,7 @@ pub fn report(error: &CliError) -> ExitCode {
     if let Some(hint) = hint {
         let _ = writeln!(text, "\nhint: {hint}");
     }
-    if let Some(token) = HubConfig::from_env().ok().and_then(|config| config.token) {
-        text = token.redact(&text);
-    }
-    let _ = stderr().write_all(text.as_bytes());
+    let _ = stderr().write_all(redacted(&text).as_bytes());
     error.exit().into()
 }
 

@@ -376,9 +376,10 @@ impl HubClient {
     /// which must stay on the endpoint's origin), within the size limits of this module.
     pub fn list_tree(&self, repo: &RepoId, commit: &CommitId) -> Result<Vec<TreeFile>, HubError> {
         let what = format!("listing the files of {repo} at {commit}");
+        // Paths and IDs come from the server, which may echo the token it was sent.
         let refuse = |reason: String| HubError::Refused {
             what: what.clone(),
-            reason,
+            reason: self.redact(&reason),
         };
         let mut url = self.repo_url(
             repo,
@@ -412,6 +413,12 @@ impl HubClient {
                 return Err(refuse(format!("more than {MAX_TREE_ENTRIES} entries")));
             }
             for entry in page {
+                let echoes = |text: &str| self.redact(text) != text;
+                if echoes(&entry.path) || entry.oid.as_deref().is_some_and(echoes) {
+                    return Err(refuse(
+                        "an entry holds the token babel sent (a listing never names it)".into(),
+                    ));
+                }
                 if entry.path.len() > MAX_TREE_PATH_BYTES {
                     return Err(refuse(format!(
                         "a path of {} bytes, more than the {MAX_TREE_PATH_BYTES} babel accepts",

@@ -220,8 +220,21 @@ fn a_server_that_echoes_the_token_never_gets_it_printed() {
     let token = server.token().to_owned();
     server.add_tree_entry(REPO, &format!("../{token}"), b"evil\n");
     let output = pull(&env, &server, &commit, &[]);
-    assert_refused(&env, &output, 1, "unsafe path \"../hf_***\"");
+    assert_refused(&env, &output, 1, "an entry holds the token babel sent");
     assert!(!text(&output).contains(&token), "{}", text(&output));
+    // The plan, which compares with the same listing, prints it nowhere either.
+    for extra in [&[][..], &["--json"]] {
+        let mut args = vec!["hub-plan", "--repo", REPO];
+        args.extend_from_slice(extra);
+        let output = hub(&env, &server, &args).output().unwrap();
+        assert!(output.status.success(), "{}", text(&output));
+        assert!(
+            text(&output).contains("holds the token"),
+            "{}",
+            text(&output)
+        );
+        assert!(!text(&output).contains(&token), "{}", text(&output));
+    }
 
     let (env, server, commit) = pushed();
     let message = format!("{} {token}", "x".repeat(285));
