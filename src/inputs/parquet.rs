@@ -156,7 +156,8 @@ pub struct Row {
     pub object: Map<String, Value>,
     pub replaced: Vec<NonFiniteReplacement>,
     /// About as many bytes as the row's JSON text: its strings and keys, eight for each
-    /// other value (what a batch of rows counts against its size).
+    /// other scalar, two for each array or object and one for each element (what a batch
+    /// of rows counts against its size, and what the 64 MiB of an item bounds).
     pub bytes: usize,
 }
 
@@ -287,6 +288,11 @@ fn json_of<E>(
             column: at.to_string(),
         });
     }
+    if nested {
+        // Its brackets: millions of empty lists cost a Parquet file almost nothing, and
+        // each is a value in memory.
+        walk.count(2)?;
+    }
     let replaced = &mut walk.replaced;
     let float = |value: f64, replaced: &mut Vec<NonFiniteReplacement>| {
         Number::from_f64(value)
@@ -364,6 +370,8 @@ fn list<E>(
     depth: usize,
     walk: &mut Walk,
 ) -> Result<Value, ParquetInputError<E>> {
+    // A separator for each element, counted before any is read.
+    walk.count(values.len())?;
     (0..values.len())
         .map(|i| json_of(values, i, &at.index(i), depth + 1, walk))
         .collect::<Result<Vec<_>, _>>()

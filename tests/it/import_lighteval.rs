@@ -448,6 +448,40 @@ fn a_parquet_row_too_deep_or_too_large_to_store_is_refused() {
         "{stderr}"
     );
     assert_eq!(env.files(), before);
+
+    use arrow_array::Array;
+    // Empty lists are almost free in Parquet and not in memory: each counts as its `[]`
+    // and a separator, so 23 million of them (69 MB as text) are refused too.
+    let empty = 23_000_000;
+    let item = Arc::new(arrow_schema::Field::new(
+        "item",
+        arrow_schema::DataType::Int64,
+        true,
+    ));
+    let inner = arrow_array::ListArray::new(
+        item,
+        arrow_buffer::OffsetBuffer::new_zeroed(empty),
+        Arc::new(arrow_array::Int64Array::from(Vec::<i64>::new())),
+        None,
+    );
+    let field = Arc::new(arrow_schema::Field::new(
+        "item",
+        inner.data_type().clone(),
+        true,
+    ));
+    let lists: arrow_array::ArrayRef = Arc::new(arrow_array::ListArray::new(
+        field,
+        arrow_buffer::OffsetBuffer::from_lengths([empty]),
+        Arc::new(inner),
+        None,
+    ));
+    write_parquet(&details, "doc", lists);
+    let stderr = refused(&env, "d", &[], &copy);
+    assert!(
+        stderr.contains("row 0 holds more than the 67108864 bytes babel reads of one item"),
+        "{stderr}"
+    );
+    assert_eq!(env.files(), before);
 }
 
 /// Rewrites a details file with a field `deep` added to each row's `doc`: an integer inside
