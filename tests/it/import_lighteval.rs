@@ -395,23 +395,30 @@ fn a_parquet_row_too_deep_or_too_large_to_store_is_refused() {
     let details = file_named(&copy, "details_babel_gen|0");
     let fixture = std::fs::read(&details).unwrap();
     let before = env.files();
-    with_deep_doc(&details, 126);
+    // The row, doc and specific are three levels: 125 lists make the 128th.
+    with_deep_doc(&details, 125);
     let stderr = refused(&env, "c", &[], &copy);
     assert!(stderr.contains("details_babel_gen|0"), "{stderr}");
     assert!(
-        stderr.contains("row 0: doc.deep[0]")
+        stderr.contains("row 0: doc.specific.deep[0]")
             && stderr.contains("nests arrays and objects 128 levels deep"),
         "{stderr}"
     );
     assert_eq!(env.files(), before);
-    // One level less is read, stored, and reads back: validate agrees.
+    // One level less is read and stored, reads back whole, and validate agrees.
     std::fs::write(&details, &fixture).unwrap();
-    with_deep_doc(&details, 125);
+    with_deep_doc(&details, 124);
     env.babel(&["import", "c", "--format", "lighteval"])
         .arg(&copy)
         .assert()
         .success();
     env.babel(&["validate"]).assert().success();
+    let records = env.records("c");
+    let mut value = &records[0]["extra"]["specific"]["deep"];
+    for _ in 0..124 {
+        value = &value[0];
+    }
+    assert_eq!(value, 1, "the deepest value is stored");
     create(&env, "d", "babel-policy");
     let before = env.files();
 
@@ -429,7 +436,7 @@ fn a_parquet_row_too_deep_or_too_large_to_store_is_refused() {
     let stderr = refused(&env, "d", &[], &copy);
     assert!(
         stderr.contains(
-            "a column is nested 4002 levels deep in the schema, more than the 264 babel reads"
+            "a column is nested 4003 levels deep in the schema, more than the 264 babel reads"
         ),
         "{stderr}"
     );
@@ -484,8 +491,8 @@ fn a_parquet_row_too_deep_or_too_large_to_store_is_refused() {
     assert_eq!(env.files(), before);
 }
 
-/// Rewrites a details file with a field `deep` added to each row's `doc`: an integer inside
-/// `levels` lists.
+/// Rewrites a details file with each row's `doc.specific` (which the record keeps in
+/// `extra`) replaced by `{"deep": ...}`: an integer inside `levels` lists.
 fn with_deep_doc(details: &Path, levels: usize) {
     use arrow_array::Array;
     use arrow_array::cast::AsArray;
@@ -508,15 +515,30 @@ fn with_deep_doc(details: &Path, levels: usize) {
         let offsets = arrow_buffer::OffsetBuffer::from_lengths(vec![1; rows]);
         deep = Arc::new(arrow_array::ListArray::new(field, offsets, deep, None));
     }
+    let specific: arrow_array::ArrayRef = Arc::new(arrow_array::StructArray::new(
+        vec![Arc::new(arrow_schema::Field::new(
+            "deep",
+            deep.data_type().clone(),
+            true,
+        ))]
+        .into(),
+        vec![deep],
+        None,
+    ));
     let doc = batch.column_by_name("doc").unwrap().as_struct();
-    let mut fields: Vec<_> = doc.fields().iter().cloned().collect();
+    let (mut fields, mut columns): (Vec<_>, Vec<_>) = doc
+        .fields()
+        .iter()
+        .cloned()
+        .zip(doc.columns().iter().cloned())
+        .filter(|(field, _)| field.name() != "specific")
+        .unzip();
     fields.push(Arc::new(arrow_schema::Field::new(
-        "deep",
-        deep.data_type().clone(),
+        "specific",
+        specific.data_type().clone(),
         true,
     )));
-    let mut columns = doc.columns().to_vec();
-    columns.push(deep);
+    columns.push(specific);
     let doc = arrow_array::StructArray::new(fields.into(), columns, doc.nulls().cloned());
     let (mut names, mut values) = (Vec::new(), Vec::new());
     for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
