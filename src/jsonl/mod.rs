@@ -433,15 +433,69 @@ impl<R: BufRead> Iterator for Reader<R> {
     }
 }
 
+/// [`parse_bytes`] the slow way, the reference it is checked against (`differential`, the
+/// `stream_vs_tree` fuzz target, never an import): under [`NonFinitePolicy::Null`], each
+/// non-finite token the tree parser stops at is patched and the whole text parsed again,
+/// with no help from the streaming reader, in time square in the number of tokens.
+pub fn parse_bytes_patching_each(
+    bytes: &[u8],
+    number: u64,
+    policy: NonFinitePolicy,
+) -> Result<Line, LineError> {
+    let text = utf8_text(bytes, number)?;
+    let (mut current, mut replaced) = (text.to_owned(), Vec::new());
+    // Each patch: where it stood in the text as patched before it, and the token's length.
+    let mut patches: Vec<(usize, usize)> = Vec::new();
+    loop {
+        match strict::parse_object(&current) {
+            Ok(object) => {
+                return Ok(Line {
+                    number,
+                    object,
+                    replaced,
+                });
+            }
+            Err(ParseFailure {
+                kind: FailureKind::NonFinite { token, offset },
+                path,
+                ..
+            }) if policy == NonFinitePolicy::Null => {
+                current.replace_range(offset..offset + token.len(), "null");
+                replaced.push(NonFiniteReplacement { path, token });
+                patches.push((offset, token.len()));
+            }
+            Err(mut failure) => {
+                if let Some(mut index) = failure.index.filter(|_| !patches.is_empty()) {
+                    for &(offset, length) in patches.iter().rev() {
+                        if index >= offset + 4 {
+                            index = index + length - 4;
+                        } else if index > offset {
+                            index = offset + (index - offset).min(length);
+                        }
+                    }
+                    let start = text.as_bytes()[..index.min(text.len())]
+                        .iter()
+                        .rposition(|&b| b == b'\n')
+                        .map_or(0, |newline| newline + 1);
+                    failure.column = Some(index - start).filter(|&c| c > 0);
+                }
+                return Err(line_error(number, failure));
+            }
+        }
+    }
+}
+
 /// The streaming reader checked against the tree reader it replaces (kept as the
 /// reference in tests and in the `stream_vs_tree` fuzz target): for `bytes` as a line,
 /// both give the same members with the same canonical text (the tree's by
 /// `canonical_json`) and the same replacements, or the same first error at the same
-/// place. `Err` describes the first disagreement.
+/// place. `Err` describes the first disagreement. The tree side is
+/// [`parse_bytes_patching_each`], which takes no help from the streaming reader
+/// ([`parse_bytes`] finds non-finite tokens with it).
 pub fn differential(bytes: &[u8], policy: NonFinitePolicy) -> Result<(), String> {
     type Listed = (String, Result<String, (String, String)>);
     let tree: Result<(Vec<Listed>, Vec<NonFiniteReplacement>), LineError> =
-        parse_bytes(bytes, 1, policy).map(|line| {
+        parse_bytes_patching_each(bytes, 1, policy).map(|line| {
             let members = line
                 .object
                 .into_iter()
@@ -620,52 +674,6 @@ mod tests {
         );
     }
 
-    /// The reference for the null policy: parse, and at each non-finite token the tree
-    /// parser stops at, patch it and parse the whole text again (what `parse_bytes` did
-    /// before it patched every token at once).
-    fn patching_each(bytes: &[u8]) -> Result<Line, LineError> {
-        let text = std::str::from_utf8(bytes).unwrap();
-        let (mut current, mut replaced) = (text.to_owned(), Vec::new());
-        let mut patches: Vec<(usize, usize)> = Vec::new();
-        loop {
-            match strict::parse_object(&current) {
-                Ok(object) => {
-                    return Ok(Line {
-                        number: 1,
-                        object,
-                        replaced,
-                    });
-                }
-                Err(ParseFailure {
-                    kind: FailureKind::NonFinite { token, offset },
-                    path,
-                    ..
-                }) => {
-                    current.replace_range(offset..offset + token.len(), "null");
-                    replaced.push(NonFiniteReplacement { path, token });
-                    patches.push((offset, token.len()));
-                }
-                Err(mut failure) => {
-                    if let Some(mut index) = failure.index.filter(|_| !patches.is_empty()) {
-                        for &(offset, length) in patches.iter().rev() {
-                            if index >= offset + 4 {
-                                index = index + length - 4;
-                            } else if index > offset {
-                                index = offset + (index - offset).min(length);
-                            }
-                        }
-                        let start = text.as_bytes()[..index.min(text.len())]
-                            .iter()
-                            .rposition(|&b| b == b'\n')
-                            .map_or(0, |newline| newline + 1);
-                        failure.column = Some(index - start).filter(|&c| c > 0);
-                    }
-                    return Err(line_error(1, failure));
-                }
-            }
-        }
-    }
-
     #[test]
     fn every_token_patched_at_once_reads_as_patching_each_in_turn() {
         let tokens = ["NaN", "Infinity", "-Infinity", "1"];
@@ -687,7 +695,8 @@ mod tests {
                             "{{\"a\": {first},{gap}\"b\": [{second}, \"NaN\", {first}],{gap}\
                              \"c\": {{\"d\": {second}}}{end}"
                         );
-                        let expected = patching_each(text.as_bytes());
+                        let expected =
+                            parse_bytes_patching_each(text.as_bytes(), 1, NonFinitePolicy::Null);
                         let found = parse_bytes(text.as_bytes(), 1, NonFinitePolicy::Null);
                         assert_eq!(found, expected, "{text}");
                         checked += usize::from(expected.is_err());
