@@ -613,9 +613,9 @@ pub fn read_small(path: &Path) -> Result<Vec<u8>, PathIoError> {
     Ok(bytes)
 }
 
-/// The most [`read_small`] reads into memory: a manifest, the marker or an artifact's
-/// payload (at most a gibibyte, `artifact add` says) is smaller; a larger one is damage or
-/// an attack, and is refused rather than read.
+/// The most [`read_small`] reads into memory, and so the largest artifact payload
+/// `artifact add` takes: a manifest or the marker is far smaller; a larger file is damage
+/// or an attack, and is refused rather than read.
 pub const SMALL_FILE_BYTES: u64 = 1 << 30;
 
 #[cfg(test)]

@@ -444,8 +444,18 @@ fn a_folder_of_many_files_or_of_colliding_names_is_told_clearly() {
         .success();
     let stderr = crate::common::refused_import(&env, "c", "helm", &[], &colliding);
     assert!(
-        stderr.contains("which would both be stored as \"stats.json\"")
+        stderr.contains("\"stats.json\"")
+            && stderr.contains("\"stats.json.\"")
+            && stderr.contains("would be stored under one name")
             && stderr.contains("rename one of the two"),
+        "{stderr}"
+    );
+    // Names that differ only in letter case are one file on macOS and Windows.
+    std::fs::remove_file(colliding.join("stats.json.")).unwrap();
+    std::fs::write(colliding.join("Stats.json"), "{}\n").unwrap();
+    let stderr = crate::common::refused_import(&env, "c", "helm", &[], &colliding);
+    assert!(
+        stderr.contains("\"Stats.json\"") && stderr.contains("differ only in letter case"),
         "{stderr}"
     );
 }

@@ -406,8 +406,9 @@ pub fn load(archive: &Archive, kind: Kind, id: &str) -> Result<Registered, Archi
     })
 }
 
-/// The largest payload file `artifact add` reads (into memory): 1 GiB.
-const MAX_PAYLOAD_SIZE: u64 = 1 << 30;
+/// The largest payload file `artifact add` reads (into memory): the most babel reads of
+/// any file it reads whole, 1 GiB.
+const MAX_PAYLOAD_SIZE: u64 = crate::durable::SMALL_FILE_BYTES;
 
 /// Reads a payload file as the user wrote it: one strict JSON object, in any layout
 /// (pretty-printed or not); it is canonicalized before it is stored.

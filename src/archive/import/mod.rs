@@ -564,7 +564,8 @@ fn open_folder(path: &Path, format: adapters::Format) -> Result<Input, ArchiveEr
         ));
     }
     let mut entries = Vec::new();
-    // Each stored name, and the name it was given: two names may store as one.
+    // Each stored name in lower case, and the name it was given: two names may store as
+    // one, or as two that differ only in letter case (one file on macOS and Windows).
     let mut stored_names: HashMap<String, String> = HashMap::new();
     for entry in fs::read_dir(path).map_err(io_at("listing", path))? {
         let entry = entry.map_err(io_at("listing", path))?;
@@ -595,13 +596,13 @@ fn open_folder(path: &Path, format: adapters::Format) -> Result<Input, ArchiveEr
             ));
         }
         let stored = layout::stored_basename(&name);
-        if let Some(other) = stored_names.insert(stored.clone(), name.clone()) {
+        if let Some(other) = stored_names.insert(stored.to_lowercase(), name.clone()) {
             return Err(usage(
                 format!(
-                    "{} holds {other:?} and {name:?}, which would both be stored as {stored:?}",
+                    "{} holds {other:?} and {name:?}, which would be stored under one name, or two that differ only in letter case",
                     path.display()
                 ),
-                "a stored name keeps only characters safe on every filesystem and no trailing dot or space; rename one of the two",
+                "a stored name keeps only characters safe on every filesystem, no trailing dot or space, and is one file whatever the letter case; rename one of the two",
             ));
         }
         let (file, bytes) = super::open_input(&entry.path(), None).map_err(|error| {
