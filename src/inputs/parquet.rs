@@ -19,6 +19,7 @@ use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
+use parquet::errors::ParquetError;
 use parquet::file::metadata::ParquetMetaData;
 use serde_json::{Map, Number, Value};
 
@@ -92,6 +93,55 @@ pub fn check_chunks(metadata: &ParquetMetaData, length: u64) -> Result<(), Strin
     Ok(())
 }
 
+/// The most bytes of footer babel decodes. A lighteval details file's is a few kilobytes,
+/// a records file's a few hundred for each row group.
+const MAX_FOOTER_BYTES: u32 = 8 << 20;
+
+/// The stack a footer is decoded on: reserved, and used only as deep as its schema goes.
+const FOOTER_STACK_BYTES: usize = 1 << 30;
+
+/// A Parquet file's footer, decoded, with a schema no deeper than [`MAX_SCHEMA_DEPTH`]
+/// (`Err`: a footer too large, a schema too deep, or a panic of the reader's, as
+/// [`contained`] reports it). The Parquet reader decodes a schema by recursion, one stack
+/// frame and more for each level: a schema 16,000 lists deep overflowed the main thread's
+/// stack, a crash no panic guard catches. So the footer is at most [`MAX_FOOTER_BYTES`] and
+/// is decoded on a thread with a stack 128 times the main thread's (the schemas the Arrow
+/// writer can write at all, nullable ones under 32,767 levels, fit with room to spare; a
+/// hand-made schema of required groups as deep as 8 MiB allows was not measured).
+pub fn load_metadata(file: &File) -> Result<Result<ArrowReaderMetadata, ParquetError>, String> {
+    let length = file
+        .metadata()
+        .map_err(|e| format!("its size cannot be read ({e})"))?
+        .len();
+    // The footer's length is the four bytes before the closing `PAR1` (without it the
+    // file is not Parquet, which the reader says).
+    let mut tail = [0u8; 8];
+    let read = length >= 8
+        && std::os::unix::fs::FileExt::read_exact_at(file, &mut tail, length - 8).is_ok();
+    if read && tail[4..] == *b"PAR1" {
+        let footer = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
+        if footer > MAX_FOOTER_BYTES {
+            return Err(format!(
+                "its footer is {footer} bytes, more than the {MAX_FOOTER_BYTES} babel decodes"
+            ));
+        }
+    }
+    let loaded = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .stack_size(FOOTER_STACK_BYTES)
+            .spawn_scoped(scope, || {
+                contained(|| ArrowReaderMetadata::load(file, ArrowReaderOptions::new()))
+            })
+            .map_err(|e| format!("no thread could be started to read it ({e})"))?
+            .join()
+            .map_err(|_| "the Parquet reader panicked".to_owned())?
+    })?;
+    if let Ok(metadata) = &loaded {
+        check_schema_depth(metadata.metadata())?;
+    }
+    Ok(loaded)
+}
+
 /// The deepest column a Parquet schema may hold, in schema levels: a list takes two (the
 /// list and its repeated group), so this is room for more nesting than a row may have
 /// ([`DEPTH_LIMIT`]), and far less than the reader's own recursion can take.
@@ -163,9 +213,8 @@ pub struct Row {
 
 /// The number of rows the file's footer declares.
 pub fn count_rows(file: File) -> Result<u64, String> {
-    let builder =
-        contained(|| ParquetRecordBatchReaderBuilder::try_new(file))?.map_err(|e| e.to_string())?;
-    Ok(builder.metadata().file_metadata().num_rows().max(0) as u64)
+    let metadata = load_metadata(&file)?.map_err(|e| e.to_string())?;
+    Ok(metadata.metadata().file_metadata().num_rows().max(0) as u64)
 }
 
 /// Hands every row of the Parquet file, with its zero-based position, to `visit`, in
@@ -179,11 +228,10 @@ pub fn read_rows<E>(
         .metadata()
         .map_err(|e| ParquetInputError::Format(e.to_string()))?
         .len();
-    let metadata = contained(|| ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()))
+    let metadata = load_metadata(&file)
         .map_err(ParquetInputError::Format)?
         .map_err(format)?;
     check_chunks(metadata.metadata(), length).map_err(ParquetInputError::Format)?;
-    check_schema_depth(metadata.metadata()).map_err(ParquetInputError::Format)?;
     for (group, meta) in metadata.metadata().row_groups().iter().enumerate() {
         if meta.total_byte_size() > MAX_ROW_GROUP_BYTES {
             return Err(ParquetInputError::TooLarge {

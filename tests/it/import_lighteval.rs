@@ -422,21 +422,21 @@ fn a_parquet_row_too_deep_or_too_large_to_store_is_refused() {
     create(&env, "d", "babel-policy");
     let before = env.files();
 
-    // A schema thousands of levels deep, which the Parquet reader would recurse through
-    // until its stack overflowed: refused before a reader is built. (Written on a thread
-    // with room for the writer's own recursion.)
+    // A schema 32,000 levels deep (16,000 lists), which the Parquet reader recurses
+    // through as it decodes the footer: past the main thread's stack, and refused.
+    // (Written on a thread with room for the writer's own recursion.)
     std::fs::write(&details, &fixture).unwrap();
     let path = details.clone();
     std::thread::Builder::new()
-        .stack_size(256 << 20)
-        .spawn(move || with_deep_doc(&path, 2000))
+        .stack_size(1 << 30)
+        .spawn(move || with_deep_doc(&path, 16_000))
         .unwrap()
         .join()
         .unwrap();
     let stderr = refused(&env, "d", &[], &copy);
     assert!(
         stderr.contains(
-            "a column is nested 4003 levels deep in the schema, more than the 264 babel reads"
+            "a column is nested 32003 levels deep in the schema, more than the 264 babel reads"
         ),
         "{stderr}"
     );

@@ -19,7 +19,7 @@ use parquet::arrow::arrow_reader::{
 use super::write::to_io;
 use super::{COLUMNS, Column, Columns, Kind, READABLE, SCHEMA_KEY, schema_of};
 use crate::canonical_json::{Json, JsonKind};
-use crate::inputs::parquet::{check_chunks, contained};
+use crate::inputs::parquet::{check_chunks, contained, load_metadata};
 use crate::jsonl::{self, CanonicalScratch};
 use crate::record::fields::MAX_SAFE_INTEGER;
 use crate::record::{
@@ -63,8 +63,8 @@ impl RecordsFile {
     /// the version its [`SCHEMA_KEY`] metadata names, one of [`READABLE`] (names, order,
     /// types, nullability); the error says what differs.
     pub fn open(file: File) -> Result<Self, String> {
-        let found = contained(|| ArrowReaderMetadata::load(&file, ArrowReaderOptions::new()))?
-            .map_err(|e| format!("not a readable Parquet file ({e})"))?;
+        let found =
+            load_metadata(&file)?.map_err(|e| format!("not a readable Parquet file ({e})"))?;
         let version = check_schema(&found)?;
         let length = file
             .metadata()

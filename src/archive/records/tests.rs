@@ -177,6 +177,17 @@ fn a_file_with_another_schema_is_refused_with_what_differs() {
     file.write_all(b"not parquet").unwrap();
     let error = RecordsFile::open(file).err().unwrap();
     assert!(error.starts_with("not a readable Parquet file"), "{error}");
+
+    // A footer claimed larger than babel decodes: refused before it is read.
+    let mut file = tempfile::tempfile().unwrap();
+    file.write_all(b"PAR1").unwrap();
+    file.write_all(&(64u32 << 20).to_le_bytes()).unwrap();
+    file.write_all(b"PAR1").unwrap();
+    let error = RecordsFile::open(file).err().unwrap();
+    assert_eq!(
+        error,
+        "its footer is 67108864 bytes, more than the 8388608 babel decodes"
+    );
 }
 
 #[test]
