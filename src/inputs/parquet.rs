@@ -330,13 +330,13 @@ fn json_of<E>(
         array.data_type(),
         DataType::List(_) | DataType::LargeList(_) | DataType::Struct(_)
     );
-    if nested && depth + 1 >= DEPTH_LIMIT {
-        return Err(ParquetInputError::TooDeep {
-            row: walk.row,
-            column: at.to_string(),
-        });
-    }
     if nested {
+        if depth + 1 >= DEPTH_LIMIT {
+            return Err(ParquetInputError::TooDeep {
+                row: walk.row,
+                column: at.to_string(),
+            });
+        }
         // Its brackets: millions of empty lists cost a Parquet file almost nothing, and
         // each is a value in memory.
         walk.count(2)?;

@@ -372,16 +372,21 @@ pub fn parse_bytes(bytes: &[u8], number: u64, policy: NonFinitePolicy) -> Result
         Err(mut failure) => {
             // A position in the patched text is mapped back to the original's.
             if let (Some(at), false) = (failure.index, patches.is_empty()) {
-                let index = original_index(at, &patches);
-                let start = text.as_bytes()[..index.min(text.len())]
-                    .iter()
-                    .rposition(|&b| b == b'\n')
-                    .map_or(0, |newline| newline + 1);
-                failure.column = Some(index - start).filter(|&c| c > 0);
+                failure.column = column_at(text, original_index(at, &patches));
             }
             Err(to_line_error(failure))
         }
     }
+}
+
+/// The column of byte `index` of `text` in its line, as the tree parser counts (`None` at
+/// a line's start).
+fn column_at(text: &str, index: usize) -> Option<usize> {
+    let start = text.as_bytes()[..index.min(text.len())]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |newline| newline + 1);
+    Some(index - start).filter(|&c| c > 0)
 }
 
 /// The index in the original text of `at`, an index in the text where each of `patches`
@@ -473,11 +478,7 @@ pub fn parse_bytes_patching_each(
                             index = offset + (index - offset).min(length);
                         }
                     }
-                    let start = text.as_bytes()[..index.min(text.len())]
-                        .iter()
-                        .rposition(|&b| b == b'\n')
-                        .map_or(0, |newline| newline + 1);
-                    failure.column = Some(index - start).filter(|&c| c > 0);
+                    failure.column = column_at(text, index);
                 }
                 return Err(line_error(number, failure));
             }
