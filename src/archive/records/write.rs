@@ -23,8 +23,12 @@ use super::{COLUMNS, Column, Kind, SCHEMA_KEY, SCHEMA_VALUE, file_schema};
 use crate::canonical_json;
 use crate::record::{Identity, IdentityScope, Locator, NewRecord};
 
-/// Rows per Arrow batch handed to the encoder.
+/// Rows per Arrow batch handed to the encoder, unless [`BATCH_TEXT_BYTES`] comes first.
 const BATCH_ROWS: usize = 1024;
+/// An Arrow batch is also handed over once its rows hold this much text: cut by rows only,
+/// a batch of long-context records (a prompt of half a mebibyte, its document again)
+/// held 1,024 of them, 1.6 GB, before the encoder took any.
+const BATCH_TEXT_BYTES: usize = 8 << 20;
 /// A row group is closed once its encoded size passes this (so memory stays bounded
 /// however long the import), or at this many rows.
 const ROW_GROUP_BYTES: usize = 8 << 20;
@@ -213,6 +217,15 @@ impl EncodedBatch {
         Some(unsafe { std::str::from_utf8_unchecked(&self.text[start..record.ends[index]]) })
     }
 
+    /// How many bytes of text record `row` holds.
+    fn row_bytes(&self, row: usize) -> usize {
+        let start = match row {
+            0 => 0,
+            _ => self.rows[row - 1].ends[TEXT_FIELDS.len() - 1],
+        };
+        self.rows[row].ends[TEXT_FIELDS.len() - 1] - start
+    }
+
     fn text(&self, row: usize, column: Column) -> Option<&str> {
         self.field(row, slot(column))
     }
@@ -241,6 +254,8 @@ struct Builders {
     correct: BooleanBuilder,
     source_line: UInt64Builder,
     rows: usize,
+    /// How many bytes of text the rows took so far.
+    text_bytes: usize,
     /// How many bytes each text builder took in the batch before (0 before the first).
     took: [usize; 20],
 }
@@ -257,6 +272,7 @@ impl Builders {
             correct: BooleanBuilder::with_capacity(BATCH_ROWS),
             source_line: UInt64Builder::with_capacity(BATCH_ROWS),
             rows: 0,
+            text_bytes: 0,
             took: [0; 20],
         }
     }
@@ -285,11 +301,18 @@ impl Builders {
         self.correct.append_option(record.correct);
         self.source_line.append_option(record.source_line);
         self.rows += 1;
+        self.text_bytes += batch.row_bytes(row);
+    }
+
+    /// Whether the batch is full: [`BATCH_ROWS`] rows or [`BATCH_TEXT_BYTES`] of text.
+    fn full(&self) -> bool {
+        self.rows == BATCH_ROWS || self.text_bytes >= BATCH_TEXT_BYTES
     }
 
     /// The columns built so far, in file order; the builders start over empty.
     fn finish(&mut self) -> Vec<ArrayRef> {
         self.rows = 0;
+        self.text_bytes = 0;
         self.took = self.texts.each_ref().map(|text| text.values_slice().len());
         COLUMNS
             .iter()
@@ -372,7 +395,7 @@ impl<W: Write + Send> RecordsWriter<W> {
         for row in 0..batch.len() {
             self.builders.append(batch, row);
             self.rows += 1;
-            if self.builders.rows == BATCH_ROWS {
+            if self.builders.full() {
                 self.write_batch()?;
             }
         }
@@ -528,6 +551,26 @@ impl Drop for CloseOnDrop<'_> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn records_go_to_the_encoder_once_their_text_fills_a_batch() {
+        let mut record = crate::record::tests::sample();
+        record.input = serde_json::json!({"context": "x".repeat(1 << 20)});
+        let record = NewRecord::from_record(record).unwrap();
+        let mut batch = EncodedBatch::new();
+        for _ in 0..12 {
+            batch.push(&record);
+        }
+        let row_bytes = batch.row_bytes(0);
+        let mut writer = RecordsWriter::new(Vec::new()).unwrap();
+        writer.write(&batch).unwrap();
+        // Twelve records of a mebibyte each, far fewer than BATCH_ROWS: the builders hold
+        // no more than the text bound and the record that passed it.
+        assert!(writer.builders.rows < 12);
+        assert!(writer.builders.text_bytes < BATCH_TEXT_BYTES + row_bytes);
+        let (_, rows) = writer.finish().unwrap();
+        assert_eq!(rows, 12);
+    }
 
     #[test]
     fn a_batch_waits_while_the_queue_holds_too_much_text() {
