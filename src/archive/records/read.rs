@@ -15,6 +15,7 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
     ParquetRecordBatchReaderBuilder,
 };
+use parquet::file::metadata::ParquetMetaData;
 
 use super::write::to_io;
 use super::{COLUMNS, Column, Columns, Kind, READABLE, SCHEMA_KEY, schema_of};
@@ -26,8 +27,11 @@ use crate::record::{
     Identity, IdentityScope, Locator, Record, SCHEMA_VERSION, Source, StoredField, StoredRecord,
 };
 
-/// Rows per batch read.
-const BATCH_ROWS: usize = 4096;
+/// Rows per batch read, unless [`BATCH_BYTES`] makes it fewer.
+pub(super) const BATCH_ROWS: usize = 4096;
+/// About the most text of the projected columns a batch read holds: a batch of 4,096
+/// long-context records (1.4 MB each) held the whole file, 1.5 GB, in validate.
+pub(super) const BATCH_BYTES: u64 = 32 << 20;
 
 /// One row that breaks the record schema: which column (and where inside its JSON) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,10 +101,11 @@ impl RecordsFile {
             self.metadata.parquet_schema(),
             columns.iter().map(Column::index),
         );
+        let rows = batch_rows(self.metadata.metadata(), columns);
         let reader = contained(|| {
             ParquetRecordBatchReaderBuilder::new_with_metadata(self.file, self.metadata)
                 .with_projection(mask)
-                .with_batch_size(BATCH_ROWS)
+                .with_batch_size(rows)
                 .build()
         })
         .map_err(io::Error::other)?
@@ -111,6 +116,25 @@ impl RecordsFile {
             failed: false,
         })
     }
+}
+
+/// Rows per batch of `columns`: [`BATCH_ROWS`], or fewer where a row group's rows are so
+/// long (as its footer says, uncompressed) that a batch would pass [`BATCH_BYTES`].
+fn batch_rows(metadata: &ParquetMetaData, columns: Columns) -> usize {
+    metadata
+        .row_groups()
+        .iter()
+        .filter(|group| group.num_rows() > 0)
+        .map(|group| {
+            let bytes = columns
+                .iter()
+                .map(|column| group.column(column.index()).uncompressed_size().max(0) as u64)
+                .fold(0u64, u64::saturating_add);
+            let per_row = bytes.div_ceil(group.num_rows() as u64).max(1);
+            (BATCH_BYTES / per_row).clamp(1, BATCH_ROWS as u64) as usize
+        })
+        .min()
+        .unwrap_or(BATCH_ROWS)
 }
 
 /// Checks the file's schema against the one its version names; returns the version.

@@ -347,3 +347,31 @@ fn a_version_1_file_reads_with_line_locators() {
         canonical(&written)
     );
 }
+
+#[test]
+fn batches_of_long_records_hold_fewer_rows() {
+    let records: Vec<Record> = (0..40)
+        .map(|q| {
+            let mut record = record(&format!("q{q}"), Some(true));
+            record.input = json!({"context": "x".repeat(1 << 20)});
+            record
+        })
+        .collect();
+    let bytes = write(&records);
+    let batches = read_all(&bytes, Columns::ALL);
+    // 40 records of a mebibyte: at most BATCH_BYTES of them in a batch, not all 40.
+    let most = (read::BATCH_BYTES >> 20) as usize;
+    assert!(
+        batches
+            .iter()
+            .all(|batch| (1..=most).contains(&batch.len()))
+    );
+    assert_eq!(batches.iter().map(Batch::len).sum::<usize>(), 40);
+    // Short records are still read 4,096 to a batch, whatever columns are asked for.
+    let short: Vec<Record> = (0..5000).map(|q| record(&format!("q{q}"), None)).collect();
+    let lengths: Vec<usize> = read_all(&write(&short), Columns::ALL)
+        .iter()
+        .map(Batch::len)
+        .collect();
+    assert_eq!(lengths, [read::BATCH_ROWS, 5000 - read::BATCH_ROWS]);
+}
