@@ -49,8 +49,17 @@
   }
   var chunkTexts = null;
   var chunks = {};
-  function chunkOf(index) {
-    var number = Math.floor(index / meta.chunk_items);
+  // The number of the chunk holding item `index`: the last chunk starting at or before it
+  // (a chunk ends at 64 items, or sooner when its records are long).
+  function chunkNumber(index) {
+    var starts = meta.chunk_starts, low = 0, high = starts.length - 1;
+    while (low < high) {
+      var middle = (low + high + 1) >> 1;
+      if (starts[middle] <= index) low = middle; else high = middle - 1;
+    }
+    return low;
+  }
+  function chunkOf(number) {
     if (!chunks[number]) {
       if (!chunkTexts) chunkTexts = JSON.parse($("babel-details").textContent);
       chunks[number] = inflate(chunkTexts[number]);
@@ -75,8 +84,9 @@
     return out;
   }
   function sidesOf(index) {
-    return chunkOf(index).then(function (chunk) {
-      var item = chunk.i[index % meta.chunk_items];
+    var number = chunkNumber(index);
+    return chunkOf(number).then(function (chunk) {
+      var item = chunk.i[index - meta.chunk_starts[number]];
       return [resolve(item[0], chunk.s), resolve(item[1], chunk.s)];
     });
   }

@@ -226,8 +226,13 @@ fn shares(summary: &Summary) -> Vec<OutcomeShare> {
         .collect()
 }
 
-/// Items per detail chunk: the page inflates one chunk when an item of it is opened.
+/// Items per detail chunk at most: the page inflates one chunk when an item of it is
+/// opened.
 const CHUNK_ITEMS: usize = 64;
+/// A chunk also ends once its items' stored records hold this many bytes: 64 items of
+/// long-context records (1.4 MB a side) were 180 MB for a worker to hold and for the page
+/// to inflate when one of them was opened.
+const CHUNK_BYTES: usize = 4 << 20;
 /// How much of each target, prediction and response the search covers, in characters.
 pub const SEARCH_CHARS: usize = 256;
 
@@ -474,7 +479,9 @@ struct PageMeta<'a> {
     languages: &'a [Option<String>],
     sources: &'a [Option<String>],
     items: usize,
-    chunk_items: usize,
+    /// The first item of every detail chunk (chunks end at [`CHUNK_ITEMS`] items or
+    /// [`CHUNK_BYTES`], so the page looks an item's chunk up).
+    chunk_starts: &'a [usize],
     search_chars: usize,
 }
 
@@ -498,10 +505,12 @@ struct JobItem {
     sources: [Option<usize>; 2],
 }
 
-/// Items for one worker: whole detail chunks (but the last job's), numbered in order.
+/// Items for one worker: whole detail chunks, numbered in order.
 struct Job {
     number: usize,
     items: Vec<JobItem>,
+    /// Where each chunk of the job ends in its items.
+    chunk_ends: Vec<usize>,
 }
 
 /// What a worker made of a job: its detail chunks (deflated, base64) and its part of
@@ -516,7 +525,8 @@ fn work(job: Job) -> io::Result<Done> {
     let mut chunks = Vec::new();
     let mut chunk = Chunk::default();
     let mut checker = JsonChecker::default();
-    for entry in job.items {
+    let mut ends = job.chunk_ends.iter().peekable();
+    for (n, entry) in job.items.iter().enumerate() {
         let item = &entry.item;
         let sides = [
             check(item.baseline.as_ref(), &mut checker)?,
@@ -524,12 +534,9 @@ fn work(job: Job) -> io::Result<Done> {
         ];
         index.push(item.outcome, &sides, entry.labels)?;
         chunk.push(&sides, entry.sources);
-        if chunk.count == CHUNK_ITEMS {
+        if ends.next_if_eq(&&(n + 1)).is_some() {
             chunks.push(chunk.finish()?);
         }
-    }
-    if chunk.count > 0 {
-        chunks.push(chunk.finish()?);
     }
     Ok(Done {
         chunks,
@@ -598,6 +605,9 @@ fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
     let mut items = comparison.items.iter().peekable();
     let mut jobs = 0usize;
     let mut chunks = 0usize;
+    // The first item of every chunk, and how many items were handed out.
+    let mut chunk_starts = Vec::new();
+    let mut loaded = 0usize;
     crate::parallel::map_ordered(
         crate::parallel::workers(),
         || -> io::Result<Option<Job>> {
@@ -607,19 +617,30 @@ fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
             let mut job = Job {
                 number: jobs,
                 items: Vec::new(),
+                chunk_ends: Vec::new(),
             };
             jobs += 1;
-            let mut bytes = 0;
+            let (mut bytes, mut chunk_bytes, mut chunk_items) = (0, 0, 0);
             for item in items.by_ref() {
                 let item = LoadedItem::load(item, load)?;
                 bytes += item.size();
+                chunk_bytes += item.size();
+                chunk_items += 1;
                 job.items.push(tables.entry(item));
-                let whole_chunks = job.items.len().is_multiple_of(CHUNK_ITEMS);
-                if whole_chunks
-                    && (job.items.len() == JOB_CHUNKS * CHUNK_ITEMS || bytes >= JOB_BYTES)
-                {
-                    break;
+                if chunk_items == CHUNK_ITEMS || chunk_bytes >= CHUNK_BYTES {
+                    chunk_starts.push(loaded);
+                    loaded += chunk_items;
+                    job.chunk_ends.push(job.items.len());
+                    (chunk_bytes, chunk_items) = (0, 0);
+                    if job.chunk_ends.len() == JOB_CHUNKS || bytes >= JOB_BYTES {
+                        break;
+                    }
                 }
+            }
+            if chunk_items > 0 {
+                chunk_starts.push(loaded);
+                loaded += chunk_items;
+                job.chunk_ends.push(job.items.len());
             }
             Ok(Some(job))
         },
@@ -650,7 +671,7 @@ fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
         languages: &tables.languages.values,
         sources: &tables.sources.values,
         items: comparison.items.len(),
-        chunk_items: CHUNK_ITEMS,
+        chunk_starts: &chunk_starts,
         search_chars: SEARCH_CHARS,
     };
     let columns: Map<String, Value> = INDEX_COLUMNS
@@ -838,10 +859,11 @@ mod tests {
 
     #[test]
     fn a_page_made_of_many_jobs_reads_as_one() {
-        // 300 items of 40 KB end their jobs at the first whole chunk past JOB_BYTES; the
-        // 900 short ones after them make jobs of JOB_CHUNKS chunks and a last, short one.
-        // Every chunk but the last holds CHUNK_ITEMS items, every index column one entry
-        // per item in item order, and every side its record.
+        // 300 items of 80 KB (40 KB a side) end their chunks once past CHUNK_BYTES, and
+        // their jobs at the first chunk end past JOB_BYTES; the 900 short ones after them
+        // make chunks of CHUNK_ITEMS, jobs of JOB_CHUNKS chunks and a last, short one.
+        // The page's chunk starts say where each chunk begins, every index column holds
+        // one entry per item in item order, and every side its record.
         let mut baseline = Vec::new();
         let mut variant = Vec::new();
         for n in 0..1200 {
@@ -879,13 +901,30 @@ mod tests {
             .iter()
             .map(|c| c["i"].as_array().unwrap().len())
             .collect();
-        assert_eq!(sizes.len(), 1200_usize.div_ceil(CHUNK_ITEMS));
-        assert!(
-            sizes[..sizes.len() - 1].iter().all(|&n| n == CHUNK_ITEMS),
-            "{sizes:?}"
-        );
+        // A chunk of long items ends at the first item that takes it to CHUNK_BYTES (53
+        // items); the sixth holds the last 35 long items and 29 short ones; then the short
+        // items fill whole chunks.
+        let item_bytes = [&joined.baseline[0], &joined.variant[0]]
+            .iter()
+            .map(|record| StoredRecord::of(record).unwrap().text_len())
+            .sum::<usize>();
+        let long = CHUNK_BYTES.div_ceil(item_bytes);
+        assert_eq!(sizes[..5], [long; 5], "{sizes:?}");
+        assert!(sizes[5..sizes.len() - 1].iter().all(|&n| n == CHUNK_ITEMS));
         assert_eq!(sizes.iter().sum::<usize>(), 1200);
         let index = element(&html, "babel-index");
+        let starts: Vec<usize> = serde_json::from_value(index["meta"]["chunk_starts"].clone())
+            .expect("the chunk starts");
+        let expected_starts: Vec<usize> = sizes
+            .iter()
+            .scan(0, |start, size| {
+                let this = *start;
+                *start += size;
+                Some(this)
+            })
+            .collect();
+        assert_eq!(starts, expected_starts);
+        let chunk_of = |n: usize| starts.iter().rposition(|&start| start <= n).unwrap();
         let ids = inflate(&index["columns"]["question_id"]);
         let expected: Vec<String> = (0..1200).map(|n| format!("q{n:05}")).collect();
         assert_eq!(ids, serde_json::json!(expected));
@@ -895,8 +934,9 @@ mod tests {
         }
         let questions = inflate(&index["columns"]["question"]);
         for n in [0usize, 63, 64, 299, 300, 1199] {
-            let chunk = &chunks[n / CHUNK_ITEMS];
-            let item = &chunk["i"][n % CHUNK_ITEMS];
+            let number = chunk_of(n);
+            let chunk = &chunks[number];
+            let item = &chunk["i"][n - starts[number]];
             assert_eq!(item[0][0], Value::Bool(n % 2 == 0), "baseline of item {n}");
             assert_eq!(item[1][0], Value::Bool(n % 3 == 0), "variant of item {n}");
             let question = &item[0][1]["question"];

@@ -3,7 +3,7 @@
 //
 // Usage: node drive-report.cjs CONFIG.json
 //   {"chromium": path, "userDataDir": path, "small": {"report", "screenshot", "scenarios"},
-//    "big": {"report", "query", "outcome"}}
+//    "big": {"report", "query", "outcome", "open"}}
 // A scenario is {"name", "query", "outcome": [names], "language": [labels],
 // "benchmark": [labels]}; chips are clicked by label, the query is typed key by key.
 "use strict";
@@ -148,8 +148,20 @@ async function big(context, spec) {
   await page.waitForTimeout(200);
   const end = await observe(page);
   const domRows = await page.evaluate(() => document.querySelectorAll("#spacer .row").length);
+  // Open each item a search finds alone, and read what its detail shows.
+  const opened = [];
+  for (const query of spec.open) {
+    before = await filters(page);
+    await page.click("#clear");
+    await settled(page, before);
+    await typeQuery(page, query);
+    const details = await page.evaluate(() => Number(document.documentElement.dataset.detail || 0));
+    await page.click("#spacer .row");
+    await page.waitForFunction((n) => Number(document.documentElement.dataset.detail) > n, details);
+    opened.push(await page.evaluate(() => document.getElementById("detail").textContent));
+  }
   await page.close();
-  return { wallOpenMs, readyMs, keystrokes, outcomeClick, searched, combined, endRows: end.rows, domRows, errors };
+  return { wallOpenMs, readyMs, keystrokes, outcomeClick, searched, combined, endRows: end.rows, domRows, opened, errors };
 }
 
 (async () => {

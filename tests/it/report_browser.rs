@@ -251,7 +251,11 @@ fn big_record(i: usize, variant: &str) -> Record {
     Record {
         schema_version: 1,
         run_id: "big".into(),
-        benchmark: ["arith", "trivia", "logic"][i % 3].into(),
+        benchmark: match i {
+            0..LONG_ITEMS => "context",
+            _ => ["arith", "trivia", "logic"][i % 3],
+        }
+        .into(),
         script: None,
         language: Some(["en", "fr", "de", "es", "tr", "ar", "ja", "ru", "el", "sw"][i % 10].into()),
         question_id: format!("big-{i}"),
@@ -261,7 +265,12 @@ fn big_record(i: usize, variant: &str) -> Record {
         identity_scope: IdentityScope::Stable,
         model: "m".into(),
         rephrasing_model: (variant == "rephrased").then(|| "para-1".into()),
-        input: json!({"question": big_question(i, variant)}),
+        input: match i {
+            0..LONG_ITEMS => {
+                json!({"question": big_question(i, variant), "context": long_context(i)})
+            }
+            _ => json!({"question": big_question(i, variant)}),
+        },
         target: Value::String(answer),
         prediction: Value::String(predicted.clone()),
         correct,
@@ -272,6 +281,15 @@ fn big_record(i: usize, variant: &str) -> Record {
         warnings: vec![],
         extra: Map::new(),
     }
+}
+
+/// The first items are long-context ones of their own benchmark, which sorts between two
+/// others: their chunks end before 64 items (at 4 MiB), so every chunk after them starts
+/// elsewhere than at a multiple of 64.
+const LONG_ITEMS: usize = 100;
+
+fn long_context(i: usize) -> String {
+    format!("context of {i}: {}", "lorem ipsum ".repeat(3500))
 }
 
 fn big_question(i: usize, variant: &str) -> String {
@@ -377,6 +395,9 @@ fn the_html_report_searches_filters_and_stays_offline_in_a_real_browser() {
     });
 
     let big_query = "question 12345";
+    // Items opened by a search that finds only them: one among the long-context items, one
+    // in the benchmark sorted after them.
+    const OPENED: [(usize, &str); 2] = [(50, "question 50:"), (199_997, "question 199997:")];
     let config = json!({
         "chromium": CHROMIUM,
         "userDataDir": tempfile::tempdir().unwrap().keep(),
@@ -388,7 +409,10 @@ fn the_html_report_searches_filters_and_stays_offline_in_a_real_browser() {
                 "language": s.language, "benchmark": s.benchmark,
             })).collect::<Vec<_>>(),
         },
-        "big": {"report": big, "query": big_query, "outcome": "correct → wrong"},
+        "big": {
+            "report": big, "query": big_query, "outcome": "correct → wrong",
+            "open": OPENED.iter().map(|(_, query)| query).collect::<Vec<_>>(),
+        },
     });
     let config_path = dir.join("drive-config.json");
     std::fs::write(&config_path, config.to_string()).unwrap();
@@ -489,6 +513,20 @@ fn the_html_report_searches_filters_and_stays_offline_in_a_real_browser() {
         big_seen["domRows"].as_u64().unwrap() < 100,
         "rows are rendered on demand"
     );
+
+    // Each opened item shows its own records, looked up in the chunk that holds it.
+    for ((i, _), text) in OPENED.iter().zip(big_seen["opened"].as_array().unwrap()) {
+        let text = text.as_str().unwrap();
+        assert!(
+            text.contains(&big_question(*i, "original")),
+            "item {i}: {text:.300}"
+        );
+        assert_eq!(
+            text.contains(&long_context(*i)),
+            *i < LONG_ITEMS,
+            "item {i}"
+        );
+    }
 
     let ready_ms = big_seen["readyMs"].as_f64().unwrap();
     let keystrokes = big_seen["keystrokes"].as_array().unwrap();
