@@ -375,3 +375,35 @@ fn batches_of_long_records_hold_fewer_rows() {
         .collect();
     assert_eq!(lengths, [read::BATCH_ROWS, 5000 - read::BATCH_ROWS]);
 }
+
+#[test]
+fn long_records_among_short_ones_are_read_in_small_batches() {
+    // 80 records of a mebibyte of repetitive text (it compresses to almost nothing, so the
+    // encoder's own bound on a row group never closes one), then 20,000 short ones. Each
+    // row group holds at most ROW_GROUP_TEXT_BYTES of text, so no group's average hides
+    // the long records, and no batch read holds more than BATCH_BYTES of them.
+    let mut records: Vec<Record> = (0..80)
+        .map(|q| {
+            let mut record = record(&format!("long{q}"), Some(true));
+            record.input = json!({"context": "x".repeat(1 << 20)});
+            record
+        })
+        .collect();
+    records.extend((0..20_000).map(|q| record(&format!("short{q}"), None)));
+    let bytes = write(&records);
+    let batches = read_all(&bytes, Columns::ALL);
+    let most = batches
+        .iter()
+        .map(|batch| {
+            (0..batch.len())
+                .map(|row| batch.text(Column::Input, row).map_or(0, str::len))
+                .sum::<usize>()
+        })
+        .max()
+        .unwrap();
+    assert!(
+        most <= read::BATCH_BYTES as usize,
+        "a batch of {most} bytes of input"
+    );
+    assert_eq!(batches.iter().map(Batch::len).sum::<usize>(), 20_080);
+}

@@ -33,6 +33,11 @@ const BATCH_TEXT_BYTES: usize = 8 << 20;
 /// however long the import), or at this many rows.
 const ROW_GROUP_BYTES: usize = 8 << 20;
 const ROW_GROUP_ROWS: usize = 1 << 20;
+/// A row group is also closed once the text handed to it passes this: the encoder counts
+/// compressed bytes, and repetitive text (a few-shot or needle-in-a-haystack prompt)
+/// compresses so well that one group held 430 MB of it, which a reader then holds at once
+/// when long records sit among short ones (a batch of it is sized by the group's average).
+const ROW_GROUP_TEXT_BYTES: usize = 64 << 20;
 /// Every column closes a page at least this often, so each column's compressor exists
 /// from the first few thousand rows on and memory is flat from there (a page of a label
 /// column is otherwise 20,000 rows, and its compressor appears only then).
@@ -373,6 +378,8 @@ pub struct RecordsWriter<W: Write + Send> {
     writer: ArrowWriter<W>,
     builders: Builders,
     rows: u64,
+    /// The text handed to the open row group (at most [`ROW_GROUP_TEXT_BYTES`]).
+    group_text: usize,
 }
 
 impl<W: Write + Send> RecordsWriter<W> {
@@ -387,6 +394,7 @@ impl<W: Write + Send> RecordsWriter<W> {
             writer,
             builders: Builders::new(),
             rows: 0,
+            group_text: 0,
         })
     }
 
@@ -408,9 +416,22 @@ impl<W: Write + Send> RecordsWriter<W> {
     }
 
     fn write_batch(&mut self) -> io::Result<()> {
+        let (rows, text) = (self.builders.rows, self.builders.text_bytes);
         let batch = RecordBatch::try_new(file_schema(), self.builders.finish())
             .map_err(io::Error::other)?;
-        self.writer.write(&batch).map_err(to_io)
+        self.writer.write(&batch).map_err(to_io)?;
+        // The text in the open row group, or more: the encoder may have closed the group
+        // before or within this batch.
+        self.group_text = match self.writer.in_progress_rows() {
+            0 => 0,
+            open if open <= rows => text,
+            _ => self.group_text + text,
+        };
+        if self.group_text >= ROW_GROUP_TEXT_BYTES {
+            self.writer.flush().map_err(to_io)?;
+            self.group_text = 0;
+        }
+        Ok(())
     }
 
     /// Writes what is buffered and the file footer; gives back the output and the number
