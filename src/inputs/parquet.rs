@@ -20,7 +20,7 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
 use parquet::errors::ParquetError;
-use parquet::file::metadata::ParquetMetaData;
+use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 use serde_json::{Map, Number, Value};
 
 use super::document::Items;
@@ -165,8 +165,27 @@ fn check_schema_depth(metadata: &ParquetMetaData) -> Result<(), String> {
     }
 }
 
-/// Rows decoded at a time.
+/// Rows decoded at a time, unless [`BATCH_BYTES`] makes it fewer.
 const BATCH_ROWS: usize = 256;
+/// About the most bytes of a row group's columns a batch decodes: 256 rows of long-context
+/// prompts (1.4 MB each) took 839 MB.
+const BATCH_BYTES: u64 = 32 << 20;
+
+/// Rows per batch of `group` so that a batch of its `columns` (leaf indices) holds about
+/// `bytes`, as the group's average row says (uncompressed, from the footer): at least one,
+/// at most `max_rows`. An odd footer only makes batches smaller or larger within those.
+pub fn batch_rows_of(
+    group: &RowGroupMetaData,
+    columns: impl Iterator<Item = usize>,
+    bytes: u64,
+    max_rows: usize,
+) -> usize {
+    let total = columns
+        .map(|column| group.column(column).uncompressed_size().max(0) as u64)
+        .fold(0u64, u64::saturating_add);
+    let per_row = total.div_ceil(group.num_rows().max(1) as u64).max(1);
+    (bytes / per_row).clamp(1, max_rows as u64) as usize
+}
 
 /// The most uncompressed bytes of one row group babel decodes: a larger one would be
 /// held in memory whole.
@@ -247,10 +266,12 @@ pub fn read_rows<E>(
         let source = file
             .try_clone()
             .map_err(|e| ParquetInputError::Format(e.to_string()))?;
+        let meta = metadata.metadata().row_group(group);
+        let rows = batch_rows_of(meta, 0..meta.num_columns(), BATCH_BYTES, BATCH_ROWS);
         let mut reader = contained(|| {
             ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata.clone())
                 .with_row_groups(vec![group])
-                .with_batch_size(BATCH_ROWS)
+                .with_batch_size(rows)
                 .build()
         })
         .map_err(ParquetInputError::Format)?

@@ -494,6 +494,25 @@ fn a_parquet_row_too_deep_or_too_large_to_store_is_refused() {
 /// Rewrites a details file with each row's `doc.specific` (which the record keeps in
 /// `extra`) replaced by `{"deep": ...}`: an integer inside `levels` lists.
 fn with_deep_doc(details: &Path, levels: usize) {
+    with_specific(details, "deep", |rows| {
+        let mut deep: arrow_array::ArrayRef =
+            Arc::new(arrow_array::Int64Array::from(vec![1; rows]));
+        for _ in 0..levels {
+            let field = Arc::new(arrow_schema::Field::new(
+                "item",
+                deep.data_type().clone(),
+                true,
+            ));
+            let offsets = arrow_buffer::OffsetBuffer::from_lengths(vec![1; rows]);
+            deep = Arc::new(arrow_array::ListArray::new(field, offsets, deep, None));
+        }
+        deep
+    });
+}
+
+/// Rewrites a details file with each row's `doc.specific` replaced by `{key: value}`, the
+/// values made by `values` for the file's number of rows.
+fn with_specific(details: &Path, key: &str, values: impl FnOnce(usize) -> arrow_array::ArrayRef) {
     use arrow_array::Array;
     use arrow_array::cast::AsArray;
     let file = std::fs::File::open(details).unwrap();
@@ -504,25 +523,15 @@ fn with_deep_doc(details: &Path, levels: usize) {
     let batches: Vec<_> = reader.map(Result::unwrap).collect();
     assert_eq!(batches.len(), 1, "the fixture is one batch");
     let batch = &batches[0];
-    let rows = batch.num_rows();
-    let mut deep: arrow_array::ArrayRef = Arc::new(arrow_array::Int64Array::from(vec![1; rows]));
-    for _ in 0..levels {
-        let field = Arc::new(arrow_schema::Field::new(
-            "item",
-            deep.data_type().clone(),
-            true,
-        ));
-        let offsets = arrow_buffer::OffsetBuffer::from_lengths(vec![1; rows]);
-        deep = Arc::new(arrow_array::ListArray::new(field, offsets, deep, None));
-    }
+    let values = values(batch.num_rows());
     let specific: arrow_array::ArrayRef = Arc::new(arrow_array::StructArray::new(
         vec![Arc::new(arrow_schema::Field::new(
-            "deep",
-            deep.data_type().clone(),
+            key,
+            values.data_type().clone(),
             true,
         ))]
         .into(),
-        vec![deep],
+        vec![values],
         None,
     ));
     let doc = batch.column_by_name("doc").unwrap().as_struct();
@@ -571,6 +580,56 @@ fn write_batch(path: &Path, batch: &arrow_array::RecordBatch) {
         parquet::arrow::ArrowWriter::try_new_with_options(file, batch.schema(), options).unwrap();
     writer.write(batch).unwrap();
     writer.close().unwrap();
+}
+
+#[test]
+fn long_rows_are_decoded_a_few_at_a_time() {
+    // Every row of a details file given a `doc.specific` of 16 MiB: read 256 rows to a
+    // batch, the file's rows were all decoded at once (422 MB peak for these 12; a batch
+    // of long-context prompts, 256 of 1.4 MB, took 839 MB); now a batch holds about 32 MiB
+    // of the row group (228 MB peak, the rest being each item's copies in flight).
+    let env = Env::with_archive();
+    create(&env, "c", "babel-policy");
+    let copy = copy_of(&env, "custom-seed1");
+    let details = file_named(&copy, "details_babel_gen|0");
+    let mut rows = 0;
+    with_specific(&details, "context", |n| {
+        rows = n;
+        let text = "lorem ipsum ".repeat((16 << 20) / 12);
+        Arc::new(arrow_array::StringArray::from(vec![text; n]))
+    });
+    assert!(
+        rows >= 10,
+        "the fixture's {rows} rows make more than 160 MiB"
+    );
+    let script = "import resource, subprocess, sys\n\
+                  code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n\
+                  print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)";
+    let output = std::process::Command::new("python3")
+        .current_dir(env.path())
+        .args([
+            "-c",
+            script,
+            env!("CARGO_BIN_EXE_babel"),
+            "--root",
+            "archive",
+        ])
+        .args(["import", "c", "--format", "lighteval", "-q"])
+        .arg(&copy)
+        .output()
+        .expect("python3 runs the measurement");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(fields.get(1), Some(&"0"), "the import succeeds: {text}");
+    let peak_kib: u64 = fields[0].parse().unwrap();
+    println!("{rows} rows of 16 MiB imported at a {peak_kib} KiB peak");
+    // Under one and a half times the rows' text: decoded all at once, the rows alone were
+    // that, their row objects and records beside them.
+    let all_rows_kib = rows as u64 * (16 << 10);
+    assert!(
+        peak_kib < all_rows_kib * 3 / 2,
+        "{peak_kib} KiB for {rows} rows of 16 MiB"
+    );
 }
 
 #[test]

@@ -20,7 +20,7 @@ use parquet::file::metadata::ParquetMetaData;
 use super::write::to_io;
 use super::{COLUMNS, Column, Columns, Kind, READABLE, SCHEMA_KEY, schema_of};
 use crate::canonical_json::{Json, JsonKind};
-use crate::inputs::parquet::{check_chunks, contained, load_metadata};
+use crate::inputs::parquet::{batch_rows_of, check_chunks, contained, load_metadata};
 use crate::jsonl::{self, CanonicalScratch};
 use crate::record::fields::MAX_SAFE_INTEGER;
 use crate::record::{
@@ -126,12 +126,8 @@ fn batch_rows(metadata: &ParquetMetaData, columns: Columns) -> usize {
         .iter()
         .filter(|group| group.num_rows() > 0)
         .map(|group| {
-            let bytes = columns
-                .iter()
-                .map(|column| group.column(column.index()).uncompressed_size().max(0) as u64)
-                .fold(0u64, u64::saturating_add);
-            let per_row = bytes.div_ceil(group.num_rows() as u64).max(1);
-            (BATCH_BYTES / per_row).clamp(1, BATCH_ROWS as u64) as usize
+            let leaves = columns.iter().map(Column::index);
+            batch_rows_of(group, leaves, BATCH_BYTES, BATCH_ROWS)
         })
         .min()
         .unwrap_or(BATCH_ROWS)
