@@ -64,6 +64,9 @@ pub fn export(globals: &Globals, args: ExportArgs) -> Result<Exit, CliError> {
         print_json(&exported)?;
         return Ok(Exit::Ok);
     }
+    if globals.quiet {
+        return Ok(Exit::Ok);
+    }
     outln!(
         "wrote {} ({} bytes)",
         exported.path.display(),
@@ -158,7 +161,7 @@ pub struct VerifyArgs {
     json: bool,
 }
 
-pub fn verify(args: VerifyArgs) -> Result<Exit, CliError> {
+pub fn verify(globals: &Globals, args: VerifyArgs) -> Result<Exit, CliError> {
     let expected = args.checks.expected()?;
     let scratch = std::env::temp_dir();
     match verify::verify(&args.file, expected, &args.checks.ceilings(), &scratch) {
@@ -166,7 +169,7 @@ pub fn verify(args: VerifyArgs) -> Result<Exit, CliError> {
             let verified = &staged.verified;
             if args.json {
                 print_json(verified)?;
-            } else {
+            } else if !globals.quiet {
                 outln!(
                     "valid bundle: {} component(s), {} file(s), {} record(s)",
                     verified.components.len(),
@@ -226,23 +229,8 @@ pub fn import(globals: &Globals, args: ImportArgs) -> Result<Exit, CliError> {
         Ok(imported) => {
             if args.json {
                 print_json(&imported)?;
-            } else if imported.published.is_empty() {
-                outln!(
-                    "nothing to import: the archive already holds all {} run(s) and artifact(s) of this bundle, identical",
-                    imported.already_present.len()
-                );
-            } else {
-                outln!(
-                    "imported bundle {} (root {})",
-                    imported.sha256,
-                    imported.bundle_root
-                );
-                for name in &imported.published {
-                    outln!("  {name}");
-                }
-                for name in &imported.already_present {
-                    outln!("  {name} (already here, identical)");
-                }
+            } else if !globals.quiet {
+                print_imported(&imported);
             }
             Ok(Exit::Ok)
         }
@@ -267,5 +255,27 @@ pub fn import(globals: &Globals, args: ImportArgs) -> Result<Exit, CliError> {
             Ok(Exit::Failure)
         }
         Err(ImportError::Archive(error)) => Err(error.into()),
+    }
+}
+
+/// What an import of a bundle published, and what the archive held already.
+fn print_imported(imported: &babel::bundle::import::Imported) {
+    if imported.published.is_empty() {
+        outln!(
+            "nothing to import: the archive already holds all {} run(s) and artifact(s) of this bundle, identical",
+            imported.already_present.len()
+        );
+        return;
+    }
+    outln!(
+        "imported bundle {} (root {})",
+        imported.sha256,
+        imported.bundle_root
+    );
+    for name in &imported.published {
+        outln!("  {name}");
+    }
+    for name in &imported.already_present {
+        outln!("  {name} (already here, identical)");
     }
 }

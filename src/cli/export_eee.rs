@@ -53,6 +53,9 @@ pub fn run(globals: &Globals, args: Args) -> Result<Exit, CliError> {
         print_json(&export)?;
         return Ok(Exit::Ok);
     }
+    if globals.quiet {
+        return Ok(Exit::Ok);
+    }
     outln!(
         "exported run {run}: {} row(s) in {} file(s)",
         export.rows,

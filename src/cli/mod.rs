@@ -187,7 +187,7 @@ impl Command {
             Command::Log(args) => log::run(globals, args),
             Command::ExportEee(args) => export_eee::run(globals, args),
             Command::Export(args) => bundle::export(globals, args),
-            Command::VerifyBundle(args) => bundle::verify(args),
+            Command::VerifyBundle(args) => bundle::verify(globals, args),
             Command::ImportBundle(args) => bundle::import(globals, args),
             Command::Compare(args) => compare::run(globals, args),
             Command::Panel(args) => panel::run(globals, args),

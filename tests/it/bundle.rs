@@ -795,3 +795,27 @@ fn a_bundle_that_declares_more_than_the_disk_holds_is_refused_before_anything_is
         "nothing was written"
     );
 }
+
+#[test]
+fn quiet_bundle_commands_print_nothing_and_still_do_their_work() {
+    // `--quiet`: "Print nothing but errors (no progress bars, no summaries)".
+    let source = study();
+    let quiet = |env: &Env, args: &[&str]| {
+        let output = env.babel(&["-q"]).args(args).output().unwrap();
+        assert!(output.status.success(), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "", "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&output.stderr), "", "{args:?}");
+    };
+    quiet(
+        &source,
+        &["export", "--run", "demo-7b-step1000", "study.tar.zst"],
+    );
+    let bundle = source.path().join("study.tar.zst");
+    let bundle = bundle.to_str().unwrap();
+    quiet(&source, &["verify-bundle", bundle]);
+    let target = Env::with_archive();
+    quiet(&target, &["import-bundle", bundle]);
+    assert!(target.archived("runs/demo-7b-step1000").is_dir());
+    quiet(&target, &["export-eee", "demo-7b-step1000", "eee"]);
+    assert!(target.path().join("eee").is_dir());
+}
