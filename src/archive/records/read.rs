@@ -15,7 +15,6 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
     ParquetRecordBatchReaderBuilder,
 };
-use parquet::file::metadata::ParquetMetaData;
 
 use super::write::to_io;
 use super::{COLUMNS, Column, Columns, Kind, READABLE, SCHEMA_KEY, schema_of};
@@ -94,43 +93,23 @@ impl RecordsFile {
     }
 
     /// Reads the file in batches of the `columns` only (a column the file's version lacks
-    /// reads as null).
+    /// reads as null), a row group at a time.
     pub fn batches(self, columns: Columns) -> io::Result<Batches> {
         let columns = columns.and(self.present);
         let mask = ProjectionMask::roots(
             self.metadata.parquet_schema(),
             columns.iter().map(Column::index),
         );
-        let rows = batch_rows(self.metadata.metadata(), columns);
-        let reader = contained(|| {
-            ParquetRecordBatchReaderBuilder::new_with_metadata(self.file, self.metadata)
-                .with_projection(mask)
-                .with_batch_size(rows)
-                .build()
-        })
-        .map_err(io::Error::other)?
-        .map_err(to_io)?;
         Ok(Batches {
-            reader,
+            file: self.file,
+            metadata: self.metadata,
+            mask,
+            reader: None,
+            next_group: 0,
             columns,
             failed: false,
         })
     }
-}
-
-/// Rows per batch of `columns`: [`BATCH_ROWS`], or fewer where a row group's rows are so
-/// long (as its footer says, uncompressed) that a batch would pass [`BATCH_BYTES`].
-fn batch_rows(metadata: &ParquetMetaData, columns: Columns) -> usize {
-    metadata
-        .row_groups()
-        .iter()
-        .filter(|group| group.num_rows() > 0)
-        .map(|group| {
-            let leaves = columns.iter().map(Column::index);
-            batch_rows_of(group, leaves, BATCH_BYTES, BATCH_ROWS)
-        })
-        .min()
-        .unwrap_or(BATCH_ROWS)
 }
 
 /// Checks the file's schema against the one its version names; returns the version.
@@ -180,33 +159,79 @@ fn check_schema(found: &ArrowReaderMetadata) -> Result<&'static str, String> {
     Ok(version)
 }
 
-/// The batches of one records file, in row order.
+/// The batches of one records file, in row order. Each row group is read on its own, in
+/// batches of [`BATCH_ROWS`] rows or of about [`BATCH_BYTES`] as its average row says: read
+/// across groups with one size for all, a run of long records among short ones came back
+/// in one batch, and one group of long records made every other group's batches tiny.
 pub struct Batches {
-    reader: ParquetRecordBatchReader,
+    file: File,
+    metadata: ArrowReaderMetadata,
+    mask: ProjectionMask,
+    /// The reader of the row group being read.
+    reader: Option<ParquetRecordBatchReader>,
+    next_group: usize,
     columns: Columns,
     /// The reader panicked: its state is not to be trusted, so reading stops.
     failed: bool,
+}
+
+impl Batches {
+    /// A reader of row group `group` alone.
+    fn open(&self, group: usize) -> io::Result<ParquetRecordBatchReader> {
+        let meta = self.metadata.metadata().row_group(group);
+        let leaves = self.columns.iter().map(Column::index);
+        let rows = batch_rows_of(meta, leaves, BATCH_BYTES, BATCH_ROWS);
+        let file = self.file.try_clone()?;
+        contained(|| {
+            ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metadata.clone())
+                .with_projection(self.mask.clone())
+                .with_row_groups(vec![group])
+                .with_batch_size(rows)
+                .build()
+        })
+        .map_err(io::Error::other)?
+        .map_err(to_io)
+    }
 }
 
 impl Iterator for Batches {
     type Item = io::Result<Batch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let batch = match contained(|| self.reader.next()) {
-            Ok(batch) => batch?,
-            Err(message) => {
-                self.failed = true;
-                return Some(Err(io::Error::other(message)));
+        while !self.failed {
+            let reader = match &mut self.reader {
+                Some(reader) => reader,
+                None if self.next_group == self.metadata.metadata().num_row_groups() => {
+                    return None;
+                }
+                None => {
+                    let opened = self.open(self.next_group);
+                    self.next_group += 1;
+                    match opened {
+                        Ok(reader) => self.reader.insert(reader),
+                        Err(error) => {
+                            self.failed = true;
+                            return Some(Err(error));
+                        }
+                    }
+                }
+            };
+            match contained(|| reader.next()) {
+                Ok(Some(batch)) => {
+                    return Some(
+                        batch
+                            .map_err(io::Error::other)
+                            .and_then(|batch| Batch::new(&batch, self.columns)),
+                    );
+                }
+                Ok(None) => self.reader = None,
+                Err(message) => {
+                    self.failed = true;
+                    return Some(Err(io::Error::other(message)));
+                }
             }
-        };
-        Some(
-            batch
-                .map_err(io::Error::other)
-                .and_then(|batch| Batch::new(&batch, self.columns)),
-        )
+        }
+        None
     }
 }
 

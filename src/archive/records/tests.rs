@@ -374,43 +374,48 @@ fn batches_of_long_records_hold_fewer_rows() {
         let lengths: Vec<usize> = read_all(&short, columns).iter().map(Batch::len).collect();
         assert_eq!(lengths, [read::BATCH_ROWS, 5000 - read::BATCH_ROWS]);
     }
-    // Long records read with the join's columns only (not the long input) are read 4,096
-    // to a batch too: the bound counts only the columns read.
-    let lengths: Vec<usize> = read_all(&bytes, Columns::JOIN)
-        .iter()
-        .map(Batch::len)
-        .collect();
-    assert_eq!(lengths, [40]);
 }
 
 #[test]
 fn long_records_among_short_ones_are_read_in_small_batches() {
     // 80 records of a mebibyte of repetitive text (it compresses to almost nothing, so the
-    // encoder's own bound on a row group never closes one), then 20,000 short ones. Each
-    // row group holds at most ROW_GROUP_TEXT_BYTES of text, so no group's average hides
-    // the long records, and no batch read holds more than BATCH_BYTES of them.
-    let mut records: Vec<Record> = (0..80)
-        .map(|q| {
-            let mut record = record(&format!("long{q}"), Some(true));
-            record.input = json!({"context": "x".repeat(1 << 20)});
-            record
-        })
+    // encoder's own bound on a row group never closes one) before, or between, 20,000 short
+    // ones. A row group holds at most ROW_GROUP_TEXT_BYTES of text (and a writer batch), and
+    // each group is read on its own in batches its average row sizes, so no batch holds
+    // much more than BATCH_BYTES of the long records wherever they are.
+    let long = |q: usize| {
+        let mut record = record(&format!("long{q}"), Some(true));
+        record.input = json!({"context": "x".repeat(1 << 20)});
+        record
+    };
+    let short = |q: usize| record(&format!("short{q}"), None);
+    let first: Vec<Record> = (0..80).map(long).chain((0..20_000).map(short)).collect();
+    let between: Vec<Record> = (0..10_000)
+        .map(short)
+        .chain((0..80).map(long))
+        .chain((10_000..20_000).map(short))
         .collect();
-    records.extend((0..20_000).map(|q| record(&format!("short{q}"), None)));
-    let bytes = write(&records);
-    let batches = read_all(&bytes, Columns::ALL);
-    let most = batches
-        .iter()
-        .map(|batch| {
-            (0..batch.len())
-                .map(|row| batch.text(Column::Input, row).map_or(0, str::len))
-                .sum::<usize>()
-        })
-        .max()
-        .unwrap();
-    assert!(
-        most <= read::BATCH_BYTES as usize,
-        "a batch of {most} bytes of input"
-    );
-    assert_eq!(batches.iter().map(Batch::len).sum::<usize>(), 20_080);
+    for (layout, records) in [("first", first), ("between", between)] {
+        let batches = read_all(&write(&records), Columns::ALL);
+        // The short records' groups are still read 4,096 to a batch: read with one size for
+        // the whole file, the long records' group made every batch 32 rows.
+        assert!(
+            batches.iter().any(|batch| batch.len() == read::BATCH_ROWS),
+            "{layout}: {:?}",
+            batches.iter().map(Batch::len).collect::<Vec<_>>()
+        );
+        let most = batches
+            .iter()
+            .map(|batch| {
+                (0..batch.len())
+                    .map(|row| batch.text(Column::Input, row).map_or(0, str::len))
+                    .sum::<usize>()
+            })
+            .max()
+            .unwrap();
+        // A writer batch is at most 8 MiB and the record that passed it.
+        let bound = read::BATCH_BYTES as usize + (9 << 20);
+        assert!(most <= bound, "{layout}: a batch of {most} bytes of input");
+        assert_eq!(batches.iter().map(Batch::len).sum::<usize>(), 20_080);
+    }
 }

@@ -36,8 +36,9 @@ const ROW_GROUP_ROWS: usize = 1 << 20;
 /// A row group is also closed once the text handed to it passes this: the encoder counts
 /// compressed bytes, and repetitive text (a few-shot or needle-in-a-haystack prompt)
 /// compresses so well that one group held 430 MB of it, which a reader then holds at once
-/// when long records sit among short ones (a batch of it is sized by the group's average).
-const ROW_GROUP_TEXT_BYTES: usize = 64 << 20;
+/// when long records sit among short ones (a batch is sized by its group's average row).
+/// The records reader's batch bound, so that no batch holds much more than it.
+const ROW_GROUP_TEXT_BYTES: usize = 32 << 20;
 /// Every column closes a page at least this often, so each column's compressor exists
 /// from the first few thousand rows on and memory is flat from there (a page of a label
 /// column is otherwise 20,000 rows, and its compressor appears only then).
@@ -378,7 +379,8 @@ pub struct RecordsWriter<W: Write + Send> {
     writer: ArrowWriter<W>,
     builders: Builders,
     rows: u64,
-    /// The text handed to the open row group (at most [`ROW_GROUP_TEXT_BYTES`]).
+    /// The text handed to the open row group, or more (counted a batch at a time: the
+    /// group is closed once this passes [`ROW_GROUP_TEXT_BYTES`]).
     group_text: usize,
 }
 
