@@ -129,31 +129,32 @@ pub fn row_root(file: File) -> Result<(u64, String), String> {
         let batch = batch.map_err(|e| e.to_string())?;
         for row in 0..batch.len() {
             let record = batch.record(row).map_err(|e| e.to_string())?;
-            let bytes = canonical(&record)?;
-            let identity = json!([
-                record.benchmark,
-                record.language,
-                record.script,
-                record.question_id,
-                record.variant_id,
-                record.filter,
-                record.repeat_id
-            ]);
             entry.clear();
             if count > 0 {
                 entry.push(b',');
             }
-            crate::canonical_json::write_value(
-                &json!([identity, digest_of(&bytes).sha256]),
-                &mut entry,
-            )
-            .map_err(|e| e.to_string())?;
+            crate::canonical_json::write_value(&row_entry(&record)?, &mut entry)
+                .map_err(|e| e.to_string())?;
             hasher.update(&entry);
             count += 1;
         }
     }
     hasher.update(ROWS_ENVELOPE_END);
     Ok((count, hex(&hasher.finalize())))
+}
+
+/// A row of a row root: `[identity, row_sha256]`.
+fn row_entry(record: &crate::record::Record) -> Result<Value, String> {
+    let identity = json!([
+        record.benchmark,
+        record.language,
+        record.script,
+        record.question_id,
+        record.variant_id,
+        record.filter,
+        record.repeat_id
+    ]);
+    Ok(json!([identity, digest_of(&canonical(record)?).sha256]))
 }
 
 /// The row root envelope's canonical text around its rows (its keys in canonical order).
@@ -235,25 +236,15 @@ mod tests {
         file
     }
 
-    /// The row root as the bundle format defines it, the envelope built whole.
+    /// The row root as the bundle format defines it, the envelope built whole (its rows
+    /// are [`row_entry`]'s, which the two share; what differs is the envelope).
     fn row_root_of_whole_envelope(file: File) -> (u64, String) {
         let records = RecordsFile::open(file).unwrap();
         let mut rows = Vec::new();
         for batch in records.batches(Columns::ALL).unwrap() {
             let batch = batch.unwrap();
             for row in 0..batch.len() {
-                let record = batch.record(row).unwrap();
-                let identity = json!([
-                    record.benchmark,
-                    record.language,
-                    record.script,
-                    record.question_id,
-                    record.variant_id,
-                    record.filter,
-                    record.repeat_id
-                ]);
-                let hash = digest_of(&canonical(&record).unwrap()).sha256;
-                rows.push(json!([identity, hash]));
+                rows.push(row_entry(&batch.record(row).unwrap()).unwrap());
             }
         }
         let count = rows.len() as u64;

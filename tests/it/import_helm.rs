@@ -582,31 +582,16 @@ fn a_large_stats_file_is_streamed_in_bounded_memory() {
     env.babel(&["run", "create", "big", "--model", "simple/model1"])
         .assert()
         .success();
-    let script = "import resource, subprocess, sys\n\
-                  code = subprocess.run(sys.argv[1:]).returncode\n\
-                  print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)";
-    let output = std::process::Command::new("python3")
-        .current_dir(env.path())
-        .args([
-            "-c",
-            script,
-            env!("CARGO_BIN_EXE_babel"),
-            "--root",
-            "archive",
-            "-q",
-        ])
-        .args(["import", "big", "--format", "helm"])
-        .arg(&folder)
-        .output()
-        .expect("python3 measures the child's peak memory");
-    let text = String::from_utf8(output.stdout).unwrap();
-    let mut fields = text.split_whitespace();
-    let peak_kib: u64 = fields.next().unwrap().parse().unwrap();
-    assert_eq!(
-        fields.next(),
-        Some("0"),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let peak_kib = crate::common::peak_kib(
+        &env,
+        &[
+            "-q".as_ref(),
+            "import".as_ref(),
+            "big".as_ref(),
+            "--format".as_ref(),
+            "helm".as_ref(),
+            folder.as_os_str(),
+        ],
     );
     println!("HELM stats of {stats_bytes} bytes imported with a peak of {peak_kib} KiB");
     assert!(peak_kib < 512 * 1024, "peak {peak_kib} KiB");

@@ -602,26 +602,17 @@ fn long_rows_are_decoded_a_few_at_a_time() {
         rows >= 10,
         "the fixture's {rows} rows make more than 160 MiB"
     );
-    let script = "import resource, subprocess, sys\n\
-                  code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n\
-                  print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)";
-    let output = std::process::Command::new("python3")
-        .current_dir(env.path())
-        .args([
-            "-c",
-            script,
-            env!("CARGO_BIN_EXE_babel"),
-            "--root",
-            "archive",
-        ])
-        .args(["import", "c", "--format", "lighteval", "-q"])
-        .arg(&copy)
-        .output()
-        .expect("python3 runs the measurement");
-    let text = String::from_utf8(output.stdout).unwrap();
-    let fields: Vec<&str> = text.split_whitespace().collect();
-    assert_eq!(fields.get(1), Some(&"0"), "the import succeeds: {text}");
-    let peak_kib: u64 = fields[0].parse().unwrap();
+    let peak_kib = crate::common::peak_kib(
+        &env,
+        &[
+            "import".as_ref(),
+            "c".as_ref(),
+            "--format".as_ref(),
+            "lighteval".as_ref(),
+            "-q".as_ref(),
+            copy.as_os_str(),
+        ],
+    );
     println!("{rows} rows of 16 MiB imported at a {peak_kib} KiB peak");
     // Under one and a half times the rows' text: decoded all at once, the rows alone were
     // that, their row objects and records beside them.

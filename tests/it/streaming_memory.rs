@@ -17,30 +17,10 @@ fn peak_kib(env: &Env, run: &str, file: &str) -> u64 {
     peak_of(env, &["import", run, "--format", "canonical", "-q", file])
 }
 
-/// Peak resident memory (KiB) of the real binary run with `args` on the archive, measured
-/// by the kernel's accounting of a child process (getrusage through Python's standard
-/// library).
+/// Peak resident memory (KiB) of the real binary run with `args` on the archive.
 fn peak_of(env: &Env, args: &[&str]) -> u64 {
-    let script = "import resource, subprocess, sys\n\
-                  code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n\
-                  print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)";
-    let output = std::process::Command::new("python3")
-        .current_dir(env.path())
-        .args([
-            "-c",
-            script,
-            env!("CARGO_BIN_EXE_babel"),
-            "--root",
-            "archive",
-        ])
-        .args(args)
-        .output()
-        .expect("python3 runs the measurement");
-    let text = String::from_utf8(output.stdout).unwrap();
-    let mut fields = text.split_whitespace();
-    let peak: u64 = fields.next().unwrap().parse().unwrap();
-    assert_eq!(fields.next(), Some("0"), "babel {args:?} succeeds");
-    peak
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|arg| arg.as_ref()).collect();
+    crate::common::peak_kib(env, &args)
 }
 
 fn input(env: &Env, name: &str, lines: usize, record_bytes: usize) -> (String, u64) {
@@ -56,21 +36,27 @@ fn input(env: &Env, name: &str, lines: usize, record_bytes: usize) -> (String, u
     (env.input(name, text), bytes)
 }
 
-#[test]
-fn import_memory_does_not_grow_with_the_bytes_read() {
+/// Imports a file of `lines` records of `record_bytes` and one three times as long, and
+/// holds the growth of the peak to a third of the extra input.
+fn memory_is_flat(lines: usize, record_bytes: usize) {
     let env = Env::with_archive();
-    let (small, small_bytes) = input(&env, "small.jsonl", 36_000, 1500);
-    let (large, large_bytes) = input(&env, "large.jsonl", 108_000, 1500);
+    let (small, small_bytes) = input(&env, "small.jsonl", lines, record_bytes);
+    let (large, large_bytes) = input(&env, "large.jsonl", lines * 3, record_bytes);
     let small_peak = peak_kib(&env, "r-small", &small);
     let large_peak = peak_kib(&env, "r-large", &large);
     let extra_input_kib = (large_bytes - small_bytes) / 1024;
     let growth = large_peak.saturating_sub(small_peak);
     println!("peak {small_peak} KiB for {small_bytes} B, {large_peak} KiB for {large_bytes} B");
-    // 72,000 more identities cost a few MiB; holding the input would cost ~110 MiB.
     assert!(
         growth * 3 < extra_input_kib,
         "memory grew by {growth} KiB for {extra_input_kib} KiB more input"
     );
+}
+
+#[test]
+fn import_memory_does_not_grow_with_the_bytes_read() {
+    // 72,000 more identities cost a few MiB; holding the input would cost ~110 MiB.
+    memory_is_flat(36_000, 1500);
 }
 
 /// Long-context records (400 KB each): what the encoder has not taken yet is bounded by
@@ -78,18 +64,7 @@ fn import_memory_does_not_grow_with_the_bytes_read() {
 /// no more memory. Held by count alone, 300 such records (120 MB) waited for the encoder.
 #[test]
 fn import_memory_does_not_grow_with_long_records() {
-    let env = Env::with_archive();
-    let (small, small_bytes) = input(&env, "small.jsonl", 100, 400_000);
-    let (large, large_bytes) = input(&env, "large.jsonl", 300, 400_000);
-    let small_peak = peak_kib(&env, "r-small", &small);
-    let large_peak = peak_kib(&env, "r-large", &large);
-    let extra_input_kib = (large_bytes - small_bytes) / 1024;
-    let growth = large_peak.saturating_sub(small_peak);
-    println!("peak {small_peak} KiB for {small_bytes} B, {large_peak} KiB for {large_bytes} B");
-    assert!(
-        growth * 3 < extra_input_kib,
-        "memory grew by {growth} KiB for {extra_input_kib} KiB more input"
-    );
+    memory_is_flat(100, 400_000);
 }
 
 /// A bundle's row root covers every record of a records file: exporting and verifying a

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use assert_cmd::Command;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 /// The pinned clock every test run uses, so manifests and snapshots are reproducible.
@@ -692,4 +693,34 @@ pub fn refused_import(env: &Env, run: &str, format: &str, args: &[&str], input: 
         "no raw file is left behind: {stderr}"
     );
     stderr
+}
+
+/// Peak resident memory (KiB) of the real binary run with `args` on `env`'s archive, as the
+/// kernel accounts for a child process (getrusage through Python's standard library); the
+/// command must succeed (its stderr is shown if not). Its stdout is discarded.
+pub fn peak_kib(env: &Env, args: &[&OsStr]) -> u64 {
+    let script = "import resource, subprocess, sys\n\
+                  code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n\
+                  print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)";
+    let output = std::process::Command::new("python3")
+        .current_dir(env.path())
+        .args([
+            "-c",
+            script,
+            env!("CARGO_BIN_EXE_babel"),
+            "--root",
+            "archive",
+        ])
+        .args(args)
+        .output()
+        .expect("python3 measures the child's peak memory");
+    let text = String::from_utf8(output.stdout).unwrap();
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(
+        fields.get(1),
+        Some(&"0"),
+        "babel {args:?} fails: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    fields[0].parse().unwrap()
 }
