@@ -819,3 +819,54 @@ fn quiet_bundle_commands_print_nothing_and_still_do_their_work() {
     quiet(&target, &["export-eee", "demo-7b-step1000", "eee"]);
     assert!(target.path().join("eee").is_dir());
 }
+
+/// FORMAT.md: "Row root of a records file: `{"algorithm":"sha256-ordered-rows-v1",
+/// "rows":[[IDENTITY, ROW_SHA256], ...]}` in stored row order", a row hash being "SHA-256
+/// of the record's canonical JSON (the object `babel records` prints, canonicalized)".
+/// Computed here whole from `babel records` with an independent RFC 8785 implementation,
+/// it equals what babel hashes a row at a time.
+#[test]
+fn a_row_root_is_the_format_s_envelope_hashed_whole() {
+    let env = Env::with_archive();
+    env.babel(&["run", "create", "r", "--model", "m", "--benchmark", "b"])
+        .assert()
+        .success();
+    let lines = "{\"question_id\": \"q\\\"1\\u00e9\\n\", \"variant_id\": \"original\", \"input\": {\"z\": 1e21, \"a\": [-0.0, 2.5]}, \"correct\": true}\n\
+                 {\"question_id\": \"q2\", \"variant_id\": \"original\", \"language\": \"tr\", \"input\": {\"s\": \"\\u2028\"}, \"correct\": false, \"repeat_id\": 3}\n";
+    let input = env.input("rows.jsonl", lines);
+    env.babel(&["import", "r", "--format", "canonical", &input])
+        .assert()
+        .success();
+    let printed = env.babel(&["records", "r"]).output().unwrap();
+    let records: Vec<Value> = String::from_utf8(printed.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2);
+    let canonical = |value: &Value| serde_json_canonicalizer::to_vec(value).unwrap();
+    let rows: Vec<Value> = records
+        .iter()
+        .map(|r| {
+            let identity = serde_json::json!([
+                r["benchmark"],
+                r["language"],
+                r["script"],
+                r["question_id"],
+                r["variant_id"],
+                r["filter"],
+                r["repeat_id"]
+            ]);
+            serde_json::json!([identity, crate::common::sha256_hex(&canonical(r))])
+        })
+        .collect();
+    let envelope = serde_json::json!({"algorithm": "sha256-ordered-rows-v1", "rows": rows});
+    let expected = crate::common::sha256_hex(&canonical(&envelope));
+    let run = env.archived("runs/r");
+    let records_file = crate::common::files_under(&run)
+        .into_iter()
+        .find(|path| path.ends_with(".parquet"))
+        .unwrap();
+    let file = std::fs::File::open(run.join(records_file)).unwrap();
+    assert_eq!(babel::bundle::row_root(file).unwrap(), (2, expected));
+}
