@@ -167,9 +167,10 @@ fn check_schema_depth(metadata: &ParquetMetaData) -> Result<(), String> {
 
 /// Rows decoded at a time, unless [`BATCH_BYTES`] makes it fewer.
 const BATCH_ROWS: usize = 256;
-/// About the most bytes of a row group's columns a batch decodes: 256 rows of long-context
-/// prompts (1.4 MB each) took 839 MB.
-const BATCH_BYTES: u64 = 32 << 20;
+/// About the most bytes of a row group's columns a batch decodes, here and in the records
+/// reader: 256 rows of long-context prompts (1.4 MB each) took 839 MB here, and 4,096
+/// long-context records held a whole 1.5 GB run in validate.
+pub const BATCH_BYTES: u64 = 32 << 20;
 
 /// Rows per batch of `group` so that a batch of its `columns` (leaf indices) holds about
 /// `bytes`, as the group's average row says (uncompressed, from the footer): at least one,

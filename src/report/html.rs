@@ -631,8 +631,6 @@ fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
                 chunk_items += 1;
                 job.items.push(tables.entry(item));
                 if chunk_items == CHUNK_ITEMS || chunk_bytes >= CHUNK_BYTES {
-                    chunk_starts.push(loaded);
-                    loaded += chunk_items;
                     job.chunk_ends.push(job.items.len());
                     (chunk_bytes, chunk_items) = (0, 0);
                     if job.chunk_ends.len() == JOB_CHUNKS || bytes >= JOB_BYTES {
@@ -641,10 +639,16 @@ fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
                 }
             }
             if chunk_items > 0 {
-                chunk_starts.push(loaded);
-                loaded += chunk_items;
                 job.chunk_ends.push(job.items.len());
             }
+            // Each chunk of the job starts where the one before it ended.
+            let starts = std::iter::once(0).chain(job.chunk_ends.iter().copied());
+            chunk_starts.extend(
+                starts
+                    .take(job.chunk_ends.len())
+                    .map(|start| loaded + start),
+            );
+            loaded += job.items.len();
             Ok(Some(job))
         },
         work,

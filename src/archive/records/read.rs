@@ -19,7 +19,7 @@ use parquet::arrow::arrow_reader::{
 use super::write::to_io;
 use super::{COLUMNS, Column, Columns, Kind, READABLE, SCHEMA_KEY, schema_of};
 use crate::canonical_json::{Json, JsonKind};
-use crate::inputs::parquet::{batch_rows_of, check_chunks, contained, load_metadata};
+use crate::inputs::parquet::{BATCH_BYTES, batch_rows_of, check_chunks, contained, load_metadata};
 use crate::jsonl::{self, CanonicalScratch};
 use crate::record::fields::MAX_SAFE_INTEGER;
 use crate::record::{
@@ -28,9 +28,6 @@ use crate::record::{
 
 /// Rows per batch read, unless [`BATCH_BYTES`] makes it fewer.
 pub(super) const BATCH_ROWS: usize = 4096;
-/// About the most text of the projected columns a batch read holds: a batch of 4,096
-/// long-context records (1.4 MB each) held the whole file, 1.5 GB, in validate.
-pub(super) const BATCH_BYTES: u64 = 32 << 20;
 
 /// One row that breaks the record schema: which column (and where inside its JSON) and why.
 #[derive(Debug, Clone, PartialEq, Eq)]

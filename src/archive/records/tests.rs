@@ -360,7 +360,7 @@ fn batches_of_long_records_hold_fewer_rows() {
     let bytes = write(&records);
     let batches = read_all(&bytes, Columns::ALL);
     // 40 records of a mebibyte: at most BATCH_BYTES of them in a batch, not all 40.
-    let most = (read::BATCH_BYTES >> 20) as usize;
+    let most = (crate::inputs::parquet::BATCH_BYTES >> 20) as usize;
     assert!(
         batches
             .iter()
@@ -414,7 +414,7 @@ fn long_records_among_short_ones_are_read_in_small_batches() {
             .max()
             .unwrap();
         // A writer batch is at most 8 MiB and the record that passed it.
-        let bound = read::BATCH_BYTES as usize + (9 << 20);
+        let bound = crate::inputs::parquet::BATCH_BYTES as usize + (9 << 20);
         assert!(most <= bound, "{layout}: a batch of {most} bytes of input");
         assert_eq!(batches.iter().map(Batch::len).sum::<usize>(), 20_080);
     }

@@ -38,7 +38,7 @@ const ROW_GROUP_ROWS: usize = 1 << 20;
 /// compresses so well that one group held 430 MB of it, which a reader then holds at once
 /// when long records sit among short ones (a batch is sized by its group's average row).
 /// The records reader's batch bound, so that no batch holds much more than it.
-const ROW_GROUP_TEXT_BYTES: usize = 32 << 20;
+const ROW_GROUP_TEXT_BYTES: usize = crate::inputs::parquet::BATCH_BYTES as usize;
 /// Every column closes a page at least this often, so each column's compressor exists
 /// from the first few thousand rows on and memory is flat from there (a page of a label
 /// column is otherwise 20,000 rows, and its compressor appears only then).
