@@ -8,6 +8,7 @@
 //! [`check_chunks`] and [`contained`].
 
 use std::fs::File;
+use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
@@ -19,8 +20,11 @@ use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
+use parquet::basic::{Encoding, Type as PhysicalType};
+use parquet::column::page::{Page, PageReader};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
+use parquet::file::serialized_reader::SerializedPageReader;
 use serde_json::{Map, Number, Value};
 
 use super::document::Items;
@@ -175,17 +179,85 @@ pub const BATCH_BYTES: u64 = 32 << 20;
 /// Rows per batch of `group` so that a batch of its `columns` (leaf indices) holds about
 /// `bytes`, as the group's average row says (uncompressed, from the footer): at least one,
 /// at most `max_rows`. An odd footer only makes batches smaller or larger within those.
+///
+/// A dictionary-encoded column decodes to far more than its pages: a key of a few bits per
+/// row stands for a value of any length (a 9.5 KB file of 300 rows sharing one 8 MiB value
+/// decoded to 2.4 GB at once). Such a column counts its longest dictionary value for each
+/// of its values, so read from the dictionary page (`Err`: that page cannot be read).
 pub fn batch_rows_of(
+    file: &File,
     group: &RowGroupMetaData,
     columns: impl Iterator<Item = usize>,
     bytes: u64,
     max_rows: usize,
-) -> usize {
-    let total = columns
-        .map(|column| group.column(column).uncompressed_size().max(0) as u64)
-        .fold(0u64, u64::saturating_add);
+) -> Result<usize, String> {
+    let mut total = 0u64;
+    for column in columns {
+        let chunk = group.column(column);
+        let expanded = match dictionary_width(file, group, column)? {
+            Some(width) => (chunk.num_values().max(0) as u64).saturating_mul(width),
+            None => 0,
+        };
+        total = total
+            .saturating_add(chunk.uncompressed_size().max(0) as u64)
+            .saturating_add(expanded);
+    }
     let per_row = total.div_ceil(group.num_rows().max(1) as u64).max(1);
-    (bytes / per_row).clamp(1, max_rows as u64) as usize
+    Ok((bytes / per_row).clamp(1, max_rows as u64) as usize)
+}
+
+/// The most bytes one value of a dictionary-encoded column chunk decodes to (with a byte
+/// array's four-byte offset), or `None` when its pages use no dictionary.
+fn dictionary_width(
+    file: &File,
+    group: &RowGroupMetaData,
+    column: usize,
+) -> Result<Option<u64>, String> {
+    let chunk = group.column(column);
+    let dictionary = chunk.dictionary_page_offset().is_some()
+        || chunk
+            .encodings()
+            .any(|e| matches!(e, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY));
+    if !dictionary {
+        return Ok(None);
+    }
+    let width = match chunk.column_type() {
+        PhysicalType::BOOLEAN => 1,
+        PhysicalType::INT32 | PhysicalType::FLOAT => 4,
+        PhysicalType::INT64 | PhysicalType::DOUBLE => 8,
+        PhysicalType::INT96 => 12,
+        PhysicalType::FIXED_LEN_BYTE_ARRAY => chunk.column_descr().type_length().max(0) as u64,
+        PhysicalType::BYTE_ARRAY => 4 + longest_dictionary_value(file, group, column)?,
+    };
+    Ok(Some(width))
+}
+
+/// The length of the longest value on the dictionary page of a byte-array column chunk
+/// (plain-encoded: each value a four-byte length, then its bytes); 0 without one.
+fn longest_dictionary_value(
+    file: &File,
+    group: &RowGroupMetaData,
+    column: usize,
+) -> Result<u64, String> {
+    let source = file
+        .try_clone()
+        .map_err(|e| format!("it cannot be read again ({e})"))?;
+    let page = contained(|| {
+        let rows = group.num_rows().max(0) as usize;
+        SerializedPageReader::new(Arc::new(source), group.column(column), rows, None)?
+            .get_next_page()
+    })?
+    .map_err(|e| format!("the dictionary of column {column} cannot be read ({e})"))?;
+    let Some(Page::DictionaryPage { buf, .. }) = page else {
+        return Ok(0);
+    };
+    let (mut at, mut longest) = (0usize, 0u64);
+    while let Some(length) = buf.get(at..at + 4) {
+        let length = u32::from_le_bytes(length.try_into().expect("four bytes"));
+        longest = longest.max(u64::from(length));
+        at = at.saturating_add(4).saturating_add(length as usize);
+    }
+    Ok(longest)
 }
 
 /// The most uncompressed bytes of one row group babel decodes: a larger one would be
@@ -268,7 +340,8 @@ pub fn read_rows<E>(
             .try_clone()
             .map_err(|e| ParquetInputError::Format(e.to_string()))?;
         let meta = metadata.metadata().row_group(group);
-        let rows = batch_rows_of(meta, 0..meta.num_columns(), BATCH_BYTES, BATCH_ROWS);
+        let rows = batch_rows_of(&file, meta, 0..meta.num_columns(), BATCH_BYTES, BATCH_ROWS)
+            .map_err(ParquetInputError::Format)?;
         let mut reader = contained(|| {
             ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata.clone())
                 .with_row_groups(vec![group])

@@ -513,6 +513,16 @@ fn with_deep_doc(details: &Path, levels: usize) {
 /// Rewrites a details file with each row's `doc.specific` replaced by `{key: value}`, the
 /// values made by `values` for the file's number of rows.
 fn with_specific(details: &Path, key: &str, values: impl FnOnce(usize) -> arrow_array::ArrayRef) {
+    with_specific_as(details, key, values, Default::default());
+}
+
+/// [`with_specific`], written with the encoder's `properties`.
+fn with_specific_as(
+    details: &Path,
+    key: &str,
+    values: impl FnOnce(usize) -> arrow_array::ArrayRef,
+    properties: parquet::file::properties::WriterProperties,
+) {
     use arrow_array::Array;
     use arrow_array::cast::AsArray;
     let file = std::fs::File::open(details).unwrap();
@@ -559,7 +569,7 @@ fn with_specific(details: &Path, key: &str, values: impl FnOnce(usize) -> arrow_
         });
     }
     let batch = arrow_array::RecordBatch::try_from_iter(names.into_iter().zip(values)).unwrap();
-    write_batch(details, &batch);
+    write_batch_as(details, &batch, properties);
 }
 
 /// Writes a one-column Parquet file.
@@ -573,9 +583,19 @@ fn write_parquet(path: &Path, column: &str, values: arrow_array::ArrayRef) {
 /// Writes a Parquet file of one batch (without the Arrow schema, whose own reader stops
 /// short of 128 levels of nesting).
 fn write_batch(path: &Path, batch: &arrow_array::RecordBatch) {
+    write_batch_as(path, batch, Default::default());
+}
+
+/// [`write_batch`], with the encoder's `properties`.
+fn write_batch_as(
+    path: &Path,
+    batch: &arrow_array::RecordBatch,
+    properties: parquet::file::properties::WriterProperties,
+) {
     let file = std::fs::File::create(path).unwrap();
-    let options =
-        parquet::arrow::arrow_writer::ArrowWriterOptions::new().with_skip_arrow_metadata(true);
+    let options = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
+        .with_skip_arrow_metadata(true)
+        .with_properties(properties);
     let mut writer =
         parquet::arrow::ArrowWriter::try_new_with_options(file, batch.schema(), options).unwrap();
     writer.write(batch).unwrap();
@@ -620,6 +640,54 @@ fn long_rows_are_decoded_a_few_at_a_time() {
     assert!(
         peak_kib < all_rows_kib * 3 / 2,
         "{peak_kib} KiB for {rows} rows of 16 MiB"
+    );
+}
+
+#[test]
+fn a_long_dictionary_value_is_decoded_a_few_rows_at_a_time() {
+    // Every row's `doc.specific` is one 24 MiB value, stored once in the column's
+    // dictionary: the file is a few kilobytes, its pages a few bits per row. Batches sized
+    // by the pages decoded every row at once.
+    let env = Env::with_archive();
+    create(&env, "c", "babel-policy");
+    let copy = copy_of(&env, "custom-seed1");
+    let details = file_named(&copy, "details_babel_gen|0");
+    let mut rows = 0;
+    let properties = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+        .set_dictionary_page_size_limit(1 << 30)
+        .build();
+    let value_bytes = 24 << 20;
+    with_specific_as(
+        &details,
+        "context",
+        |n| {
+            rows = n;
+            let text = "lorem ipsum ".repeat(value_bytes / 12);
+            Arc::new(arrow_array::StringArray::from(vec![text; n]))
+        },
+        properties,
+    );
+    let size = std::fs::metadata(&details).unwrap().len();
+    assert!(size < 1 << 20, "the details file is {size} bytes");
+    let peak_kib = crate::common::peak_kib(
+        &env,
+        &[
+            "import".as_ref(),
+            "c".as_ref(),
+            "--format".as_ref(),
+            "lighteval".as_ref(),
+            "-q".as_ref(),
+            copy.as_os_str(),
+        ],
+    );
+    println!("{rows} rows sharing a 24 MiB value imported at a {peak_kib} KiB peak");
+    // 597 MB for 12 rows when they were decoded at once, 308 MB a row at a time (the
+    // rest is the item's copies in flight, as for rows stored whole).
+    let all_rows_kib = rows as u64 * (value_bytes as u64 >> 10);
+    assert!(
+        peak_kib < all_rows_kib * 3 / 2,
+        "{peak_kib} KiB for {rows} rows of 24 MiB"
     );
 }
 

@@ -157,7 +157,8 @@ fn check_schema(found: &ArrowReaderMetadata) -> Result<&'static str, String> {
 }
 
 /// The batches of one records file, in row order. Each row group is read on its own, in
-/// batches of [`BATCH_ROWS`] rows or of about [`BATCH_BYTES`] as its average row says: read
+/// batches of [`BATCH_ROWS`] rows or of about [`BATCH_BYTES`] as its average row says (a
+/// dictionary's longest value counted for each value, see [`batch_rows_of`]): read
 /// across groups with one size for all, a run of long records among short ones came back
 /// in one batch, and one group of long records made every other group's batches tiny.
 pub struct Batches {
@@ -177,7 +178,8 @@ impl Batches {
     fn open(&self, group: usize) -> io::Result<ParquetRecordBatchReader> {
         let meta = self.metadata.metadata().row_group(group);
         let leaves = self.columns.iter().map(Column::index);
-        let rows = batch_rows_of(meta, leaves, BATCH_BYTES, BATCH_ROWS);
+        let rows = batch_rows_of(&self.file, meta, leaves, BATCH_BYTES, BATCH_ROWS)
+            .map_err(io::Error::other)?;
         let file = self.file.try_clone()?;
         contained(|| {
             ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metadata.clone())

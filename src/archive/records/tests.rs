@@ -419,3 +419,59 @@ fn long_records_among_short_ones_are_read_in_small_batches() {
         assert_eq!(batches.iter().map(Batch::len).sum::<usize>(), 20_080);
     }
 }
+
+#[test]
+fn a_long_value_in_a_dictionary_is_read_a_few_rows_at_a_time() {
+    // babel writes no dictionary for JSON or question text, but a records file may come
+    // from anyone (a bundle): here every record's input is one 2 MiB value of the column's
+    // dictionary, each row's page entry a few bits. Sized by the pages, one batch held
+    // all 64 rows (128 MiB); each is now at most BATCH_BYTES.
+    let value_bytes = 2 << 20;
+    let records: Vec<Record> = (0..64)
+        .map(|q| {
+            let mut record = record(&format!("q{q}"), Some(true));
+            record.input = json!({"context": "x".repeat(value_bytes)});
+            record
+        })
+        .collect();
+    let mut stored = tempfile::tempfile().unwrap();
+    stored.write_all(&write(&records)).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(stored)
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<_> = reader.map(Result::unwrap).collect();
+    let props = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+        .set_dictionary_enabled(true)
+        .set_dictionary_page_size_limit(1 << 30)
+        .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
+            SCHEMA_KEY.to_owned(),
+            SCHEMA_VALUE.to_owned(),
+        )]))
+        .build();
+    let options = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
+        .with_properties(props)
+        .with_skip_arrow_metadata(true);
+    let mut bytes = Vec::new();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new_with_options(&mut bytes, batches[0].schema(), options)
+            .unwrap();
+    for batch in &batches {
+        writer.write(batch).unwrap();
+    }
+    writer.close().unwrap();
+    assert!(bytes.len() < 1 << 20, "the file is {} bytes", bytes.len());
+    let batches = read_all(&bytes, Columns::ALL);
+    for batch in &batches {
+        let input: usize = (0..batch.len())
+            .map(|row| batch.text(Column::Input, row).map_or(0, str::len))
+            .sum();
+        assert!(
+            input <= crate::inputs::parquet::BATCH_BYTES as usize,
+            "a batch of {} rows, {input} bytes of input",
+            batch.len()
+        );
+    }
+    assert_eq!(batches.iter().map(Batch::len).sum::<usize>(), 64);
+}
