@@ -497,8 +497,14 @@ where
         });
         let writing = scope.spawn(move || -> io::Result<_> {
             let mut temp = temp;
+            let (mut written, mut started) = (0u64, 0u64);
             for chunk in receiver {
                 temp.write_all(&chunk)?;
+                written += chunk.len() as u64;
+                if written - started >= WRITE_BACK_START_BYTES {
+                    start_write_back(temp.as_file(), started, written - started);
+                    started = written;
+                }
                 // The hashing thread reads until this one stops: a send cannot fail.
                 let _ = to_hash.send(chunk);
             }
@@ -536,6 +542,33 @@ where
 
 /// How many bytes [`write_new_atomically`] hands its writing thread at a time.
 const CHUNK_BYTES: usize = 1 << 20;
+
+/// How much [`write_new_atomically`] writes before it asks the kernel to start writing it
+/// back. Left to the kernel, nothing of a report went to disk before the closing fsync
+/// (it starts at a tenth of the machine's memory), which then waited for all of it: 0.6
+/// s of a 1.46 GB JSONL report (BENCHMARKS.md, "Report write-back").
+const WRITE_BACK_START_BYTES: u64 = 32 << 20;
+
+/// Starts writing `len` bytes of `file` from `offset` back to disk, without waiting for
+/// them (Linux's `sync_file_range`; elsewhere nothing). A failure is not reported here:
+/// the fsync that makes the file durable reports it.
+fn start_write_back(file: &File, offset: u64, len: u64) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return;
+        };
+        // SAFETY: the descriptor is `file`'s, open for the whole call, and the call only
+        // queues the range's dirty pages for writing.
+        #[allow(unsafe_code)]
+        let _ = unsafe {
+            libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
+        };
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = (file, offset, len);
+}
 
 /// Buffers what is written and sends it on in chunks of at most [`CHUNK_BYTES`] (a
 /// longer write is a chunk of its own), so a buffer grows by copying only for such a
@@ -638,19 +671,23 @@ mod tests {
 
     #[test]
     fn a_file_of_many_chunks_is_hashed_as_it_was_written() {
-        // Chunks are written on one thread and hashed on another, in order.
+        // Chunks are written on one thread and hashed on another, in order, and their
+        // write-back is started as they go.
         let dir = tempfile::tempdir().unwrap();
         let dest = dir.path().join("long");
         let line: Vec<u8> = (0..=255u8).cycle().take(4099).collect();
         let written: ContentDigest = write_new_atomically::<_, PathIoError>(&dest, |w| {
-            for _ in 0..2000 {
+            for _ in 0..20_000 {
                 w.write_all(&line).map_err(io_at("w", &dest))?;
             }
             Ok(())
         })
         .unwrap();
-        assert_eq!(written.bytes, 2000 * 4099);
-        assert!(written.bytes > 4 * CHUNK_BYTES as u64, "several chunks");
+        assert_eq!(written.bytes, 20_000 * 4099);
+        assert!(
+            written.bytes > 2 * WRITE_BACK_START_BYTES,
+            "several write-backs"
+        );
         assert_eq!(written, digest_file(&dest).unwrap());
     }
 
