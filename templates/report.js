@@ -3,7 +3,8 @@
   // Every dataset or model string reaches the page through textContent, never innerHTML.
   // The data (html.rs): #babel-index holds {meta, columns}, each column a JSON array
   // compressed with raw deflate and base64-encoded; #babel-details holds the detail
-  // chunks, compressed alike, inflated when one of their items is opened.
+  // chunks, compressed alike, each cut out of the element (meta.chunk_text_starts) and
+  // inflated when one of its items is opened.
   var started = performance.now();
   var indexData = JSON.parse(document.getElementById("babel-index").textContent);
   var meta = indexData.meta;
@@ -47,7 +48,7 @@
     var stream = new Blob([bytesOf(base64)]).stream().pipeThrough(new DecompressionStream("deflate-raw"));
     return new Response(stream).text().then(JSON.parse);
   }
-  var chunkTexts = null;
+  var detailsText = null;
   var chunks = {};
   // The number of the chunk holding item `index`: the last chunk starting at or before it
   // (a chunk ends at 64 items, or sooner when its records are long).
@@ -59,11 +60,17 @@
     }
     return low;
   }
+  // Chunk `number`'s base64, cut out of #babel-details where the meta says it begins (up
+  // to its closing quote): the element is not parsed whole.
+  function chunkText(number) {
+    if (detailsText === null) detailsText = $("babel-details").textContent;
+    var start = meta.chunk_text_starts[number];
+    var end = detailsText.indexOf('"', start);
+    if (detailsText.charAt(start - 1) !== '"' || end < 0) throw new Error("the page's detail chunks are damaged");
+    return detailsText.substring(start, end);
+  }
   function chunkOf(number) {
-    if (!chunks[number]) {
-      if (!chunkTexts) chunkTexts = JSON.parse($("babel-details").textContent);
-      chunks[number] = inflate(chunkTexts[number]);
-    }
+    if (!chunks[number]) chunks[number] = Promise.resolve(number).then(chunkText).then(inflate);
     return chunks[number].then(function (chunk) { return chunk; });
   }
   // A long string is {"\u0000": n}, the chunk's string n; an object whose only key is

@@ -10,7 +10,8 @@
 //!   JSON array compressed with raw deflate and base64-encoded, inflated by the browser's
 //!   own `DecompressionStream` when the page opens;
 //! - the details (`#babel-details`): both sides' full fields, 64 items to a chunk, each
-//!   chunk compressed alike and inflated only when one of its items is opened. Within a
+//!   chunk compressed alike and inflated only when one of its items is opened (the page
+//!   finds its text by the offset the index's meta gives, `chunk_text_starts`). Within a
 //!   chunk every string of 128 bytes or more is stored once and referenced, so a
 //!   few-shot prompt repeated in every choice's request (and in neighbouring items) is
 //!   written once.
@@ -482,6 +483,11 @@ struct PageMeta<'a> {
     /// The first item of every detail chunk (chunks end at [`CHUNK_ITEMS`] items or
     /// [`CHUNK_BYTES`], so the page looks an item's chunk up).
     chunk_starts: &'a [usize],
+    /// Where each chunk's base64 begins in the text of `#babel-details` (base64 is ASCII,
+    /// so bytes and the page's string positions agree): the page cuts out the one chunk it
+    /// opens, where parsing the whole element took most of a first open (0.7 s and as
+    /// many bytes again as the element on a 211 MB page).
+    chunk_text_starts: &'a [u64],
     search_chars: usize,
 }
 
@@ -611,6 +617,8 @@ fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
     // The first item of every chunk, and how many items were handed out.
     let mut chunk_starts = Vec::new();
     let mut loaded = 0usize;
+    // Past the element's opening `[`.
+    let (mut written, mut chunk_text_starts) = (1u64, Vec::new());
     crate::parallel::map_ordered(
         crate::parallel::workers(),
         || -> io::Result<Option<Job>> {
@@ -657,11 +665,14 @@ fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
             for encoded in done.chunks {
                 if chunks > 0 {
                     out.write_all(b",\n")?;
+                    written += 2;
                 }
                 chunks += 1;
                 out.write_all(b"\"")?;
+                chunk_text_starts.push(written + 1);
                 out.write_all(encoded.as_bytes())?;
                 out.write_all(b"\"")?;
+                written += encoded.len() as u64 + 2;
             }
             for (column, part) in columns.iter_mut().zip(&done.parts) {
                 column.append(part);
@@ -679,6 +690,7 @@ fn write_data(comparison: &Comparison, load: Load<'_>, out: &mut dyn Write) -> i
         sources: &tables.sources.values,
         items: comparison.items.len(),
         chunk_starts: &chunk_starts,
+        chunk_text_starts: &chunk_text_starts,
         search_chars: SEARCH_CHARS,
     };
     let columns: Map<String, Value> = INDEX_COLUMNS
@@ -845,12 +857,16 @@ mod tests {
 
     /// A data element of `html`, parsed.
     fn element(html: &str, id: &str) -> Value {
+        serde_json::from_str(element_text(html, id)).unwrap()
+    }
+
+    /// The text of the page's data element `id`, as the page's `textContent` reads it.
+    fn element_text<'h>(html: &'h str, id: &str) -> &'h str {
         let start = html
             .find(&format!("<script id=\"{id}\" type=\"application/json\">"))
             .expect("the data element");
         let text = &html[start..];
-        let text = &text[text.find('>').unwrap() + 1..text.find("</script>").unwrap()];
-        serde_json::from_str(text).unwrap()
+        &text[text.find('>').unwrap() + 1..text.find("</script>").unwrap()]
     }
 
     /// A base64 raw-deflate value of the page, inflated and parsed.
@@ -931,6 +947,20 @@ mod tests {
             })
             .collect();
         assert_eq!(starts, expected_starts);
+        // Each chunk's base64 is found where the meta says, up to the next quote.
+        let text_starts: Vec<usize> =
+            serde_json::from_value(index["meta"]["chunk_text_starts"].clone())
+                .expect("the chunk text starts");
+        let details = element_text(&html, "babel-details");
+        assert_eq!(text_starts.len(), chunks.len());
+        for (number, &start) in text_starts.iter().enumerate() {
+            let end = start + details[start..].find('"').unwrap();
+            assert_eq!(&details[start - 1..start], "\"");
+            assert_eq!(
+                inflate(&Value::String(details[start..end].into())),
+                chunks[number]
+            );
+        }
         let chunk_of = |n: usize| starts.iter().rposition(|&start| start <= n).unwrap();
         let ids = inflate(&index["columns"]["question_id"]);
         let expected: Vec<String> = (0..1200).map(|n| format!("q{n:05}")).collect();
