@@ -22,6 +22,7 @@
 //! stops a write before its commit point. This module owns the two files; the
 //! transaction calls it, validate checks it.
 
+mod parts;
 pub mod replay;
 
 use serde::{Deserialize, Serialize};

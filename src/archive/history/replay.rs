@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use super::parts::RunParts;
 use super::{Change, Entry};
 use crate::archive::layout::{MANIFEST, MARKER, REGISTRIES, RUNS};
 use crate::archive::manifest::{AttachmentEntry, ImportEntry, RunManifest, RunStatus};
@@ -32,8 +33,8 @@ use crate::durable::digest_of;
 /// What the history says a manifest is, after some entries.
 #[derive(Debug, Clone)]
 pub enum Recorded {
-    /// Rebuilt from the entries' changes: its exact bytes.
-    Known { bytes: Vec<u8>, sha256: String },
+    /// Rebuilt from the entries' changes (a run's in parts, [`Replay`]'s `runs`).
+    Known { sha256: String },
     /// Recorded by an entry from before babel recorded changes: only its hash.
     Opaque { sha256: String },
     /// Recorded as absent from this copy of the archive (`hub-pull` of a partial
@@ -71,6 +72,9 @@ pub struct Replay {
     pub problems: Vec<(u64, String)>,
     /// The first entry that records its changes (none: the whole log is from before).
     pub replayable_from: Option<u64>,
+    /// Each run manifest rebuilt from the changes, by path, in parts (`Err`: why the
+    /// manifest an entry created or adopted is not a run manifest).
+    runs: BTreeMap<String, Result<RunParts, String>>,
 }
 
 /// The kind of manifest a ROOT-relative path names.
@@ -106,17 +110,6 @@ fn stored_bytes(value: &Value) -> Result<Vec<u8>, String> {
 
 fn run_of(bytes: &[u8]) -> Result<RunManifest, String> {
     serde_json::from_slice(bytes).map_err(|e| format!("not a run manifest: {e}"))
-}
-
-/// Every path a run manifest registers (raw files, companions, records, attachments).
-fn registered_paths(run: &RunManifest) -> BTreeSet<&str> {
-    let mut paths = BTreeSet::new();
-    for import in &run.imports {
-        paths.extend(import.raw_files().map(|f| f.path.as_str()));
-        paths.insert(import.records.path.as_str());
-    }
-    paths.extend(run.attachments.iter().map(|a| a.path.as_str()));
-    paths
 }
 
 /// The operations whose one change is to the manifest of `subject`, and the change kinds
@@ -330,9 +323,21 @@ impl Replay {
         }
     }
 
-    fn known(&mut self, path: &str, bytes: Vec<u8>, seq: u64) {
-        let sha256 = digest_of(&bytes).sha256;
-        self.set(path, Recorded::Known { bytes, sha256 }, seq);
+    /// Records `bytes` as the manifest at `path`, of `kind`: a run's is kept in parts.
+    fn known(&mut self, path: &str, kind: Kind<'_>, bytes: &[u8], seq: u64) {
+        if let Kind::Run(_) = kind {
+            let parts = run_of(bytes).and_then(RunParts::of);
+            self.runs.insert(path.to_owned(), parts);
+        }
+        let sha256 = digest_of(bytes).sha256;
+        self.set(path, Recorded::Known { sha256 }, seq);
+    }
+
+    /// Records the run at `path` as its parts now are.
+    fn known_run(&mut self, path: &str, parts: RunParts, seq: u64) {
+        let sha256 = parts.sha256();
+        self.runs.insert(path.to_owned(), Ok(parts));
+        self.set(path, Recorded::Known { sha256 }, seq);
     }
 
     /// Applies one change, or says why it is not a legal one.
@@ -344,11 +349,11 @@ impl Replay {
         match change {
             Change::Create { manifest, .. } => {
                 let bytes = created(entry, kind, current, manifest)?;
-                self.known(path, bytes, entry.seq);
+                self.known(path, kind, &bytes, entry.seq);
             }
             Change::Snapshot { manifest, .. } => {
                 let bytes = snapshotted(entry, current, manifest)?;
-                self.known(path, bytes, entry.seq);
+                self.known(path, kind, &bytes, entry.seq);
             }
             Change::Extend {
                 imports,
@@ -358,19 +363,17 @@ impl Replay {
                 let Kind::Run(_) = kind else {
                     return Err("only a run takes imports and attachments".into());
                 };
-                let run = self.open_run(current)?;
-                let bytes = extended(entry, run, imports, attachments)?;
-                self.known(path, bytes, entry.seq);
+                let mut run = self.open_run(path, current)?;
+                extended(entry, &mut run, imports, attachments)?;
+                self.known_run(path, run, entry.seq);
             }
             Change::Seal { sealed_at, .. } => {
                 let Kind::Run(_) = kind else {
                     return Err("only a run is sealed".into());
                 };
-                let mut run = self.open_run(current)?;
-                run.status = RunStatus::Sealed;
-                run.sealed_at = Some(sealed_at.clone());
-                let bytes = run.to_bytes().map_err(|e| e.to_string())?;
-                self.known(path, bytes, entry.seq);
+                let mut run = self.open_run(path, current)?;
+                run.seal(sealed_at)?;
+                self.known_run(path, run, entry.seq);
             }
             Change::Remove { .. } => {
                 let Kind::Run(_) = kind else {
@@ -387,10 +390,11 @@ impl Replay {
         Ok(())
     }
 
-    /// The run a change extends or seals: known to the replay and open.
-    fn open_run(&self, current: Option<Recorded>) -> Result<RunManifest, String> {
-        let bytes = match current {
-            Some(Recorded::Known { bytes, .. }) => bytes,
+    /// The run at `path` a change extends or seals: known to the replay and open (a copy
+    /// of its parts, kept by the change only if it is legal).
+    fn open_run(&self, path: &str, current: Option<Recorded>) -> Result<RunParts, String> {
+        match current {
+            Some(Recorded::Known { .. }) => {}
             Some(Recorded::Opaque { .. }) => {
                 return Err("the history holds only its hash (an older babel wrote it): `babel init` adopts it before any write".into());
             }
@@ -398,15 +402,19 @@ impl Replay {
                 return Err("it was recorded as absent from this copy".into());
             }
             None => return Err("no entry created it".into()),
+        }
+        let run = match self.runs.get(path) {
+            Some(Ok(run)) => run,
+            Some(Err(message)) => return Err(message.clone()),
+            None => return Err("no entry created it as a run".into()),
         };
-        let run = run_of(&bytes)?;
-        if run.status == RunStatus::Sealed {
+        if run.status() == RunStatus::Sealed {
             return Err(format!(
                 "run {} is sealed: nothing may be written to it",
-                run.run_id
+                run.run_id()
             ));
         }
-        Ok(run)
+        Ok(run.clone())
     }
 }
 
@@ -478,15 +486,15 @@ fn snapshotted(
     Ok(bytes)
 }
 
-/// The bytes of the open `run` with `imports` and `attachments` appended: an import adds
-/// imports numbered on from the run's, an attach only attachments, and no registered
-/// file is registered again.
+/// Appends `imports` and `attachments` to the open `run`: an import adds imports numbered
+/// on from the run's, an attach only attachments, and no registered file is registered
+/// again.
 fn extended(
     entry: &Entry,
-    mut run: RunManifest,
+    run: &mut RunParts,
     imports: &[ImportEntry],
     attachments: &[AttachmentEntry],
-) -> Result<Vec<u8>, String> {
+) -> Result<(), String> {
     let import = entry.operation == "import";
     let needs = if import {
         !imports.is_empty()
@@ -505,12 +513,10 @@ fn extended(
             }
         ));
     }
-    let mut taken: BTreeSet<String> = registered_paths(&run)
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
+    let mut new: BTreeSet<&str> = BTreeSet::new();
+    let mut last = run.last_import;
     for import in imports {
-        let next = run.imports.last().map_or(1, |i| i.seq + 1);
+        let next = last + 1;
         if import.seq != next {
             return Err(format!(
                 "import {} follows import {} (imports are numbered 1, 2, 3, ...)",
@@ -523,25 +529,25 @@ fn extended(
             .map(|f| f.path.as_str())
             .chain([import.records.path.as_str()]);
         for file in files {
-            if !taken.insert(file.to_owned()) {
+            if run.taken.contains(file) || !new.insert(file) {
                 return Err(format!(
                     "import {} registers {file} again: a registered file is never replaced",
                     import.seq
                 ));
             }
         }
-        run.imports.push(import.clone());
+        last = import.seq;
     }
     for attachment in attachments {
-        if !taken.insert(attachment.path.clone()) {
+        let path = attachment.path.as_str();
+        if run.taken.contains(path) || !new.insert(path) {
             return Err(format!(
                 "it attaches {} again: a registered file is never replaced",
                 attachment.path
             ));
         }
-        run.attachments.push(attachment.clone());
     }
-    run.to_bytes().map_err(|e| e.to_string())
+    run.append(imports, attachments)
 }
 
 impl Change {
