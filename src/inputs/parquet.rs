@@ -183,43 +183,56 @@ pub const BATCH_BYTES: u64 = 32 << 20;
 /// A dictionary-encoded column decodes to far more than its pages: a key of a few bits per
 /// row stands for a value of any length (a 9.5 KB file of 300 rows sharing one 8 MiB value
 /// decoded to 2.4 GB at once). Such a column counts its longest dictionary value for each
-/// of its values, so read from the dictionary page (`Err`: that page cannot be read).
+/// of its values. No value is longer than its column chunk (the footer's uncompressed
+/// size, which every other column's share is taken from too): only where that bound
+/// would make batches smaller is the value read from the dictionary page (`Err`: that
+/// page cannot be read). Reading it costs a page reader per column, whose codec alone
+/// took a fifth of an import into a run of 570 small records files.
 pub fn batch_rows_of(
     file: &File,
     group: &RowGroupMetaData,
-    columns: impl Iterator<Item = usize>,
+    columns: &[usize],
     bytes: u64,
     max_rows: usize,
 ) -> Result<usize, String> {
-    let mut total = 0u64;
-    for column in columns {
-        let chunk = group.column(column);
-        let expanded = match dictionary_width(file, group, column)? {
-            Some(width) => (chunk.num_values().max(0) as u64).saturating_mul(width),
-            None => 0,
-        };
-        total = total
-            .saturating_add(chunk.uncompressed_size().max(0) as u64)
-            .saturating_add(expanded);
+    let rows_for = |width: &mut dyn FnMut(usize) -> Result<Option<u64>, String>| {
+        let mut total = 0u64;
+        for &column in columns {
+            let chunk = group.column(column);
+            let expanded = match width(column)? {
+                Some(width) => (chunk.num_values().max(0) as u64).saturating_mul(width),
+                None => 0,
+            };
+            total = total
+                .saturating_add(chunk.uncompressed_size().max(0) as u64)
+                .saturating_add(expanded);
+        }
+        let per_row = total.div_ceil(group.num_rows().max(1) as u64).max(1);
+        Ok::<_, String>((bytes / per_row).clamp(1, max_rows as u64) as usize)
+    };
+    let bounded = rows_for(&mut |column| dictionary_width(file, group, column, false).transpose())?;
+    if bounded == max_rows {
+        return Ok(bounded);
     }
-    let per_row = total.div_ceil(group.num_rows().max(1) as u64).max(1);
-    Ok((bytes / per_row).clamp(1, max_rows as u64) as usize)
+    rows_for(&mut |column| dictionary_width(file, group, column, true).transpose())
 }
 
 /// The most bytes one value of a dictionary-encoded column chunk decodes to (with a byte
-/// array's four-byte offset), or `None` when its pages use no dictionary.
+/// array's four-byte offset), or `None` when its pages use no dictionary. A byte array's
+/// value is read from the dictionary page when `read`, else bounded by the chunk's size.
 fn dictionary_width(
     file: &File,
     group: &RowGroupMetaData,
     column: usize,
-) -> Result<Option<u64>, String> {
+    read: bool,
+) -> Option<Result<u64, String>> {
     let chunk = group.column(column);
     let dictionary = chunk.dictionary_page_offset().is_some()
         || chunk
             .encodings()
             .any(|e| matches!(e, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY));
     if !dictionary {
-        return Ok(None);
+        return None;
     }
     let width = match chunk.column_type() {
         PhysicalType::BOOLEAN => 1,
@@ -227,9 +240,12 @@ fn dictionary_width(
         PhysicalType::INT64 | PhysicalType::DOUBLE => 8,
         PhysicalType::INT96 => 12,
         PhysicalType::FIXED_LEN_BYTE_ARRAY => chunk.column_descr().type_length().max(0) as u64,
-        PhysicalType::BYTE_ARRAY => 4 + longest_dictionary_value(file, group, column)?,
+        PhysicalType::BYTE_ARRAY if read => {
+            return Some(longest_dictionary_value(file, group, column).map(|n| 4 + n));
+        }
+        PhysicalType::BYTE_ARRAY => 4 + chunk.uncompressed_size().max(0) as u64,
     };
-    Ok(Some(width))
+    Some(Ok(width))
 }
 
 /// The length of the longest value on the dictionary page of a byte-array column chunk
@@ -340,8 +356,14 @@ pub fn read_rows<E>(
             .try_clone()
             .map_err(|e| ParquetInputError::Format(e.to_string()))?;
         let meta = metadata.metadata().row_group(group);
-        let rows = batch_rows_of(&file, meta, 0..meta.num_columns(), BATCH_BYTES, BATCH_ROWS)
-            .map_err(ParquetInputError::Format)?;
+        let rows = batch_rows_of(
+            &file,
+            meta,
+            &(0..meta.num_columns()).collect::<Vec<_>>(),
+            BATCH_BYTES,
+            BATCH_ROWS,
+        )
+        .map_err(ParquetInputError::Format)?;
         let mut reader = contained(|| {
             ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata.clone())
                 .with_row_groups(vec![group])

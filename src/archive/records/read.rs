@@ -177,8 +177,8 @@ impl Batches {
     /// A reader of row group `group` alone.
     fn open(&self, group: usize) -> io::Result<ParquetRecordBatchReader> {
         let meta = self.metadata.metadata().row_group(group);
-        let leaves = self.columns.iter().map(Column::index);
-        let rows = batch_rows_of(&self.file, meta, leaves, BATCH_BYTES, BATCH_ROWS)
+        let leaves: Vec<usize> = self.columns.iter().map(Column::index).collect();
+        let rows = batch_rows_of(&self.file, meta, &leaves, BATCH_BYTES, BATCH_ROWS)
             .map_err(io::Error::other)?;
         let file = self.file.try_clone()?;
         contained(|| {
