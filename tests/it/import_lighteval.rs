@@ -602,26 +602,29 @@ fn write_batch_as(
     writer.close().unwrap();
 }
 
-#[test]
-fn long_rows_are_decoded_a_few_at_a_time() {
-    // Every row of a details file given a `doc.specific` of 16 MiB: read 256 rows to a
-    // batch, the file's rows were all decoded at once (422 MB peak for these 12; a batch
-    // of long-context prompts, 256 of 1.4 MB, took 839 MB); now a batch holds about 32 MiB
-    // of the row group (228 MB peak, the rest being each item's copies in flight).
+/// Imports the fixture with every row's `doc.specific` one `value_bytes` value, its
+/// details written with `properties`: the rows, the import's peak memory in KiB, and the
+/// details file's size.
+fn import_with_long_specific(
+    value_bytes: usize,
+    properties: parquet::file::properties::WriterProperties,
+) -> (usize, u64, u64) {
     let env = Env::with_archive();
     create(&env, "c", "babel-policy");
     let copy = copy_of(&env, "custom-seed1");
     let details = file_named(&copy, "details_babel_gen|0");
     let mut rows = 0;
-    with_specific(&details, "context", |n| {
-        rows = n;
-        let text = "lorem ipsum ".repeat((16 << 20) / 12);
-        Arc::new(arrow_array::StringArray::from(vec![text; n]))
-    });
-    assert!(
-        rows >= 10,
-        "the fixture's {rows} rows make more than 160 MiB"
+    with_specific_as(
+        &details,
+        "context",
+        |n| {
+            rows = n;
+            let text = "lorem ipsum ".repeat(value_bytes / 12);
+            Arc::new(arrow_array::StringArray::from(vec![text; n]))
+        },
+        properties,
     );
+    let size = std::fs::metadata(&details).unwrap().len();
     let peak_kib = crate::common::peak_kib(
         &env,
         &[
@@ -632,6 +635,20 @@ fn long_rows_are_decoded_a_few_at_a_time() {
             "-q".as_ref(),
             copy.as_os_str(),
         ],
+    );
+    (rows, peak_kib, size)
+}
+
+#[test]
+fn long_rows_are_decoded_a_few_at_a_time() {
+    // Every row of a details file given a `doc.specific` of 16 MiB: read 256 rows to a
+    // batch, the file's rows were all decoded at once (422 MB peak for these 12; a batch
+    // of long-context prompts, 256 of 1.4 MB, took 839 MB); now a batch holds about 32 MiB
+    // of the row group (228 MB peak, the rest being each item's copies in flight).
+    let (rows, peak_kib, _) = import_with_long_specific(16 << 20, Default::default());
+    assert!(
+        rows >= 10,
+        "the fixture's {rows} rows make more than 160 MiB"
     );
     println!("{rows} rows of 16 MiB imported at a {peak_kib} KiB peak");
     // Under one and a half times the rows' text: decoded all at once, the rows alone were
@@ -648,43 +665,16 @@ fn a_long_dictionary_value_is_decoded_a_few_rows_at_a_time() {
     // Every row's `doc.specific` is one 24 MiB value, stored once in the column's
     // dictionary: the file is a few kilobytes, its pages a few bits per row. Batches sized
     // by the pages decoded every row at once.
-    let env = Env::with_archive();
-    create(&env, "c", "babel-policy");
-    let copy = copy_of(&env, "custom-seed1");
-    let details = file_named(&copy, "details_babel_gen|0");
-    let mut rows = 0;
     let properties = parquet::file::properties::WriterProperties::builder()
         .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
         .set_dictionary_page_size_limit(1 << 30)
         .build();
-    let value_bytes = 24 << 20;
-    with_specific_as(
-        &details,
-        "context",
-        |n| {
-            rows = n;
-            let text = "lorem ipsum ".repeat(value_bytes / 12);
-            Arc::new(arrow_array::StringArray::from(vec![text; n]))
-        },
-        properties,
-    );
-    let size = std::fs::metadata(&details).unwrap().len();
+    let (rows, peak_kib, size) = import_with_long_specific(24 << 20, properties);
     assert!(size < 1 << 20, "the details file is {size} bytes");
-    let peak_kib = crate::common::peak_kib(
-        &env,
-        &[
-            "import".as_ref(),
-            "c".as_ref(),
-            "--format".as_ref(),
-            "lighteval".as_ref(),
-            "-q".as_ref(),
-            copy.as_os_str(),
-        ],
-    );
     println!("{rows} rows sharing a 24 MiB value imported at a {peak_kib} KiB peak");
     // 597 MB for 12 rows when they were decoded at once, 308 MB a row at a time (the
     // rest is the item's copies in flight, as for rows stored whole).
-    let all_rows_kib = rows as u64 * (value_bytes as u64 >> 10);
+    let all_rows_kib = rows as u64 * (24 << 10);
     assert!(
         peak_kib < all_rows_kib * 3 / 2,
         "{peak_kib} KiB for {rows} rows of 24 MiB"

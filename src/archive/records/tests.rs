@@ -47,6 +47,34 @@ fn write(records: &[Record]) -> Vec<u8> {
     bytes
 }
 
+/// A records file written by the Parquet writer itself (not babel's): `batches` with the
+/// encoder's `properties`, the records schema `version` named in the metadata, no Arrow
+/// schema.
+fn write_parquet(
+    batches: &[arrow_array::RecordBatch],
+    properties: parquet::file::properties::WriterPropertiesBuilder,
+    version: &str,
+) -> Vec<u8> {
+    let properties = properties
+        .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
+            SCHEMA_KEY.to_owned(),
+            version.to_owned(),
+        )]))
+        .build();
+    let options = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
+        .with_properties(properties)
+        .with_skip_arrow_metadata(true);
+    let mut bytes = Vec::new();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new_with_options(&mut bytes, batches[0].schema(), options)
+            .unwrap();
+    for batch in batches {
+        writer.write(batch).unwrap();
+    }
+    writer.close().unwrap();
+    bytes
+}
+
 fn open(bytes: &[u8]) -> RecordsFile {
     let mut file = tempfile::tempfile().unwrap();
     file.write_all(bytes).unwrap();
@@ -223,21 +251,7 @@ fn non_canonical_or_mistyped_json_in_a_column_is_a_row_error() {
             columns.push(array);
         }
         let batch = arrow_array::RecordBatch::try_new(file_schema(), columns).unwrap();
-        let mut bytes = Vec::new();
-        let props = parquet::file::properties::WriterProperties::builder()
-            .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
-                SCHEMA_KEY.to_owned(),
-                SCHEMA_VALUE.to_owned(),
-            )]))
-            .build();
-        let options = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
-            .with_properties(props)
-            .with_skip_arrow_metadata(true);
-        let mut writer =
-            parquet::arrow::ArrowWriter::try_new_with_options(&mut bytes, file_schema(), options)
-                .unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
+        let bytes = write_parquet(&[batch], Default::default(), SCHEMA_VALUE);
         read_all(&bytes, Columns::ALL)
     };
     let error = hand_written("{\"b\":1,\"a\":2}", "{}")[0]
@@ -326,20 +340,7 @@ fn a_version_1_file_reads_with_line_locators() {
         })
         .collect();
     let batch = arrow_array::RecordBatch::try_new(schema.clone(), columns).unwrap();
-    let mut bytes = Vec::new();
-    let props = parquet::file::properties::WriterProperties::builder()
-        .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
-            SCHEMA_KEY.to_owned(),
-            "1".to_owned(),
-        )]))
-        .build();
-    let options = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
-        .with_properties(props)
-        .with_skip_arrow_metadata(true);
-    let mut writer =
-        parquet::arrow::ArrowWriter::try_new_with_options(&mut bytes, schema, options).unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
+    let bytes = write_parquet(&[batch], Default::default(), "1");
     let batches = read_all(&bytes, Columns::ALL);
     let canonical = |r: &Record| crate::canonical_json::to_canonical_bytes(r).unwrap();
     assert_eq!(
@@ -441,26 +442,11 @@ fn a_long_value_in_a_dictionary_is_read_a_few_rows_at_a_time() {
         .build()
         .unwrap();
     let batches: Vec<_> = reader.map(Result::unwrap).collect();
-    let props = parquet::file::properties::WriterProperties::builder()
+    let properties = parquet::file::properties::WriterProperties::builder()
         .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
         .set_dictionary_enabled(true)
-        .set_dictionary_page_size_limit(1 << 30)
-        .set_key_value_metadata(Some(vec![parquet::file::metadata::KeyValue::new(
-            SCHEMA_KEY.to_owned(),
-            SCHEMA_VALUE.to_owned(),
-        )]))
-        .build();
-    let options = parquet::arrow::arrow_writer::ArrowWriterOptions::new()
-        .with_properties(props)
-        .with_skip_arrow_metadata(true);
-    let mut bytes = Vec::new();
-    let mut writer =
-        parquet::arrow::ArrowWriter::try_new_with_options(&mut bytes, batches[0].schema(), options)
-            .unwrap();
-    for batch in &batches {
-        writer.write(batch).unwrap();
-    }
-    writer.close().unwrap();
+        .set_dictionary_page_size_limit(1 << 30);
+    let bytes = write_parquet(&batches, properties, SCHEMA_VALUE);
     assert!(bytes.len() < 1 << 20, "the file is {} bytes", bytes.len());
     let batches = read_all(&bytes, Columns::ALL);
     for batch in &batches {
