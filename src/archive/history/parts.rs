@@ -19,7 +19,7 @@ use crate::canonical_json::{to_canonical_bytes, write_value};
 use crate::durable::hex;
 
 /// A run manifest in parts.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(super) struct RunParts {
     /// The manifest with no import and no attachment.
     shell: RunManifest,
@@ -64,30 +64,36 @@ impl RunParts {
         self.shell.status
     }
 
-    /// Seals the run at `sealed_at`.
+    /// Seals the run at `sealed_at` (unchanged on failure).
     pub fn seal(&mut self, sealed_at: &str) -> Result<(), String> {
-        self.shell.status = RunStatus::Sealed;
-        self.shell.sealed_at = Some(sealed_at.to_owned());
-        self.write_shell()
+        let mut shell = self.shell.clone();
+        shell.status = RunStatus::Sealed;
+        shell.sealed_at = Some(sealed_at.to_owned());
+        let (text, attachments_at, imports_at) = shell_text(&shell)?;
+        (self.shell, self.text) = (shell, text);
+        (self.attachments_at, self.imports_at) = (attachments_at, imports_at);
+        Ok(())
     }
 
-    /// Appends `imports` and `attachments` as they are (the replay checked them).
+    /// Appends `imports` and `attachments` as they are (the replay checked them); the run
+    /// is unchanged on failure.
     pub fn append(
         &mut self,
         imports: &[ImportEntry],
         attachments: &[AttachmentEntry],
     ) -> Result<(), String> {
+        let imports_text = elements_text(imports)?;
+        let attachments_text = elements_text(attachments)?;
+        join(&mut self.imports, &imports_text);
+        join(&mut self.attachments, &attachments_text);
         for import in imports {
-            append_element(&mut self.imports, import)?;
             self.last_import = import.seq;
             self.taken
                 .extend(import.raw_files().map(|f| f.path.clone()));
             self.taken.insert(import.records.path.clone());
         }
-        for attachment in attachments {
-            append_element(&mut self.attachments, attachment)?;
-            self.taken.insert(attachment.path.clone());
-        }
+        self.taken
+            .extend(attachments.iter().map(|attachment| attachment.path.clone()));
         Ok(())
     }
 
@@ -109,39 +115,55 @@ impl RunParts {
         hex(&hasher.finalize())
     }
 
-    /// Writes the shell's canonical text and finds where each array's elements go: the
-    /// first byte where the text differs from that of the shell with one element in the
-    /// array.
     fn write_shell(&mut self) -> Result<(), String> {
-        let stored = |value: &Value| {
-            to_canonical_bytes(value).map_err(|e| format!("its manifest cannot be stored: {e}"))
-        };
-        let mut value = serde_json::to_value(&self.shell).map_err(|e| e.to_string())?;
-        self.text = stored(&value)?;
-        let mut position = |key: &str| -> Result<usize, String> {
-            let empty = std::mem::replace(&mut value[key], Value::from(vec![0]));
-            let with_one = stored(&value)?;
-            value[key] = empty;
-            Ok(self
-                .text
-                .iter()
-                .zip(&with_one)
-                .position(|(a, b)| a != b)
-                .expect("a manifest with one more element differs"))
-        };
-        self.attachments_at = position("attachments")?;
-        self.imports_at = position("imports")?;
+        (self.text, self.attachments_at, self.imports_at) = shell_text(&self.shell)?;
         Ok(())
     }
 }
 
-/// Appends `element`'s canonical text to the elements `out`, after a comma if needed.
-fn append_element(out: &mut Vec<u8>, element: &impl serde::Serialize) -> Result<(), String> {
-    let value = serde_json::to_value(element).map_err(|e| e.to_string())?;
-    if !out.is_empty() {
+/// The canonical text of `shell` (a manifest with no import and no attachment) and where
+/// the attachments' and the imports' elements go: the first byte where the text differs
+/// from that of the shell with one element in the array.
+fn shell_text(shell: &RunManifest) -> Result<(Vec<u8>, usize, usize), String> {
+    let stored = |value: &Value| {
+        to_canonical_bytes(value).map_err(|e| format!("its manifest cannot be stored: {e}"))
+    };
+    let mut value = serde_json::to_value(shell).map_err(|e| e.to_string())?;
+    let text = stored(&value)?;
+    let mut position = |key: &str| -> Result<usize, String> {
+        let empty = std::mem::replace(&mut value[key], Value::from(vec![0]));
+        let with_one = stored(&value)?;
+        value[key] = empty;
+        Ok(text
+            .iter()
+            .zip(&with_one)
+            .position(|(a, b)| a != b)
+            .expect("a manifest with one more element differs"))
+    };
+    let attachments_at = position("attachments")?;
+    let imports_at = position("imports")?;
+    Ok((text, attachments_at, imports_at))
+}
+
+/// The canonical text of `elements`, joined by `,`.
+fn elements_text<T: serde::Serialize>(elements: &[T]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    for element in elements {
+        let value = serde_json::to_value(element).map_err(|e| e.to_string())?;
+        if !out.is_empty() {
+            out.push(b',');
+        }
+        write_value(&value, &mut out).map_err(|e| format!("its manifest cannot be stored: {e}"))?;
+    }
+    Ok(out)
+}
+
+/// Appends the joined elements `more` to the joined elements `out`.
+fn join(out: &mut Vec<u8>, more: &[u8]) {
+    if !out.is_empty() && !more.is_empty() {
         out.push(b',');
     }
-    write_value(&value, out).map_err(|e| format!("its manifest cannot be stored: {e}"))
+    out.extend_from_slice(more);
 }
 
 #[cfg(test)]

@@ -333,11 +333,12 @@ impl Replay {
         self.set(path, Recorded::Known { sha256 }, seq);
     }
 
-    /// Records the run at `path` as its parts now are.
-    fn known_run(&mut self, path: &str, parts: RunParts, seq: u64) {
-        let sha256 = parts.sha256();
-        self.runs.insert(path.to_owned(), Ok(parts));
-        self.set(path, Recorded::Known { sha256 }, seq);
+    /// The parts of the run at `path`, which [`Self::open_run`] found open.
+    fn run_mut(&mut self, path: &str) -> &mut RunParts {
+        match self.runs.get_mut(path) {
+            Some(Ok(run)) => run,
+            _ => unreachable!("open_run found the run's parts"),
+        }
     }
 
     /// Applies one change, or says why it is not a legal one.
@@ -363,17 +364,21 @@ impl Replay {
                 let Kind::Run(_) = kind else {
                     return Err("only a run takes imports and attachments".into());
                 };
-                let mut run = self.open_run(path, current)?;
-                extended(entry, &mut run, imports, attachments)?;
-                self.known_run(path, run, entry.seq);
+                extended(entry, self.open_run(path, current)?, imports, attachments)?;
+                let run = self.run_mut(path);
+                run.append(imports, attachments)?;
+                let sha256 = run.sha256();
+                self.set(path, Recorded::Known { sha256 }, entry.seq);
             }
             Change::Seal { sealed_at, .. } => {
                 let Kind::Run(_) = kind else {
                     return Err("only a run is sealed".into());
                 };
-                let mut run = self.open_run(path, current)?;
+                self.open_run(path, current)?;
+                let run = self.run_mut(path);
                 run.seal(sealed_at)?;
-                self.known_run(path, run, entry.seq);
+                let sha256 = run.sha256();
+                self.set(path, Recorded::Known { sha256 }, entry.seq);
             }
             Change::Remove { .. } => {
                 let Kind::Run(_) = kind else {
@@ -390,9 +395,8 @@ impl Replay {
         Ok(())
     }
 
-    /// The run at `path` a change extends or seals: known to the replay and open (a copy
-    /// of its parts, kept by the change only if it is legal).
-    fn open_run(&self, path: &str, current: Option<Recorded>) -> Result<RunParts, String> {
+    /// The run at `path` a change extends or seals: known to the replay and open.
+    fn open_run(&self, path: &str, current: Option<Recorded>) -> Result<&RunParts, String> {
         match current {
             Some(Recorded::Known { .. }) => {}
             Some(Recorded::Opaque { .. }) => {
@@ -414,7 +418,7 @@ impl Replay {
                 run.run_id()
             ));
         }
-        Ok(run.clone())
+        Ok(run)
     }
 }
 
@@ -486,12 +490,12 @@ fn snapshotted(
     Ok(bytes)
 }
 
-/// Appends `imports` and `attachments` to the open `run`: an import adds imports numbered
-/// on from the run's, an attach only attachments, and no registered file is registered
-/// again.
+/// Checks that `imports` and `attachments` may be appended to the open `run`: an import
+/// adds imports numbered on from the run's, an attach only attachments, and no registered
+/// file is registered again.
 fn extended(
     entry: &Entry,
-    run: &mut RunParts,
+    run: &RunParts,
     imports: &[ImportEntry],
     attachments: &[AttachmentEntry],
 ) -> Result<(), String> {
@@ -547,7 +551,7 @@ fn extended(
             ));
         }
     }
-    run.append(imports, attachments)
+    Ok(())
 }
 
 impl Change {
