@@ -187,7 +187,12 @@ pub const BATCH_BYTES: u64 = 32 << 20;
 /// size, which every other column's share is taken from too): only where that bound
 /// would make batches smaller is the value read from the dictionary page (`Err`: that
 /// page cannot be read). Reading it costs a page reader per column, whose codec alone
-/// took a fifth of an import into a run of 570 small records files.
+/// took a fifth of an import into a run of 570 small records files. A DELTA_BYTE_ARRAY
+/// column's values count as long as its chunk.
+///
+/// Like every column's share, the bound takes the footer's sizes and counts as honest,
+/// and is an average over the group's rows: a list column's values may all be in one row,
+/// which is decoded whole (a footer's sizes are not checked against the pages').
 pub fn batch_rows_of(
     file: &File,
     group: &RowGroupMetaData,
@@ -227,6 +232,11 @@ fn dictionary_width(
     read: bool,
 ) -> Option<Result<u64, String>> {
     let chunk = group.column(column);
+    // A value of DELTA_BYTE_ARRAY repeats a prefix of the one before it: like a
+    // dictionary's, it may be as long as its chunk whatever its pages hold.
+    if chunk.encodings().any(|e| e == Encoding::DELTA_BYTE_ARRAY) {
+        return Some(Ok(4 + chunk.uncompressed_size().max(0) as u64));
+    }
     let dictionary = chunk.dictionary_page_offset().is_some()
         || chunk
             .encodings()

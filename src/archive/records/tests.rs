@@ -422,11 +422,12 @@ fn long_records_among_short_ones_are_read_in_small_batches() {
 }
 
 #[test]
-fn a_long_value_in_a_dictionary_is_read_a_few_rows_at_a_time() {
-    // babel writes no dictionary for JSON or question text, but a records file may come
-    // from anyone (a bundle): here every record's input is one 2 MiB value of the column's
-    // dictionary, each row's page entry a few bits. Sized by the pages, one batch held
-    // all 64 rows (128 MiB); each is now at most BATCH_BYTES.
+fn a_long_value_in_a_dictionary_or_a_delta_column_is_read_a_few_rows_at_a_time() {
+    // babel writes neither, but a records file may come from anyone (a bundle): here every
+    // record's input is one 2 MiB value, stored once in the column's dictionary, or as a
+    // prefix of the value before it (DELTA_BYTE_ARRAY), so each row's page entry is a few
+    // bytes. Sized by the pages, one batch held all 64 rows (128 MiB); each is now at most
+    // BATCH_BYTES.
     let value_bytes = 2 << 20;
     let records: Vec<Record> = (0..64)
         .map(|q| {
@@ -442,22 +443,31 @@ fn a_long_value_in_a_dictionary_is_read_a_few_rows_at_a_time() {
         .build()
         .unwrap();
     let batches: Vec<_> = reader.map(Result::unwrap).collect();
-    let properties = parquet::file::properties::WriterProperties::builder()
-        .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+    let zstd = || {
+        parquet::file::properties::WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+    };
+    let dictionary = zstd()
         .set_dictionary_enabled(true)
         .set_dictionary_page_size_limit(1 << 30);
-    let bytes = write_parquet(&batches, properties, SCHEMA_VALUE);
-    assert!(bytes.len() < 1 << 20, "the file is {} bytes", bytes.len());
-    let batches = read_all(&bytes, Columns::ALL);
-    for batch in &batches {
-        let input: usize = (0..batch.len())
-            .map(|row| batch.text(Column::Input, row).map_or(0, str::len))
-            .sum();
-        assert!(
-            input <= crate::inputs::parquet::BATCH_BYTES as usize,
-            "a batch of {} rows, {input} bytes of input",
-            batch.len()
-        );
+    let delta = zstd().set_dictionary_enabled(false).set_column_encoding(
+        parquet::schema::types::ColumnPath::from("input"),
+        parquet::basic::Encoding::DELTA_BYTE_ARRAY,
+    );
+    for (encoding, properties) in [("dictionary", dictionary), ("delta", delta)] {
+        let bytes = write_parquet(&batches, properties, SCHEMA_VALUE);
+        assert!(bytes.len() < 1 << 20, "{encoding}: {} bytes", bytes.len());
+        let read = read_all(&bytes, Columns::ALL);
+        for batch in &read {
+            let input: usize = (0..batch.len())
+                .map(|row| batch.text(Column::Input, row).map_or(0, str::len))
+                .sum();
+            assert!(
+                input <= crate::inputs::parquet::BATCH_BYTES as usize,
+                "{encoding}: a batch of {} rows, {input} bytes of input",
+                batch.len()
+            );
+        }
+        assert_eq!(read.iter().map(Batch::len).sum::<usize>(), 64);
     }
-    assert_eq!(batches.iter().map(Batch::len).sum::<usize>(), 64);
 }
