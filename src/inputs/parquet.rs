@@ -215,17 +215,18 @@ pub fn batch_rows_of(
         let per_row = total.div_ceil(group.num_rows().max(1) as u64).max(1);
         Ok::<_, String>((bytes / per_row).clamp(1, max_rows as u64) as usize)
     };
-    let bounded = rows_for(&mut |column| dictionary_width(file, group, column, false).transpose())?;
+    let bounded = rows_for(&mut |column| expanded_width(file, group, column, false).transpose())?;
     if bounded == max_rows {
         return Ok(bounded);
     }
-    rows_for(&mut |column| dictionary_width(file, group, column, true).transpose())
+    rows_for(&mut |column| expanded_width(file, group, column, true).transpose())
 }
 
-/// The most bytes one value of a dictionary-encoded column chunk decodes to (with a byte
-/// array's four-byte offset), or `None` when its pages use no dictionary. A byte array's
-/// value is read from the dictionary page when `read`, else bounded by the chunk's size.
-fn dictionary_width(
+/// The most bytes one value of a column chunk whose pages may hold far less than its values
+/// (dictionary or DELTA_BYTE_ARRAY encoded) decodes to, with a byte array's four-byte
+/// offset; `None` for any other chunk. A dictionary's byte array is read from its page when
+/// `read`, else bounded by the chunk's size.
+fn expanded_width(
     file: &File,
     group: &RowGroupMetaData,
     column: usize,
@@ -273,7 +274,10 @@ fn longest_dictionary_value(
         SerializedPageReader::new(Arc::new(source), group.column(column), rows, None)?
             .get_next_page()
     })?
-    .map_err(|e| format!("the dictionary of column {column} cannot be read ({e})"))?;
+    .map_err(|e| {
+        let path = group.column(column).column_path();
+        format!("the dictionary of column {path} cannot be read ({e})")
+    })?;
     let Some(Page::DictionaryPage { buf, .. }) = page else {
         return Ok(0);
     };

@@ -38,20 +38,21 @@ pub(super) struct RunParts {
 }
 
 impl RunParts {
+    /// The parts of `run`.
     pub fn of(mut run: RunManifest) -> Result<Self, String> {
         let imports = std::mem::take(&mut run.imports);
         let attachments = std::mem::take(&mut run.attachments);
+        let (text, attachments_at, imports_at) = shell_text(&run)?;
         let mut parts = Self {
             shell: run,
-            text: Vec::new(),
-            attachments_at: 0,
-            imports_at: 0,
+            text,
+            attachments_at,
+            imports_at,
             attachments: Vec::new(),
             imports: Vec::new(),
             last_import: 0,
             taken: BTreeSet::new(),
         };
-        parts.write_shell()?;
         parts.append(&imports, &attachments)?;
         Ok(parts)
     }
@@ -113,11 +114,6 @@ impl RunParts {
         }
         hasher.update(&self.text[from..]);
         hex(&hasher.finalize())
-    }
-
-    fn write_shell(&mut self) -> Result<(), String> {
-        (self.text, self.attachments_at, self.imports_at) = shell_text(&self.shell)?;
-        Ok(())
     }
 }
 
