@@ -1,7 +1,7 @@
 //! The one place that makes file writes durable and atomic: hash while writing, fsync the
 //! file, rename (replacing, or refusing to replace), fsync the directory. Every I/O error
-//! leaving this module names its path, but for a [`Tee`]'s read of its source, which
-//! comes as the source gave it: the caller names the source ([`PathIoError::of_tee`]).
+//! leaving this module names its path, but for the read of a source beside a [`Tee`],
+//! which comes as the source gave it: the caller names the source ([`PathIoError::of_tee`]).
 //!
 //! Owns no paths of its own: the archive decides where files go, this module only how they
 //! get there safely.
@@ -248,9 +248,9 @@ impl NewFile {
 /// inside the kernel where the filesystem can (`std::io::copy` between files uses
 /// `copy_file_range`, and falls back to reading and writing): the bytes never pass through
 /// this process, and whoever reads the copy back ([`CopiedFile::reader`]) hashes it.
-/// [`CopiedFile::tee`] writes into the copy every byte a reader takes from the source, so
-/// the reader's hash is of the very buffers written and reading starts at once instead of
-/// after the whole copy. Either way a digest is of what the archive holds, even if the
+/// [`CopiedFile::tee`] writes into the copy every buffer the reader of the source hands it
+/// as soon as it is read, so the reader's hash is of the very buffers written and reading
+/// starts at once instead of after the whole copy. Either way a digest is of what the archive holds, even if the
 /// source changed meanwhile. Dropped before [`CopiedFile::finish`], it removes itself.
 pub struct CopiedFile {
     path: PathBuf,
@@ -284,14 +284,12 @@ impl CopiedFile {
         })
     }
 
-    /// A reader of `source` that writes everything it reads into the copy before handing
-    /// it out, and the [`WriteBack`] that sends the copy's data to disk as it grows (run it
-    /// on another thread; it returns once the tee is dropped). A failed write is read as
-    /// an error that [`PathIoError::of_tee`] tells from a failed read.
-    pub fn tee<R: Read>(&self, source: R) -> (Tee<'_, R>, WriteBack<'_>) {
+    /// A [`Tee`] that writes into the copy what is read from the source, and the
+    /// [`WriteBack`] that sends the copy's data to disk as it grows (run it on another
+    /// thread; it returns once the tee is dropped).
+    pub fn tee(&self) -> (Tee<'_>, WriteBack<'_>) {
         let (kick, kicks) = mpsc::sync_channel(1);
         let tee = Tee {
-            source,
             copy: self,
             unsynced: 0,
             write_back_every: WRITE_BACK_BYTES,
@@ -341,9 +339,9 @@ impl CopiedFile {
 /// "Write-back").
 const WRITE_BACK_BYTES: u64 = 16 << 20;
 
-/// Reads a source and writes what it reads into a [`CopiedFile`] ([`CopiedFile::tee`]).
-pub struct Tee<'c, R> {
-    source: R,
+/// Writes what is read from a source into a [`CopiedFile`] ([`CopiedFile::tee`]), buffer by
+/// buffer as it is read.
+pub struct Tee<'c> {
     copy: &'c CopiedFile,
     /// Bytes written since the write-back was last asked for.
     unsynced: u64,
@@ -352,22 +350,23 @@ pub struct Tee<'c, R> {
     kick: mpsc::SyncSender<()>,
 }
 
-impl<R: Read> Read for Tee<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.source.read(buf)?;
+impl Tee<'_> {
+    /// Writes `bytes`, just read from the source, into the copy; `ended`: the source is at
+    /// its end. A failed write is an error that [`PathIoError::of_tee`] tells from a failed
+    /// read of the source.
+    pub fn write(&mut self, bytes: &[u8], ended: bool) -> io::Result<()> {
         let mut file = self.copy.file();
-        file.write_all(&buf[..n])
+        file.write_all(bytes)
             .map_err(|error| io::Error::other(io_at("writing", &self.copy.path)(error)))?;
-        self.unsynced += n as u64;
+        self.unsynced += bytes.len() as u64;
         // At the source's end the rest goes to disk while the last lines are parsed, not
         // after them.
-        let ended = n == 0 && !buf.is_empty();
         if self.unsynced >= self.write_back_every || (ended && self.unsynced > 0) {
             // A write-back still running takes this data too: no need to queue another.
             let _ = self.kick.try_send(());
             self.unsynced = 0;
         }
-        Ok(n)
+        Ok(())
     }
 }
 
@@ -404,8 +403,8 @@ impl<'c> WriteBack<'c> {
 }
 
 impl PathIoError {
-    /// The error of a read through a [`Tee`]: its copy's failed write as it is, else a
-    /// failed read of the source, named by `source`.
+    /// The error of a read of `source` beside a [`Tee`]: the copy's failed write as it
+    /// is, else a failed read of the source, named by `source`.
     pub fn of_tee(error: io::Error, source: &Path) -> Self {
         if error
             .get_ref()
@@ -727,20 +726,33 @@ mod tests {
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
+    /// Reads `source` through `tee` as an import does, 8 KiB at a time, hashing each
+    /// buffer the tee wrote.
+    fn read_through(source: &[u8], mut tee: Tee<'_>) -> io::Result<ContentDigest> {
+        let mut hashing = HashingWriter::new(io::sink());
+        let mut buffers = source.chunks(8 << 10).peekable();
+        if source.is_empty() {
+            tee.write(source, true)?;
+        }
+        while let Some(buffer) = buffers.next() {
+            tee.write(buffer, buffers.peek().is_none())?;
+            hashing.write_all(buffer)?;
+        }
+        Ok(hashing.finish().1)
+    }
+
     #[test]
     fn a_tee_copies_what_it_reads_and_the_reader_hashes_those_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let source: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
         let path = dir.path().join("copy");
         let copy = CopiedFile::create_empty(&path).unwrap();
-        let (mut tee, write_back) = copy.tee(&source[..]);
+        let (mut tee, write_back) = copy.tee();
         // A write-back every 64 KiB: the write-back thread syncs the copy while it grows.
         tee.write_back_every = 64 << 10;
         let digest = std::thread::scope(|scope| {
             let writing_back = scope.spawn(|| write_back.run());
-            let mut reader = HashingReader::new(tee);
-            io::copy(&mut reader, &mut io::sink()).unwrap();
-            let digest = reader.finish();
+            let digest = read_through(&source, tee).unwrap();
             // The write-back ends once the tee is gone, having run at least once (the
             // first kick always finds room in the channel).
             assert!(writing_back.join().unwrap().unwrap() >= 1);
@@ -756,10 +768,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("copy");
         let copy = CopiedFile::create_empty(&path).unwrap();
-        let (tee, write_back) = copy.tee(&b"less than a write-back's worth"[..]);
+        let (tee, write_back) = copy.tee();
         let write_backs = std::thread::scope(|scope| {
             let writing_back = scope.spawn(|| write_back.run());
-            io::copy(&mut HashingReader::new(tee), &mut io::sink()).unwrap();
+            read_through(b"less than a write-back's worth", tee).unwrap();
             writing_back.join().unwrap().unwrap()
         });
         // Short of WRITE_BACK_BYTES, the only write-back is the one at the end.
@@ -774,11 +786,11 @@ mod tests {
         // A file that cannot be synced (fdatasync of /dev/null is EINVAL): the write-back
         // fails on it, naming it, so it was synced with the copy.
         let beside = Path::new("/dev/null");
-        let (tee, write_back) = copy.tee(&b"some bytes"[..]);
+        let (tee, write_back) = copy.tee();
         let write_back = write_back.also(File::options().write(true).open(beside).unwrap(), beside);
         let failed = std::thread::scope(|scope| {
             let writing_back = scope.spawn(|| write_back.run());
-            io::copy(&mut HashingReader::new(tee), &mut io::sink()).unwrap();
+            read_through(b"some bytes", tee).unwrap();
             writing_back.join().unwrap().unwrap_err()
         });
         assert_eq!((failed.action, failed.path.as_path()), ("syncing", beside));
@@ -794,8 +806,8 @@ mod tests {
             path: path.clone(),
             file: Some(File::open(&path).unwrap()),
         };
-        let (tee, _write_back) = copy.tee(&b"some bytes"[..]);
-        let failed = io::copy(&mut HashingReader::new(tee), &mut io::sink()).unwrap_err();
+        let (tee, _write_back) = copy.tee();
+        let failed = read_through(b"some bytes", tee).unwrap_err();
         let source = Path::new("/inputs/a.jsonl");
         let told = PathIoError::of_tee(failed, source);
         assert_eq!(

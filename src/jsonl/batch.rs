@@ -106,9 +106,26 @@ fn line_bytes(raw: &[u8], number: u64) -> Result<Option<&[u8]>, LineError> {
     Ok((!is_blank(bytes)).then_some(bytes))
 }
 
+/// Sees the bytes a [`Batcher`] reads, each run once it is read: a copy of the source, its
+/// digest, progress. The batcher reads straight into its batch; a reader wrapped around
+/// the source instead had every buffer zeroed before each read (`Read::read` takes
+/// initialized memory), 1.6 % of an import's CPU.
+pub trait Observer {
+    /// `bytes` were just read; `ended`: the source is at its end.
+    fn observe(&mut self, bytes: &[u8], ended: bool) -> io::Result<()>;
+}
+
+/// Nothing to see.
+impl Observer for () {
+    fn observe(&mut self, _: &[u8], _: bool) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// Cuts a stream into line batches.
-pub struct Batcher<R> {
+pub struct Batcher<R, O = ()> {
     inner: R,
+    observer: O,
     /// The number of the last line handed out.
     line_number: u64,
     /// The start of a line not yet ended.
@@ -123,8 +140,16 @@ pub struct Batcher<R> {
 impl<R: Read> Batcher<R> {
     /// A batcher over `inner`, starting at line 1.
     pub fn new(inner: R) -> Self {
+        Self::observed(inner, ())
+    }
+}
+
+impl<R: Read, O: Observer> Batcher<R, O> {
+    /// A batcher over `inner` whose reads `observer` sees, starting at line 1.
+    pub fn observed(inner: R, observer: O) -> Self {
         Self {
             inner,
+            observer,
             line_number: 0,
             carry: Vec::new(),
             carry_has_lines: false,
@@ -143,13 +168,20 @@ impl<R: Read> Batcher<R> {
         self.inner
     }
 
-    /// Reads up to `want` more bytes onto `data`; notes the end of the stream.
+    /// Gives back the observer.
+    pub fn into_observer(self) -> O {
+        self.observer
+    }
+
+    /// Reads up to `want` more bytes onto `data` (into its spare room as it is, when the
+    /// source is a file), shows them to the observer; notes the end of the stream.
     fn fill(&mut self, data: &mut Vec<u8>, want: usize) -> io::Result<()> {
+        let start = data.len();
         let read = (&mut self.inner).take(want as u64).read_to_end(data)?;
         if read < want {
             self.at_end = true;
         }
-        Ok(())
+        self.observer.observe(&data[start..], self.at_end)
     }
 
     /// The next batch, or `None` at the end of the stream. A line over the size limit is
@@ -294,6 +326,43 @@ mod tests {
             all[200_001],
             (200_002, Ok(Some(b"{\"last\": true}".to_vec())))
         );
+    }
+
+    /// Keeps what a batcher showed it.
+    #[derive(Default)]
+    struct Kept {
+        bytes: Vec<u8>,
+        ended: Vec<bool>,
+    }
+
+    impl Observer for Kept {
+        fn observe(&mut self, bytes: &[u8], ended: bool) -> io::Result<()> {
+            self.bytes.extend_from_slice(bytes);
+            self.ended.push(ended);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_observer_sees_every_byte_once_in_order_and_the_end_last() {
+        // Several batches, then an overlong line: its bytes are skipped, not kept in a
+        // batch, yet they are read and must reach the raw copy all the same.
+        let mut text = Vec::new();
+        for i in 0..100_000 {
+            text.extend_from_slice(format!("{{\"i\": {i}}}\n").as_bytes());
+        }
+        text.extend(std::iter::repeat_n(b'x', MAX_LINE_BYTES + 1));
+        text.extend_from_slice(b"\n{}\n");
+        let mut batcher = Batcher::observed(&text[..], Kept::default());
+        let mut batches = 0;
+        while batcher.next_batch().unwrap().is_some() {
+            batches += 1;
+        }
+        let kept = batcher.into_observer();
+        assert!(batches > 3, "several batches");
+        assert!(kept.bytes == text, "every byte once, in order");
+        assert_eq!(kept.ended.last(), Some(&true));
+        assert_eq!(kept.ended.iter().filter(|ended| **ended).count(), 1);
     }
 
     #[test]

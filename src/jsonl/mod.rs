@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use std::fmt;
 use std::io::{self, BufRead};
 
-pub use batch::{Batcher, LineBatch};
+pub use batch::{Batcher, LineBatch, Observer};
 pub use path::{FieldPath, PathSegment};
 pub(crate) use stream::DEPTH_LIMIT;
 pub(crate) use stream::key_tag;

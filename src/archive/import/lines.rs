@@ -1,5 +1,6 @@
 //! JSON Lines inputs: the file is read in batches of whole lines, each written into the
-//! archive's copy and hashed as it is read (the digest is of the bytes written); each
+//! archive's copy and hashed as it is read ([`Copying`]: the digest is of the bytes
+//! written); each
 //! batch is normalized on a worker thread and taken in file order by the [`Sink`], whose
 //! records a writer thread encodes and compresses.
 //!
@@ -9,15 +10,16 @@
 //! [`Sink`]: super::sink::Sink
 
 use std::fs::File;
+use std::io::{self, Write};
 
 use super::identities::Identities;
 use super::sink::{Normalized, Place, Refusal};
-use super::{FileImport, FileOutcome, ImportReport, Progressing};
+use super::{FileImport, FileOutcome, ImportReport, Progress};
 use crate::adapters::{ImportContext, JsonLine, LinesHook, TreeLinesHook};
 use crate::archive::ArchiveError;
 use crate::archive::artifacts::contract::BankIndex;
 use crate::archive::records::ThreadedWriter;
-use crate::durable::{CopiedFile, HashingReader, NewFile, PathIoError, io_at};
+use crate::durable::{ContentDigest, CopiedFile, HashingWriter, NewFile, PathIoError, Tee, io_at};
 use crate::jsonl::{self, LineBatch, Members, NonFinitePolicy, NonFiniteReplacement};
 use crate::parallel;
 use crate::record::NewRecord;
@@ -47,10 +49,14 @@ impl FileImport<'_, '_> {
             .len();
         let copy = CopiedFile::create_empty(&raw_path)?;
         let mut records = NewFile::create(&records_path)?;
-        let (tee, write_back) = copy.tee(&mut source);
+        let (tee, write_back) = copy.tee();
         let write_back = write_back.also(records.handle()?, &records_path);
-        let reader = HashingReader::new(Progressing::new(tee, self.progress));
-        let mut batcher = jsonl::Batcher::new(reader);
+        let copying = Copying {
+            tee,
+            hashing: HashingWriter::new(io::sink()),
+            progress: self.progress,
+        };
+        let mut batcher = jsonl::Batcher::observed(&mut source, copying);
         let context = self.import_context();
         let mut sink = self.sink(seen);
         // A problem of the whole file: its lines are then only read through (to hash the
@@ -89,7 +95,7 @@ impl FileImport<'_, '_> {
                 },
             );
             // Dropping the tee ends the write-back.
-            let raw_digest = batcher.into_inner().finish();
+            let raw_digest = batcher.into_observer().finish();
             let written_back = writing_back
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -105,6 +111,29 @@ impl FileImport<'_, '_> {
         parsed.or_else(|error: Option<ArchiveError>| error.map_or(Ok(()), Err))?;
         copy.finish()?;
         self.finish(sink, raw_digest, records, count, report)
+    }
+}
+
+/// Where the batcher's reads go once read: into the raw copy, the digest and progress.
+struct Copying<'c, 'p> {
+    tee: Tee<'c>,
+    hashing: HashingWriter<io::Sink>,
+    progress: &'p dyn Progress,
+}
+
+impl Copying<'_, '_> {
+    /// The digest of what was copied.
+    fn finish(self) -> ContentDigest {
+        self.hashing.finish().1
+    }
+}
+
+impl jsonl::Observer for Copying<'_, '_> {
+    fn observe(&mut self, bytes: &[u8], ended: bool) -> io::Result<()> {
+        self.tee.write(bytes, ended)?;
+        self.hashing.write_all(bytes)?;
+        self.progress.advance(bytes.len() as u64);
+        Ok(())
     }
 }
 
