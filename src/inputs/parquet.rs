@@ -5,7 +5,8 @@
 //!
 //! Owns only the reading: what a row means is the adapter's. Also owns what every Parquet
 //! read of babel's needs against damaged files (the records store reads through it too):
-//! [`check_chunks`] and [`contained`].
+//! [`check_chunks`], [`contained`], and batches sized by what the pages say ([`pages`],
+//! [`batch_rows_of`]).
 
 use std::fs::File;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use parquet::arrow::arrow_reader::{
 use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::column::page::{Page, PageReader};
 use parquet::errors::ParquetError;
-use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
+use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
 use parquet::file::serialized_reader::SerializedPageReader;
 use serde_json::{Map, Number, Value};
 
@@ -33,6 +34,8 @@ use super::shape::{
 };
 use crate::jsonl::{DEPTH_LIMIT, FieldPath, NonFiniteReplacement};
 use crate::record::Locator;
+
+mod pages;
 
 thread_local! {
     /// Set while [`contained`] runs on this thread, so the panic hook stays quiet.
@@ -77,11 +80,7 @@ pub fn check_chunks(metadata: &ParquetMetaData, length: u64) -> Result<(), Strin
             return Err(format!("row group {group} has a negative row count"));
         }
         for column in row_group.columns() {
-            let start = column
-                .dictionary_page_offset()
-                .filter(|&offset| offset < column.data_page_offset())
-                .unwrap_or(column.data_page_offset());
-            let size = column.compressed_size();
+            let (start, size) = chunk_range(column);
             let inside = start >= 0
                 && size >= 0
                 && column.num_values() >= 0
@@ -95,6 +94,30 @@ pub fn check_chunks(metadata: &ParquetMetaData, length: u64) -> Result<(), Strin
         }
     }
     Ok(())
+}
+
+/// Where a column chunk starts (its dictionary page, if it has one first) and how many
+/// bytes it takes, as the footer says.
+fn chunk_range(column: &ColumnChunkMetaData) -> (i64, i64) {
+    let start = column
+        .dictionary_page_offset()
+        .filter(|&offset| offset < column.data_page_offset())
+        .unwrap_or(column.data_page_offset());
+    (start, column.compressed_size())
+}
+
+/// The bytes column `column` of `group` decodes from, as its pages' headers say (see
+/// [`pages`]); the chunk lies inside the file ([`check_chunks`]).
+pub(crate) fn chunk_bytes(
+    file: &File,
+    group: &RowGroupMetaData,
+    column: usize,
+) -> Result<u64, String> {
+    let chunk = group.column(column);
+    let (start, size) = chunk_range(chunk);
+    let (start, size) = (start.max(0) as u64, size.max(0) as u64);
+    pages::chunk_bytes(file, start, start.saturating_add(size))
+        .map_err(|e| format!("column {}: {e}", chunk.column_path()))
 }
 
 /// The most bytes of footer babel decodes. A lighteval details file's is a few kilobytes,
@@ -177,22 +200,23 @@ const BATCH_ROWS: usize = 256;
 pub const BATCH_BYTES: u64 = 32 << 20;
 
 /// Rows per batch of `group` so that a batch of its `columns` (leaf indices) holds about
-/// `bytes`, as the group's average row says (uncompressed, from the footer): at least one,
-/// at most `max_rows`. An odd footer only makes batches smaller or larger within those.
+/// `bytes`, as the group's average row says: at least one, at most `max_rows`. Each
+/// column counts what its pages decode from, as their headers say ([`pages`]), not the
+/// footer's word for it: a footer that understated a chunk of long values had them all
+/// decoded in one batch. `Err` when a page cannot be read, or the columns' pages hold more
+/// than [`MAX_ROW_GROUP_BYTES`].
 ///
 /// A dictionary-encoded column decodes to far more than its pages: a key of a few bits per
 /// row stands for a value of any length (a 9.5 KB file of 300 rows sharing one 8 MiB value
 /// decoded to 2.4 GB at once). Such a column counts its longest dictionary value for each
-/// of its values. No value is longer than its column chunk (the footer's uncompressed
-/// size, which every other column's share is taken from too): only where that bound
-/// would make batches smaller is the value read from the dictionary page (`Err`: that
-/// page cannot be read). Reading it costs a page reader per column, whose codec alone
-/// took a fifth of an import into a run of 570 small records files. A DELTA_BYTE_ARRAY
-/// column's values count as long as its chunk.
+/// of its values. No value is longer than its column chunk: only where that bound would
+/// make batches smaller is the value read from the dictionary page (`Err`: that page cannot
+/// be read). Reading it costs a page reader per column, whose codec alone took a fifth of
+/// an import into a run of 570 small records files. A DELTA_BYTE_ARRAY column's values
+/// count as long as its chunk.
 ///
-/// Like every column's share, the bound takes the footer's sizes and counts as honest,
-/// and is an average over the group's rows: a list column's values may all be in one row,
-/// which is decoded whole (a footer's sizes are not checked against the pages').
+/// The bound is an average over the group's rows: a list column's values may all be in
+/// one row, which is decoded whole (within [`MAX_ROW_GROUP_BYTES`]).
 pub fn batch_rows_of(
     file: &File,
     group: &RowGroupMetaData,
@@ -200,43 +224,53 @@ pub fn batch_rows_of(
     bytes: u64,
     max_rows: usize,
 ) -> Result<usize, String> {
-    let rows_for = |width: &mut dyn FnMut(usize) -> Result<Option<u64>, String>| {
-        let mut total = 0u64;
-        for &column in columns {
-            let chunk = group.column(column);
-            let expanded = match width(column)? {
-                Some(width) => (chunk.num_values().max(0) as u64).saturating_mul(width),
-                None => 0,
-            };
-            total = total
-                .saturating_add(chunk.uncompressed_size().max(0) as u64)
-                .saturating_add(expanded);
+    let sizes = columns
+        .iter()
+        .map(|&column| chunk_bytes(file, group, column))
+        .collect::<Result<Vec<u64>, String>>()?;
+    let paged = sizes
+        .iter()
+        .fold(0u64, |sum, size| sum.saturating_add(*size));
+    if paged > MAX_ROW_GROUP_BYTES as u64 {
+        return Err(format!(
+            "the pages of a row group hold {paged} bytes uncompressed, more than the {MAX_ROW_GROUP_BYTES} babel decodes at once"
+        ));
+    }
+    let rows_for = |width: &mut dyn FnMut(usize, u64) -> Result<Option<u64>, String>| {
+        let mut total = paged;
+        for (&column, &size) in columns.iter().zip(&sizes) {
+            if let Some(width) = width(column, size)? {
+                let values = group.column(column).num_values().max(0) as u64;
+                total = total.saturating_add(values.saturating_mul(width));
+            }
         }
         let per_row = total.div_ceil(group.num_rows().max(1) as u64).max(1);
         Ok::<_, String>((bytes / per_row).clamp(1, max_rows as u64) as usize)
     };
-    let bounded = rows_for(&mut |column| expanded_width(file, group, column, false).transpose())?;
+    let bounded =
+        rows_for(&mut |column, size| expanded_width(file, group, column, size, false).transpose())?;
     if bounded == max_rows {
         return Ok(bounded);
     }
-    rows_for(&mut |column| expanded_width(file, group, column, true).transpose())
+    rows_for(&mut |column, size| expanded_width(file, group, column, size, true).transpose())
 }
 
 /// The most bytes one value of a column chunk whose pages may hold far less than its values
 /// (dictionary or DELTA_BYTE_ARRAY encoded) decodes to, with a byte array's four-byte
 /// offset; `None` for any other chunk. A dictionary's byte array is read from its page when
-/// `read`, else bounded by the chunk's size.
+/// `read`, else bounded by the chunk's `size` (what its pages decode from).
 fn expanded_width(
     file: &File,
     group: &RowGroupMetaData,
     column: usize,
+    size: u64,
     read: bool,
 ) -> Option<Result<u64, String>> {
     let chunk = group.column(column);
     // A value of DELTA_BYTE_ARRAY repeats a prefix of the one before it: like a
     // dictionary's, it may be as long as its chunk whatever its pages hold.
     if chunk.encodings().any(|e| e == Encoding::DELTA_BYTE_ARRAY) {
-        return Some(Ok(4 + chunk.uncompressed_size().max(0) as u64));
+        return Some(Ok(4 + size));
     }
     let dictionary = chunk.dictionary_page_offset().is_some()
         || chunk
@@ -254,7 +288,7 @@ fn expanded_width(
         PhysicalType::BYTE_ARRAY if read => {
             return Some(longest_dictionary_value(file, group, column).map(|n| 4 + n));
         }
-        PhysicalType::BYTE_ARRAY => 4 + chunk.uncompressed_size().max(0) as u64,
+        PhysicalType::BYTE_ARRAY => 4 + size,
     };
     Some(Ok(width))
 }
@@ -584,5 +618,76 @@ impl Shape for ParquetRows {
             }),
             Err(error) => Err(format!("cannot be read: {error}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::schema::types::SchemaDescriptor;
+    use std::path::Path;
+
+    #[test]
+    fn the_pages_of_lighteval_files_decode_from_what_their_footers_say() {
+        // pyarrow wrote these (lighteval's details): its headers, counted as babel reads
+        // them, add up to its footer's count of every chunk.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lighteval-0.13.0");
+        let mut files = vec![root];
+        let mut chunks = 0;
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "parquet") {
+                continue;
+            }
+            let file = File::open(&path).unwrap();
+            let metadata = load_metadata(&file).unwrap().unwrap();
+            for group in metadata.metadata().row_groups() {
+                for (index, chunk) in group.columns().iter().enumerate() {
+                    let paged = chunk_bytes(&file, group, index).unwrap();
+                    assert_eq!(paged, chunk.uncompressed_size() as u64, "{path:?}");
+                    chunks += 1;
+                }
+            }
+        }
+        assert!(chunks > 20, "{chunks} column chunks");
+    }
+
+    #[test]
+    fn a_row_group_whose_pages_decode_to_more_than_babel_holds_is_refused() {
+        // One page whose header says it decodes to 2 GiB (what the decompressor would
+        // allow), in a chunk the footer says is 100 bytes uncompressed.
+        use std::io::Write;
+        let mut file = tempfile::tempfile().unwrap();
+        let header = pages::tests::page_header(i32::MAX as u32, 16);
+        file.write_all(&header).unwrap();
+        file.write_all(&[0; 16]).unwrap();
+        let schema = parquet::schema::parser::parse_message_type(
+            "message m { optional binary input (STRING); }",
+        )
+        .unwrap();
+        let schema = Arc::new(SchemaDescriptor::new(Arc::new(schema)));
+        let chunk = ColumnChunkMetaData::builder(schema.column(0))
+            .set_data_page_offset(0)
+            .set_total_compressed_size(header.len() as i64 + 16)
+            .set_total_uncompressed_size(100)
+            .set_num_values(1)
+            .build()
+            .unwrap();
+        let group = RowGroupMetaData::builder(schema)
+            .set_num_rows(1)
+            .set_total_byte_size(100)
+            .set_column_metadata(vec![chunk])
+            .build()
+            .unwrap();
+        let error = batch_rows_of(&file, &group, &[0], BATCH_BYTES, BATCH_ROWS).unwrap_err();
+        assert!(
+            error.contains(&format!(
+                "more than the {MAX_ROW_GROUP_BYTES} babel decodes"
+            )),
+            "{error}"
+        );
     }
 }

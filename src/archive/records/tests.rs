@@ -421,13 +421,9 @@ fn long_records_among_short_ones_are_read_in_small_batches() {
     }
 }
 
-#[test]
-fn a_long_value_in_a_dictionary_or_a_delta_column_is_read_a_few_rows_at_a_time() {
-    // babel writes neither, but a records file may come from anyone (a bundle): here every
-    // record's input is one 2 MiB value, stored once in the column's dictionary, or as a
-    // prefix of the value before it (DELTA_BYTE_ARRAY), so each row's page entry is a few
-    // bytes. Sized by the pages, one batch held all 64 rows (128 MiB); each is now at most
-    // BATCH_BYTES.
+/// 64 records whose inputs are 2 MiB each, as Arrow batches read back from babel's own
+/// file (to be written again by the Parquet writer with other settings).
+fn long_inputs() -> Vec<arrow_array::RecordBatch> {
     let value_bytes = 2 << 20;
     let records: Vec<Record> = (0..64)
         .map(|q| {
@@ -442,7 +438,33 @@ fn a_long_value_in_a_dictionary_or_a_delta_column_is_read_a_few_rows_at_a_time()
         .unwrap()
         .build()
         .unwrap();
-    let batches: Vec<_> = reader.map(Result::unwrap).collect();
+    reader.map(Result::unwrap).collect()
+}
+
+/// Asserts that no batch of `bytes`, read whole, holds more input text than a batch may.
+fn assert_batches_bounded(bytes: &[u8], what: &str) {
+    let read = read_all(bytes, Columns::ALL);
+    for batch in &read {
+        let input: usize = (0..batch.len())
+            .map(|row| batch.text(Column::Input, row).map_or(0, str::len))
+            .sum();
+        assert!(
+            input <= crate::inputs::parquet::BATCH_BYTES as usize,
+            "{what}: a batch of {} rows, {input} bytes of input",
+            batch.len()
+        );
+    }
+    assert_eq!(read.iter().map(Batch::len).sum::<usize>(), 64);
+}
+
+#[test]
+fn a_long_value_in_a_dictionary_or_a_delta_column_is_read_a_few_rows_at_a_time() {
+    // babel writes neither, but a records file may come from anyone (a bundle): here every
+    // record's input is one 2 MiB value, stored once in the column's dictionary, or as a
+    // prefix of the value before it (DELTA_BYTE_ARRAY), so each row's page entry is a few
+    // bytes. Sized by the pages, one batch held all 64 rows (128 MiB); each is now at most
+    // BATCH_BYTES.
+    let batches = long_inputs();
     let zstd = || {
         parquet::file::properties::WriterProperties::builder()
             .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
@@ -457,17 +479,107 @@ fn a_long_value_in_a_dictionary_or_a_delta_column_is_read_a_few_rows_at_a_time()
     for (encoding, properties) in [("dictionary", dictionary), ("delta", delta)] {
         let bytes = write_parquet(&batches, properties, SCHEMA_VALUE);
         assert!(bytes.len() < 1 << 20, "{encoding}: {} bytes", bytes.len());
-        let read = read_all(&bytes, Columns::ALL);
-        for batch in &read {
-            let input: usize = (0..batch.len())
-                .map(|row| batch.text(Column::Input, row).map_or(0, str::len))
-                .sum();
-            assert!(
-                input <= crate::inputs::parquet::BATCH_BYTES as usize,
-                "{encoding}: a batch of {} rows, {input} bytes of input",
-                batch.len()
+        assert_batches_bounded(&bytes, encoding);
+    }
+}
+
+/// The footer of the Parquet file `bytes`, and where it starts.
+fn footer(bytes: &[u8]) -> (parquet::file::metadata::ParquetMetaData, usize) {
+    let end = bytes.len() - 8;
+    let length = u32::from_le_bytes(bytes[end..end + 4].try_into().unwrap()) as usize;
+    let decoded =
+        parquet::file::metadata::ParquetMetaDataReader::decode_metadata(&bytes[end - length..end]);
+    (decoded.unwrap(), end - length)
+}
+
+/// `bytes` with a footer that says each chunk of `column` decodes from no more bytes than
+/// it takes in the file (its pages say otherwise).
+fn understated(bytes: &[u8], column: Column) -> Vec<u8> {
+    let (metadata, start) = footer(bytes);
+    let groups = metadata
+        .row_groups()
+        .iter()
+        .map(|group| {
+            let chunks = group.columns().iter().enumerate().map(|(index, chunk)| {
+                let chunk = chunk.clone();
+                match index == column.index() {
+                    false => chunk,
+                    true => {
+                        let said = chunk.compressed_size();
+                        chunk
+                            .into_builder()
+                            .set_total_uncompressed_size(said)
+                            .build()
+                            .unwrap()
+                    }
+                }
+            });
+            let chunks: Vec<_> = chunks.collect();
+            let total = chunks.iter().map(|c| c.uncompressed_size()).sum();
+            group
+                .clone()
+                .into_builder()
+                .set_column_metadata(chunks)
+                .set_total_byte_size(total)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let metadata = metadata.into_builder().set_row_groups(groups).build();
+    let mut out = bytes[..start].to_vec();
+    let writer = parquet::file::metadata::ParquetMetaDataWriter::new(&mut out, &metadata);
+    writer.finish().unwrap();
+    out
+}
+
+#[test]
+fn a_footer_that_understates_a_column_does_not_make_its_batches_larger() {
+    // One row group of 64 records of 2 MiB of input each, plain: the footer says the input
+    // column decodes from a few kilobytes. Sized by the footer, one batch held every row
+    // (128 MiB); sized by what the pages' headers say, each is at most BATCH_BYTES.
+    let properties = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+        .set_dictionary_enabled(false);
+    let bytes = understated(
+        &write_parquet(&long_inputs(), properties, SCHEMA_VALUE),
+        Column::Input,
+    );
+    let said = footer(&bytes)
+        .0
+        .row_group(0)
+        .column(Column::Input.index())
+        .uncompressed_size();
+    assert!(said < 1 << 20, "the footer says {said} bytes");
+    assert_batches_bounded(&bytes, "understated");
+}
+
+#[test]
+fn the_pages_of_a_file_babel_wrote_decode_from_what_its_footer_says() {
+    // What the pages' headers say of each chunk, summed, is the footer's own count (which
+    // counts the headers too) for an honest file: every column kind, a dictionary page,
+    // statistics in the headers, several row groups.
+    let records: Vec<Record> = (0..20_000)
+        .map(|q| {
+            let mut record = record(&format!("q{q}"), Some(q % 3 == 0));
+            let long = if q % 500 == 0 { 2 << 20 } else { 100 };
+            record.input = json!({"question": "y".repeat(long)});
+            record
+        })
+        .collect();
+    let bytes = write(&records);
+    let mut file = tempfile::tempfile().unwrap();
+    file.write_all(&bytes).unwrap();
+    let metadata = footer(&bytes).0;
+    let groups = metadata.row_groups();
+    assert!(groups.len() > 1, "{} row groups", groups.len());
+    for group in groups {
+        for (index, chunk) in group.columns().iter().enumerate() {
+            assert_eq!(
+                crate::inputs::parquet::chunk_bytes(&file, group, index).unwrap(),
+                chunk.uncompressed_size() as u64,
+                "{}",
+                chunk.column_path()
             );
         }
-        assert_eq!(read.iter().map(Batch::len).sum::<usize>(), 64);
     }
 }
