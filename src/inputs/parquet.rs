@@ -5,7 +5,7 @@
 //!
 //! Owns only the reading: what a row means is the adapter's. Also owns what every Parquet
 //! read of babel's needs against damaged files (the records store reads through it too):
-//! [`check_chunks`], [`contained`], and batches sized by what the pages say ([`pages`],
+//! [`check_chunks`], [`contained`], and batches sized by what the pages say (`pages`,
 //! [`batch_rows_of`]).
 
 use std::fs::File;
@@ -107,7 +107,7 @@ fn chunk_range(column: &ColumnChunkMetaData) -> (i64, i64) {
 }
 
 /// The bytes column `column` of `group` decodes from, as its pages' headers say (see
-/// [`pages`]); the chunk lies inside the file ([`check_chunks`]).
+/// `pages`); the chunk lies inside the file ([`check_chunks`]).
 pub(crate) fn chunk_bytes(
     file: &File,
     group: &RowGroupMetaData,
@@ -201,7 +201,7 @@ pub const BATCH_BYTES: u64 = 32 << 20;
 
 /// Rows per batch of `group` so that a batch of its `columns` (leaf indices) holds about
 /// `bytes`, as the group's average row says: at least one, at most `max_rows`. Each
-/// column counts what its pages decode from, as their headers say ([`pages`]), not the
+/// column counts what its pages decode from, as their headers say (`pages`), not the
 /// footer's word for it: a footer that understated a chunk of long values had them all
 /// decoded in one batch. `Err` when a page cannot be read, or the columns' pages hold more
 /// than [`MAX_ROW_GROUP_BYTES`].
