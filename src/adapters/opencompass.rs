@@ -114,7 +114,7 @@ struct Dataset {
     model_warning: Option<String>,
 }
 
-fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, AdapterError> {
+fn begin(mut header: super::Header, context: &ImportContext<'_>) -> Result<Begun, AdapterError> {
     let root = FieldPath::root();
     let abbr = context
         .source
@@ -122,8 +122,11 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
         .strip_suffix(".json")
         .unwrap_or(context.source.basename);
     let results_file = format!("results/{}/{abbr}.json", context.source.folder);
-    let results = header.members.get(RESULTS).and_then(Value::as_object);
-    let Some(results) = results else {
+    let results = match header.members.shift_remove(RESULTS) {
+        Some(Value::Object(results)) => Some(results),
+        _ => None,
+    };
+    let Some(mut results) = results else {
         return Err(AdapterError::new(
             root,
             format!("{results_file} is not a JSON object: not the results OpenCompass writes"),
@@ -148,7 +151,9 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
         "the OpenCompass model (the predictions/<model>/ folder)",
         context,
     )?;
-    let (details, scored) = details_by_position(results.get("details"), &results_file)?;
+    // Moved out, not copied: a results file of numbers held as a tree takes tens of times
+    // its size, and a copy of its details twice that.
+    let (details, scored) = details_by_position(results.shift_remove("details"), &results_file)?;
     let ids = header
         .members
         .get(IDS)
@@ -164,12 +169,12 @@ fn begin(header: super::Header, context: &ImportContext<'_>) -> Result<Begun, Ad
             details,
             joined,
             scored,
-            rotations: rotations(results),
+            rotations: rotations(&results),
             ids,
             results_file,
             model_warning,
         }),
-        producer: producer(abbr, context.source.folder, results),
+        producer: producer(abbr, context.source.folder, &results),
     })
 }
 
@@ -246,7 +251,7 @@ fn producer(abbr: &str, model: &str, results: &Map<String, Value>) -> Map<String
 /// The results' `details` by position, from either shape (a list, or an object keyed by
 /// position beside a `"type"`), and whether any entry carries `correct`.
 fn details_by_position(
-    details: Option<&Value>,
+    details: Option<Value>,
     results_file: &str,
 ) -> Result<(Entries, bool), AdapterError> {
     let at = FieldPath::root().key("details");
@@ -259,9 +264,9 @@ fn details_by_position(
     let mut out = Entries::new();
     match details {
         Some(Value::Array(entries)) => {
-            for (position, entry) in entries.iter().enumerate() {
-                if let Some(entry) = entry.as_object() {
-                    out.insert(position as u64, entry.clone());
+            for (position, entry) in entries.into_iter().enumerate() {
+                if let Value::Object(entry) = entry {
+                    out.insert(position as u64, entry);
                 }
             }
         }
@@ -272,12 +277,12 @@ fn details_by_position(
                 }
                 let Ok(position) = key.parse::<u64>() else {
                     return Err(problem(
-                        at.key(key),
+                        at.key(&key),
                         "a details key that is neither \"type\" nor a position".into(),
                     ));
                 };
-                if let Some(entry) = entry.as_object() {
-                    out.insert(position, entry.clone());
+                if let Value::Object(entry) = entry {
+                    out.insert(position, entry);
                 }
             }
         }
@@ -293,7 +298,7 @@ fn details_by_position(
         Some(other) => {
             return Err(problem(
                 at,
-                format!("expected a list or an object, found {}", describe(other)),
+                format!("expected a list or an object, found {}", describe(&other)),
             ));
         }
     }

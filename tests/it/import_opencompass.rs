@@ -557,3 +557,55 @@ fn a_predictions_file_named_from_inside_its_folder_still_names_its_model_and_res
     );
     assert_eq!(env.records("o").len(), 20);
 }
+
+#[test]
+fn a_results_file_of_numbers_is_held_once_not_copied() {
+    // A results file held as a tree takes tens of times its size when its details are
+    // numbers (a list of 200 per item here), and its details were copied out of it: 3.7 GB
+    // for 94 MB before the eighth session of 2026-12-05, 2.2 GB since (moved, not copied).
+    // Here 40,000 items, 30 MB of results: 1.4 GB (47 times the file) copied, 0.84 GB (28
+    // times) moved.
+    let env = Env::with_archive();
+    let folder = env.path().join("numbers");
+    let (predictions, results) = (folder.join("predictions/m"), folder.join("results/m"));
+    std::fs::create_dir_all(&predictions).unwrap();
+    std::fs::create_dir_all(&results).unwrap();
+    let numbers: Vec<String> = (0..200).map(|n| n.to_string()).collect();
+    let numbers = numbers.join(",");
+    let (mut details, mut items) = (String::from("{\"type\":\"GEN\""), String::from("{"));
+    for i in 0..40_000 {
+        details.push_str(&format!(
+            ",\"{i}\":{{\"prompt\":\"q{i}\",\"predictions\":\"a\",\"references\":\"a\",\"scores\":[{numbers}]}}"
+        ));
+        let comma = if i > 0 { "," } else { "" };
+        items.push_str(&format!(
+            "{comma}\"{i}\":{{\"origin_prompt\":\"q{i}\",\"prediction\":\"a\",\"gold\":\"a\"}}"
+        ));
+    }
+    details.push('}');
+    items.push('}');
+    let results_text = format!("{{\"accuracy\":100.0,\"details\":{details}}}");
+    std::fs::write(results.join("x.json"), &results_text).unwrap();
+    std::fs::write(predictions.join("x.json"), items).unwrap();
+    env.babel(&["run", "create", "n", "--model", "m"])
+        .assert()
+        .success();
+    let peak_kib = crate::common::peak_kib(
+        &env,
+        &[
+            "-q".as_ref(),
+            "import".as_ref(),
+            "n".as_ref(),
+            "--format".as_ref(),
+            "opencompass".as_ref(),
+            folder.as_os_str(),
+        ],
+    );
+    let size_kib = results_text.len() as u64 / 1024;
+    println!("results of {size_kib} KiB imported with a peak of {peak_kib} KiB");
+    assert!(
+        peak_kib < 36 * size_kib,
+        "peak {peak_kib} KiB for {size_kib} KiB"
+    );
+    assert_eq!(env.records("n").len(), 40_000);
+}
