@@ -21,7 +21,7 @@ use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
-use parquet::basic::{Encoding, Type as PhysicalType};
+use parquet::basic::Type as PhysicalType;
 use parquet::column::page::{Page, PageReader};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
@@ -96,27 +96,27 @@ pub fn check_chunks(metadata: &ParquetMetaData, length: u64) -> Result<(), Strin
     Ok(())
 }
 
-/// Where a column chunk starts (its dictionary page, if it has one first) and how many
-/// bytes it takes, as the footer says.
+/// Where a column chunk starts and how many bytes it takes, as the footer says and the
+/// reader takes it (from the dictionary page offset whenever there is one: a chunk checked
+/// from elsewhere would not be the bytes decoded).
 fn chunk_range(column: &ColumnChunkMetaData) -> (i64, i64) {
     let start = column
         .dictionary_page_offset()
-        .filter(|&offset| offset < column.data_page_offset())
         .unwrap_or(column.data_page_offset());
     (start, column.compressed_size())
 }
 
-/// The bytes column `column` of `group` decodes from, as its pages' headers say (see
-/// `pages`); the chunk lies inside the file ([`check_chunks`]).
-pub(crate) fn chunk_bytes(
+/// What the pages of column `column` of `group` say of themselves (see `pages`); the
+/// chunk lies inside the file ([`check_chunks`]).
+pub(crate) fn chunk_pages(
     file: &File,
     group: &RowGroupMetaData,
     column: usize,
-) -> Result<u64, String> {
+) -> Result<pages::Chunk, String> {
     let chunk = group.column(column);
     let (start, size) = chunk_range(chunk);
     let (start, size) = (start.max(0) as u64, size.max(0) as u64);
-    pages::chunk_bytes(file, start, start.saturating_add(size))
+    pages::chunk(file, start, start.saturating_add(size))
         .map_err(|e| format!("column {}: {e}", chunk.column_path()))
 }
 
@@ -200,23 +200,23 @@ const BATCH_ROWS: usize = 256;
 pub const BATCH_BYTES: u64 = 32 << 20;
 
 /// Rows per batch of `group` so that a batch of its `columns` (leaf indices) holds about
-/// `bytes`, as the group's average row says: at least one, at most `max_rows`. Each
-/// column counts what its pages decode from, as their headers say (`pages`), not the
-/// footer's word for it: a footer that understated a chunk of long values had them all
-/// decoded in one batch. `Err` when a page cannot be read, or the columns' pages hold more
-/// than [`MAX_ROW_GROUP_BYTES`].
+/// `bytes`, as the group's average row says: at least one, at most `max_rows`. Everything
+/// counted comes from the pages' own headers (`pages`), not the footer, which only the
+/// writer holds to them: a footer that understated a chunk of long values had them all
+/// decoded in one batch. `Err` when a page cannot be read, or the group's pages (and the
+/// values of its repeated columns, see below) hold more than [`MAX_ROW_GROUP_BYTES`].
 ///
-/// A dictionary-encoded column decodes to far more than its pages: a key of a few bits per
-/// row stands for a value of any length (a 9.5 KB file of 300 rows sharing one 8 MiB value
-/// decoded to 2.4 GB at once). Such a column counts its longest dictionary value for each
-/// of its values. No value is longer than its column chunk: only where that bound would
-/// make batches smaller is the value read from the dictionary page (`Err`: that page cannot
-/// be read). Reading it costs a page reader per column, whose codec alone took a fifth of
-/// an import into a run of 570 small records files. A DELTA_BYTE_ARRAY column's values
-/// count as long as its chunk.
+/// Each column counts its pages' bytes, and for each value it declares what decoding adds
+/// beyond them ([`value_width`]): a dictionary-encoded value decodes to far more than its
+/// page entry (a 9.5 KB file of 300 rows sharing one 8 MiB value decoded to 2.4 GB at
+/// once), so it counts its dictionary's longest value. No value is longer than its chunk:
+/// only where that bound would make batches smaller is the value read from the dictionary
+/// page. Reading it costs a page reader per column, whose codec alone took a fifth of an
+/// import into a run of 570 small records files.
 ///
-/// The bound is an average over the group's rows: a list column's values may all be in
-/// one row, which is decoded whole (within [`MAX_ROW_GROUP_BYTES`]).
+/// The bound is an average over the group's rows, and a repeated (list) column's values
+/// may all be in one row: such a column's values are counted whole against
+/// [`MAX_ROW_GROUP_BYTES`], so that one row is bounded too.
 pub fn batch_rows_of(
     file: &File,
     group: &RowGroupMetaData,
@@ -224,73 +224,82 @@ pub fn batch_rows_of(
     bytes: u64,
     max_rows: usize,
 ) -> Result<usize, String> {
-    let sizes = columns
+    let chunks = columns
         .iter()
-        .map(|&column| chunk_bytes(file, group, column))
-        .collect::<Result<Vec<u64>, String>>()?;
-    let paged = sizes
+        .map(|&column| chunk_pages(file, group, column))
+        .collect::<Result<Vec<_>, String>>()?;
+    let paged = chunks
         .iter()
-        .fold(0u64, |sum, size| sum.saturating_add(*size));
-    if paged > MAX_ROW_GROUP_BYTES as u64 {
+        .fold(0u64, |sum, chunk| sum.saturating_add(chunk.bytes));
+    let mut whole = paged;
+    for (&column, chunk) in columns.iter().zip(&chunks) {
+        if group.column(column).column_descr().max_rep_level() > 0 {
+            let width = value_width(file, group, column, chunk, true)?;
+            whole = whole.saturating_add(chunk.values.saturating_mul(width));
+        }
+    }
+    if whole > MAX_ROW_GROUP_BYTES as u64 {
         return Err(format!(
-            "the pages of a row group hold {paged} bytes uncompressed, more than the {MAX_ROW_GROUP_BYTES} babel decodes at once"
+            "the pages of a row group decode to {whole} bytes or more, more than the {MAX_ROW_GROUP_BYTES} babel decodes at once"
         ));
     }
-    let rows_for = |width: &mut dyn FnMut(usize, u64) -> Result<Option<u64>, String>| {
+    let rows_for = |read: bool| {
         let mut total = paged;
-        for (&column, &size) in columns.iter().zip(&sizes) {
-            if let Some(width) = width(column, size)? {
-                let values = group.column(column).num_values().max(0) as u64;
-                total = total.saturating_add(values.saturating_mul(width));
-            }
+        for (&column, chunk) in columns.iter().zip(&chunks) {
+            let width = value_width(file, group, column, chunk, read)?;
+            total = total.saturating_add(chunk.values.saturating_mul(width));
         }
         let per_row = total.div_ceil(group.num_rows().max(1) as u64).max(1);
         Ok::<_, String>((bytes / per_row).clamp(1, max_rows as u64) as usize)
     };
-    let bounded =
-        rows_for(&mut |column, size| expanded_width(file, group, column, size, false).transpose())?;
+    let bounded = rows_for(false)?;
     if bounded == max_rows {
         return Ok(bounded);
     }
-    rows_for(&mut |column, size| expanded_width(file, group, column, size, true).transpose())
+    rows_for(true)
 }
 
-/// The most bytes one value of a column chunk whose pages may hold far less than its values
-/// (dictionary or DELTA_BYTE_ARRAY encoded) decodes to, with a byte array's four-byte
-/// offset; `None` for any other chunk. A dictionary's byte array is read from its page when
-/// `read`, else bounded by the chunk's `size` (what its pages decode from).
-fn expanded_width(
+/// What one value of a column chunk decodes to beyond its pages' bytes: its two levels,
+/// a fixed width (whatever the encoding: a run or a delta of nothing makes any number of
+/// values of a few bytes), a byte array's offset and, for a chunk whose pages hold far
+/// less than its values (dictionary or DELTA_BYTE_ARRAY encoded, as `chunk`'s pages say),
+/// the value itself. A dictionary's byte array is read from its page when `read` (and the
+/// chunk's one dictionary page is its first, as writers write it), else bounded by the
+/// chunk; a DELTA_BYTE_ARRAY value, which repeats a prefix of the one before it, by the
+/// chunk.
+fn value_width(
     file: &File,
     group: &RowGroupMetaData,
     column: usize,
-    size: u64,
+    chunk: &pages::Chunk,
     read: bool,
-) -> Option<Result<u64, String>> {
-    let chunk = group.column(column);
-    // A value of DELTA_BYTE_ARRAY repeats a prefix of the one before it: like a
-    // dictionary's, it may be as long as its chunk whatever its pages hold.
-    if chunk.encodings().any(|e| e == Encoding::DELTA_BYTE_ARRAY) {
-        return Some(Ok(4 + size));
-    }
-    let dictionary = chunk.dictionary_page_offset().is_some()
-        || chunk
-            .encodings()
-            .any(|e| matches!(e, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY));
-    if !dictionary {
-        return None;
-    }
-    let width = match chunk.column_type() {
+) -> Result<u64, String> {
+    const LEVELS: u64 = 4;
+    let descr = group.column(column).column_descr();
+    let width = match descr.physical_type() {
         PhysicalType::BOOLEAN => 1,
         PhysicalType::INT32 | PhysicalType::FLOAT => 4,
         PhysicalType::INT64 | PhysicalType::DOUBLE => 8,
         PhysicalType::INT96 => 12,
-        PhysicalType::FIXED_LEN_BYTE_ARRAY => chunk.column_descr().type_length().max(0) as u64,
-        PhysicalType::BYTE_ARRAY if read => {
-            return Some(longest_dictionary_value(file, group, column).map(|n| 4 + n));
+        PhysicalType::FIXED_LEN_BYTE_ARRAY => descr.type_length().max(0) as u64,
+        PhysicalType::BYTE_ARRAY => {
+            let value = if chunk.delta {
+                chunk.bytes
+            } else if chunk.dictionary
+                && read
+                && chunk.dictionary_pages == 1
+                && chunk.dictionary_first
+            {
+                longest_dictionary_value(file, group, column)?
+            } else if chunk.dictionary {
+                chunk.bytes
+            } else {
+                0
+            };
+            4 + value
         }
-        PhysicalType::BYTE_ARRAY => 4 + size,
     };
-    Some(Ok(width))
+    Ok(LEVELS + width)
 }
 
 /// The length of the longest value on the dictionary page of a byte-array column chunk
@@ -622,15 +631,30 @@ impl Shape for ParquetRows {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use parquet::file::metadata::ColumnChunkMetaData;
     use parquet::schema::types::SchemaDescriptor;
     use std::path::Path;
 
+    /// What the pages of an honest chunk say (`paged`: each page's header and the larger
+    /// of its stored and uncompressed size) against its footer, which counts the headers
+    /// and the uncompressed sizes: no less, and more only by pages stored larger than
+    /// they decode (a few bytes that zstd's frame outweighs).
+    pub(crate) fn assert_honest(paged: u64, chunk: &ColumnChunkMetaData, what: &str) {
+        let said = chunk.uncompressed_size() as u64;
+        let stored = chunk.compressed_size() as u64;
+        assert!(
+            said <= paged && paged <= said + stored,
+            "{what}, {}: pages {paged}, footer {said}, stored {stored}",
+            chunk.column_path()
+        );
+    }
+
     #[test]
     fn the_pages_of_lighteval_files_decode_from_what_their_footers_say() {
-        // pyarrow wrote these (lighteval's details): its headers, counted as babel reads
-        // them, add up to its footer's count of every chunk.
+        // pyarrow wrote these (lighteval's details): their headers, counted as babel reads
+        // them, agree with the footer's count of every chunk.
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lighteval-0.13.0");
         let mut files = vec![root];
         let mut chunks = 0;
@@ -646,13 +670,48 @@ mod tests {
             let metadata = load_metadata(&file).unwrap().unwrap();
             for group in metadata.metadata().row_groups() {
                 for (index, chunk) in group.columns().iter().enumerate() {
-                    let paged = chunk_bytes(&file, group, index).unwrap();
-                    assert_eq!(paged, chunk.uncompressed_size() as u64, "{path:?}");
+                    let paged = chunk_pages(&file, group, index).unwrap().bytes;
+                    assert_honest(paged, chunk, &format!("{path:?}"));
                     chunks += 1;
                 }
             }
         }
         assert!(chunks > 20, "{chunks} column chunks");
+    }
+
+    /// A group of one row of one column of `schema`, whose chunk starts at
+    /// `data_page_offset` (with a dictionary page at `dictionary`) and takes `stored`
+    /// bytes; the footer says it decodes to 100.
+    fn one_column_group(
+        schema: &str,
+        data_page_offset: i64,
+        dictionary: Option<i64>,
+        stored: i64,
+    ) -> RowGroupMetaData {
+        let schema = parquet::schema::parser::parse_message_type(schema).unwrap();
+        let schema = Arc::new(SchemaDescriptor::new(Arc::new(schema)));
+        let chunk = ColumnChunkMetaData::builder(schema.column(0))
+            .set_data_page_offset(data_page_offset)
+            .set_dictionary_page_offset(dictionary)
+            .set_total_compressed_size(stored)
+            .set_total_uncompressed_size(100)
+            .set_num_values(1)
+            .build()
+            .unwrap();
+        RowGroupMetaData::builder(schema)
+            .set_num_rows(1)
+            .set_total_byte_size(100)
+            .set_column_metadata(vec![chunk])
+            .build()
+            .unwrap()
+    }
+
+    const TEXT: &str = "message m { optional binary input (STRING); }";
+
+    fn assert_refused(file: &File, group: &RowGroupMetaData) {
+        let error = batch_rows_of(file, group, &[0], BATCH_BYTES, BATCH_ROWS).unwrap_err();
+        let limit = format!("more than the {MAX_ROW_GROUP_BYTES} babel decodes");
+        assert!(error.contains(&limit), "{error}");
     }
 
     #[test]
@@ -664,30 +723,43 @@ mod tests {
         let header = pages::tests::page_header(i32::MAX as u32, 16);
         file.write_all(&header).unwrap();
         file.write_all(&[0; 16]).unwrap();
-        let schema = parquet::schema::parser::parse_message_type(
-            "message m { optional binary input (STRING); }",
-        )
-        .unwrap();
-        let schema = Arc::new(SchemaDescriptor::new(Arc::new(schema)));
-        let chunk = ColumnChunkMetaData::builder(schema.column(0))
-            .set_data_page_offset(0)
-            .set_total_compressed_size(header.len() as i64 + 16)
-            .set_total_uncompressed_size(100)
-            .set_num_values(1)
-            .build()
-            .unwrap();
-        let group = RowGroupMetaData::builder(schema)
-            .set_num_rows(1)
-            .set_total_byte_size(100)
-            .set_column_metadata(vec![chunk])
-            .build()
-            .unwrap();
-        let error = batch_rows_of(&file, &group, &[0], BATCH_BYTES, BATCH_ROWS).unwrap_err();
-        assert!(
-            error.contains(&format!(
-                "more than the {MAX_ROW_GROUP_BYTES} babel decodes"
-            )),
-            "{error}"
+        let stored = header.len() as i64 + 16;
+        assert_refused(&file, &one_column_group(TEXT, 0, None, stored));
+
+        // The same page behind a decoy: a page at byte 0 that decodes to nothing and
+        // stores the rest of the chunk. The reader starts at the dictionary page offset
+        // whatever the data page offset (found by the eighth session's review).
+        let mut file = tempfile::tempfile().unwrap();
+        let decoy = pages::tests::page_header(0, stored as u32);
+        file.write_all(&decoy).unwrap();
+        file.write_all(&header).unwrap();
+        file.write_all(&[0; 16]).unwrap();
+        let dictionary = Some(decoy.len() as i64);
+        assert_refused(&file, &one_column_group(TEXT, 0, dictionary, stored));
+    }
+
+    #[test]
+    fn a_list_whose_values_could_fill_one_row_past_what_babel_holds_is_refused() {
+        // A few bytes of page declare 2^31 - 1 values of a list column: they may all be in
+        // the group's one row, so the group is refused, whatever the batch size.
+        use std::io::Write;
+        let mut file = tempfile::tempfile().unwrap();
+        let header = pages::tests::page(0, 8, 8, i32::MAX.into(), 5);
+        file.write_all(&header).unwrap();
+        file.write_all(&[0; 8]).unwrap();
+        let list = "message m { optional group l (LIST) { repeated group list { optional int64 element; } } }";
+        let stored = header.len() as i64 + 8;
+        assert_refused(&file, &one_column_group(list, 0, None, stored));
+        // The same page in a column that is not repeated: one value a row, read a few
+        // rows at a time.
+        let flat = "message m { optional int64 element; }";
+        let rows = batch_rows_of(
+            &file,
+            &one_column_group(flat, 0, None, stored),
+            &[0],
+            BATCH_BYTES,
+            BATCH_ROWS,
         );
+        assert_eq!(rows, Ok(1));
     }
 }

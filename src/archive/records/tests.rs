@@ -4,6 +4,7 @@ use serde_json::{Map, Value, json};
 
 use super::*;
 use crate::record::{DEFAULT_FILTER, IdentityScope, NewRecord, Record, Source};
+use parquet::file::metadata::ColumnChunkMetaData;
 
 fn record(question_id: &str, correct: Option<bool>) -> Record {
     Record {
@@ -492,26 +493,22 @@ fn footer(bytes: &[u8]) -> (parquet::file::metadata::ParquetMetaData, usize) {
     (decoded.unwrap(), end - length)
 }
 
-/// `bytes` with a footer that says each chunk of `column` decodes from no more bytes than
-/// it takes in the file (its pages say otherwise).
-fn understated(bytes: &[u8], column: Column) -> Vec<u8> {
+/// `bytes` with a footer in which `edit` rewrote each chunk of `column` (the pages are as
+/// they were).
+fn edited_footer(
+    bytes: &[u8],
+    column: Column,
+    edit: impl Fn(ColumnChunkMetaData) -> ColumnChunkMetaData,
+) -> Vec<u8> {
     let (metadata, start) = footer(bytes);
     let groups = metadata
         .row_groups()
         .iter()
         .map(|group| {
             let chunks = group.columns().iter().enumerate().map(|(index, chunk)| {
-                let chunk = chunk.clone();
                 match index == column.index() {
-                    false => chunk,
-                    true => {
-                        let said = chunk.compressed_size();
-                        chunk
-                            .into_builder()
-                            .set_total_uncompressed_size(said)
-                            .build()
-                            .unwrap()
-                    }
+                    false => chunk.clone(),
+                    true => edit(chunk.clone()),
                 }
             });
             let chunks: Vec<_> = chunks.collect();
@@ -530,6 +527,16 @@ fn understated(bytes: &[u8], column: Column) -> Vec<u8> {
     let writer = parquet::file::metadata::ParquetMetaDataWriter::new(&mut out, &metadata);
     writer.finish().unwrap();
     out
+}
+
+/// `bytes` with a footer that says each chunk of `column` decodes from no more bytes than
+/// it takes in the file (its pages say otherwise).
+fn understated(bytes: &[u8], column: Column) -> Vec<u8> {
+    edited_footer(bytes, column, |chunk| {
+        let said = chunk.compressed_size();
+        let builder = chunk.into_builder().set_total_uncompressed_size(said);
+        builder.build().unwrap()
+    })
 }
 
 #[test]
@@ -554,10 +561,43 @@ fn a_footer_that_understates_a_column_does_not_make_its_batches_larger() {
 }
 
 #[test]
+fn a_footer_that_hides_a_dictionary_does_not_make_its_batches_larger() {
+    // Every record's input is one 2 MiB value in the dictionary; the footer says the
+    // chunk has no dictionary page and plain values only (its first page, the dictionary,
+    // named as its first data page). The reader decodes by the pages: taken from the
+    // footer, one batch held every row, 128 MiB (found by the eighth session's review).
+    let properties = parquet::file::properties::WriterProperties::builder()
+        .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+        .set_dictionary_enabled(true)
+        .set_dictionary_page_size_limit(1 << 30);
+    let honest = write_parquet(&long_inputs(), properties, SCHEMA_VALUE);
+    let bytes = edited_footer(&honest, Column::Input, |chunk| {
+        let first = chunk.dictionary_page_offset().unwrap();
+        let plain = vec![
+            parquet::basic::Encoding::PLAIN,
+            parquet::basic::Encoding::RLE,
+        ];
+        let builder = chunk
+            .into_builder()
+            .set_dictionary_page_offset(None)
+            .set_data_page_offset(first)
+            .set_encodings(plain);
+        builder.build().unwrap()
+    });
+    let chunk = footer(&bytes)
+        .0
+        .row_group(0)
+        .column(Column::Input.index())
+        .clone();
+    assert_eq!(chunk.dictionary_page_offset(), None);
+    assert_batches_bounded(&bytes, "hidden dictionary");
+}
+
+#[test]
 fn the_pages_of_a_file_babel_wrote_decode_from_what_its_footer_says() {
-    // What the pages' headers say of each chunk, summed, is the footer's own count (which
-    // counts the headers too) for an honest file: every column kind, a dictionary page,
-    // statistics in the headers, several row groups.
+    // What the pages' headers say of each chunk agrees with the footer's own count for an
+    // honest file: every column kind, a dictionary page, statistics in the headers,
+    // several row groups.
     let records: Vec<Record> = (0..20_000)
         .map(|q| {
             let mut record = record(&format!("q{q}"), Some(q % 3 == 0));
@@ -574,12 +614,8 @@ fn the_pages_of_a_file_babel_wrote_decode_from_what_its_footer_says() {
     assert!(groups.len() > 1, "{} row groups", groups.len());
     for group in groups {
         for (index, chunk) in group.columns().iter().enumerate() {
-            assert_eq!(
-                crate::inputs::parquet::chunk_bytes(&file, group, index).unwrap(),
-                chunk.uncompressed_size() as u64,
-                "{}",
-                chunk.column_path()
-            );
+            let paged = crate::inputs::parquet::chunk_pages(&file, group, index).unwrap();
+            crate::inputs::parquet::tests::assert_honest(paged.bytes, chunk, "babel's file");
         }
     }
 }

@@ -1,12 +1,17 @@
-//! What a column chunk's pages decode to, as their own headers say. The footer's sizes are
-//! the writer's word about the pages, and nothing holds a file to them; a page header's
-//! `uncompressed_page_size` is what the decompressor holds that page to (zstd, gzip and
-//! the others refuse to write past it). So a bound on memory that must hold against a
-//! file made to break it (a bundle, a lighteval file from anyone) sums the headers.
+//! What a column chunk's pages decode to, as their own headers say. The footer's sizes and
+//! encodings are the writer's word about the pages, and nothing holds a file to them; the
+//! reader decodes each page by its header. So a bound on memory that must hold against a
+//! file made to break it (a bundle, a lighteval file from anyone) reads the headers: each
+//! page's stored and uncompressed sizes (zstd and snappy, the codecs babel's reader has,
+//! are held to the uncompressed size; an uncompressed page is what it stores), how many
+//! values a data page declares, and the encoding of its values.
 //!
-//! A header is a Thrift compact-protocol struct (the Parquet format's `PageHeader`): only
-//! fields 2 (`uncompressed_page_size`) and 3 (`compressed_page_size`) are read, the rest
-//! skipped by type. The `parquet` crate decodes headers too, but not in public.
+//! A header is a Thrift compact-protocol struct (the Parquet format's `PageHeader`). The
+//! `parquet` crate decodes headers too, but not in public, and by its schema: a field it
+//! knows is read as the schema's type whatever the type the bytes give it. So every field
+//! the format defines is held to its type here (else the two readers could read the same
+//! bytes two ways, and the reader decode a page this module never saw), and a list of
+//! booleans, which the crate skips differently from the protocol, is refused.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -19,17 +24,42 @@ const MAX_HEADER_BYTES: usize = 16 << 20;
 /// How deep structs, lists and maps may nest in a header (the format's nest three deep).
 const MAX_NESTING: usize = 16;
 
-/// The sum, over the pages in bytes `start..end` of `file` (one column chunk, as the footer
-/// places it), of each page's header and uncompressed size: what the footer's
-/// `total_uncompressed_size` states for the same chunk. `Err` says what is wrong with
-/// which page.
-pub fn chunk_bytes(file: &File, start: u64, end: u64) -> Result<u64, String> {
+/// What the pages of one column chunk say of themselves.
+#[derive(Debug, Default, PartialEq)]
+pub struct Chunk {
+    /// Each page's header and the larger of its stored and uncompressed size, summed: for
+    /// an honest file, what the footer's `total_uncompressed_size` says.
+    pub bytes: u64,
+    /// The values the data pages declare (levels included: nulls and empty lists too).
+    pub values: u64,
+    /// A dictionary page, or a data page of dictionary-encoded values.
+    pub dictionary: bool,
+    /// A data page of DELTA_BYTE_ARRAY values.
+    pub delta: bool,
+    /// How many dictionary pages there are (each replaces the one before as it is read),
+    /// and whether the first page is one.
+    pub dictionary_pages: u64,
+    pub dictionary_first: bool,
+}
+
+/// The format's page types and the encodings that matter here.
+const DATA_PAGE: i64 = 0;
+const DICTIONARY_PAGE: i64 = 2;
+const DATA_PAGE_V2: i64 = 3;
+const PLAIN_DICTIONARY: i64 = 2;
+const DELTA_BYTE_ARRAY: i64 = 7;
+const RLE_DICTIONARY: i64 = 8;
+
+/// The pages in bytes `start..end` of `file` (one column chunk, where the reader reads it).
+/// `Err` says what is wrong with which page.
+pub fn chunk(file: &File, start: u64, end: u64) -> Result<Chunk, String> {
     let mut window = Window {
         bytes: vec![0; WINDOW_BYTES],
         start,
         len: 0,
     };
-    let (mut at, mut total) = (start, 0u64);
+    let mut chunk = Chunk::default();
+    let mut at = start;
     while at < end {
         let header = window.header(file, at, end)?;
         let next = at
@@ -39,12 +69,29 @@ pub fn chunk_bytes(file: &File, start: u64, end: u64) -> Result<u64, String> {
             .ok_or_else(|| {
                 format!("the page at byte {at} runs past the end of its column chunk (byte {end})")
             })?;
-        total = total
+        chunk.bytes = chunk
+            .bytes
             .saturating_add(header.length)
-            .saturating_add(header.uncompressed);
+            .saturating_add(header.compressed.max(header.uncompressed));
+        let data = match header.kind {
+            DATA_PAGE => Some(header.v1),
+            DATA_PAGE_V2 => Some(header.v2),
+            DICTIONARY_PAGE => {
+                chunk.dictionary = true;
+                chunk.dictionary_first |= at == start;
+                chunk.dictionary_pages += 1;
+                None
+            }
+            _ => None,
+        };
+        if let Some((values, encoding)) = data {
+            chunk.values = chunk.values.saturating_add(values);
+            chunk.dictionary |= matches!(encoding, PLAIN_DICTIONARY | RLE_DICTIONARY);
+            chunk.delta |= encoding == DELTA_BYTE_ARRAY;
+        }
         at = next;
     }
-    Ok(total)
+    Ok(chunk)
 }
 
 /// Bytes of a chunk read from `start` on, `len` of them valid.
@@ -93,12 +140,18 @@ impl Window {
 }
 
 /// What babel reads of a page header.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 struct Header {
     /// The header's own length in bytes.
     length: u64,
+    /// The page type.
+    kind: i64,
     uncompressed: u64,
     compressed: u64,
+    /// A version 1 data page header's value count and encoding.
+    v1: (u64, i64),
+    /// A version 2 data page header's.
+    v2: (u64, i64),
 }
 
 /// Why a header could not be read.
@@ -113,24 +166,62 @@ enum Malformed {
 /// The page header at the start of `bytes`.
 fn header(bytes: &[u8]) -> Result<Header, Malformed> {
     let mut reader = Compact { bytes, at: 0 };
+    let mut header = Header::default();
     let (mut uncompressed, mut compressed) = (None, None);
-    let mut last = 0i16;
-    while let Some((id, kind)) = reader.field(&mut last)? {
-        match (id, kind) {
-            (2, I32) => uncompressed = Some(reader.size()?),
-            (3, I32) => compressed = Some(reader.size()?),
-            (2 | 3, _) => return Err(Malformed::Bad("a page size that is not an i32")),
-            _ => reader.skip(kind, 0)?,
+    reader.read_struct(Struct::Page, 0, &mut |owner, id, value| {
+        let count = || u64::try_from(value).map_err(|_| Malformed::Bad("a negative size or count"));
+        match (owner, id) {
+            (Struct::Page, 1) => header.kind = value,
+            (Struct::Page, 2) => uncompressed = Some(count()?),
+            (Struct::Page, 3) => compressed = Some(count()?),
+            (Struct::DataPage, 1) => header.v1.0 = count()?,
+            (Struct::DataPage, 2) => header.v1.1 = value,
+            (Struct::DataPageV2, 1) => header.v2.0 = count()?,
+            (Struct::DataPageV2, 4) => header.v2.1 = value,
+            _ => {}
         }
-    }
+        Ok(())
+    })?;
     match (uncompressed, compressed) {
         (Some(uncompressed), Some(compressed)) => Ok(Header {
             length: reader.at as u64,
             uncompressed,
             compressed,
+            ..header
         }),
         _ => Err(Malformed::Bad("no page sizes")),
     }
+}
+
+/// The structs of a page header.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Struct {
+    Page,
+    DataPage,
+    IndexPage,
+    DictionaryPage,
+    DataPageV2,
+    Statistics,
+}
+
+/// The type the format gives field `id` of `owner` (and the struct it is, for a struct),
+/// `None` for a field it does not define.
+fn known(owner: Struct, id: i16) -> Option<(u8, Option<Struct>)> {
+    use Struct::{DataPage, DataPageV2, DictionaryPage, IndexPage, Page, Statistics};
+    Some(match (owner, id) {
+        (Page, 1..=4) | (DataPage, 1..=4) | (DictionaryPage, 1 | 2) | (DataPageV2, 1..=6) => {
+            (I32, None)
+        }
+        (Page, 5) => (STRUCT, Some(DataPage)),
+        (Page, 6) => (STRUCT, Some(IndexPage)),
+        (Page, 7) => (STRUCT, Some(DictionaryPage)),
+        (Page, 8) => (STRUCT, Some(DataPageV2)),
+        (DataPage, 5) | (DataPageV2, 8) => (STRUCT, Some(Statistics)),
+        (DictionaryPage, 3) | (DataPageV2, 7) | (Statistics, 7 | 8) => (BOOL_TRUE, None),
+        (Statistics, 1 | 2 | 5 | 6) => (BINARY, None),
+        (Statistics, 3 | 4 | 9) => (I64, None),
+        _ => return None,
+    })
 }
 
 // The Thrift compact protocol's type ids.
@@ -175,14 +266,6 @@ impl Compact<'_> {
     fn zigzag(&mut self) -> Result<i64, Malformed> {
         let value = self.varint()?;
         Ok((value >> 1) as i64 ^ -((value & 1) as i64))
-    }
-
-    /// A page size: an i32, not negative.
-    fn size(&mut self) -> Result<u64, Malformed> {
-        i32::try_from(self.zigzag()?)
-            .ok()
-            .and_then(|size| u64::try_from(size).ok())
-            .ok_or(Malformed::Bad("a page size that is negative or not an i32"))
     }
 
     /// The next field's id and type, `None` at the struct's end; `last` is the id before.
@@ -251,12 +334,47 @@ impl Compact<'_> {
         Ok(())
     }
 
-    /// Skips an element of a list, set or map: a boolean there is a byte of its own.
+    /// Skips an element of a list, set or map. A boolean there is a byte of its own by the
+    /// protocol, which the `parquet` crate skips as none: refused, so both read alike.
     fn element(&mut self, kind: u8, depth: usize) -> Result<(), Malformed> {
         match kind {
-            BOOL_TRUE | BOOL_FALSE => self.byte().map(drop),
+            BOOL_TRUE | BOOL_FALSE => Err(Malformed::Bad("a list of booleans")),
             kind => self.skip(kind, depth),
         }
+    }
+
+    /// Reads a struct `owner`, `depth` levels inside the header: each field the format
+    /// defines must be of its type; each i32 is handed to `found` with its owner and id.
+    fn read_struct(
+        &mut self,
+        owner: Struct,
+        depth: usize,
+        found: &mut dyn FnMut(Struct, i16, i64) -> Result<(), Malformed>,
+    ) -> Result<(), Malformed> {
+        if depth > MAX_NESTING {
+            return Err(Malformed::Bad("values nested too deep"));
+        }
+        let mut last = 0i16;
+        while let Some((id, kind)) = self.field(&mut last)? {
+            let Some((expected, nested)) = known(owner, id) else {
+                self.skip(kind, depth + 1)?;
+                continue;
+            };
+            let boolean = |kind| matches!(kind, BOOL_TRUE | BOOL_FALSE);
+            if kind != expected && !(boolean(kind) && boolean(expected)) {
+                return Err(Malformed::Bad("a field of another type than the format's"));
+            }
+            match nested {
+                Some(inner) => self.read_struct(inner, depth + 1, found)?,
+                None if kind == I32 => {
+                    let value = i32::try_from(self.zigzag()?)
+                        .map_err(|_| Malformed::Bad("an i32 out of range"))?;
+                    found(owner, id, value.into())?;
+                }
+                None => self.skip(kind, depth + 1)?,
+            }
+        }
+        Ok(())
     }
 
     fn advance(&mut self, bytes: u64) -> Result<(), Malformed> {
@@ -275,125 +393,103 @@ impl Compact<'_> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use std::io::Write;
 
-    /// A header as the format writes it: type, both sizes, then a struct field (a data
-    /// page header with a statistics struct holding a binary, and a list), all to skip.
-    pub(in crate::inputs::parquet) fn page_header(uncompressed: u32, compressed: u32) -> Vec<u8> {
-        let zigzag = |value: i64| {
-            let mut value = ((value << 1) ^ (value >> 63)) as u64;
-            let mut out = Vec::new();
-            loop {
-                let byte = (value & 0x7F) as u8;
-                value >>= 7;
-                if value == 0 {
-                    out.push(byte);
-                    return out;
-                }
-                out.push(byte | 0x80);
+    fn zigzag(value: i64, out: &mut Vec<u8>) {
+        let mut value = ((value << 1) ^ (value >> 63)) as u64;
+        loop {
+            let byte = (value & 0x7F) as u8;
+            value >>= 7;
+            if value == 0 {
+                out.push(byte);
+                return;
             }
+            out.push(byte | 0x80);
+        }
+    }
+
+    /// A field header: the short form when the id follows `last` closely, else the long.
+    fn field(out: &mut Vec<u8>, last: &mut i16, id: i16, kind: u8) {
+        match id - *last {
+            delta @ 1..=15 => out.push(((delta as u8) << 4) | kind),
+            _ => {
+                out.push(kind);
+                zigzag(id.into(), out);
+            }
+        }
+        *last = id;
+    }
+
+    fn int(out: &mut Vec<u8>, last: &mut i16, id: i16, value: i64) {
+        field(out, last, id, I32);
+        zigzag(value, out);
+    }
+
+    /// A page header as the format writes it: its type, sizes and the header of its kind,
+    /// with `values` of `encoding` for a data page. A version 1 data page carries
+    /// statistics (a 300-byte max), then a field the format does not define (a list of
+    /// i32), then a boolean by the long field form: all to be skipped.
+    pub(in crate::inputs::parquet) fn page(
+        kind: i64,
+        uncompressed: u32,
+        compressed: u32,
+        values: i64,
+        encoding: i64,
+    ) -> Vec<u8> {
+        let (mut out, mut last) = (Vec::new(), 0);
+        int(&mut out, &mut last, 1, kind);
+        int(&mut out, &mut last, 2, uncompressed.into());
+        int(&mut out, &mut last, 3, compressed.into());
+        let (id, fields): (i16, &[i64]) = match kind {
+            DATA_PAGE => (5, &[values, encoding, 3, 3]),
+            DICTIONARY_PAGE => (7, &[values, encoding]),
+            _ => (8, &[values, 0, values, encoding, 0, 0]),
         };
-        let mut bytes = vec![0x15];
-        bytes.extend(zigzag(0));
-        bytes.push(0x15);
-        bytes.extend(zigzag(uncompressed.into()));
-        bytes.push(0x15);
-        bytes.extend(zigzag(compressed.into()));
-        // Field 5, a struct: num_values, then field 5 of it (statistics) with a binary
-        // max (field 1) of 300 bytes, a list of three i32, and a true boolean.
-        bytes.extend([0x2C, 0x15]);
-        bytes.extend(zigzag(4096));
-        bytes.extend([0x4C, 0x18]);
-        bytes.extend([0xAC, 0x02]);
-        bytes.extend(vec![b'x'; 300]);
-        bytes.extend([0x19, 0x35, 0x02, 0x04, 0x06, 0x11, 0x00, 0x00, 0x00]);
-        bytes
+        field(&mut out, &mut last, id, STRUCT);
+        let mut inner = 0;
+        for (at, value) in fields.iter().enumerate() {
+            int(&mut out, &mut inner, at as i16 + 1, *value);
+        }
+        if kind == DATA_PAGE {
+            field(&mut out, &mut inner, 5, STRUCT);
+            let mut statistics = 0;
+            field(&mut out, &mut statistics, 1, BINARY);
+            out.extend([0xAC, 0x02]);
+            out.extend([b'x'; 300]);
+            field(&mut out, &mut statistics, 10, LIST);
+            out.extend([0x35, 0x02, 0x04, 0x06]);
+            field(&mut out, &mut statistics, 7, BOOL_TRUE);
+            out.push(0);
+        }
+        out.extend([0, 0]);
+        out
+    }
+
+    /// A version 1 data page of `values` plain values.
+    pub(in crate::inputs::parquet) fn page_header(uncompressed: u32, compressed: u32) -> Vec<u8> {
+        page(DATA_PAGE, uncompressed, compressed, 4096, 0)
     }
 
     #[test]
-    fn a_header_gives_its_sizes_and_its_own_length() {
+    fn a_header_gives_its_sizes_values_and_its_own_length() {
         let bytes = page_header(1 << 20, 70_000);
         assert_eq!(
             header(&bytes),
             Ok(Header {
                 length: bytes.len() as u64,
+                kind: DATA_PAGE,
                 uncompressed: 1 << 20,
                 compressed: 70_000,
+                v1: (4096, 0),
+                v2: (0, 0),
             })
         );
         // Any byte short of its end is too short, never an error of another kind.
         for end in 0..bytes.len() {
             assert_eq!(header(&bytes[..end]), Err(Malformed::Short), "{end} bytes");
         }
-    }
-
-    /// A file holding `pages`: each a header of its sizes, then `compressed` bytes.
-    fn chunk(pages: &[(u32, u32)]) -> (File, u64) {
-        use std::io::Write;
-        let mut file = tempfile::tempfile().unwrap();
-        for &(uncompressed, compressed) in pages {
-            file.write_all(&page_header(uncompressed, compressed))
-                .unwrap();
-            file.write_all(&vec![7; compressed as usize]).unwrap();
-        }
-        let length = file.metadata().unwrap().len();
-        (file, length)
-    }
-
-    #[test]
-    fn a_chunk_counts_each_pages_header_and_uncompressed_size() {
-        // Small pages, several to a window, and pages larger than one.
-        let pages = [
-            (10, 3),
-            (1 << 20, 5_000),
-            (0, 0),
-            (40, 2_000),
-            (i32::MAX as u32, 9),
-        ];
-        let (file, length) = chunk(&pages);
-        let headers: u64 = pages
-            .iter()
-            .map(|&(u, c)| page_header(u, c).len() as u64)
-            .sum();
-        let uncompressed: u64 = pages.iter().map(|&(u, _)| u64::from(u)).sum();
-        assert_eq!(chunk_bytes(&file, 0, length), Ok(headers + uncompressed));
-        // The same pages, counted from the second page on.
-        let first = page_header(10, 3).len() as u64 + 3;
-        assert_eq!(
-            chunk_bytes(&file, first, length),
-            Ok(headers + uncompressed - first + 3 - 10)
-        );
-    }
-
-    #[test]
-    fn a_page_past_its_chunk_or_a_header_cut_by_its_end_is_refused() {
-        let (file, length) = chunk(&[(100, 50), (100, 50)]);
-        let error = chunk_bytes(&file, 0, length - 1).unwrap_err();
-        assert!(
-            error.contains("runs past the end of its column chunk"),
-            "{error}"
-        );
-        let error = chunk_bytes(&file, 0, 10).unwrap_err();
-        assert!(
-            error.contains("does not end within its column chunk"),
-            "{error}"
-        );
-        let (file, length) = chunk(&[]);
-        assert_eq!(chunk_bytes(&file, 0, length), Ok(0));
-    }
-
-    #[test]
-    fn a_header_longer_than_the_window_is_read_whole() {
-        // Statistics of 5,000 bytes: the window grows to hold the header.
-        use std::io::Write;
-        let mut header = page_header(64, 8);
-        let long = header.len() - 300 - 9;
-        header.splice(long - 2..long, [0x88, 0x27]);
-        header.splice(long..long + 300, vec![b'z'; 5_000]);
-        let mut file = tempfile::tempfile().unwrap();
-        file.write_all(&header).unwrap();
-        file.write_all(&[0; 8]).unwrap();
-        let length = header.len() as u64 + 8;
-        assert_eq!(chunk_bytes(&file, 0, length), Ok(header.len() as u64 + 64));
+        let v2 = page(DATA_PAGE_V2, 10, 10, 7, DELTA_BYTE_ARRAY);
+        assert_eq!(header(&v2).unwrap().v2, (7, DELTA_BYTE_ARRAY));
     }
 
     #[test]
@@ -405,10 +501,128 @@ pub(super) mod tests {
             Err(Malformed::Bad(_))
         ));
         // An unknown type.
-        assert!(matches!(header(&[0x1E, 0x00]), Err(Malformed::Bad(_))));
-        // A list of lists nested past the limit.
-        let mut deep = vec![0x19];
+        assert!(matches!(header(&[0x9E, 0x00]), Err(Malformed::Bad(_))));
+        // A list of lists nested past the limit, in a field the format does not define.
+        let mut deep = vec![0x99];
         deep.extend(vec![0x19; MAX_NESTING + 2]);
         assert!(matches!(header(&deep), Err(Malformed::Bad(_))));
+    }
+
+    #[test]
+    fn bytes_the_parquet_crate_would_read_otherwise_are_refused() {
+        // The crate reads a field it knows by the format's type and skips a list of
+        // booleans as no bytes: both would let it read a page size this reader skipped
+        // (found by the review of the eighth session of 2026-12-05).
+        // Each added at the end of the page header's own fields (the last was field 5).
+        let mut crc_as_binary = page_header(64, 8);
+        let (mut tail, mut last) = (Vec::new(), 5);
+        field(&mut tail, &mut last, 4, BINARY);
+        tail.extend([0x07, 0x05, 0x04, 0x80, 0x80, 0x80, 0x80, 0x0C]);
+        crc_as_binary.splice(crc_as_binary.len() - 1..crc_as_binary.len() - 1, tail);
+        assert_eq!(
+            header(&crc_as_binary),
+            Err(Malformed::Bad("a field of another type than the format's"))
+        );
+        let mut booleans = page_header(64, 8);
+        let (mut tail, mut last) = (Vec::new(), 5);
+        field(&mut tail, &mut last, 9, LIST);
+        tail.extend([0x71, 0x05, 0x04, 0x80, 0x80, 0x80, 0x80, 0x0C]);
+        booleans.splice(booleans.len() - 1..booleans.len() - 1, tail);
+        assert_eq!(header(&booleans), Err(Malformed::Bad("a list of booleans")));
+    }
+
+    /// A file holding `pages`, each header followed by its stored bytes.
+    fn chunk_file(pages: &[Vec<u8>]) -> (File, u64) {
+        let mut file = tempfile::tempfile().unwrap();
+        for page in pages {
+            file.write_all(page).unwrap();
+            let stored = header(page).unwrap().compressed;
+            file.write_all(&vec![7; stored as usize]).unwrap();
+        }
+        let length = file.metadata().unwrap().len();
+        (file, length)
+    }
+
+    #[test]
+    fn a_chunk_counts_its_pages_values_and_encodings_as_their_headers_say() {
+        // Small pages, several to a window, and pages larger than one; an uncompressed
+        // page counts what it stores, whatever its header says it decodes to.
+        let pages = [
+            page(DICTIONARY_PAGE, 10, 3, 2, 0),
+            page_header(1 << 20, 5_000),
+            page_header(0, 0),
+            page_header(40, 2_000),
+            page(DATA_PAGE, i32::MAX as u32, 9, 5, RLE_DICTIONARY),
+        ];
+        let (file, length) = chunk_file(&pages);
+        let sizes = [
+            (10, 3),
+            (1 << 20, 5_000),
+            (0, 0),
+            (40, 2_000),
+            (i32::MAX as u64, 9),
+        ];
+        let bytes: u64 = pages.iter().map(|p| p.len() as u64).sum::<u64>()
+            + sizes.iter().map(|&(u, c)| u.max(c)).sum::<u64>();
+        assert_eq!(
+            chunk(&file, 0, length),
+            Ok(Chunk {
+                bytes,
+                values: 3 * 4096 + 5,
+                dictionary: true,
+                delta: false,
+                dictionary_pages: 1,
+                dictionary_first: true,
+            })
+        );
+        // From the second page on: no dictionary page, but dictionary-encoded values.
+        let first = pages[0].len() as u64 + 3;
+        let rest = chunk(&file, first, length).unwrap();
+        assert_eq!(
+            (rest.bytes, rest.dictionary),
+            (bytes - first + 3 - 10, true)
+        );
+        assert_eq!((rest.dictionary_pages, rest.dictionary_first), (0, false));
+        let (file, length) = chunk_file(&[page(DATA_PAGE_V2, 8, 8, 3, DELTA_BYTE_ARRAY)]);
+        let delta = chunk(&file, 0, length).unwrap();
+        assert_eq!(
+            (delta.values, delta.delta, delta.dictionary),
+            (3, true, false)
+        );
+    }
+
+    #[test]
+    fn a_page_past_its_chunk_or_a_header_cut_by_its_end_is_refused() {
+        let (file, length) = chunk_file(&[page_header(100, 50), page_header(100, 50)]);
+        let error = chunk(&file, 0, length - 1).unwrap_err();
+        assert!(
+            error.contains("runs past the end of its column chunk"),
+            "{error}"
+        );
+        let error = chunk(&file, 0, 10).unwrap_err();
+        assert!(
+            error.contains("does not end within its column chunk"),
+            "{error}"
+        );
+        let (file, length) = chunk_file(&[]);
+        assert_eq!(chunk(&file, 0, length), Ok(Chunk::default()));
+    }
+
+    #[test]
+    fn a_header_longer_than_the_window_is_read_whole() {
+        // Statistics of 5,000 bytes: the window grows to hold the header.
+        let mut header_bytes = page_header(64, 8);
+        let at = header_bytes
+            .windows(2)
+            .position(|w| w == [0xAC, 0x02])
+            .unwrap();
+        header_bytes.splice(at..at + 2, [0x88, 0x27]);
+        header_bytes.splice(at + 2..at + 302, vec![b'z'; 5_000]);
+        let (file, length) = chunk_file(&[header_bytes.clone()]);
+        assert!(header_bytes.len() > WINDOW_BYTES);
+        assert_eq!(
+            chunk(&file, 0, length).map(|c| c.bytes),
+            Ok(header_bytes.len() as u64 + 64)
+        );
     }
 }
