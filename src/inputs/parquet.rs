@@ -216,7 +216,10 @@ pub const BATCH_BYTES: u64 = 32 << 20;
 ///
 /// The bound is an average over the group's rows, and a repeated (list) column's values
 /// may all be in one row: such a column's values are counted whole against
-/// [`MAX_ROW_GROUP_BYTES`], so that one row is bounded too.
+/// [`MAX_ROW_GROUP_BYTES`] too (their [`decoded_width`], not a dictionary's value for
+/// each: an honest list column of 40,000 rows with one 32 KB value among them would be
+/// refused). So a list of dictionary-encoded values all in one row is bounded only by the
+/// average: reading such columns as Arrow dictionaries would bound it.
 pub fn batch_rows_of(
     file: &File,
     group: &RowGroupMetaData,
@@ -233,9 +236,9 @@ pub fn batch_rows_of(
         .fold(0u64, |sum, chunk| sum.saturating_add(chunk.bytes));
     let mut whole = paged;
     for (&column, chunk) in columns.iter().zip(&chunks) {
-        if group.column(column).column_descr().max_rep_level() > 0 {
-            let width = value_width(file, group, column, chunk, true)?;
-            whole = whole.saturating_add(chunk.values.saturating_mul(width));
+        let descr = group.column(column).column_descr();
+        if descr.max_rep_level() > 0 {
+            whole = whole.saturating_add(chunk.values.saturating_mul(decoded_width(descr)));
         }
     }
     if whole > MAX_ROW_GROUP_BYTES as u64 {
@@ -243,13 +246,23 @@ pub fn batch_rows_of(
             "the pages of a row group decode to {whole} bytes or more, more than the {MAX_ROW_GROUP_BYTES} babel decodes at once"
         ));
     }
+    // Every row has a value (or a null, or an empty list) in every column, and the reader
+    // decodes no more values than the pages declare: the footer's row count, which
+    // nothing holds to the pages, counts only when it is smaller.
+    let rows = chunks
+        .iter()
+        .map(|chunk| chunk.values)
+        .chain([group.num_rows().max(0) as u64])
+        .min()
+        .unwrap_or_default()
+        .max(1);
     let rows_for = |read: bool| {
         let mut total = paged;
         for (&column, chunk) in columns.iter().zip(&chunks) {
             let width = value_width(file, group, column, chunk, read)?;
             total = total.saturating_add(chunk.values.saturating_mul(width));
         }
-        let per_row = total.div_ceil(group.num_rows().max(1) as u64).max(1);
+        let per_row = total.div_ceil(rows).max(1);
         Ok::<_, String>((bytes / per_row).clamp(1, max_rows as u64) as usize)
     };
     let bounded = rows_for(false)?;
@@ -259,14 +272,29 @@ pub fn batch_rows_of(
     rows_for(true)
 }
 
-/// What one value of a column chunk decodes to beyond its pages' bytes: its two levels,
-/// a fixed width (whatever the encoding: a run or a delta of nothing makes any number of
-/// values of a few bytes), a byte array's offset and, for a chunk whose pages hold far
-/// less than its values (dictionary or DELTA_BYTE_ARRAY encoded, as `chunk`'s pages say),
-/// the value itself. A dictionary's byte array is read from its page when `read` (and the
-/// chunk's one dictionary page is its first, as writers write it), else bounded by the
-/// chunk; a DELTA_BYTE_ARRAY value, which repeats a prefix of the one before it, by the
-/// chunk.
+/// What one value of a column decodes to beyond its pages' bytes, whatever its encoding:
+/// its two levels, an offset and a validity bit for each list around it (nine bytes, a
+/// large list's), and its Arrow value, at least 16 bytes (a decimal of a few bytes on
+/// the page becomes 16, a string's view is 16; a run or a delta of nothing makes any
+/// number of values of a few bytes).
+fn decoded_width(descr: &parquet::schema::types::ColumnDescriptor) -> u64 {
+    const LEVELS: u64 = 4;
+    const LIST: u64 = 9;
+    const ARROW_VALUE: u64 = 16;
+    let width = match descr.physical_type() {
+        PhysicalType::FIXED_LEN_BYTE_ARRAY => descr.type_length().max(0) as u64,
+        PhysicalType::INT96 => 12,
+        _ => 0,
+    };
+    LEVELS + LIST * descr.max_rep_level().max(0) as u64 + width.max(ARROW_VALUE)
+}
+
+/// What one value of a column chunk decodes to beyond its pages' bytes: its
+/// [`decoded_width`] and, for a byte array whose pages hold far less than its values
+/// (dictionary or DELTA_BYTE_ARRAY encoded, as `chunk`'s pages say), the value itself. A
+/// dictionary's value is read from its page when `read` (and the chunk's one dictionary
+/// page is its first, as writers write it), else bounded by the chunk; a DELTA_BYTE_ARRAY
+/// value, which repeats a prefix of the one before it, by the chunk.
 fn value_width(
     file: &File,
     group: &RowGroupMetaData,
@@ -274,32 +302,18 @@ fn value_width(
     chunk: &pages::Chunk,
     read: bool,
 ) -> Result<u64, String> {
-    const LEVELS: u64 = 4;
     let descr = group.column(column).column_descr();
-    let width = match descr.physical_type() {
-        PhysicalType::BOOLEAN => 1,
-        PhysicalType::INT32 | PhysicalType::FLOAT => 4,
-        PhysicalType::INT64 | PhysicalType::DOUBLE => 8,
-        PhysicalType::INT96 => 12,
-        PhysicalType::FIXED_LEN_BYTE_ARRAY => descr.type_length().max(0) as u64,
-        PhysicalType::BYTE_ARRAY => {
-            let value = if chunk.delta {
-                chunk.bytes
-            } else if chunk.dictionary
-                && read
-                && chunk.dictionary_pages == 1
-                && chunk.dictionary_first
-            {
-                longest_dictionary_value(file, group, column)?
-            } else if chunk.dictionary {
-                chunk.bytes
-            } else {
-                0
-            };
-            4 + value
+    let expanded = match descr.physical_type() {
+        PhysicalType::BYTE_ARRAY if chunk.delta => chunk.bytes,
+        PhysicalType::BYTE_ARRAY if chunk.dictionary => {
+            match read && chunk.dictionary_pages == 1 && chunk.dictionary_first {
+                true => longest_dictionary_value(file, group, column)?,
+                false => chunk.bytes,
+            }
         }
+        _ => 0,
     };
-    Ok(LEVELS + width)
+    Ok(decoded_width(descr).saturating_add(expanded))
 }
 
 /// The length of the longest value on the dictionary page of a byte-array column chunk
@@ -679,11 +693,12 @@ pub(crate) mod tests {
         assert!(chunks > 20, "{chunks} column chunks");
     }
 
-    /// A group of one row of one column of `schema`, whose chunk starts at
-    /// `data_page_offset` (with a dictionary page at `dictionary`) and takes `stored`
-    /// bytes; the footer says it decodes to 100.
+    /// A group of `rows` rows (as its footer says) of one column of `schema`, whose chunk
+    /// starts at `data_page_offset` (with a dictionary page at `dictionary`) and takes
+    /// `stored` bytes; the footer says it decodes to 100.
     fn one_column_group(
         schema: &str,
+        rows: i64,
         data_page_offset: i64,
         dictionary: Option<i64>,
         stored: i64,
@@ -699,7 +714,7 @@ pub(crate) mod tests {
             .build()
             .unwrap();
         RowGroupMetaData::builder(schema)
-            .set_num_rows(1)
+            .set_num_rows(rows)
             .set_total_byte_size(100)
             .set_column_metadata(vec![chunk])
             .build()
@@ -724,7 +739,7 @@ pub(crate) mod tests {
         file.write_all(&header).unwrap();
         file.write_all(&[0; 16]).unwrap();
         let stored = header.len() as i64 + 16;
-        assert_refused(&file, &one_column_group(TEXT, 0, None, stored));
+        assert_refused(&file, &one_column_group(TEXT, 1, 0, None, stored));
 
         // The same page behind a decoy: a page at byte 0 that decodes to nothing and
         // stores the rest of the chunk. The reader starts at the dictionary page offset
@@ -735,7 +750,7 @@ pub(crate) mod tests {
         file.write_all(&header).unwrap();
         file.write_all(&[0; 16]).unwrap();
         let dictionary = Some(decoy.len() as i64);
-        assert_refused(&file, &one_column_group(TEXT, 0, dictionary, stored));
+        assert_refused(&file, &one_column_group(TEXT, 1, 0, dictionary, stored));
     }
 
     #[test]
@@ -749,17 +764,89 @@ pub(crate) mod tests {
         file.write_all(&[0; 8]).unwrap();
         let list = "message m { optional group l (LIST) { repeated group list { optional int64 element; } } }";
         let stored = header.len() as i64 + 8;
-        assert_refused(&file, &one_column_group(list, 0, None, stored));
+        assert_refused(&file, &one_column_group(list, 1, 0, None, stored));
         // The same page in a column that is not repeated: one value a row, read a few
         // rows at a time.
         let flat = "message m { optional int64 element; }";
         let rows = batch_rows_of(
             &file,
-            &one_column_group(flat, 0, None, stored),
+            &one_column_group(flat, 1, 0, None, stored),
             &[0],
             BATCH_BYTES,
             BATCH_ROWS,
         );
         assert_eq!(rows, Ok(1));
+    }
+
+    #[test]
+    fn a_list_counts_an_offset_and_a_validity_bit_for_each_list_around_its_values() {
+        // Each list level adds an offset and a validity bit to every value it holds: a
+        // list 60 deep of 5M values, 40 MB as levels and values, decoded to 1.18 GB (the
+        // eighth session's second review). 30M values three lists deep: 600 MB as levels
+        // and values, 1.4 GB with the lists.
+        use std::io::Write;
+        let mut file = tempfile::tempfile().unwrap();
+        let header = pages::tests::page(0, 8, 8, 30_000_000, 5);
+        file.write_all(&header).unwrap();
+        file.write_all(&[0; 8]).unwrap();
+        let level = |inner: &str| {
+            format!("optional group l (LIST) {{ repeated group list {{ {inner} }} }}")
+        };
+        let deep = format!(
+            "message m {{ {} }}",
+            level(&level(&level("optional int32 element;")))
+        );
+        let stored = header.len() as i64 + 8;
+        assert_refused(&file, &one_column_group(&deep, 1, 0, None, stored));
+    }
+
+    #[test]
+    fn a_row_count_the_pages_cannot_hold_does_not_make_batches_larger() {
+        // 300 values of 2 MiB on one page, in a group whose footer says it has 2^40 rows:
+        // averaged over those, 256 rows went to a batch. The pages declare 300 values, so
+        // the group has at most 300 rows (found by the eighth session's second review).
+        use std::io::Write;
+        let mut file = tempfile::tempfile().unwrap();
+        let header = pages::tests::page(0, 300 << 21, 16, 300, 0);
+        file.write_all(&header).unwrap();
+        file.write_all(&[0; 16]).unwrap();
+        let stored = header.len() as i64 + 16;
+        let group = one_column_group(TEXT, 1 << 40, 0, None, stored);
+        let rows = batch_rows_of(&file, &group, &[0], BATCH_BYTES, BATCH_ROWS).unwrap();
+        assert!(rows <= 16, "{rows} rows of 2 MiB to a batch");
+    }
+
+    #[test]
+    fn an_honest_list_column_with_one_long_value_is_read() {
+        // 40,000 rows of a list of strings, dictionary-encoded as pyarrow and arrow-rs
+        // write them, one of the values 32 KB: counting that value for each value of the
+        // column refused the file (the eighth session's second review).
+        use arrow_array::builder::{ListBuilder, StringBuilder};
+        let mut lists = ListBuilder::new(StringBuilder::new());
+        for row in 0..40_000 {
+            let value = if row == 7 {
+                "x".repeat(32 << 10)
+            } else {
+                format!("a{}", row % 5)
+            };
+            lists.values().append_value(value);
+            lists.values().append_value("b");
+            lists.append(true);
+        }
+        let batch =
+            RecordBatch::try_from_iter([("l", Arc::new(lists.finish()) as ArrayRef)]).unwrap();
+        let file = tempfile::tempfile().unwrap();
+        let mut writer =
+            parquet::arrow::ArrowWriter::try_new(file.try_clone().unwrap(), batch.schema(), None)
+                .unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let mut rows = 0;
+        read_rows(file.try_clone().unwrap(), |_, _| {
+            rows += 1;
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(rows, 40_000);
     }
 }
