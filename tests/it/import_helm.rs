@@ -582,17 +582,7 @@ fn a_large_stats_file_is_streamed_in_bounded_memory() {
     env.babel(&["run", "create", "big", "--model", "simple/model1"])
         .assert()
         .success();
-    let peak_kib = crate::common::peak_kib(
-        &env,
-        &[
-            "-q".as_ref(),
-            "import".as_ref(),
-            "big".as_ref(),
-            "--format".as_ref(),
-            "helm".as_ref(),
-            folder.as_os_str(),
-        ],
-    );
+    let peak_kib = crate::common::import_peak_kib(&env, "big", "helm", &folder);
     println!("HELM stats of {stats_bytes} bytes imported with a peak of {peak_kib} KiB");
     assert!(peak_kib < 512 * 1024, "peak {peak_kib} KiB");
     assert_eq!(env.records("big").len(), instances);

@@ -590,17 +590,7 @@ fn a_results_file_of_numbers_is_held_once_not_copied() {
     env.babel(&["run", "create", "n", "--model", "m"])
         .assert()
         .success();
-    let peak_kib = crate::common::peak_kib(
-        &env,
-        &[
-            "-q".as_ref(),
-            "import".as_ref(),
-            "n".as_ref(),
-            "--format".as_ref(),
-            "opencompass".as_ref(),
-            folder.as_os_str(),
-        ],
-    );
+    let peak_kib = crate::common::import_peak_kib(&env, "n", "opencompass", &folder);
     let size_kib = results_text.len() as u64 / 1024;
     println!("results of {size_kib} KiB imported with a peak of {peak_kib} KiB");
     assert!(

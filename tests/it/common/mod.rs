@@ -695,6 +695,20 @@ pub fn refused_import(env: &Env, run: &str, format: &str, args: &[&str], input: 
     stderr
 }
 
+/// Peak resident memory (KiB) of `babel import RUN --format FORMAT INPUT`, quietly
+/// ([`peak_kib`]).
+pub fn import_peak_kib(env: &Env, run: &str, format: &str, input: &Path) -> u64 {
+    let args: [&OsStr; 6] = [
+        "-q".as_ref(),
+        "import".as_ref(),
+        run.as_ref(),
+        "--format".as_ref(),
+        format.as_ref(),
+        input.as_os_str(),
+    ];
+    peak_kib(env, &args)
+}
+
 /// Peak resident memory (KiB) of the real binary run with `args` on `env`'s archive, as the
 /// kernel accounts for a child process (getrusage through Python's standard library); the
 /// command must succeed (its stderr is shown if not). Its stdout is discarded.
