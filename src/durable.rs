@@ -339,8 +339,19 @@ impl CopiedFile {
 /// "Write-back").
 const WRITE_BACK_BYTES: u64 = 16 << 20;
 
-/// How much of a buffer a [`Tee`] writes into its copy at a time.
+/// How much of a buffer [`write_in_pieces`] writes at a time.
 const WRITE_PIECE_BYTES: usize = 64 << 10;
+
+/// Writes `bytes` to `file` a [`WRITE_PIECE_BYTES`] piece at a time. With the page cache
+/// full (as after any long run of writes), one write of a mebibyte spent a third of an
+/// import in the kernel's copy into the cache: 1M records took 4.5-5.2 s instead of
+/// 1.7-1.9, and a CSV report of 730 MB 4.8-8.6 s instead of 3.4 (BENCHMARKS.md, "Writing
+/// the raw copy", "Writing reports in pieces").
+fn write_in_pieces(mut file: impl Write, bytes: &[u8]) -> io::Result<()> {
+    bytes
+        .chunks(WRITE_PIECE_BYTES)
+        .try_for_each(|piece| file.write_all(piece))
+}
 
 /// Writes what is read from a source into a [`CopiedFile`] ([`CopiedFile::tee`]), buffer by
 /// buffer as it is read.
@@ -358,14 +369,8 @@ impl Tee<'_> {
     /// its end. A failed write is an error that [`PathIoError::of_tee`] tells from a failed
     /// read of the source.
     pub fn write(&mut self, bytes: &[u8], ended: bool) -> io::Result<()> {
-        let mut file = self.copy.file();
-        // In pieces: with the page cache full, one write of a whole batch (a mebibyte)
-        // spent a third of an import in the kernel's copy into the cache, and 1M records
-        // took 4.5-5.2 s instead of 1.7-1.9 (BENCHMARKS.md, "Writing the raw copy").
-        for piece in bytes.chunks(WRITE_PIECE_BYTES) {
-            file.write_all(piece)
-                .map_err(|error| io::Error::other(io_at("writing", &self.copy.path)(error)))?;
-        }
+        write_in_pieces(self.copy.file(), bytes)
+            .map_err(|error| io::Error::other(io_at("writing", &self.copy.path)(error)))?;
         self.unsynced += bytes.len() as u64;
         // At the source's end the rest goes to disk while the last lines are parsed, not
         // after them.
@@ -506,7 +511,7 @@ where
             let mut temp = temp;
             let (mut written, mut started) = (0u64, 0u64);
             for chunk in receiver {
-                temp.write_all(&chunk)?;
+                write_in_pieces(&mut temp, &chunk)?;
                 written += chunk.len() as u64;
                 if written - started >= WRITE_BACK_START_BYTES {
                     start_write_back(temp.as_file(), started, written - started);
