@@ -412,43 +412,55 @@ fn is_rolling(arguments: &Json<'_>) -> bool {
 /// when each request has exactly one). Anything else yields no scores (`{}`): the
 /// responses are kept in `response` either way. Read from the canonical text and written
 /// as canonical text (`is_greedy` sorts before `loglikelihood`), without a tree.
+/// The one element of an array of one; `None` for any other value.
+fn only_element<'t>(value: &'t Json<'_>) -> Option<Json<'t>> {
+    let mut elements = value.iter_elements()?;
+    match (elements.next(), elements.next()) {
+        (Some(only), None) => Some(only),
+        _ => None,
+    }
+}
+
 fn likelihood_scores(
     entries: &Json<'_>,
     rolling: bool,
     repeated: bool,
     warnings: &mut Vec<String>,
 ) -> Json<'static> {
-    let entries = entries
-        .elements()
-        .expect("resps and filtered_resps are arrays");
+    // Elements are walked, not collected: a Vec for each request was a third of this.
+    let count = entries
+        .iter_elements()
+        .expect("resps and filtered_resps are arrays")
+        .count();
     // Room for every number at its longest (`-1.2345678901234567e-308`) and every flag.
-    let mut loglikelihood = String::with_capacity(24 + 25 * entries.len());
+    let mut loglikelihood = String::with_capacity(24 + 25 * count);
     loglikelihood.push_str("\"loglikelihood\":[");
-    let mut is_greedy = String::with_capacity(24 + 6 * entries.len());
+    let mut is_greedy = String::with_capacity(24 + 6 * count);
     is_greedy.push_str("{\"is_greedy\":[");
     let mut greedy_count = 0;
     let source = if repeated { "resps" } else { "filtered_resps" };
     let mut ryu = ryu_js::Buffer::new();
-    for (i, entry) in entries.iter().enumerate() {
+    for (i, entry) in entries.iter_elements().expect("checked above").enumerate() {
         let repeats;
         let entry = match repeated {
-            false => entry,
-            true => match entry.elements() {
-                Some(found) if found.len() == 1 => {
+            false => &entry,
+            true => match only_element(&entry) {
+                Some(found) => {
                     repeats = found;
-                    &repeats[0]
+                    &repeats
                 }
-                _ => return Json::EMPTY_OBJECT,
+                None => return Json::EMPTY_OBJECT,
             },
         };
-        let pair;
+        let (first, second);
         let (text, greedy) = match entry.kind() {
             JsonKind::Array => {
-                pair = entry.elements().expect("an array");
-                let [text, greedy] = pair.as_slice() else {
-                    return Json::EMPTY_OBJECT;
+                let mut pair = entry.iter_elements().expect("an array");
+                (first, second) = match (pair.next(), pair.next(), pair.next()) {
+                    (Some(first), Some(second), None) => (first, second),
+                    _ => return Json::EMPTY_OBJECT,
                 };
-                let (Some(text), Some(greedy)) = (text.as_string(), greedy.as_string()) else {
+                let (Some(text), Some(greedy)) = (first.as_string(), second.as_string()) else {
                     return Json::EMPTY_OBJECT;
                 };
                 match greedy.as_ref() {
@@ -482,7 +494,7 @@ fn likelihood_scores(
             greedy_count += 1;
         }
     }
-    if entries.is_empty() {
+    if count == 0 {
         return Json::EMPTY_OBJECT;
     }
     let mut scores = match greedy_count {

@@ -5,12 +5,13 @@
 
 use serde_json::{Map, Value};
 
+use std::cmp::Ordering;
 use std::fmt::Display;
 use std::sync::LazyLock;
 
 use super::{AdapterError, AdapterOptions, SourceFile};
-use crate::canonical_json::JsonKind;
-use crate::jsonl::{FieldPath, Members, PathSegment};
+use crate::canonical_json::{Json, JsonKind, utf16_order};
+use crate::jsonl::{FieldPath, Member, Members, PathSegment};
 use crate::record::{IdentityScope, fields::describe};
 
 /// Where the automatic lookup looks, in order.
@@ -59,6 +60,11 @@ pub enum Candidate {
 pub trait IdSource {
     /// What stands at `path`, or `None` when nothing does.
     fn candidate(&self, path: &FieldPath) -> Option<Candidate>;
+
+    /// What stands at each of `paths`, in their order.
+    fn candidates(&self, paths: &[FieldPath]) -> Vec<Option<Candidate>> {
+        paths.iter().map(|path| self.candidate(path)).collect()
+    }
 }
 
 impl IdSource for Map<String, Value> {
@@ -86,48 +92,114 @@ impl IdSource for Members {
             }
             .into_owned();
         }
-        let below: Vec<PathSegment> = rest.to_vec();
-        Some(match value.kind() {
-            JsonKind::Null => Candidate::Null,
-            JsonKind::String => Candidate::Text(value.as_string().expect("a string").into_owned()),
-            JsonKind::Number
-                if member
-                    .unsafe_integer
-                    .is_some_and(|(at, _)| at.segments() == below) =>
-            {
-                // The exact decimal as written, as the tree reader's u64 gives it.
-                let (_, decimal) = member.unsafe_integer.expect("checked");
-                Candidate::Integer(decimal.clone())
+        Some(classify(&member, &value, rest))
+    }
+
+    /// The keys asked for one level inside the same member are found in one walk of it:
+    /// the automatic lookup asks for three keys of `doc`, and walking a long document
+    /// three times was 4 % of a harness import (BENCHMARKS.md, "Question IDs in one walk").
+    fn candidates(&self, paths: &[FieldPath]) -> Vec<Option<Candidate>> {
+        let mut found: Vec<Option<Option<Candidate>>> = vec![None; paths.len()];
+        for (index, path) in paths.iter().enumerate() {
+            if found[index].is_some() {
+                continue;
             }
-            // Only the first integer beyond 2^53 of a member is kept exactly: another one's
-            // canonical text may be rounded, so it is refused rather than guessed.
-            JsonKind::Number
-                if member.unsafe_integer.is_some()
-                    && value.as_str().trim_start_matches('-').len() > 15 =>
-            {
-                Candidate::Other(format!(
-                    "the integer {}, which no JSON double holds exactly (write it as a string)",
-                    value.as_str()
-                ))
+            let Some((parent, member)) =
+                one_key_inside(path).and_then(|(parent, _)| Some((parent, self.get(parent)?)))
+            else {
+                found[index] = Some(self.candidate(path));
+                continue;
+            };
+            // This path and every later one inside the same member, with its key.
+            let wanted: Vec<(usize, &str)> = paths
+                .iter()
+                .enumerate()
+                .skip(index)
+                .filter_map(|(at, other)| match one_key_inside(other) {
+                    Some((other_parent, key)) if other_parent == parent => Some((at, key)),
+                    _ => None,
+                })
+                .collect();
+            for &(at, _) in &wanted {
+                found[at] = Some(None);
             }
-            JsonKind::Number if rest.is_empty() && member.written_as_fraction => {
-                Candidate::Other(super::kit::describe(&member))
+            let object = member.peek();
+            let Some(members) = object.iter_members() else {
+                continue;
+            };
+            // Canonical keys are sorted: none wanted comes after the greatest.
+            let last = wanted
+                .iter()
+                .map(|&(_, key)| key)
+                .max_by(|a, b| utf16_order(a, b))
+                .expect("the path itself is wanted");
+            for (key, value) in members {
+                if utf16_order(&key, last) == Ordering::Greater {
+                    break;
+                }
+                for &(at, wanted_key) in &wanted {
+                    if key == wanted_key {
+                        let below = &paths[at].segments()[1..];
+                        found[at] = Some(Some(classify(&member, &value, below)));
+                    }
+                }
             }
-            // `12.0` or `1e2` deep in a line: the tree reader's double, not an integer ID.
-            JsonKind::Number if member.is_integral_double(&below) => Candidate::Other(
-                crate::record::fields::describe(&Value::from(value.as_f64().unwrap_or_default())),
-            ),
-            JsonKind::Number
-                if value
-                    .as_str()
-                    .trim_start_matches('-')
-                    .bytes()
-                    .all(|b| b.is_ascii_digit()) =>
-            {
-                Candidate::Integer(value.as_str().to_owned())
-            }
-            _ => Candidate::Other(value.describe()),
-        })
+        }
+        found.into_iter().map(Option::flatten).collect()
+    }
+}
+
+/// The member and the key a path of two keys names (`doc` and `id` of `doc.id`); none
+/// for any other path.
+fn one_key_inside(path: &FieldPath) -> Option<(&str, &str)> {
+    match path.segments() {
+        [PathSegment::Key(parent), PathSegment::Key(key)] => Some((parent, key)),
+        _ => None,
+    }
+}
+
+/// What `value`, found at `below` inside `member`, is as a question ID.
+fn classify(member: &Member<'_>, value: &Json<'_>, below: &[PathSegment]) -> Candidate {
+    match value.kind() {
+        JsonKind::Null => Candidate::Null,
+        JsonKind::String => Candidate::Text(value.as_string().expect("a string").into_owned()),
+        JsonKind::Number
+            if member
+                .unsafe_integer
+                .is_some_and(|(at, _)| at.segments() == below) =>
+        {
+            // The exact decimal as written, as the tree reader's u64 gives it.
+            let (_, decimal) = member.unsafe_integer.expect("checked");
+            Candidate::Integer(decimal.clone())
+        }
+        // Only the first integer beyond 2^53 of a member is kept exactly: another one's
+        // canonical text may be rounded, so it is refused rather than guessed.
+        JsonKind::Number
+            if member.unsafe_integer.is_some()
+                && value.as_str().trim_start_matches('-').len() > 15 =>
+        {
+            Candidate::Other(format!(
+                "the integer {}, which no JSON double holds exactly (write it as a string)",
+                value.as_str()
+            ))
+        }
+        JsonKind::Number if below.is_empty() && member.written_as_fraction => {
+            Candidate::Other(super::kit::describe(member))
+        }
+        // `12.0` or `1e2` deep in a line: the tree reader's double, not an integer ID.
+        JsonKind::Number if member.is_integral_double(below) => Candidate::Other(
+            crate::record::fields::describe(&Value::from(value.as_f64().unwrap_or_default())),
+        ),
+        JsonKind::Number
+            if value
+                .as_str()
+                .trim_start_matches('-')
+                .bytes()
+                .all(|b| b.is_ascii_digit()) =>
+        {
+            Candidate::Integer(value.as_str().to_owned())
+        }
+        _ => Candidate::Other(value.describe()),
     }
 }
 
@@ -184,8 +256,8 @@ pub fn lookup(object: &impl IdSource) -> Result<Option<QuestionIdentity>, Adapte
             .map(|dotted| FieldPath::parse_dotted(dotted).expect("lookup paths are valid"))
             .collect()
     });
-    for path in PATHS.iter() {
-        let Some(found) = object.candidate(path) else {
+    for (path, found) in PATHS.iter().zip(object.candidates(&PATHS)) {
+        let Some(found) = found else {
             continue;
         };
         if let Some(question_id) = as_id(found, path)? {
@@ -273,6 +345,37 @@ mod tests {
         }
         assert_eq!(seen, ["a", "b", "c", "d", "e", "f"]);
         assert_eq!(lookup(&remaining).unwrap(), None);
+    }
+
+    #[test]
+    fn a_line_s_ids_read_in_one_walk_are_those_read_one_path_at_a_time() {
+        let paths: Vec<FieldPath> = LOOKUP_ORDER
+            .iter()
+            .chain(&["doc.answer", "meta.id", "doc", "doc.choices.1", "zz.a"])
+            .map(|dotted| FieldPath::parse_dotted(dotted).unwrap())
+            .collect();
+        let lines = [
+            r#"{"doc": {"id": "q1", "choices": ["a", "b"], "question": "x", "subject": "s"}}"#,
+            r#"{"doc": {"question_id": 7, "original_question_id": null, "id": 1.0}, "id": "e"}"#,
+            r#"{"doc": {"zeta": 1, "\u00e9": 2, "id": 12345678901234567890, "question_id": 1e2}}"#,
+            r#"{"doc": {"id": {"nested": 1}, "answer": [1, 2], "question_id": ""}, "meta": {"id": 3}}"#,
+            r#"{"doc": ["not", "an", "object"], "question_id": 0.5, "meta": 4}"#,
+            r#"{"doc": {}, "original_question_id": "a", "zz": {"a": null}}"#,
+            r#"{"other": 1}"#,
+        ];
+        let mut members = Members::new();
+        for (number, line) in lines.iter().enumerate() {
+            crate::jsonl::scan_bytes(
+                line.as_bytes(),
+                number as u64 + 1,
+                crate::jsonl::NonFinitePolicy::Reject,
+                &mut members,
+            )
+            .unwrap();
+            let one_by_one: Vec<Option<Candidate>> =
+                paths.iter().map(|path| members.candidate(path)).collect();
+            assert_eq!(members.candidates(&paths), one_by_one, "{line}");
+        }
     }
 
     #[test]

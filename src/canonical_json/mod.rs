@@ -24,7 +24,7 @@ use crate::record::fields::MAX_SAFE_INTEGER;
 
 pub use quick::surely_canonical;
 pub(crate) use text::object_members;
-pub use text::{Json, Kind as JsonKind, ObjectMembers, ObjectWriter};
+pub use text::{ArrayElements, Json, Kind as JsonKind, ObjectMembers, ObjectWriter};
 
 /// Why a value has no canonical form.
 #[derive(Debug, thiserror::Error)]

@@ -179,21 +179,40 @@ impl<'a> Json<'a> {
 
     /// The elements of an array, each canonical; `None` if the value is not an array.
     pub fn elements(&self) -> Option<Vec<Json<'_>>> {
+        self.iter_elements().map(Iterator::collect)
+    }
+
+    /// The elements of an array one at a time, as [`Json::elements`] lists them, with
+    /// nothing allocated: `None` if the value is not an array.
+    pub fn iter_elements(&self) -> Option<ArrayElements<'_>> {
         if self.kind() != Kind::Array {
             return None;
         }
-        let mut elements = Vec::new();
         let mut walker = Walker::new(self.as_str());
         walker.expect(b'[');
-        if walker.peek() == b']' {
-            return Some(elements);
+        let done = walker.peek() == b']';
+        Some(ArrayElements { walker, done })
+    }
+}
+
+/// The elements of a canonical array, each read when asked for, borrowed from the array's
+/// text.
+pub struct ArrayElements<'t> {
+    walker: Walker<'t>,
+    /// The closing bracket has been read.
+    done: bool,
+}
+
+impl<'t> Iterator for ArrayElements<'t> {
+    type Item = Json<'t>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
         }
-        loop {
-            elements.push(Json::canonical(walker.value()));
-            if walker.next() == b']' {
-                return Some(elements);
-            }
-        }
+        let element = Json::canonical(self.walker.value());
+        self.done = self.walker.next() == b']';
+        Some(element)
     }
 }
 
