@@ -406,12 +406,6 @@ fn is_rolling(arguments: &Json<'_>) -> bool {
         })
 }
 
-/// The supported likelihood responses as numbers, in request order: `loglikelihood` (and
-/// `is_greedy` for `[logprob, is_greedy]` pairs). Each entry is one request's response
-/// (`filtered_resps`), or a list with one response per repeat (`resps`, converted only
-/// when each request has exactly one). Anything else yields no scores (`{}`): the
-/// responses are kept in `response` either way. Read from the canonical text and written
-/// as canonical text (`is_greedy` sorts before `loglikelihood`), without a tree.
 /// The one element of an array of one; `None` for any other value.
 fn only_element<'t>(value: &'t Json<'_>) -> Option<Json<'t>> {
     let mut elements = value.iter_elements()?;
@@ -421,6 +415,12 @@ fn only_element<'t>(value: &'t Json<'_>) -> Option<Json<'t>> {
     }
 }
 
+/// The supported likelihood responses as numbers, in request order: `loglikelihood` (and
+/// `is_greedy` for `[logprob, is_greedy]` pairs). Each entry is one request's response
+/// (`filtered_resps`), or a list with one response per repeat (`resps`, converted only
+/// when each request has exactly one). Anything else yields no scores (`{}`): the
+/// responses are kept in `response` either way. Read from the canonical text and written
+/// as canonical text (`is_greedy` sorts before `loglikelihood`), without a tree.
 fn likelihood_scores(
     entries: &Json<'_>,
     rolling: bool,

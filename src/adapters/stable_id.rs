@@ -10,7 +10,7 @@ use std::fmt::Display;
 use std::sync::LazyLock;
 
 use super::{AdapterError, AdapterOptions, SourceFile};
-use crate::canonical_json::{Json, JsonKind, utf16_order};
+use crate::canonical_json::{Json, JsonKind, ObjectMembers, utf16_order};
 use crate::jsonl::{FieldPath, Member, Members, PathSegment};
 use crate::record::{IdentityScope, fields::describe};
 
@@ -61,9 +61,18 @@ pub trait IdSource {
     /// What stands at `path`, or `None` when nothing does.
     fn candidate(&self, path: &FieldPath) -> Option<Candidate>;
 
-    /// What stands at each of `paths`, in their order.
+    /// What stands at each of `paths`, in their order, up to the first that is present
+    /// and not null (where the automatic lookup stops); `None` for the rest, which are not
+    /// looked at (describing a value that is no ID parses it whole).
     fn candidates(&self, paths: &[FieldPath]) -> Vec<Option<Candidate>> {
-        paths.iter().map(|path| self.candidate(path)).collect()
+        let mut found = vec![None; paths.len()];
+        for (index, path) in paths.iter().enumerate() {
+            found[index] = self.candidate(path);
+            if ends_lookup(&found[index]) {
+                break;
+            }
+        }
+        found
     }
 }
 
@@ -99,54 +108,81 @@ impl IdSource for Members {
     /// the automatic lookup asks for three keys of `doc`, and walking a long document
     /// three times was 4 % of a harness import (BENCHMARKS.md, "Question IDs in one walk").
     fn candidates(&self, paths: &[FieldPath]) -> Vec<Option<Candidate>> {
-        let mut found: Vec<Option<Option<Candidate>>> = vec![None; paths.len()];
+        let mut walked: Vec<Option<Option<Json<'_>>>> = vec![None; paths.len()];
+        let mut found = vec![None; paths.len()];
         for (index, path) in paths.iter().enumerate() {
-            if found[index].is_some() {
-                continue;
-            }
-            let Some((parent, member)) =
-                one_key_inside(path).and_then(|(parent, _)| Some((parent, self.get(parent)?)))
-            else {
-                found[index] = Some(self.candidate(path));
-                continue;
-            };
-            // This path and every later one inside the same member, with its key.
-            let wanted: Vec<(usize, &str)> = paths
-                .iter()
-                .enumerate()
-                .skip(index)
-                .filter_map(|(at, other)| match one_key_inside(other) {
-                    Some((other_parent, key)) if other_parent == parent => Some((at, key)),
-                    _ => None,
-                })
-                .collect();
-            for &(at, _) in &wanted {
-                found[at] = Some(None);
-            }
-            let object = member.peek();
-            let Some(members) = object.iter_members() else {
-                continue;
-            };
-            // Canonical keys are sorted: none wanted comes after the greatest.
-            let last = wanted
-                .iter()
-                .map(|&(_, key)| key)
-                .max_by(|a, b| utf16_order(a, b))
-                .expect("the path itself is wanted");
-            for (key, value) in members {
-                if utf16_order(&key, last) == Ordering::Greater {
-                    break;
-                }
-                for &(at, wanted_key) in &wanted {
-                    if key == wanted_key {
-                        let below = &paths[at].segments()[1..];
-                        found[at] = Some(Some(classify(&member, &value, below)));
+            let inside =
+                one_key_inside(path).and_then(|(parent, _)| Some((parent, self.get(parent)?)));
+            found[index] = match inside {
+                None => self.candidate(path),
+                Some((parent, member)) => {
+                    if walked[index].is_none() {
+                        walk(&member, parent, paths, index, &mut walked);
                     }
+                    walked[index]
+                        .take()
+                        .flatten()
+                        .map(|value| classify(&member, &value, &path.segments()[1..]))
                 }
+            };
+            if ends_lookup(&found[index]) {
+                break;
             }
         }
-        found.into_iter().map(Option::flatten).collect()
+        found
     }
+}
+
+/// Walks `member` (named `parent`) once for `paths[from]` and every later path one key
+/// inside it, noting what each finds in `walked` (`Some(None)`: nothing).
+fn walk<'a>(
+    member: &Member<'a>,
+    parent: &str,
+    paths: &[FieldPath],
+    from: usize,
+    walked: &mut [Option<Option<Json<'a>>>],
+) {
+    let wanted: Vec<(usize, &str)> = paths
+        .iter()
+        .enumerate()
+        .skip(from)
+        .filter_map(|(at, path)| match one_key_inside(path) {
+            Some((other, key)) if other == parent => Some((at, key)),
+            _ => None,
+        })
+        .collect();
+    for &(at, _) in &wanted {
+        walked[at] = Some(None);
+    }
+    let Some(members) = ObjectMembers::of(member.value) else {
+        return;
+    };
+    // Canonical keys are sorted: none wanted comes after the greatest.
+    let Some(last) = wanted
+        .iter()
+        .map(|&(_, key)| key)
+        .max_by(|a, b| utf16_order(a, b))
+    else {
+        return;
+    };
+    for (key, value) in members {
+        if utf16_order(&key, last) == Ordering::Greater {
+            break;
+        }
+        for &(at, wanted_key) in &wanted {
+            if key == wanted_key {
+                walked[at] = Some(Some(value.clone()));
+            }
+        }
+    }
+}
+
+/// Whether the automatic lookup stops at this candidate: one present and not null is an
+/// ID or an error.
+fn ends_lookup(candidate: &Option<Candidate>) -> bool {
+    candidate
+        .as_ref()
+        .is_some_and(|candidate| *candidate != Candidate::Null)
 }
 
 /// The member and the key a path of two keys names (`doc` and `id` of `doc.id`); none
@@ -352,6 +388,7 @@ mod tests {
         let paths: Vec<FieldPath> = LOOKUP_ORDER
             .iter()
             .chain(&["doc.answer", "meta.id", "doc", "doc.choices.1", "zz.a"])
+            .chain(&["doc.\u{e9}", "doc.\u{1f600}", "doc.\u{ff46}"])
             .map(|dotted| FieldPath::parse_dotted(dotted).unwrap())
             .collect();
         let lines = [
@@ -361,6 +398,10 @@ mod tests {
             r#"{"doc": {"id": {"nested": 1}, "answer": [1, 2], "question_id": ""}, "meta": {"id": 3}}"#,
             r#"{"doc": ["not", "an", "object"], "question_id": 0.5, "meta": 4}"#,
             r#"{"doc": {}, "original_question_id": "a", "zz": {"a": null}}"#,
+            r#"{"doc": 1.0, "id": null}"#,
+            // Sorted by UTF-16 units, "\u{1f600}" (0xD83D) comes before "\u{ff46}", though
+            // its UTF-8 bytes come after.
+            r#"{"doc": {"z": 2, "\uff46": 1, "\ud83d\ude00": "s", "\u00e9": null}}"#,
             r#"{"other": 1}"#,
         ];
         let mut members = Members::new();
@@ -372,9 +413,19 @@ mod tests {
                 &mut members,
             )
             .unwrap();
-            let one_by_one: Vec<Option<Candidate>> =
-                paths.iter().map(|path| members.candidate(path)).collect();
-            assert_eq!(members.candidates(&paths), one_by_one, "{line}");
+            // From every place in the list on, so that walks start at each path.
+            for from in 0..paths.len() {
+                let asked = &paths[from..];
+                // One path at a time, up to the first present and not null.
+                let mut one_by_one: Vec<Option<Candidate>> = vec![None; asked.len()];
+                for (index, path) in asked.iter().enumerate() {
+                    one_by_one[index] = members.candidate(path);
+                    if ends_lookup(&one_by_one[index]) {
+                        break;
+                    }
+                }
+                assert_eq!(members.candidates(asked), one_by_one, "{line} from {from}");
+            }
         }
     }
 

@@ -231,8 +231,8 @@ pub struct ObjectMembers<'t> {
 }
 
 impl<'t> ObjectMembers<'t> {
-    /// The members of `text`, or `None` if it is not an object.
-    fn of(text: &'t str) -> Option<Self> {
+    /// The members of the canonical `text`, or `None` if it is not an object.
+    pub(crate) fn of(text: &'t str) -> Option<Self> {
         if !text.starts_with('{') {
             return None;
         }
