@@ -427,20 +427,23 @@ fn likelihood_scores(
     repeated: bool,
     warnings: &mut Vec<String>,
 ) -> Json<'static> {
-    // Elements are walked, not collected: a Vec for each request was a third of this.
-    let count = entries
-        .iter_elements()
-        .expect("resps and filtered_resps are arrays")
-        .count();
-    // Room for every number at its longest (`-1.2345678901234567e-308`) and every flag.
-    let mut loglikelihood = String::with_capacity(24 + 25 * count);
+    if entries.as_str() == "[]" {
+        return Json::EMPTY_OBJECT;
+    }
+    // Room for every number and flag: a request's canonical text is about as long as its
+    // number (`["-6.1297","False"]`) and at least twice its flag. Elements are walked once,
+    // not collected: a Vec for each request was a third of this function.
+    let mut loglikelihood = String::with_capacity(24 + entries.as_str().len());
     loglikelihood.push_str("\"loglikelihood\":[");
-    let mut is_greedy = String::with_capacity(24 + 6 * count);
+    let mut is_greedy = String::with_capacity(24 + entries.as_str().len() / 2);
     is_greedy.push_str("{\"is_greedy\":[");
     let mut greedy_count = 0;
     let source = if repeated { "resps" } else { "filtered_resps" };
     let mut ryu = ryu_js::Buffer::new();
-    for (i, entry) in entries.iter_elements().expect("checked above").enumerate() {
+    let entries = entries
+        .iter_elements()
+        .expect("resps and filtered_resps are arrays");
+    for (i, entry) in entries.enumerate() {
         let repeats;
         let entry = match repeated {
             false => &entry,
@@ -493,9 +496,6 @@ fn likelihood_scores(
             is_greedy.push_str(if greedy { "true" } else { "false" });
             greedy_count += 1;
         }
-    }
-    if count == 0 {
-        return Json::EMPTY_OBJECT;
     }
     let mut scores = match greedy_count {
         0 => String::from("{"),
