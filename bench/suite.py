@@ -7,7 +7,9 @@ same files, in one run. Prints a Markdown report; BENCHMARKS.md records the late
                                                 test suite runs to keep this script working
 
 Every figure is one run's wall clock and the peak resident memory of that process
-(os.wait4), with the inputs already in the page cache; the imports (with their
+(os.wait4), with the inputs already in the page cache: each step reads what it will read
+right before it starts (this machine pages out file pages left unread for about a minute,
+BENCHMARKS.md "The machine"); the imports (with their
 sha256sum) and the item reports are the median of REPEATS runs, each after os.sync(),
 each import into a fresh run (the panel's hundred imports are timed once each, after
 one os.sync()). Run bench/run.sh rather than this file directly: it builds the release
@@ -44,8 +46,10 @@ def median(values):
     return sorted(values)[len(values) // 2]
 
 
-def measure(argv, stdin=None, stdout=subprocess.DEVNULL, cwd=None):
-    """Runs argv; returns (seconds, peak RSS in MiB, bytes written to stdout when piped)."""
+def measure(argv, stdin=None, stdout=subprocess.DEVNULL, cwd=None, reads=()):
+    """Runs argv once `reads` (the files and folders it will read) are in the page cache;
+    returns (seconds, peak RSS in MiB, bytes written to stdout when piped)."""
+    warm(reads)
     start = time.monotonic()
     process = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, cwd=cwd)
     written = 0
@@ -88,7 +92,11 @@ def generate(mode, work):
 
 
 def warm(paths):
+    """Reads every file of `paths` (files, and folders walked whole) into the page cache."""
     for path in paths:
+        if os.path.isdir(path):
+            warm(os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs)
+            continue
         with open(path, "rb") as f:
             while f.read(1 << 24):
                 pass
@@ -122,15 +130,15 @@ def main():
 
     # Import.
     scratch = os.path.join(work, "scratch-archive")
-    def repeated(argvs):
+    def repeated(argvs, reads):
         """Runs each argv (or the argv a callable returns) once, after os.sync() (no
-        write of an earlier step pending); returns the median (seconds, peak, written)
-        and every run's seconds, sorted."""
+        write of an earlier step pending) with `reads` warm; returns the median (seconds,
+        peak, written) and every run's seconds, sorted."""
         runs = []
         for argv in argvs:
             argv = argv() if callable(argv) else argv
             os.sync()
-            runs.append(measure(argv))
+            runs.append(measure(argv, reads=reads))
         return median(runs), sorted(r[0] for r in runs)
     def imported(run, create, args):
         """Imports into `run` of a fresh scratch archive REPEATS - 1 times, then into the
@@ -144,14 +152,14 @@ def main():
         def last():
             shutil.rmtree(scratch, ignore_errors=True)
             return b("import", run, *args)
-        return repeated([fresh] * (REPEATS - 1) + [last])
+        return repeated([fresh] * (REPEATS - 1) + [last], reads=[args[-1]])
     def spread(seconds):
         return f"median of {len(seconds)}, {seconds[0]:.2f}–{seconds[-1]:.2f} s"
     h = files["harness.jsonl"]
     h_mb = os.path.getsize(h) / 1e6
     sha = {}
     def sha_row(path, what):
-        measured, seconds = repeated([["sha256sum", path]] * REPEATS)
+        measured, seconds = repeated([["sha256sum", path]] * REPEATS, reads=[path])
         sha[path] = measured[0]
         row("import", what, "sha256sum", measured, spread(seconds))
     def import_row(what, run, create, args, note):
@@ -164,7 +172,7 @@ def main():
                ["--format", "harness", "--benchmark", "mmlu", h], against_sha(h))
     py_h = os.path.join(work, "py-h")
     shutil.rmtree(py_h, ignore_errors=True)
-    row("import", f"harness file, {h_mb:.0f} MB", "python", measure(python([os.path.join(HERE, "reference.py"), "import-harness", h, py_h])))
+    row("import", f"harness file, {h_mb:.0f} MB", "python", measure(python([os.path.join(HERE, "reference.py"), "import-harness", h, py_h]), reads=[h]))
     big = files["harness-big.jsonl"]
     big_mb = os.path.getsize(big) / 1e6
     sha_row(big, f"harness file, {big_mb:.0f} MB")
@@ -178,7 +186,7 @@ def main():
     py_a, py_b = os.path.join(work, "py-a"), os.path.join(work, "py-b")
     for d in (py_a, py_b):
         shutil.rmtree(d, ignore_errors=True)
-    measured = measure(python([os.path.join(HERE, "reference.py"), "import", ca, py_a]))
+    measured = measure(python([os.path.join(HERE, "reference.py"), "import", ca, py_a]), reads=[ca])
     row("import", f"{n:,} canonical records", "python", measured, f"{measured[0] / n * 1e6:.2f} µs per record")
     insp = files["inspect.json"]
     insp_what = f"Inspect log, {os.path.getsize(insp) / 1e6:.0f} MB ({SIZES[mode]['inspect_samples']:,} samples)"
@@ -197,28 +205,32 @@ def main():
         sizes[run] = (stored, os.path.getsize(source))
 
     # Validate and records.
-    measured = measure(b("validate", "h"))
+    def run_dir(run):
+        return os.path.join(archive, "runs", run)
+    def records_of(*runs):
+        return [os.path.join(run_dir(run), "records") for run in runs]
+    measured = measure(b("validate", "h"), reads=[run_dir("h")])
     row("validate", f"harness run, {h_mb:.0f} MB", "babel", measured, against_sha(h)(measured))
-    row("validate", f"harness run, {h_mb:.0f} MB", "python", measure(python([os.path.join(HERE, "reference.py"), "validate", py_h])))
-    measured = measure(b("validate", "hbig"))
+    row("validate", f"harness run, {h_mb:.0f} MB", "python", measure(python([os.path.join(HERE, "reference.py"), "validate", py_h]), reads=[py_h]))
+    measured = measure(b("validate", "hbig"), reads=[run_dir("hbig")])
     row("validate", f"harness run, {big_mb:.0f} MB", "babel", measured, against_sha(big)(measured))
-    row("validate", f"{n:,} canonical records", "babel", measure(b("validate", "ca")))
-    row("validate", f"{n:,} canonical records", "python", measure(python([os.path.join(HERE, "reference.py"), "validate", py_a])))
-    measured = measure(b("records", "ca"), stdout=subprocess.PIPE)
+    row("validate", f"{n:,} canonical records", "babel", measure(b("validate", "ca"), reads=[run_dir("ca")]))
+    row("validate", f"{n:,} canonical records", "python", measure(python([os.path.join(HERE, "reference.py"), "validate", py_a]), reads=[py_a]))
+    measured = measure(b("records", "ca"), stdout=subprocess.PIPE, reads=records_of("ca"))
     row("records", f"{n:,} canonical records", "babel", measured, f"{measured[2] / 1e6 / measured[0]:.0f} MB/s of JSON Lines")
-    measured = measure(b("records", "h"), stdout=subprocess.PIPE)
+    measured = measure(b("records", "h"), stdout=subprocess.PIPE, reads=records_of("h"))
     row("records", f"harness run, {h_mb:.0f} MB", "babel", measured, f"{measured[2] / 1e6 / measured[0]:.0f} MB/s of JSON Lines")
 
     # Compare two runs: the summary, then each report.
     what = f"2 × {n:,} records, summary"
-    row("compare", what, "babel", measure(b("compare", "ca", "--other-run", "cb")))
+    row("compare", what, "babel", measure(b("compare", "ca", "--other-run", "cb"), reads=records_of("ca", "cb")))
     glob_a = os.path.join(archive, "runs", "ca", "records", "*.parquet")
     glob_b = os.path.join(archive, "runs", "cb", "records", "*.parquet")
     sql = os.path.join(HERE, "sql_join.py")
-    row("compare", what, "DuckDB on babel's Parquet", measure(python([sql, "parquet", glob_a, glob_b])))
-    row("compare", what, "DuckDB on the JSONL inputs", measure(python([sql, "jsonl", ca, cb])))
-    row("compare", what, "pandas on the JSONL inputs", measure(python([os.path.join(HERE, "pandas_join.py"), ca, cb])))
-    row("compare", what, "python", measure(python([os.path.join(HERE, "reference.py"), "compare-runs", py_a, py_b])))
+    row("compare", what, "DuckDB on babel's Parquet", measure(python([sql, "parquet", glob_a, glob_b]), reads=records_of("ca", "cb")))
+    row("compare", what, "DuckDB on the JSONL inputs", measure(python([sql, "jsonl", ca, cb]), reads=[ca, cb]))
+    row("compare", what, "pandas on the JSONL inputs", measure(python([os.path.join(HERE, "pandas_join.py"), ca, cb]), reads=[ca, cb]))
+    row("compare", what, "python", measure(python([os.path.join(HERE, "reference.py"), "compare-runs", py_a, py_b]), reads=[py_a, py_b]))
     reports = {}
     for fmt in ["jsonl", "csv", "html"]:
         dest = os.path.join(work, f"report.{fmt}")
@@ -226,7 +238,7 @@ def main():
             if os.path.exists(dest):
                 os.remove(dest)
             return b("compare", "ca", "--other-run", "cb", "--items", dest)
-        measured, seconds = repeated([report] * REPEATS)
+        measured, seconds = repeated([report] * REPEATS, reads=records_of("ca", "cb"))
         row("compare", f"2 × {n:,} records, {fmt} report", "babel", measured,
             f"{os.path.getsize(dest) / 1e6:.0f} MB; {spread(seconds)}")
         reports[fmt] = dest
@@ -246,7 +258,8 @@ def main():
         dest = os.path.join(work, f"{run_a}.html")
         if os.path.exists(dest):
             os.remove(dest)
-        written = measure(b("compare", run_a, *extra, "--items", dest))
+        written = measure(b("compare", run_a, *extra, "--items", dest),
+                          reads=records_of(*[r for r in (run_a, run_b) if r]))
         seen = browse(dest, query)
         html_rows.append((name, os.path.getsize(dest), written[0], seen))
 
@@ -264,16 +277,17 @@ def main():
         if not os.path.exists(path):
             subprocess.run(python([gen, "panel", path, str(items), "--side", str(k), "--sides", str(sides)]), check=True)
         subprocess.run(p("run", "create", f"p{k:03d}", "--model", f"model-{k:03d}", "--benchmark", "bench"), check=True)
-        import_seconds += measure(p("import", f"p{k:03d}", "--format", "canonical", path))[0]
+        import_seconds += measure(p("import", f"p{k:03d}", "--format", "canonical", path), reads=[path])[0]
     what = f"{sides} runs × {items:,} items, summary"
     row("panel", f"{sides} runs × {items:,} items, import", "babel", (import_seconds, 0), f"{sides * items / import_seconds / 1e6:.2f} M records/s")
-    row("panel", what, "babel", measure(p("panel", "--all", "--variant", "original")))
+    panel_records = os.path.join(panel_archive, "runs")
+    row("panel", what, "babel", measure(p("panel", "--all", "--variant", "original"), reads=[panel_records]))
     row("panel", what, "DuckDB on babel's Parquet (SQL self-join)", measure(python([
-        os.path.join(HERE, "panel_sql.py"), os.path.join(panel_archive, "runs", "p*", "records", "*.parquet")])))
+        os.path.join(HERE, "panel_sql.py"), os.path.join(panel_archive, "runs", "p*", "records", "*.parquet")]), reads=[panel_records]))
     dashboard = os.path.join(work, "panel.html")
     if os.path.exists(dashboard):
         os.remove(dashboard)
-    measured = measure(p("panel", "--all", "--variant", "original", "--items", dashboard))
+    measured = measure(p("panel", "--all", "--variant", "original", "--items", dashboard), reads=[panel_records])
     row("panel", f"{sides} runs × {items:,} items, HTML dashboard", "babel", measured, f"{os.path.getsize(dashboard) / 1e6:.1f} MB")
     config = os.path.join(work, "drive-panel.json")
     with open(config, "w") as f:
