@@ -8,6 +8,7 @@
 //! `archive::comparison::panel`'s, the join and the figures `panel`'s, the rendering
 //! `report::panel`'s.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -156,17 +157,24 @@ fn item_row(identity: &ItemIdentity, interner: &Interner) -> ItemRow {
 }
 
 /// A stored JSON value as the dashboard shows it: a string as itself, anything else as
-/// its JSON text, cut to [`DETAIL_CHARS`] characters.
-fn shown(canonical: &str) -> String {
-    let text = if canonical.starts_with('"') {
-        serde_json::from_str::<String>(canonical).unwrap_or_else(|_| canonical.to_owned())
-    } else if canonical == "null" {
-        String::new()
-    } else {
-        canonical.to_owned()
+/// its JSON text, cut to [`DETAIL_CHARS`] characters (borrowed when it is so already).
+fn shown(canonical: &str) -> Cow<'_, str> {
+    let text = match canonical
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+    {
+        // No escape, quote or control byte: the string's text is what is between its quotes.
+        Some(plain) if !plain.bytes().any(|b| b == b'\\' || b == b'"' || b < 0x20) => {
+            Cow::Borrowed(plain)
+        }
+        Some(_) => {
+            serde_json::from_str::<String>(canonical).map_or(Cow::Borrowed(canonical), Cow::Owned)
+        }
+        None if canonical == "null" => Cow::Borrowed(""),
+        None => Cow::Borrowed(canonical),
     };
     match text.char_indices().nth(DETAIL_CHARS) {
-        Some((at, _)) => format!("{}…", &text[..at]),
+        Some((at, _)) => Cow::Owned(format!("{}…", &text[..at])),
         None => text,
     }
 }
@@ -180,14 +188,11 @@ fn details(
     rows_to_items: &[Vec<u32>],
     items: usize,
 ) -> Result<Details, ArchiveError> {
-    let mut details = Details {
-        question: vec![String::new(); items],
-        sides: Vec::with_capacity(sides.len()),
-    };
+    let mut details = Details::new(items);
     let columns = Columns::of(&[Column::Input, Column::Prediction, Column::Response]);
     let mut questions = QuestionReader::default();
     for (side, row_items) in sides.iter().zip(rows_to_items) {
-        let mut cells: Vec<Option<(String, String)>> = vec![None; items];
+        let number = details.add_side();
         let mut row = 0;
         sides::scan(archive, side, columns, |batch, selected| {
             for &at in selected {
@@ -198,10 +203,12 @@ fn details(
                 }
                 let item = item as usize;
                 let text = |column| batch.text(column, at).unwrap_or("null");
-                cells[item] = Some((
-                    shown(text(Column::Prediction)),
-                    shown(text(Column::Response)),
-                ));
+                details.set(
+                    number,
+                    item,
+                    &shown(text(Column::Prediction)),
+                    &shown(text(Column::Response)),
+                );
                 if details.question[item].is_empty()
                     && let Some(question) = questions.question(text(Column::Input))
                 {
@@ -216,7 +223,56 @@ fn details(
                 .resolve(&crate::archive::layout::run_relative(&side.run, "")),
             reason,
         })?;
-        details.sides.push(cells);
     }
     Ok(details)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the dashboard showed before texts were borrowed: every string decoded.
+    fn decoded_then_cut(canonical: &str) -> String {
+        let text = if canonical.starts_with('"') {
+            serde_json::from_str::<String>(canonical).unwrap_or_else(|_| canonical.to_owned())
+        } else if canonical == "null" {
+            String::new()
+        } else {
+            canonical.to_owned()
+        };
+        match text.char_indices().nth(DETAIL_CHARS) {
+            Some((at, _)) => format!("{}…", &text[..at]),
+            None => text,
+        }
+    }
+
+    #[test]
+    fn a_borrowed_text_is_the_decoded_one() {
+        let long = "ş".repeat(DETAIL_CHARS);
+        let longer = "ş".repeat(DETAIL_CHARS + 1);
+        let cases = [
+            r#""B""#.to_owned(),
+            r#""""#.to_owned(),
+            r#""a\"b""#.to_owned(),
+            r#""caf\u00e9 \n""#.to_owned(),
+            "\"raw\ncontrol\"".to_owned(),
+            r#""an "inner" quote""#.to_owned(),
+            r#""unclosed"#.to_owned(),
+            r#"""#.to_owned(),
+            "null".to_owned(),
+            "3.5".to_owned(),
+            r#"{"index":2}"#.to_owned(),
+            format!("\"{long}\""),
+            format!("\"{longer}\""),
+            format!("\"{longer}\\n\""),
+            format!("[\"{longer}\"]"),
+        ];
+        for canonical in cases {
+            assert_eq!(
+                shown(&canonical),
+                decoded_then_cut(&canonical),
+                "{canonical}"
+            );
+        }
+    }
 }

@@ -149,20 +149,22 @@ pub fn deflated_base64(bytes: &[u8]) -> io::Result<String> {
     Ok(STANDARD.encode(encoder.finish()?))
 }
 
+/// What [`deflated_base64`] was given, as text (for tests).
+#[cfg(test)]
+pub(crate) fn inflate(base64: &str) -> String {
+    use flate2::read::DeflateDecoder;
+    use std::io::Read;
+    let bytes = STANDARD.decode(base64).unwrap();
+    let mut text = String::new();
+    DeflateDecoder::new(&bytes[..])
+        .read_to_string(&mut text)
+        .unwrap();
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flate2::read::DeflateDecoder;
-    use std::io::Read;
-
-    fn inflate(base64: &str) -> String {
-        let bytes = STANDARD.decode(base64).unwrap();
-        let mut text = String::new();
-        DeflateDecoder::new(&bytes[..])
-            .read_to_string(&mut text)
-            .unwrap();
-        text
-    }
 
     #[test]
     fn parts_compressed_apart_join_into_one_stream_of_the_whole_array() {

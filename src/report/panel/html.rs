@@ -19,7 +19,7 @@ use askama::Template;
 use serde::Serialize;
 use serde_json::json;
 
-use super::{DETAIL_CHARS, PanelItems};
+use super::{DETAIL_CHARS, Details, PanelItems};
 use crate::report::Names;
 use crate::report::embed::{ScriptSafe, deflated_base64};
 
@@ -107,32 +107,54 @@ fn cells(items: &PanelItems<'_>) -> io::Result<String> {
     deflated_base64(&packed)
 }
 
+/// A chunk of the details, as it is written.
+#[derive(Serialize)]
+struct Chunk<'a> {
+    /// The chunk's distinct texts, in the order its items first show them.
+    strings: Vec<&'a str>,
+    /// Per item, per side: the numbers in `strings` of the prediction and response.
+    items: Vec<Vec<Option<[usize; 2]>>>,
+}
+
 /// A chunk: `{"strings": [...], "items": [[null | [prediction, response] per side] per
 /// item]}`, each prediction and response an index into `strings`.
-fn details(items: &PanelItems<'_>) -> io::Result<String> {
+fn details(details: Option<&Details>) -> io::Result<String> {
     let mut chunks: Vec<String> = Vec::new();
-    let Some(details) = items.details else {
+    let Some(details) = details else {
         return script_json(&chunks);
     };
-    let n = items.items.len();
+    // Where each of the details' texts is in the chunk being made: `(chunk + 1, index)`,
+    // so that no table is cleared between chunks.
+    let mut placed = vec![(0usize, 0usize); details.text_count()];
+    let n = details.question.len();
     let mut start = 0;
     while start < n {
         let end = (start + CHUNK_ITEMS).min(n);
-        let mut strings = Names::default();
+        let stamp = chunks.len() + 1;
+        let mut chunk = Chunk {
+            strings: Vec::new(),
+            items: Vec::with_capacity(end - start),
+        };
+        let mut local = |number: u32| {
+            let (seen, index) = &mut placed[number as usize];
+            if *seen != stamp {
+                *seen = stamp;
+                *index = chunk.strings.len();
+                chunk.strings.push(details.text(number));
+            }
+            *index
+        };
         let rows: Vec<Vec<Option<[usize; 2]>>> = (start..end)
             .map(|item| {
-                details
-                    .sides
-                    .iter()
+                (0..details.side_count())
                     .map(|side| {
-                        side[item].as_ref().map(|(prediction, response)| {
-                            [strings.id(prediction), strings.id(response)]
-                        })
+                        let [prediction, response] = details.cell(side, item)?;
+                        Some([local(prediction), local(response)])
                     })
                     .collect()
             })
             .collect();
-        let chunk = json!({"strings": strings.values, "items": rows});
+        chunk.items = rows;
         chunks.push(deflated_base64(&serde_json::to_vec(&chunk)?)?);
         start = end;
     }
@@ -153,7 +175,69 @@ pub fn render(items: &PanelItems<'_>, out: &mut dyn Write) -> io::Result<()> {
         meta: script_json(&meta)?,
         index: index(items)?,
         cells: cells(items)?,
-        details: details(items)?,
+        details: details(items.details)?,
     };
     out.write_all(page.render().map_err(io::Error::other)?.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::embed::inflate;
+
+    /// Chunks of the details, decoded: per item, per side, its prediction and response.
+    fn decoded(details: &Details) -> Vec<Vec<Option<[String; 2]>>> {
+        let chunks: Vec<String> =
+            serde_json::from_str(&self::details(Some(details)).unwrap()).unwrap();
+        let mut items = Vec::new();
+        for chunk in chunks {
+            let chunk: serde_json::Value = serde_json::from_str(&inflate(&chunk)).unwrap();
+            let strings: Vec<&str> = chunk["strings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap())
+                .collect();
+            let mut distinct = strings.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            assert_eq!(
+                distinct.len(),
+                strings.len(),
+                "a chunk holds each text once"
+            );
+            for item in chunk["items"].as_array().unwrap() {
+                items.push(
+                    item.as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|cell| {
+                            let [p, r] = serde_json::from_value::<Option<[usize; 2]>>(cell.clone())
+                                .unwrap()?;
+                            Some([strings[p].to_owned(), strings[r].to_owned()])
+                        })
+                        .collect(),
+                );
+            }
+        }
+        items
+    }
+
+    #[test]
+    fn every_chunk_holds_the_texts_of_its_own_items_once() {
+        // Texts repeat within a chunk, across chunks and across sides; some cells are empty.
+        let items = 2 * CHUNK_ITEMS + 3;
+        let mut details = Details::new(items);
+        let mut expected = vec![vec![None; 3]; items];
+        for _ in 0..3 {
+            let side = details.add_side();
+            for item in (0..items).filter(|item| !(item + side).is_multiple_of(5)) {
+                let prediction = format!("choice {}", (item * 7 + side) % 4);
+                let response = format!("because {}", item % (CHUNK_ITEMS + 1));
+                details.set(side, item, &prediction, &response);
+                expected[item][side] = Some([prediction, response]);
+            }
+        }
+        assert_eq!(decoded(&details), expected);
+    }
 }

@@ -12,6 +12,7 @@ pub mod jsonl;
 pub mod parquet;
 pub mod text;
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 
@@ -73,12 +74,81 @@ pub struct ItemRow {
 
 /// What the HTML dashboard shows of an item when it is opened: its question text and,
 /// per side, the prediction and response (each cut to [`DETAIL_CHARS`]).
+///
+/// Every distinct prediction or response text is held once and each cell holds two
+/// numbers of texts: two `String`s per cell were 1.3 GB at 100 sides × 100,000 items,
+/// whose multiple-choice predictions and responses are a few hundred texts.
 #[derive(Debug, Default)]
 pub struct Details {
     /// Per item.
     pub question: Vec<String>,
-    /// Per side, per item: `(prediction, response)`, or none without a record.
-    pub sides: Vec<Vec<Option<(String, String)>>>,
+    /// Per side, per item: the numbers of its prediction and response, or [`NO_RECORD`].
+    sides: Vec<Vec<[u32; 2]>>,
+    texts: Vec<Box<str>>,
+    numbers: HashMap<Box<str>, u32>,
+}
+
+/// The cell of a side without a record of the item.
+const NO_RECORD: [u32; 2] = [u32::MAX; 2];
+
+impl Details {
+    /// Details of `items` items and no side yet.
+    pub fn new(items: usize) -> Self {
+        Self {
+            question: vec![String::new(); items],
+            ..Self::default()
+        }
+    }
+
+    /// Adds a side whose every cell is empty; gives its number.
+    pub fn add_side(&mut self) -> usize {
+        self.sides.push(vec![NO_RECORD; self.question.len()]);
+        self.sides.len() - 1
+    }
+
+    /// Sets the prediction and response `side` shows for `item`.
+    pub fn set(&mut self, side: usize, item: usize, prediction: &str, response: &str) {
+        let cell = [self.number(prediction), self.number(response)];
+        self.sides[side][item] = cell;
+    }
+
+    /// The number of `text`, given it when it is new.
+    fn number(&mut self, text: &str) -> u32 {
+        if let Some(&number) = self.numbers.get(text) {
+            return number;
+        }
+        // Each text held costs some forty bytes of memory or more: memory runs out long
+        // before 2^32 - 1 of them.
+        let number = u32::try_from(self.texts.len())
+            .ok()
+            .filter(|&n| n != u32::MAX)
+            .expect("fewer distinct texts than memory holds");
+        self.texts.push(text.into());
+        self.numbers.insert(text.into(), number);
+        number
+    }
+
+    /// How many sides there are.
+    pub fn side_count(&self) -> usize {
+        self.sides.len()
+    }
+
+    /// The numbers of the prediction and response `side` shows for `item`, none without
+    /// a record.
+    pub fn cell(&self, side: usize, item: usize) -> Option<[u32; 2]> {
+        let cell = self.sides[side][item];
+        (cell != NO_RECORD).then_some(cell)
+    }
+
+    /// Text `number`.
+    pub fn text(&self, number: u32) -> &str {
+        &self.texts[number as usize]
+    }
+
+    /// How many distinct texts there are: every number is below it.
+    pub fn text_count(&self) -> usize {
+        self.texts.len()
+    }
 }
 
 /// How much of a prediction or a response the dashboard shows, in characters.
