@@ -159,15 +159,16 @@ fn item_row(identity: &ItemIdentity, interner: &Interner) -> ItemRow {
 /// A stored JSON value as the dashboard shows it: a string as itself, anything else as
 /// its JSON text, cut to [`DETAIL_CHARS`] characters (borrowed when it is so already).
 fn shown(canonical: &str) -> Cow<'_, str> {
-    let text = match canonical
+    let plain = canonical
         .strip_prefix('"')
         .and_then(|s| s.strip_suffix('"'))
-    {
         // No escape, quote or control byte: the string's text is what is between its quotes.
-        Some(plain) if !plain.bytes().any(|b| b == b'\\' || b == b'"' || b < 0x20) => {
-            Cow::Borrowed(plain)
-        }
-        Some(_) => {
+        .filter(|plain| !plain.bytes().any(|b| b == b'\\' || b == b'"' || b < 0x20));
+    let text = match plain {
+        Some(plain) => Cow::Borrowed(plain),
+        // Canonical text never has more, but a damaged or foreign file may: decoded as
+        // the stored text it is (whitespace after the string included).
+        None if canonical.starts_with('"') => {
             serde_json::from_str::<String>(canonical).map_or(Cow::Borrowed(canonical), Cow::Owned)
         }
         None if canonical == "null" => Cow::Borrowed(""),
@@ -274,5 +275,11 @@ mod tests {
                 "{canonical}"
             );
         }
+        // Not canonical (a damaged or foreign file): decoded as before.
+        for canonical in ["\"abc\" ", "\"abc\"\n", "\"a\\nb\"\t", " \"abc\""] {
+            assert_eq!(shown(canonical), decoded_then_cut(canonical), "{canonical}");
+        }
+        // A plain string is borrowed, not copied.
+        assert!(matches!(shown("\"B\""), Cow::Borrowed("B")));
     }
 }

@@ -125,26 +125,24 @@ fn details(details: Option<&Details>) -> io::Result<String> {
     };
     // Where each of the details' texts is in the chunk being made: `(chunk + 1, index)`,
     // so that no table is cleared between chunks.
-    let mut placed = vec![(0usize, 0usize); details.text_count()];
+    let mut placed = vec![(0u32, 0u32); details.text_count()];
     let n = details.question.len();
     let mut start = 0;
+    let mut stamp = 0u32;
     while start < n {
         let end = (start + CHUNK_ITEMS).min(n);
-        let stamp = chunks.len() + 1;
-        let mut chunk = Chunk {
-            strings: Vec::new(),
-            items: Vec::with_capacity(end - start),
-        };
+        stamp += 1;
+        let mut strings = Vec::new();
         let mut local = |number: u32| {
             let (seen, index) = &mut placed[number as usize];
             if *seen != stamp {
                 *seen = stamp;
-                *index = chunk.strings.len();
-                chunk.strings.push(details.text(number));
+                *index = u32::try_from(strings.len()).expect("fewer strings than texts");
+                strings.push(details.text(number));
             }
-            *index
+            *index as usize
         };
-        let rows: Vec<Vec<Option<[usize; 2]>>> = (start..end)
+        let items = (start..end)
             .map(|item| {
                 (0..details.side_count())
                     .map(|side| {
@@ -154,7 +152,7 @@ fn details(details: Option<&Details>) -> io::Result<String> {
                     .collect()
             })
             .collect();
-        chunk.items = rows;
+        let chunk = Chunk { strings, items };
         chunks.push(deflated_base64(&serde_json::to_vec(&chunk)?)?);
         start = end;
     }
@@ -221,6 +219,24 @@ mod tests {
             }
         }
         items
+    }
+
+    #[test]
+    fn a_chunk_is_written_as_the_page_reads_it() {
+        let mut details = Details::new(2);
+        let (a, b) = (details.add_side(), details.add_side());
+        details.set(a, 0, "A", "because");
+        details.set(b, 0, "B", "because");
+        details.set(b, 1, "A", "\"quoted\"");
+        let chunks: Vec<String> =
+            serde_json::from_str(&self::details(Some(&details)).unwrap()).unwrap();
+        let texts: Vec<String> = chunks.iter().map(|chunk| inflate(chunk)).collect();
+        assert_eq!(
+            texts,
+            [
+                r#"{"strings":["A","because","B","\"quoted\""],"items":[[[0,1],[2,1]],[null,[0,3]]]}"#
+            ]
+        );
     }
 
     #[test]

@@ -12,9 +12,11 @@ pub mod jsonl;
 pub mod parquet;
 pub mod text;
 
-use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 use std::io::Write;
 use std::path::Path;
+
+use hashbrown::{HashTable, hash_table};
 
 use crate::durable::{self, ContentDigest, PathIoError, io_at};
 use crate::panel::grid::Grid;
@@ -75,20 +77,27 @@ pub struct ItemRow {
 /// What the HTML dashboard shows of an item when it is opened: its question text and,
 /// per side, the prediction and response (each cut to [`DETAIL_CHARS`]).
 ///
-/// Every distinct prediction or response text is held once and each cell holds two
-/// numbers of texts: two `String`s per cell were 1.3 GB at 100 sides × 100,000 items,
-/// whose multiple-choice predictions and responses are a few hundred texts.
+/// Every distinct prediction or response text is held once, in one buffer, and each cell
+/// holds two numbers of texts: two `String`s per cell were 1.3 GB at 100 sides × 100,000
+/// items, whose multiple-choice predictions and responses are a few hundred texts. A
+/// distinct text costs its bytes and about 14 more (where it ends, its place in the
+/// table), so texts that never repeat cost less than two `String`s did too.
 #[derive(Debug, Default)]
 pub struct Details {
     /// Per item.
     pub question: Vec<String>,
     /// Per side, per item: the numbers of its prediction and response, or [`NO_RECORD`].
     sides: Vec<Vec<[u32; 2]>>,
-    texts: Vec<Box<str>>,
-    numbers: HashMap<Box<str>, u32>,
+    /// Every distinct text, one after another.
+    texts: String,
+    /// Where each text ends in `texts` (each starts where the one before ends).
+    ends: Vec<usize>,
+    /// The numbers of the texts, found by the texts' hashes.
+    numbers: HashTable<u32>,
+    hasher: RandomState,
 }
 
-/// The cell of a side without a record of the item.
+/// The cell of a side without a record of the item (no text has this number).
 const NO_RECORD: [u32; 2] = [u32::MAX; 2];
 
 impl Details {
@@ -114,18 +123,30 @@ impl Details {
 
     /// The number of `text`, given it when it is new.
     fn number(&mut self, text: &str) -> u32 {
-        if let Some(&number) = self.numbers.get(text) {
-            return number;
+        let Self {
+            texts,
+            ends,
+            numbers,
+            hasher,
+            ..
+        } = self;
+        let of = |number: u32| text_in(texts, ends, number);
+        let hash = hasher.hash_one(text);
+        match numbers.entry(hash, |&n| of(n) == text, |&n| hasher.hash_one(of(n))) {
+            hash_table::Entry::Occupied(entry) => *entry.get(),
+            hash_table::Entry::Vacant(entry) => {
+                // A number is a text held: memory runs out long before 2^32 - 1 of them
+                // (the last number is `NO_RECORD`'s).
+                let number = u32::try_from(ends.len())
+                    .ok()
+                    .filter(|&n| n != u32::MAX)
+                    .expect("fewer distinct texts than memory holds");
+                texts.push_str(text);
+                ends.push(texts.len());
+                entry.insert(number);
+                number
+            }
         }
-        // Each text held costs some forty bytes of memory or more: memory runs out long
-        // before 2^32 - 1 of them.
-        let number = u32::try_from(self.texts.len())
-            .ok()
-            .filter(|&n| n != u32::MAX)
-            .expect("fewer distinct texts than memory holds");
-        self.texts.push(text.into());
-        self.numbers.insert(text.into(), number);
-        number
     }
 
     /// How many sides there are.
@@ -142,13 +163,20 @@ impl Details {
 
     /// Text `number`.
     pub fn text(&self, number: u32) -> &str {
-        &self.texts[number as usize]
+        text_in(&self.texts, &self.ends, number)
     }
 
     /// How many distinct texts there are: every number is below it.
     pub fn text_count(&self) -> usize {
-        self.texts.len()
+        self.ends.len()
     }
+}
+
+/// Text `number` of `texts`, whose texts end at `ends`.
+fn text_in<'t>(texts: &'t str, ends: &[usize], number: u32) -> &'t str {
+    let number = number as usize;
+    let start = number.checked_sub(1).map_or(0, |before| ends[before]);
+    &texts[start..ends[number]]
 }
 
 /// How much of a prediction or a response the dashboard shows, in characters.
