@@ -10,11 +10,19 @@
 //! their identity scope in the row's metadata. The output is deterministic: UUIDs and
 //! times derive from the run (its manifest's hash, its creation time), not from the clock.
 //!
+//! The records are read into trees and their rows written on worker threads, batch by
+//! batch, and the rows spilled in record order to an unnamed temporary file from which
+//! each samples file is then copied: memory does not grow with the run.
+//!
 //! An export reads the archive through its readers and writes only under the destination
 //! the user names, each file new and atomic; it never writes under ROOT. (Named for its
 //! command: `babel export` is the release bundle's, in `bundle`.)
 
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -23,11 +31,12 @@ use sha2::{Digest, Sha256};
 use crate::archive::layout::{self, RunId, run_relative};
 use crate::archive::manifest::RunManifest;
 use crate::archive::read;
-use crate::archive::records::Columns;
+use crate::archive::records::{Batch, Columns};
 use crate::archive::{Archive, ArchiveError};
 use crate::canonical_json::{Json, to_canonical_string};
 use crate::compare::stats::{ConfidenceLevel, wilson_interval};
 use crate::durable::{self, hex, io_at};
+use crate::parallel;
 use crate::record::{IdentityScope, Record};
 use crate::report::question::question_text;
 
@@ -52,8 +61,72 @@ pub struct EeeExport {
 struct Group {
     /// Per filter: (known, correct, unknown).
     tallies: BTreeMap<String, (u64, u64, u64)>,
-    /// Instance rows, as JSON lines.
-    rows: Vec<String>,
+    /// How many instance rows it has.
+    rows: u64,
+    /// Where its rows are in the [`Spill`], in record order, runs of rows that follow one
+    /// another there taken together (a run of one (benchmark, variant) is one span).
+    spans: Vec<Range<u64>>,
+}
+
+/// Every group's instance rows, as JSON lines, in an unnamed temporary file, in the order
+/// they are made; each samples file is then copied from its group's spans. Held in memory,
+/// the rows of a million records and each file made whole of them took 2.5 GB
+/// (BENCHMARKS.md, "Every Eval Ever export").
+struct Spill {
+    file: BufWriter<File>,
+    written: u64,
+}
+
+/// What a failure to write the [`Spill`] says it was doing (for the destination folder).
+const SPILLING: &str = "spilling instance rows to a temporary file for";
+
+/// How much of a group's rows is read back from the spill at a time.
+const COPY_BYTES: u64 = 1 << 20;
+
+impl Spill {
+    fn new() -> io::Result<Self> {
+        Ok(Self {
+            file: BufWriter::with_capacity(1 << 20, tempfile::tempfile()?),
+            written: 0,
+        })
+    }
+
+    /// Appends a row of `group`, and a line end.
+    fn push(&mut self, group: &mut Group, row: &str) -> io::Result<()> {
+        self.file.write_all(row.as_bytes())?;
+        self.file.write_all(b"\n")?;
+        let start = self.written;
+        self.written += row.len() as u64 + 1;
+        match group.spans.last_mut() {
+            Some(span) if span.end == start => span.end = self.written,
+            _ => group.spans.push(start..self.written),
+        }
+        group.rows += 1;
+        Ok(())
+    }
+
+    /// The spill, written whole, to read back.
+    fn finish(self) -> io::Result<File> {
+        self.file
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)
+    }
+}
+
+/// Copies `spans` of `spill` to `out`, in order.
+fn copy_spans(spill: &File, spans: &[Range<u64>], out: &mut dyn Write) -> io::Result<()> {
+    let mut buffer = Vec::new();
+    for span in spans {
+        let mut at = span.start;
+        while at < span.end {
+            let len = (span.end - at).min(COPY_BYTES) as usize;
+            buffer.resize(len, 0);
+            spill.read_exact_at(&mut buffer, at)?;
+            out.write_all(&buffer)?;
+            at += len as u64;
+        }
+    }
+    Ok(())
 }
 
 /// Writes `run` of `archive` as EEE files under `dir` (created if missing). Refuses,
@@ -86,10 +159,20 @@ pub fn export_eee(
         .map_or_else(|| manifest.created_at.clone(), |s| s.to_string());
 
     let mut export = EeeExport::default();
-    let groups = group_records(archive, run, &manifest, &model, &mut export)?;
+    let mut spill = Spill::new().map_err(io_at(SPILLING, dir))?;
+    let groups = group_records(
+        archive,
+        run,
+        &manifest,
+        &model,
+        &mut export,
+        &mut spill,
+        dir,
+    )?;
+    let spill = spill.finish().map_err(io_at(SPILLING, dir))?;
     let mut planned = Vec::new();
     for ((benchmark, variant), group) in groups {
-        if group.rows.is_empty() {
+        if group.rows == 0 {
             export.without_known.push(format!("{benchmark}/{variant}"));
             continue;
         }
@@ -110,7 +193,9 @@ pub fn export_eee(
         std::fs::create_dir_all(&target).map_err(io_at("creating", &target))?;
         let id = evaluation_id(&benchmark, &model, run.as_str(), &variant);
         let samples_path = target.join(format!("{uuid}_samples.jsonl"));
-        let digest = write_rows(&samples_path, &group.rows)?;
+        let digest = durable::write_new_atomically(&samples_path, |out| {
+            copy_spans(&spill, &group.spans, out).map_err(io_at("writing", &samples_path))
+        })?;
         let aggregate = aggregate(AggregateFacts {
             manifest: &manifest,
             manifest_sha256: &manifest_sha256,
@@ -129,52 +214,86 @@ pub fn export_eee(
         let mut text = serde_json::to_string_pretty(&aggregate).expect("JSON values serialize");
         text.push('\n');
         write_new(&aggregate_path, &text)?;
-        export.rows += group.rows.len() as u64;
+        export.rows += group.rows;
         export.files.push(aggregate_path);
         export.files.push(samples_path);
     }
     Ok(export)
 }
 
+/// A record as the export counts and writes it: its group and filter, and its instance
+/// row when its correctness is known.
+struct Made {
+    benchmark: String,
+    variant: String,
+    filter: String,
+    row: Option<(bool, String)>,
+}
+
+/// The records of a batch as [`Made`] (on a worker thread: reading each record into a
+/// tree and writing its row is most of an export), or why one cannot be read.
+fn made_of(batch: &Batch, model: &str, run: &str) -> Result<Vec<Made>, String> {
+    (0..batch.len())
+        .map(|row| {
+            let record = batch.record(row).map_err(|e| e.to_string())?;
+            let row = record
+                .correct
+                .map(|correct| (correct, instance_row(&record, model, run, correct)));
+            Ok(Made {
+                benchmark: record.benchmark,
+                variant: record.variant_id,
+                filter: record.filter,
+                row,
+            })
+        })
+        .collect()
+}
+
 /// The run's records per (benchmark, variant): tallies per filter and an instance row per
-/// record of known correctness; records of unknown correctness are counted in `export`.
+/// record of known correctness, written to `spill` in record order; records of unknown
+/// correctness are counted in `export`. `dir` names the export in a failure to spill.
 fn group_records(
     archive: &Archive,
     run: &RunId,
     manifest: &RunManifest,
     model: &str,
     export: &mut EeeExport,
+    spill: &mut Spill,
+    dir: &Path,
 ) -> Result<BTreeMap<(String, String), Group>, ArchiveError> {
     let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
     for entry in &manifest.imports {
-        for batch in read::batches(archive, run, entry, Columns::ALL)? {
-            let batch = batch?;
-            for row in 0..batch.len() {
-                let record = batch.record(row).map_err(|e| ArchiveError::Damaged {
-                    path: archive
-                        .layout()
-                        .resolve(&run_relative(run, &entry.records.path)),
-                    reason: e.to_string(),
+        let path = archive
+            .layout()
+            .resolve(&run_relative(run, &entry.records.path));
+        let mut batches = read::batches(archive, run, entry, Columns::ALL)?;
+        parallel::map_ordered(
+            parallel::workers(),
+            || batches.next().transpose(),
+            |batch| made_of(&batch, model, run.as_str()),
+            |made| {
+                let made = made.map_err(|reason| ArchiveError::Damaged {
+                    path: path.clone(),
+                    reason,
                 })?;
-                let group = groups
-                    .entry((record.benchmark.clone(), record.variant_id.clone()))
-                    .or_default();
-                let tally = group.tallies.entry(record.filter.clone()).or_default();
-                match record.correct {
-                    None => {
-                        tally.2 += 1;
-                        export.unknown += 1;
-                    }
-                    Some(correct) => {
-                        tally.0 += 1;
-                        tally.1 += u64::from(correct);
-                        group
-                            .rows
-                            .push(instance_row(&record, model, run.as_str(), correct));
+                for made in made {
+                    let group = groups.entry((made.benchmark, made.variant)).or_default();
+                    let tally = group.tallies.entry(made.filter).or_default();
+                    match made.row {
+                        None => {
+                            tally.2 += 1;
+                            export.unknown += 1;
+                        }
+                        Some((correct, row)) => {
+                            tally.0 += 1;
+                            tally.1 += u64::from(correct);
+                            spill.push(group, &row).map_err(io_at(SPILLING, dir))?;
+                        }
                     }
                 }
-            }
-        }
+                Ok(())
+            },
+        )?;
     }
     Ok(groups)
 }
@@ -191,19 +310,6 @@ fn refuse_existing(folder: &Path, uuid: &str) -> Result<(), ArchiveError> {
         }
     }
     Ok(())
-}
-
-/// Writes the instance rows to the new file `path`, one JSON line each, atomically.
-fn write_rows(
-    path: &Path,
-    rows: &[String],
-) -> Result<durable::ContentDigest, durable::PathIoError> {
-    let mut samples = String::new();
-    for row in rows {
-        samples.push_str(row);
-        samples.push('\n');
-    }
-    write_new(path, &samples)
 }
 
 /// Writes `text` to the new file `path`, atomically.
@@ -467,7 +573,7 @@ fn aggregate(facts: AggregateFacts<'_>) -> Value {
             "file_path": facts.samples_path,
             "hash_algorithm": "sha256",
             "checksum": facts.samples_sha256,
-            "total_rows": facts.group.rows.len()
+            "total_rows": facts.group.rows
         }
     })
 }

@@ -89,3 +89,61 @@ fn a_bundle_of_many_records_is_exported_and_verified_in_bounded_memory() {
         assert!(peak < 300 * 1024, "peak {peak} KiB");
     }
 }
+
+/// An Every Eval Ever export writes each instance row as it is made: a run three times as
+/// long costs no more memory. Holding every row, and then each samples file whole, the
+/// export of a million records took 2.5 GB.
+#[test]
+fn an_every_eval_ever_export_holds_no_run_s_rows() {
+    let env = Env::with_archive();
+    let mut peaks = Vec::new();
+    let mut output_kib = Vec::new();
+    // Both runs are long enough for the records reader's batches (and validate's, which
+    // runs first) to reach their size.
+    for (run, lines) in [("small", 24_000), ("large", 72_000)] {
+        let (file, _) = input(&env, &format!("{run}.jsonl"), lines, 1500);
+        env.babel(&[
+            "run",
+            "create",
+            run,
+            "--model",
+            "org/m1",
+            "--benchmark",
+            "b",
+        ])
+        .assert()
+        .success();
+        env.babel(&["import", run, "--format", "canonical", "-q", &file])
+            .assert()
+            .success();
+        let dest = env.path().join(format!("eee-{run}"));
+        peaks.push(peak_of(
+            &env,
+            &["export-eee", run, "-q", dest.to_str().unwrap()],
+        ));
+        output_kib.push(bytes_under(&dest) / 1024);
+    }
+    let (growth, extra) = (
+        peaks[1].saturating_sub(peaks[0]),
+        output_kib[1] - output_kib[0],
+    );
+    println!("peaks {peaks:?} KiB for {output_kib:?} KiB of EEE files");
+    assert!(
+        growth * 3 < extra,
+        "memory grew by {growth} KiB for {extra} KiB more rows"
+    );
+}
+
+/// The bytes of every file under `dir`.
+fn bytes_under(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            match entry.file_type().unwrap().is_dir() {
+                true => bytes_under(&entry.path()),
+                false => entry.metadata().unwrap().len(),
+            }
+        })
+        .sum()
+}
