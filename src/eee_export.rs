@@ -11,8 +11,11 @@
 //! times derive from the run (its manifest's hash, its creation time), not from the clock.
 //!
 //! The records are read into trees and their rows written on worker threads, batch by
-//! batch, and the rows spilled in record order to an unnamed temporary file from which
-//! each samples file is then copied: memory does not grow with the run.
+//! batch, and the rows spilled in record order to an unnamed temporary file in the
+//! destination folder (on its disk, not in a `/tmp` that may be memory), from which each
+//! samples file is then copied: what grows with the run is 16 bytes per stretch of
+//! consecutive rows of one (benchmark, variant), one stretch in a run of one, one per row
+//! where variants alternate.
 //!
 //! An export reads the archive through its readers and writes only under the destination
 //! the user names, each file new and atomic; it never writes under ROOT. (Named for its
@@ -68,8 +71,8 @@ struct Group {
     spans: Vec<Range<u64>>,
 }
 
-/// Every group's instance rows, as JSON lines, in an unnamed temporary file, in the order
-/// they are made; each samples file is then copied from its group's spans. Held in memory,
+/// Every group's instance rows, as JSON lines, in an unnamed temporary file of the
+/// destination folder, in the order they are made; each samples file is then copied from its group's spans. Held in memory,
 /// the rows of a million records and each file made whole of them took 2.5 GB
 /// (BENCHMARKS.md, "Every Eval Ever export").
 struct Spill {
@@ -77,16 +80,16 @@ struct Spill {
     written: u64,
 }
 
-/// What a failure to write the [`Spill`] says it was doing (for the destination folder).
-const SPILLING: &str = "spilling instance rows to a temporary file for";
+/// What a failure to write the [`Spill`] says it was doing (in the destination folder).
+const SPILLING: &str = "spilling instance rows to a temporary file in";
 
 /// How much of a group's rows is read back from the spill at a time.
 const COPY_BYTES: u64 = 1 << 20;
 
 impl Spill {
-    fn new() -> io::Result<Self> {
+    fn new(dir: &Path) -> io::Result<Self> {
         Ok(Self {
-            file: BufWriter::with_capacity(1 << 20, tempfile::tempfile()?),
+            file: BufWriter::with_capacity(1 << 20, tempfile::tempfile_in(dir)?),
             written: 0,
         })
     }
@@ -113,16 +116,24 @@ impl Spill {
     }
 }
 
-/// Copies `spans` of `spill` to `out`, in order.
-fn copy_spans(spill: &File, spans: &[Range<u64>], out: &mut dyn Write) -> io::Result<()> {
+/// Copies `spans` of `spill` (in `dir`) to `out`, the samples file `dest`, in order.
+fn copy_spans(
+    spill: &File,
+    spans: &[Range<u64>],
+    out: &mut dyn Write,
+    (dir, dest): (&Path, &Path),
+) -> Result<(), durable::PathIoError> {
     let mut buffer = Vec::new();
     for span in spans {
         let mut at = span.start;
         while at < span.end {
             let len = (span.end - at).min(COPY_BYTES) as usize;
             buffer.resize(len, 0);
-            spill.read_exact_at(&mut buffer, at)?;
-            out.write_all(&buffer)?;
+            spill.read_exact_at(&mut buffer, at).map_err(io_at(
+                "reading back instance rows from a temporary file in",
+                dir,
+            ))?;
+            out.write_all(&buffer).map_err(io_at("writing", dest))?;
             at += len as u64;
         }
     }
@@ -159,7 +170,8 @@ pub fn export_eee(
         .map_or_else(|| manifest.created_at.clone(), |s| s.to_string());
 
     let mut export = EeeExport::default();
-    let mut spill = Spill::new().map_err(io_at(SPILLING, dir))?;
+    std::fs::create_dir_all(dir).map_err(io_at("creating", dir))?;
+    let mut spill = Spill::new(dir).map_err(io_at(SPILLING, dir))?;
     let groups = group_records(
         archive,
         run,
@@ -194,7 +206,7 @@ pub fn export_eee(
         let id = evaluation_id(&benchmark, &model, run.as_str(), &variant);
         let samples_path = target.join(format!("{uuid}_samples.jsonl"));
         let digest = durable::write_new_atomically(&samples_path, |out| {
-            copy_spans(&spill, &group.spans, out).map_err(io_at("writing", &samples_path))
+            copy_spans(&spill, &group.spans, out, (dir, &samples_path))
         })?;
         let aggregate = aggregate(AggregateFacts {
             manifest: &manifest,

@@ -98,10 +98,11 @@ fn an_every_eval_ever_export_holds_no_run_s_rows() {
     let env = Env::with_archive();
     let mut peaks = Vec::new();
     let mut output_kib = Vec::new();
-    // Both runs are long enough for the records reader's batches (and validate's, which
-    // runs first) to reach their size.
-    for (run, lines) in [("small", 24_000), ("large", 72_000)] {
-        let (file, _) = input(&env, &format!("{run}.jsonl"), lines, 1500);
+    // Both runs are long enough for validate's and the records reader's batches (4,096
+    // records) to reach their size and for the export's batches in flight (two per
+    // worker) to fill on up to 8 cores: 17 batches and more.
+    for (run, lines) in [("small", 72_000), ("large", 216_000)] {
+        let (file, _) = input(&env, &format!("{run}.jsonl"), lines, 300);
         env.babel(&[
             "run",
             "create",
