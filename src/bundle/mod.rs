@@ -25,8 +25,10 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::archive::records::{Batch, Columns, RecordsFile};
-use crate::canonical_json::to_canonical_bytes;
+use crate::canonical_json::{to_canonical_bytes, write_string};
 use crate::durable::{digest_of, hex};
+use crate::jsonl::{self, CanonicalScratch};
+use crate::record::StoredRecord;
 
 /// The one top-level folder of every bundle.
 pub const TOP: &str = "babel-bundle";
@@ -124,17 +126,14 @@ pub fn row_root(file: File) -> Result<(u64, String), String> {
     let mut hasher = Sha256::new();
     hasher.update(ROWS_ENVELOPE_START);
     let mut count = 0u64;
-    let mut entry = Vec::new();
+    let mut rows = RowEntries::default();
     for batch in records.batches(Columns::ALL).map_err(|e| e.to_string())? {
         let batch = batch.map_err(|e| e.to_string())?;
         for row in 0..batch.len() {
-            entry.clear();
             if count > 0 {
-                entry.push(b',');
+                hasher.update(b",");
             }
-            crate::canonical_json::write_value(&row_entry(&batch, row)?, &mut entry)
-                .map_err(|e| e.to_string())?;
-            hasher.update(&entry);
+            hasher.update(rows.entry(&batch, row)?);
             count += 1;
         }
     }
@@ -142,19 +141,60 @@ pub fn row_root(file: File) -> Result<(u64, String), String> {
     Ok((count, hex(&hasher.finalize())))
 }
 
-/// Record `row` of `batch` as a row of a row root: `[identity, row_sha256]`.
-fn row_entry(batch: &Batch, row: usize) -> Result<Value, String> {
-    let record = batch.record(row).map_err(|e| e.to_string())?;
-    let identity = json!([
-        record.benchmark,
-        record.language,
-        record.script,
-        record.question_id,
-        record.variant_id,
-        record.filter,
-        record.repeat_id
-    ]);
-    Ok(json!([identity, digest_of(&canonical(&record)?).sha256]))
+/// Writes the rows of a row root, keeping its buffers from row to row.
+#[derive(Default)]
+struct RowEntries {
+    record: StoredRecord,
+    line: Vec<u8>,
+    scratch: CanonicalScratch,
+    entry: Vec<u8>,
+}
+
+impl RowEntries {
+    /// Record `row` of `batch` as a row of a row root, canonical: `[identity, row_sha256]`.
+    ///
+    /// The record's canonical JSON is its stored JSON line put in canonical order by the
+    /// streaming reader, without a tree (reading each record into one and writing it out
+    /// again was most of an export's and a verification's time); a line the reader
+    /// refuses is read into a tree as before, so the hash is the tree path's whatever the
+    /// file holds. Neither proves the record valid: both callers run validate for that.
+    fn entry(&mut self, batch: &Batch, row: usize) -> Result<&[u8], String> {
+        batch.stored_record(row, &mut self.record);
+        self.line.clear();
+        self.record.write_json_line(&mut self.line);
+        self.line.pop();
+        let line = std::str::from_utf8(&self.line).map_err(|e| e.to_string())?;
+        let sha256 = match jsonl::canonical_text(line, &mut self.scratch) {
+            Ok(canonical) => digest_of(canonical.as_bytes()).sha256,
+            Err(_) => {
+                let record = batch.record(row).map_err(|e| e.to_string())?;
+                digest_of(&canonical(&record)?).sha256
+            }
+        };
+        let entry = &mut self.entry;
+        entry.clear();
+        entry.extend_from_slice(b"[[");
+        let identity = self.record.identity();
+        for text in [
+            Some(identity.benchmark),
+            identity.language,
+            identity.script,
+            Some(identity.question_id),
+            Some(identity.variant_id),
+            Some(identity.filter),
+        ] {
+            match text {
+                Some(text) => write_string(text, entry),
+                None => entry.extend_from_slice(b"null"),
+            }
+            entry.push(b',');
+        }
+        entry.extend_from_slice(identity.repeat_id.to_string().as_bytes());
+        entry.extend_from_slice(b"],\"");
+        entry.extend_from_slice(sha256.as_bytes());
+        entry.extend_from_slice(b"\"]");
+        Ok(entry)
+    }
 }
 
 /// The row root envelope's canonical text around its rows (its keys in canonical order).

@@ -245,6 +245,19 @@ pub fn check_canonical(text: &str, scratch: &mut CanonicalScratch) -> Result<(),
 /// [`check_canonical`] without its quick pass: the streaming reader canonicalizes `text`
 /// in one pass and compares. The reference the quick pass is tested against.
 pub fn check_canonical_in_full(text: &str, scratch: &mut CanonicalScratch) -> Result<(), String> {
+    if canonical_text(text, scratch)? != text {
+        return Err("not RFC 8785 canonical JSON".into());
+    }
+    Ok(())
+}
+
+/// `text`, one strict JSON value, as RFC 8785 writes it (by the streaming reader, in one
+/// pass, no tree), or what is wrong with it as [`parse_value`] and the canonical writer say
+/// it: what the tree path writes, for text that is not canonical yet.
+pub fn canonical_text<'s>(
+    text: &str,
+    scratch: &'s mut CanonicalScratch,
+) -> Result<&'s str, String> {
     scratch.wrapped.clear();
     scratch.wrapped.push_str("{\"v\":");
     scratch.wrapped.push_str(text);
@@ -269,10 +282,7 @@ pub fn check_canonical_in_full(text: &str, scratch: &mut CanonicalScratch) -> Re
         };
         return Err(error.to_string());
     }
-    if member.value != text {
-        return Err("not RFC 8785 canonical JSON".into());
-    }
-    Ok(())
+    Ok(member.value)
 }
 
 /// Parses one line's text (no line ending) under a policy.

@@ -820,30 +820,15 @@ fn quiet_bundle_commands_print_nothing_and_still_do_their_work() {
     assert!(target.path().join("eee").is_dir());
 }
 
-/// FORMAT.md: "Row root of a records file: `{"algorithm":"sha256-ordered-rows-v1",
-/// "rows":[[IDENTITY, ROW_SHA256], ...]}` in stored row order", a row hash being "SHA-256
-/// of the record's canonical JSON (the object `babel records` prints, canonicalized)".
-/// Computed here whole from `babel records` with an independent RFC 8785 implementation,
-/// it equals what babel hashes a row at a time.
-#[test]
-fn a_row_root_is_the_format_s_envelope_hashed_whole() {
-    let env = Env::with_archive();
-    env.babel(&["run", "create", "r", "--model", "m", "--benchmark", "b"])
-        .assert()
-        .success();
-    let lines = "{\"question_id\": \"q\\\"1\\u00e9\\n\", \"variant_id\": \"original\", \"input\": {\"z\": 1e21, \"a\": [-0.0, 2.5]}, \"correct\": true}\n\
-                 {\"question_id\": \"q2\", \"variant_id\": \"original\", \"language\": \"tr\", \"input\": {\"s\": \"\\u2028\"}, \"correct\": false, \"repeat_id\": 3}\n";
-    let input = env.input("rows.jsonl", lines);
-    env.babel(&["import", "r", "--format", "canonical", &input])
-        .assert()
-        .success();
-    let printed = env.babel(&["records", "r"]).output().unwrap();
+/// The row root of run `run`'s records file, computed from `babel records` with an
+/// independent RFC 8785 implementation, as the format defines it; and the file.
+fn expected_row_root(env: &Env, run: &str) -> ((u64, String), std::fs::File) {
+    let printed = env.babel(&["records", run]).output().unwrap();
     let records: Vec<Value> = String::from_utf8(printed.stdout)
         .unwrap()
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
-    assert_eq!(records.len(), 2);
     let canonical = |value: &Value| serde_json_canonicalizer::to_vec(value).unwrap();
     let rows: Vec<Value> = records
         .iter()
@@ -862,11 +847,41 @@ fn a_row_root_is_the_format_s_envelope_hashed_whole() {
         .collect();
     let envelope = serde_json::json!({"algorithm": "sha256-ordered-rows-v1", "rows": rows});
     let expected = crate::common::sha256_hex(&canonical(&envelope));
-    let run = env.archived("runs/r");
-    let records_file = crate::common::files_under(&run)
+    let dir = env.archived(&format!("runs/{run}"));
+    let records_file = crate::common::files_under(&dir)
         .into_iter()
         .find(|path| path.ends_with(".parquet"))
         .unwrap();
-    let file = std::fs::File::open(run.join(records_file)).unwrap();
-    assert_eq!(babel::bundle::row_root(file).unwrap(), (2, expected));
+    let file = std::fs::File::open(dir.join(records_file)).unwrap();
+    ((records.len() as u64, expected), file)
+}
+
+#[test]
+fn a_row_root_is_the_format_s_envelope_hashed_whole() {
+    let env = Env::with_archive();
+    env.babel(&["run", "create", "r", "--model", "m", "--benchmark", "b"])
+        .assert()
+        .success();
+    let lines = "{\"question_id\": \"q\\\"1\\u00e9\\n\", \"variant_id\": \"original\", \"input\": {\"z\": 1e21, \"a\": [-0.0, 2.5]}, \"correct\": true}\n\
+                 {\"question_id\": \"q2\", \"variant_id\": \"original\", \"language\": \"tr\", \"input\": {\"s\": \"\\u2028\"}, \"correct\": false, \"repeat_id\": 3}\n";
+    let input = env.input("rows.jsonl", lines);
+    env.babel(&["import", "r", "--format", "canonical", &input])
+        .assert()
+        .success();
+    let (expected, file) = expected_row_root(&env, "r");
+    assert_eq!(expected.0, 2);
+    assert_eq!(babel::bundle::row_root(file).unwrap(), expected);
+}
+
+/// Row roots hash each record's canonical JSON, which babel writes from the stored line
+/// without a tree: the records of real producers' files (nested messages, scores,
+/// metadata, non-ASCII text) give the root the format defines.
+#[test]
+fn the_row_roots_of_real_producers_records_are_the_format_s() {
+    let env = crate::common::producer_runs();
+    for run in ["h", "i", "m"] {
+        let (expected, file) = expected_row_root(&env, run);
+        assert!(expected.0 > 0, "{run}");
+        assert_eq!(babel::bundle::row_root(file).unwrap(), expected, "{run}");
+    }
 }

@@ -10,55 +10,12 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-
-/// Runs h (lm-evaluation-harness), i (Inspect) and m (HELM) of questions q001..q020,
-/// each of the model its framework names, filed under benchmark babel_mc.
-fn frameworks() -> Env {
-    let env = Env::with_archive();
-    let harness: Vec<_> = std::fs::read_dir(format!("{FIXTURES}/lm-eval-0.4.13/original/dummy-p"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_str().unwrap().contains("samples_babel_mc_original_"))
-        .collect();
-    let inspect = format!(
-        "{FIXTURES}/inspect-ai-0.3.285/logs/seed1/2026-12-03T14-54-39-00-00_babel-mc_L3aC6TktMr8Qp7aQ5S3fqq.eval"
-    );
-    let helm = format!("{FIXTURES}/crfm-helm-0.5.16/runs/babel_mc:model=simple_model1");
-    for (run, model, format, input) in [
-        (
-            "h",
-            "dummy",
-            "harness",
-            harness[0].to_str().unwrap().to_owned(),
-        ),
-        ("i", "mockllm/model", "inspect", inspect),
-        ("m", "simple/model1", "helm", helm),
-    ] {
-        env.babel(&["run", "create", run, "--model", model])
-            .assert()
-            .success();
-        env.babel(&[
-            "import",
-            run,
-            "--format",
-            format,
-            "--benchmark",
-            "babel_mc",
-            &input,
-        ])
-        .assert()
-        .success();
-    }
-    env
-}
-
 #[test]
 fn every_pair_has_the_2x2_table_compare_gives_on_the_real_fixtures() {
     // "On the real lm-evaluation-harness, Inspect and HELM fixtures: a panel of the runs
     // that share questions q001..q020 gives, for every pair, the same 2×2 counts as
     // compare."
-    let env = frameworks();
+    let env = crate::common::producer_runs();
     let panel = babel_json(&env, &["panel", "h", "i", "m:original"]);
     let names = ["h", "i", "m"];
     let pairs = panel["pairs"].as_array().unwrap();
@@ -85,7 +42,7 @@ fn every_pair_has_the_2x2_table_compare_gives_on_the_real_fixtures() {
 
 #[test]
 fn the_json_has_the_names_the_issue_fixes() {
-    let env = frameworks();
+    let env = crate::common::producer_runs();
     let panel = babel_json(&env, &["panel", "h", "i", "m:original"]);
     let keys = |value: &Value| -> Vec<String> {
         let mut keys: Vec<String> = value.as_object().unwrap().keys().cloned().collect();

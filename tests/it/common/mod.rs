@@ -738,3 +738,45 @@ pub fn peak_kib(env: &Env, args: &[&OsStr]) -> u64 {
     );
     fields[0].parse().unwrap()
 }
+
+/// Runs h (lm-evaluation-harness), i (Inspect) and m (HELM) of questions q001..q020,
+/// each of the model its framework names, filed under benchmark babel_mc.
+pub fn producer_runs() -> Env {
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let env = Env::with_archive();
+    let harness: Vec<_> = std::fs::read_dir(format!("{fixtures}/lm-eval-0.4.13/original/dummy-p"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_str().unwrap().contains("samples_babel_mc_original_"))
+        .collect();
+    let inspect = format!(
+        "{fixtures}/inspect-ai-0.3.285/logs/seed1/2026-12-03T14-54-39-00-00_babel-mc_L3aC6TktMr8Qp7aQ5S3fqq.eval"
+    );
+    let helm = format!("{fixtures}/crfm-helm-0.5.16/runs/babel_mc:model=simple_model1");
+    for (run, model, format, input) in [
+        (
+            "h",
+            "dummy",
+            "harness",
+            harness[0].to_str().unwrap().to_owned(),
+        ),
+        ("i", "mockllm/model", "inspect", inspect),
+        ("m", "simple/model1", "helm", helm),
+    ] {
+        env.babel(&["run", "create", run, "--model", model])
+            .assert()
+            .success();
+        env.babel(&[
+            "import",
+            run,
+            "--format",
+            format,
+            "--benchmark",
+            "babel_mc",
+            &input,
+        ])
+        .assert()
+        .success();
+    }
+    env
+}
