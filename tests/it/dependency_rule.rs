@@ -77,12 +77,17 @@ const MODULES: [(&str, &[&str], bool); 18] = [
             "clock",
             "compare",
             "durable",
+            "parallel",
             "record",
             "report",
         ],
         true,
     ),
-    ("bundle", &["archive", "canonical_json", "durable"], true),
+    (
+        "bundle",
+        &["archive", "canonical_json", "durable", "jsonl", "record"],
+        true,
+    ),
     ("hub", &["archive", "durable"], true),
     // Describes what the layers below computed; reads and writes nothing.
     ("outputs", &["archive", "hub"], false),
