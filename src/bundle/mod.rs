@@ -153,12 +153,15 @@ struct RowEntries {
 impl RowEntries {
     /// Record `row` of `batch` as a row of a row root, canonical: `[identity, row_sha256]`.
     ///
-    /// The record's canonical JSON is its stored JSON line put in canonical order by the
-    /// streaming reader, without a tree (reading each record into one and writing it out
-    /// again was most of an export's and a verification's time); a line the reader
-    /// refuses is read into a tree as before, so the hash is the tree path's whatever the
-    /// file holds. Neither proves the record valid: both callers run validate for that.
+    /// The row is checked as reading it into a record checks it (a row that check
+    /// refuses has no root). Its canonical JSON is then its stored JSON line put in
+    /// canonical order by the streaming reader, without a tree (reading each record into
+    /// one and writing it out again was most of an export's and a verification's time); a
+    /// line the reader cannot order (one nested as deep as a record may be, two levels
+    /// deeper inside the line) is read into a tree as before. Either way the hash is the
+    /// tree path's.
     fn entry(&mut self, batch: &Batch, row: usize) -> Result<&[u8], String> {
+        batch.check_row(row).map_err(|e| e.to_string())?;
         batch.stored_record(row, &mut self.record);
         self.line.clear();
         self.record.write_json_line(&mut self.line);

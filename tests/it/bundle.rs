@@ -820,40 +820,57 @@ fn quiet_bundle_commands_print_nothing_and_still_do_their_work() {
     assert!(target.path().join("eee").is_dir());
 }
 
-/// The row root of run `run`'s records file, computed from `babel records` with an
-/// independent RFC 8785 implementation, as the format defines it; and the file.
-fn expected_row_root(env: &Env, run: &str) -> ((u64, String), std::fs::File) {
-    let printed = env.babel(&["records", run]).output().unwrap();
-    let records: Vec<Value> = String::from_utf8(printed.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+/// The row root of the records file at `path` as the format defines it, computed the
+/// way babel computed it before it hashed stored lines: each row read into a record
+/// (which checks it, as validate does) and serialized, canonicalized by an independent
+/// RFC 8785 implementation. An error for a row the record reader refuses.
+fn tree_row_root(path: &Path) -> Result<(u64, String), String> {
+    use babel::archive::records::{Columns, RecordsFile};
     let canonical = |value: &Value| serde_json_canonicalizer::to_vec(value).unwrap();
-    let rows: Vec<Value> = records
-        .iter()
-        .map(|r| {
+    let mut rows = Vec::new();
+    let file = std::fs::File::open(path).unwrap();
+    for batch in RecordsFile::open(file)
+        .unwrap()
+        .batches(Columns::ALL)
+        .unwrap()
+    {
+        let batch = batch.unwrap();
+        for row in 0..batch.len() {
+            let record = batch.record(row).map_err(|e| e.to_string())?;
+            let record = serde_json::to_value(&record).unwrap();
             let identity = serde_json::json!([
-                r["benchmark"],
-                r["language"],
-                r["script"],
-                r["question_id"],
-                r["variant_id"],
-                r["filter"],
-                r["repeat_id"]
+                record["benchmark"],
+                record["language"],
+                record["script"],
+                record["question_id"],
+                record["variant_id"],
+                record["filter"],
+                record["repeat_id"]
             ]);
-            serde_json::json!([identity, crate::common::sha256_hex(&canonical(r))])
-        })
-        .collect();
+            rows.push(serde_json::json!([
+                identity,
+                crate::common::sha256_hex(&canonical(&record))
+            ]));
+        }
+    }
+    let count = rows.len() as u64;
     let envelope = serde_json::json!({"algorithm": "sha256-ordered-rows-v1", "rows": rows});
-    let expected = crate::common::sha256_hex(&canonical(&envelope));
+    Ok((count, crate::common::sha256_hex(&canonical(&envelope))))
+}
+
+/// The records file of run `run`.
+fn records_file_of(env: &Env, run: &str) -> std::path::PathBuf {
     let dir = env.archived(&format!("runs/{run}"));
     let records_file = crate::common::files_under(&dir)
         .into_iter()
         .find(|path| path.ends_with(".parquet"))
         .unwrap();
-    let file = std::fs::File::open(dir.join(records_file)).unwrap();
-    ((records.len() as u64, expected), file)
+    dir.join(records_file)
+}
+
+/// `row_root` of the file at `path`.
+fn row_root_of(path: &Path) -> Result<(u64, String), String> {
+    babel::bundle::row_root(std::fs::File::open(path).unwrap())
 }
 
 #[test]
@@ -868,9 +885,10 @@ fn a_row_root_is_the_format_s_envelope_hashed_whole() {
     env.babel(&["import", "r", "--format", "canonical", &input])
         .assert()
         .success();
-    let (expected, file) = expected_row_root(&env, "r");
+    let file = records_file_of(&env, "r");
+    let expected = tree_row_root(&file).unwrap();
     assert_eq!(expected.0, 2);
-    assert_eq!(babel::bundle::row_root(file).unwrap(), expected);
+    assert_eq!(row_root_of(&file), Ok(expected));
 }
 
 /// Row roots hash each record's canonical JSON, which babel writes from the stored line
@@ -880,8 +898,56 @@ fn a_row_root_is_the_format_s_envelope_hashed_whole() {
 fn the_row_roots_of_real_producers_records_are_the_format_s() {
     let env = crate::common::producer_runs();
     for run in ["h", "i", "m"] {
-        let (expected, file) = expected_row_root(&env, run);
+        let file = records_file_of(&env, run);
+        let expected = tree_row_root(&file).unwrap();
         assert!(expected.0 > 0, "{run}");
-        assert_eq!(babel::bundle::row_root(file).unwrap(), expected, "{run}");
+        assert_eq!(row_root_of(&file), Ok(expected), "{run}");
     }
+}
+
+/// A row the record reader refuses (as validate does) has no row root, however well its
+/// stored line reads as JSON; and one nested as deep as a record may be, which the
+/// streaming reader cannot put in order inside its line, gets the tree's root.
+#[test]
+fn a_row_root_is_refused_where_the_record_reader_refuses_the_row() {
+    let env = Env::with_archive();
+    env.babel(&["run", "create", "r", "--model", "m", "--benchmark", "b"])
+        .assert()
+        .success();
+    let input = env.input(
+        "one.jsonl",
+        crate::common::canonical_line("q1", "original", Some(true)),
+    );
+    env.babel(&["import", "r", "--format", "canonical", &input])
+        .assert()
+        .success();
+    let row = crate::common::records_file_rows(&records_file_of(&env, "r")).remove(0);
+    let raw = |text: &str| serde_json::json!({"$raw": text});
+    let damaged: [(&str, Value); 7] = [
+        ("input", raw("{},\"zz\":1")),
+        ("input", raw("{\"b\":1,\"a\":2}")),
+        ("scores", raw("[]")),
+        ("warnings", raw("[1]")),
+        ("identity_scope", Value::from("bogus")),
+        ("schema_version", Value::from(2)),
+        ("benchmark", Value::from("")),
+    ];
+    for (field, value) in damaged {
+        let mut bad = row.clone();
+        bad[field] = value;
+        let path = env.path().join("damaged.parquet");
+        crate::common::write_records_file(&path, &[bad]);
+        assert!(tree_row_root(&path).is_err(), "{field}");
+        assert!(
+            row_root_of(&path).is_err(),
+            "{field}: a root for a row the reader refuses"
+        );
+    }
+    let mut deep = row.clone();
+    let nested = (0..125).fold(Value::from(1), |inner, _| Value::Array(vec![inner]));
+    deep["input"] = serde_json::json!({ "x": nested });
+    let path = env.path().join("deep.parquet");
+    crate::common::write_records_file(&path, &[deep]);
+    let expected = tree_row_root(&path).unwrap();
+    assert_eq!(row_root_of(&path), Ok(expected));
 }
