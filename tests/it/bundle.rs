@@ -825,16 +825,9 @@ fn quiet_bundle_commands_print_nothing_and_still_do_their_work() {
 /// (which checks it, as validate does) and serialized, canonicalized by an independent
 /// RFC 8785 implementation. An error for a row the record reader refuses.
 fn tree_row_root(path: &Path) -> Result<(u64, String), String> {
-    use babel::archive::records::{Columns, RecordsFile};
     let canonical = |value: &Value| serde_json_canonicalizer::to_vec(value).unwrap();
     let mut rows = Vec::new();
-    let file = std::fs::File::open(path).unwrap();
-    for batch in RecordsFile::open(file)
-        .unwrap()
-        .batches(Columns::ALL)
-        .unwrap()
-    {
-        let batch = batch.unwrap();
+    for batch in crate::common::records_file_batches(path) {
         for row in 0..batch.len() {
             let record = batch.record(row).map_err(|e| e.to_string())?;
             let record = serde_json::to_value(&record).unwrap();

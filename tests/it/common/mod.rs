@@ -191,16 +191,9 @@ pub fn canonical_line(q: &str, v: &str, correct: Option<bool>) -> String {
 /// The rows of a records file as JSON objects, in the shape `babel records` prints (each
 /// JSON column's value parsed), read with babel's own reader.
 pub fn records_file_rows(path: &Path) -> Vec<serde_json::Value> {
-    use babel::archive::records::{Columns, RecordsFile};
-    let file = std::fs::File::open(path).unwrap();
     let mut rows = Vec::new();
     let mut stored = babel::record::StoredRecord::default();
-    for batch in RecordsFile::open(file)
-        .unwrap()
-        .batches(Columns::ALL)
-        .unwrap()
-    {
-        let batch = batch.unwrap();
+    for batch in records_file_batches(path) {
         for row in 0..batch.len() {
             let mut line = Vec::new();
             batch.stored_record(row, &mut stored);
@@ -209,6 +202,18 @@ pub fn records_file_rows(path: &Path) -> Vec<serde_json::Value> {
         }
     }
     rows
+}
+
+/// The batches of every column of the records file at `path`, read with babel's reader.
+pub fn records_file_batches(path: &Path) -> Vec<babel::archive::records::Batch> {
+    use babel::archive::records::{Columns, RecordsFile};
+    let file = std::fs::File::open(path).unwrap();
+    RecordsFile::open(file)
+        .unwrap()
+        .batches(Columns::ALL)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
 }
 
 /// Writes rows (JSON objects in the shape of [`records_file_rows`]) as a records file with
