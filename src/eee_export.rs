@@ -72,9 +72,9 @@ struct Group {
 }
 
 /// Every group's instance rows, as JSON lines, in an unnamed temporary file of the
-/// destination folder, in the order they are made; each samples file is then copied from its group's spans. Held in memory,
-/// the rows of a million records and each file made whole of them took 2.5 GB
-/// (BENCHMARKS.md, "Every Eval Ever export").
+/// destination folder, in the order they are made; each samples file is then copied from
+/// its group's spans. Held in memory, the rows of a million records and each file made
+/// whole of them took 2.5 GB (BENCHMARKS.md, "Every Eval Ever export").
 struct Spill {
     file: BufWriter<File>,
     written: u64,
