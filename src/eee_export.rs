@@ -64,11 +64,16 @@ pub struct EeeExport {
 struct Group {
     /// Per filter: (known, correct, unknown).
     tallies: BTreeMap<String, (u64, u64, u64)>,
-    /// How many instance rows it has.
-    rows: u64,
     /// Where its rows are in the [`Spill`], in record order, runs of rows that follow one
     /// another there taken together (a run of one (benchmark, variant) is one span).
     spans: Vec<Range<u64>>,
+}
+
+impl Group {
+    /// How many instance rows it has: one per record of known correctness.
+    fn rows(&self) -> u64 {
+        self.tallies.values().map(|&(known, _, _)| known).sum()
+    }
 }
 
 /// Every group's instance rows, as JSON lines, in an unnamed temporary file of the
@@ -104,7 +109,6 @@ impl Spill {
             Some(span) if span.end == start => span.end = self.written,
             _ => group.spans.push(start..self.written),
         }
-        group.rows += 1;
         Ok(())
     }
 
@@ -184,7 +188,7 @@ pub fn export_eee(
     let spill = spill.finish().map_err(io_at(SPILLING, dir))?;
     let mut planned = Vec::new();
     for ((benchmark, variant), group) in groups {
-        if group.rows == 0 {
+        if group.rows() == 0 {
             export.without_known.push(format!("{benchmark}/{variant}"));
             continue;
         }
@@ -226,7 +230,7 @@ pub fn export_eee(
         let mut text = serde_json::to_string_pretty(&aggregate).expect("JSON values serialize");
         text.push('\n');
         write_new(&aggregate_path, &text)?;
-        export.rows += group.rows;
+        export.rows += group.rows();
         export.files.push(aggregate_path);
         export.files.push(samples_path);
     }
@@ -585,7 +589,7 @@ fn aggregate(facts: AggregateFacts<'_>) -> Value {
             "file_path": facts.samples_path,
             "hash_algorithm": "sha256",
             "checksum": facts.samples_sha256,
-            "total_rows": facts.group.rows
+            "total_rows": facts.group.rows()
         }
     })
 }
@@ -593,6 +597,35 @@ fn aggregate(facts: AggregateFacts<'_>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_group_s_rows_come_back_in_order_however_groups_alternate() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spill = Spill::new(dir.path()).unwrap();
+        let mut groups = [Group::default(), Group::default()];
+        let mut expected = [String::new(), String::new()];
+        // A row longer than one read-back, then rows whose groups alternate and repeat.
+        let long = "x".repeat(COPY_BYTES as usize + 10);
+        let rows = [
+            (0, long.as_str()),
+            (0, "a1"),
+            (1, "b1"),
+            (0, "a2"),
+            (1, "b2"),
+            (1, "b3"),
+        ];
+        for (group, row) in rows {
+            spill.push(&mut groups[group], row).unwrap();
+            expected[group] += &format!("{row}\n");
+        }
+        assert_eq!(groups[0].spans.len(), 2, "consecutive rows share a span");
+        let spill = spill.finish().unwrap();
+        for (group, expected) in groups.iter().zip(expected) {
+            let mut out = Vec::new();
+            copy_spans(&spill, &group.spans, &mut out, (dir.path(), dir.path())).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), expected);
+        }
+    }
 
     #[test]
     fn uuids_have_the_version_4_shape_and_depend_on_every_part() {

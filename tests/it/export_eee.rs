@@ -189,6 +189,14 @@ fn two_exports_of_one_archive_state_are_the_same_bytes_and_nothing_is_overwritte
     let (first, second) = (tree(&a), tree(&b));
     assert!(!first.is_empty());
     assert_eq!(first, second);
+    // Each aggregate counts the rows its samples file holds.
+    for (name, bytes) in first.iter().filter(|(name, _)| !name.ends_with(".jsonl")) {
+        let details =
+            &serde_json::from_slice::<Value>(bytes).unwrap()["detailed_evaluation_results"];
+        let samples = &first[details["file_path"].as_str().unwrap()];
+        let lines = samples.iter().filter(|&&b| b == b'\n').count() as u64;
+        assert_eq!(details["total_rows"].as_u64(), Some(lines), "{name}");
+    }
     // Exporting again into the same folder refuses before writing anything.
     let output = env
         .babel(&[
