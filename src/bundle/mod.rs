@@ -28,7 +28,7 @@ use crate::archive::records::{Batch, Columns, RecordsFile};
 use crate::canonical_json::{to_canonical_bytes, write_string};
 use crate::durable::{digest_of, hex};
 use crate::jsonl::{self, CanonicalScratch};
-use crate::record::StoredRecord;
+use crate::record::{StoredRecord, push_integer};
 
 /// The one top-level folder of every bundle.
 pub const TOP: &str = "babel-bundle";
@@ -192,7 +192,7 @@ impl RowEntries {
             }
             entry.push(b',');
         }
-        entry.extend_from_slice(identity.repeat_id.to_string().as_bytes());
+        push_integer(identity.repeat_id, entry);
         entry.extend_from_slice(b"],\"");
         entry.extend_from_slice(sha256.as_bytes());
         entry.extend_from_slice(b"\"]");

@@ -30,6 +30,7 @@ use std::sync::OnceLock;
 use crate::jsonl::FieldPath;
 pub use fields::{FieldError, Fields};
 pub use new::NewRecord;
+pub(crate) use stored::push_integer;
 pub use stored::{JsonChecker, STORED_FIELDS, StoredField, StoredRecord};
 
 /// The record schema version this build writes and reads.

@@ -397,8 +397,8 @@ impl StoredRecord {
 }
 
 /// Appends an integer's decimal digits (without the allocation of `to_string`: this runs
-/// several times per record of `babel records`).
-fn push_integer(mut value: u64, out: &mut Vec<u8>) {
+/// several times per record of `babel records`, and once more for a bundle's row root).
+pub(crate) fn push_integer(mut value: u64, out: &mut Vec<u8>) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
     loop {
