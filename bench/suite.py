@@ -114,7 +114,6 @@ def main():
     mode, babel, work = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
     os.makedirs(work, exist_ok=True)
     files = generate(mode, work)
-    warm(files.values())
     rows = []  # (group, work, contender, seconds, peak MiB, note)
     def row(group, what, who, measured, note=""):
         rows.append((group, what, who, measured[0], measured[1], note))
