@@ -14,6 +14,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
+mod direct;
+
 /// An I/O failure on a named path.
 #[derive(Debug, thiserror::Error)]
 #[error("{action} {}: {source}", path.display())]
@@ -256,6 +258,8 @@ pub struct CopiedFile {
     path: PathBuf,
     /// `None` once finished.
     file: Option<File>,
+    /// Whether a tee writes the copy around the page cache where it can ([`direct`]).
+    direct: bool,
 }
 
 impl Drop for CopiedFile {
@@ -270,17 +274,23 @@ impl CopiedFile {
     /// Creates `path` exclusively and copies the rest of `source` into it; gives the
     /// number of bytes copied.
     pub fn create(path: &Path, source: &mut File) -> Result<(Self, u64), PathIoError> {
-        let mut copied = Self::create_empty(path)?;
+        let mut copied = Self {
+            path: path.to_owned(),
+            file: Some(create_new(path)?),
+            direct: false,
+        };
         let target = copied.file.as_mut().expect("just created");
         let bytes = io::copy(source, target).map_err(io_at("copying into", path))?;
         Ok((copied, bytes))
     }
 
-    /// Creates `path` exclusively, empty, to be filled through [`CopiedFile::tee`].
+    /// Creates `path` exclusively, empty, to be filled through [`CopiedFile::tee`]
+    /// around the page cache where the filesystem allows it ([`direct`]).
     pub fn create_empty(path: &Path) -> Result<Self, PathIoError> {
         Ok(Self {
             path: path.to_owned(),
             file: Some(create_new(path)?),
+            direct: true,
         })
     }
 
@@ -288,18 +298,30 @@ impl CopiedFile {
     /// [`WriteBack`] that sends the copy's data to disk as it grows (run it on another
     /// thread; it returns once the tee is dropped).
     pub fn tee(&self) -> (Tee<'_>, WriteBack<'_>) {
-        let (kick, kicks) = mpsc::sync_channel(1);
+        let (way, waiting) = match self.direct.then(|| direct::open(&self.path)).flatten() {
+            Some(file) => {
+                let (staging, writing) = direct::channel(file);
+                (TeeWay::Direct(staging), WriteBackWay::Direct(writing))
+            }
+            None => {
+                let (kick, kicks) = mpsc::sync_channel(1);
+                (
+                    TeeWay::Cached { unsynced: 0, kick },
+                    WriteBackWay::Cached(kicks),
+                )
+            }
+        };
         let tee = Tee {
             copy: self,
-            unsynced: 0,
             write_back_every: WRITE_BACK_BYTES,
-            kick,
+            way,
         };
         (
             tee,
             WriteBack {
                 copy: self,
-                kicks,
+                write_back_every: WRITE_BACK_BYTES,
+                way: waiting,
                 also: Vec::new(),
             },
         )
@@ -357,11 +379,22 @@ fn write_in_pieces(mut file: impl Write, bytes: &[u8]) -> io::Result<()> {
 /// buffer as it is read.
 pub struct Tee<'c> {
     copy: &'c CopiedFile,
-    /// Bytes written since the write-back was last asked for.
-    unsynced: u64,
     /// [`WRITE_BACK_BYTES`], but in tests.
     write_back_every: u64,
-    kick: mpsc::SyncSender<()>,
+    way: TeeWay,
+}
+
+/// How a [`Tee`] writes.
+enum TeeWay {
+    /// Into the page cache, asking the [`WriteBack`] to write it back every
+    /// [`WRITE_BACK_BYTES`].
+    Cached {
+        /// Bytes written since the write-back was last asked for.
+        unsynced: u64,
+        kick: mpsc::SyncSender<()>,
+    },
+    /// Into staging buffers the [`WriteBack`] writes around the cache ([`direct`]).
+    Direct(direct::Staging),
 }
 
 impl Tee<'_> {
@@ -369,15 +402,19 @@ impl Tee<'_> {
     /// its end. A failed write is an error that [`PathIoError::of_tee`] tells from a failed
     /// read of the source.
     pub fn write(&mut self, bytes: &[u8], ended: bool) -> io::Result<()> {
+        let (unsynced, kick) = match &mut self.way {
+            TeeWay::Direct(staging) => return staging.write(bytes, ended),
+            TeeWay::Cached { unsynced, kick } => (unsynced, kick),
+        };
         write_in_pieces(self.copy.file(), bytes)
             .map_err(|error| io::Error::other(io_at("writing", &self.copy.path)(error)))?;
-        self.unsynced += bytes.len() as u64;
+        *unsynced += bytes.len() as u64;
         // At the source's end the rest goes to disk while the last lines are parsed, not
         // after them.
-        if self.unsynced >= self.write_back_every || (ended && self.unsynced > 0) {
+        if *unsynced >= self.write_back_every || (ended && *unsynced > 0) {
             // A write-back still running takes this data too: no need to queue another.
-            let _ = self.kick.try_send(());
-            self.unsynced = 0;
+            let _ = kick.try_send(());
+            *unsynced = 0;
         }
         Ok(())
     }
@@ -389,8 +426,18 @@ impl Tee<'_> {
 /// beside the copy ([`WriteBack::also`]) are written back with it.
 pub struct WriteBack<'c> {
     copy: &'c CopiedFile,
-    kicks: mpsc::Receiver<()>,
+    /// [`WRITE_BACK_BYTES`], but in tests (a direct copy's; a cached one's is the tee's).
+    write_back_every: u64,
+    way: WriteBackWay,
     also: Vec<(File, &'c Path)>,
+}
+
+/// How a [`WriteBack`] learns of the copy's growth.
+enum WriteBackWay {
+    /// Told that the tee has written another [`WRITE_BACK_BYTES`] into the cache.
+    Cached(mpsc::Receiver<()>),
+    /// Sent the staged bytes themselves, to write ([`direct`]).
+    Direct(direct::Writing),
 }
 
 impl<'c> WriteBack<'c> {
@@ -403,15 +450,31 @@ impl<'c> WriteBack<'c> {
 
     /// Runs until the tee is dropped; gives the number of write-backs.
     pub fn run(self) -> Result<u64, PathIoError> {
-        let mut done = 0;
-        while self.kicks.recv().is_ok() {
-            self.copy.write_back()?;
+        let write_back = |copy_cached: bool| {
+            if copy_cached {
+                self.copy.write_back()?;
+            }
             for (file, path) in &self.also {
                 file.sync_data().map_err(io_at("syncing", path))?;
             }
-            done += 1;
+            Ok(())
+        };
+        match self.way {
+            WriteBackWay::Direct(writing) => writing.run(
+                self.copy.file(),
+                &self.copy.path,
+                self.write_back_every,
+                write_back,
+            ),
+            WriteBackWay::Cached(ref kicks) => {
+                let mut done = 0;
+                while kicks.recv().is_ok() {
+                    write_back(true)?;
+                    done += 1;
+                }
+                Ok(done)
+            }
         }
-        Ok(done)
     }
 }
 
@@ -759,21 +822,35 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let source: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
         let path = dir.path().join("copy");
-        let copy = CopiedFile::create_empty(&path).unwrap();
-        let (mut tee, write_back) = copy.tee();
-        // A write-back every 64 KiB: the write-back thread syncs the copy while it grows.
-        tee.write_back_every = 64 << 10;
-        let digest = std::thread::scope(|scope| {
-            let writing_back = scope.spawn(|| write_back.run());
-            let digest = read_through(&source, tee).unwrap();
-            // The write-back ends once the tee is gone, having run at least once (the
-            // first kick always finds room in the channel).
-            assert!(writing_back.join().unwrap().unwrap() >= 1);
-            digest
-        });
-        copy.finish().unwrap();
-        assert_eq!(fs::read(&path).unwrap(), source);
-        assert_eq!(digest, digest_file(&path).unwrap());
+        // Around the page cache (wherever the filesystem allows it) and through it.
+        for direct in [true, false] {
+            let _ = fs::remove_file(&path);
+            let mut copy = CopiedFile::create_empty(&path).unwrap();
+            copy.direct = direct;
+            let (mut tee, mut write_back) = copy.tee();
+            let way_direct = direct && direct::open(&path).is_some();
+            assert_eq!(matches!(tee.way, TeeWay::Direct(_)), way_direct);
+            // A write-back every 64 KiB: the write-back thread syncs the copy while it
+            // grows.
+            tee.write_back_every = 64 << 10;
+            write_back.write_back_every = 64 << 10;
+            let (digest, write_backs) = std::thread::scope(|scope| {
+                let writing_back = scope.spawn(|| write_back.run());
+                let digest = read_through(&source, tee).unwrap();
+                (digest, writing_back.join().unwrap().unwrap())
+            });
+            // The write-back ends once the tee is gone. Through the cache it ran at least
+            // once (the first kick always finds room in the channel, a kick finding one
+            // waiting is dropped); around it, after each staged mebibyte (more than 64
+            // KiB) and at the end.
+            match way_direct {
+                true => assert_eq!(write_backs, 3_000_000 / (1 << 20) + 1),
+                false => assert!(write_backs >= 1),
+            }
+            copy.finish().unwrap();
+            assert_eq!(fs::read(&path).unwrap(), source);
+            assert_eq!(digest, digest_file(&path).unwrap());
+        }
     }
 
     #[test]
@@ -818,6 +895,7 @@ mod tests {
         let copy = CopiedFile {
             path: path.clone(),
             file: Some(File::open(&path).unwrap()),
+            direct: false,
         };
         let (tee, _write_back) = copy.tee();
         let failed = read_through(b"some bytes", tee).unwrap_err();
