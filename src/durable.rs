@@ -298,9 +298,10 @@ impl CopiedFile {
     /// [`WriteBack`] that sends the copy's data to disk as it grows (run it on another
     /// thread; it returns once the tee is dropped).
     pub fn tee(&self) -> (Tee<'_>, WriteBack<'_>) {
-        let (way, waiting) = match self.direct.then(|| direct::open(&self.path)).flatten() {
+        let direct = self.direct.then(|| direct::open(&self.path, self.file()));
+        let (way, waiting) = match direct.flatten() {
             Some(file) => {
-                let (staging, writing) = direct::channel(file);
+                let (staging, writing) = direct::channel(file, &self.path);
                 (TeeWay::Direct(staging), WriteBackWay::Direct(writing))
             }
             None => {
@@ -479,6 +480,26 @@ impl<'c> WriteBack<'c> {
 }
 
 impl PathIoError {
+    /// What went wrong, if anything, in reading `source` through a [`Tee`] (`read`: the
+    /// read's error) while its [`WriteBack`] ran (`written_back`): a failed read or copy
+    /// first, as the records writer's own failure would be a consequence. A copy written
+    /// around the cache fails on the write-back thread, and the tee then only says that
+    /// thread stopped: its error comes first then.
+    pub fn of_copying(
+        read: Option<io::Error>,
+        written_back: Result<u64, PathIoError>,
+        source: &Path,
+    ) -> Result<(), PathIoError> {
+        match read {
+            Some(error) if direct::is_stopped(&error) => {
+                written_back?;
+                Err(Self::of_tee(error, source))
+            }
+            Some(error) => Err(Self::of_tee(error, source)),
+            None => written_back.map(|_| ()),
+        }
+    }
+
     /// The error of a read of `source` beside a [`Tee`]: the copy's failed write as it
     /// is, else a failed read of the source, named by `source`.
     pub fn of_tee(error: io::Error, source: &Path) -> Self {
@@ -828,7 +849,7 @@ mod tests {
             let mut copy = CopiedFile::create_empty(&path).unwrap();
             copy.direct = direct;
             let (mut tee, mut write_back) = copy.tee();
-            let way_direct = direct && direct::open(&path).is_some();
+            let way_direct = direct && direct::open(&path, copy.file()).is_some();
             assert_eq!(matches!(tee.way, TeeWay::Direct(_)), way_direct);
             // A write-back every 64 KiB: the write-back thread syncs the copy while it
             // grows.
@@ -910,5 +931,45 @@ mod tests {
             PathIoError::of_tee(read, source).to_string(),
             "reading /inputs/a.jsonl: input/output error"
         );
+    }
+
+    #[test]
+    fn a_copy_s_failure_comes_before_what_follows_from_it() {
+        let source = Path::new("/inputs/a.jsonl");
+        let copy = Path::new("/archive/runs/r/raw/0001-a.jsonl");
+        let full = || io_at("writing", copy)(io::Error::other("No space left on device"));
+        let records = || {
+            io_at("syncing", Path::new("/archive/runs/r/records/0001.parquet"))(io::Error::other(
+                "No space left on device",
+            ))
+        };
+        let told = |read, written_back| {
+            PathIoError::of_copying(read, written_back, source)
+                .unwrap_err()
+                .to_string()
+        };
+        // Around the cache the copy fails on the write-back thread; the tee only knows
+        // that the thread stopped.
+        assert_eq!(
+            told(Some(direct::stopped(copy)), Err(full())),
+            full().to_string()
+        );
+        // Through the cache the tee's own write fails first; a sync of the records file
+        // failing beside it is a consequence.
+        assert_eq!(
+            told(Some(io::Error::other(full())), Err(records())),
+            full().to_string()
+        );
+        assert_eq!(
+            told(Some(io::Error::other("input/output error")), Ok(3)),
+            "reading /inputs/a.jsonl: input/output error"
+        );
+        assert_eq!(told(None, Err(records())), records().to_string());
+        // A stopped tee whose thread reports nothing still names the copy.
+        assert_eq!(
+            told(Some(direct::stopped(copy)), Ok(1)),
+            "writing /archive/runs/r/raw/0001-a.jsonl: the copy's writing thread stopped"
+        );
+        assert!(PathIoError::of_copying(None, Ok(2), source).is_ok());
     }
 }

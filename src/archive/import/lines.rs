@@ -101,13 +101,9 @@ impl FileImport<'_, '_> {
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (parsed, writer.finish(), raw_digest, written_back)
         });
-        // A failed copy or read stops the import first, so its error comes first: the
-        // records writer's own (a full disk, say) would be a consequence. A copy written
-        // on the write-back thread fails there, and the tee then only says it stopped.
-        written_back?;
-        if let Some(error) = read_error {
-            return Err(PathIoError::of_tee(error, self.plan.given_path).into());
-        }
+        // A failed read or copy stops the import first, so its error comes first: the
+        // records writer's own (a full disk, say) would be a consequence.
+        PathIoError::of_copying(read_error, written_back, self.plan.given_path)?;
         let count = written.map_err(io_at("writing", &records_path))?;
         parsed.or_else(|error: Option<ArchiveError>| error.map_or(Ok(()), Err))?;
         copy.finish()?;
