@@ -246,14 +246,13 @@ impl NewFile {
     }
 }
 
-/// A new file holding a copy of another, made one of two ways. [`CopiedFile::create`] copies
-/// inside the kernel where the filesystem can (`std::io::copy` between files uses
-/// `copy_file_range`, and falls back to reading and writing): the bytes never pass through
-/// this process, and whoever reads the copy back ([`CopiedFile::reader`]) hashes it.
-/// [`CopiedFile::tee`] writes into the copy every buffer the reader of the source hands it
-/// as soon as it is read, so the reader's hash is of the very buffers written and reading
-/// starts at once instead of after the whole copy. Either way a digest is of what the archive holds, even if the
-/// source changed meanwhile. Dropped before [`CopiedFile::finish`], it removes itself.
+/// A new file holding a copy of another, made one of two ways, each hashing the very bytes
+/// it writes, so a digest is of what the archive holds even if the source changed
+/// meanwhile. [`CopiedFile::copy_hashed`] copies a whole source at once, through the page
+/// cache (the caller reads the copy next). [`CopiedFile::tee`] writes into the copy every
+/// buffer the reader of the source hands it as soon as it is read, around the page cache
+/// where it can ([`direct`]): reading starts at once instead of after the whole copy.
+/// Dropped before [`CopiedFile::finish`], it removes itself.
 pub struct CopiedFile {
     path: PathBuf,
     /// `None` once finished.
@@ -271,17 +270,64 @@ impl Drop for CopiedFile {
 }
 
 impl CopiedFile {
-    /// Creates `path` exclusively and copies the rest of `source` into it; gives the
-    /// number of bytes copied.
-    pub fn create(path: &Path, source: &mut File) -> Result<(Self, u64), PathIoError> {
-        let mut copied = Self {
-            path: path.to_owned(),
-            file: Some(create_new(path)?),
-            direct: false,
-        };
-        let target = copied.file.as_mut().expect("just created");
-        let bytes = io::copy(source, target).map_err(io_at("copying into", path))?;
-        Ok((copied, bytes))
+    /// Creates `path` exclusively and copies the rest of `source` (at `source_path`) into
+    /// it a mebibyte at a time, telling `read` of each, while a second thread hashes each
+    /// buffer once written and a third writes the copy back to disk as it grows: reading,
+    /// writing and hashing one after the other on one thread took a 306 MB Inspect log
+    /// about 0.4 s before its items were read (BENCHMARKS.md, "Copying a structured input").
+    /// Gives the digest of what was written.
+    pub fn copy_hashed(
+        path: &Path,
+        source: &mut File,
+        source_path: &Path,
+        mut read: impl FnMut(u64),
+    ) -> Result<(Self, ContentDigest), PathIoError> {
+        let mut copy = Self::create_empty(path)?;
+        copy.direct = false;
+        let (mut tee, write_back) = copy.tee();
+        let (copied, digest, written_back) = std::thread::scope(|scope| {
+            let writing_back = scope.spawn(|| write_back.run());
+            let (to_hash, written) = mpsc::sync_channel::<Vec<u8>>(2);
+            let (give_back, spent) = mpsc::sync_channel::<Vec<u8>>(4);
+            let hashing = scope.spawn(move || {
+                let mut hashing = HashingWriter::new(io::sink());
+                for buffer in written {
+                    hashing.write_all(&buffer).expect("a sink takes every byte");
+                    let _ = give_back.try_send(buffer);
+                }
+                hashing.finish().1
+            });
+            let copied = (|| loop {
+                let mut buffer = spent
+                    .try_recv()
+                    .unwrap_or_else(|_| Vec::with_capacity(CHUNK_BYTES));
+                buffer.clear();
+                let got = Read::by_ref(source)
+                    .take(CHUNK_BYTES as u64)
+                    .read_to_end(&mut buffer)
+                    .map_err(io_at("reading", source_path))?;
+                let ended = got < CHUNK_BYTES;
+                tee.write(&buffer, ended)
+                    .map_err(|error| PathIoError::of_tee(error, source_path))?;
+                read(got as u64);
+                // The hashing thread reads until this one stops: a send cannot fail.
+                let _ = to_hash.send(buffer);
+                if ended {
+                    return Ok(());
+                }
+            })();
+            drop((tee, to_hash));
+            let digest = hashing
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            let written_back = writing_back
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (copied, digest, written_back)
+        });
+        copied?;
+        written_back?;
+        Ok((copy, digest))
     }
 
     /// Creates `path` exclusively, empty, to be filled through [`CopiedFile::tee`]
@@ -332,11 +378,6 @@ impl CopiedFile {
         self.file
             .as_ref()
             .expect("a copy is written before it is finished")
-    }
-
-    /// The copy, opened again for reading from its start.
-    pub fn reader(&self) -> Result<File, PathIoError> {
-        File::open(&self.path).map_err(io_at("reading", &self.path))
     }
 
     /// Writes the copy's data back to disk and waits for it, as [`CopiedFile::finish`]
@@ -872,6 +913,49 @@ mod tests {
             assert_eq!(fs::read(&path).unwrap(), source);
             assert_eq!(digest, digest_file(&path).unwrap());
         }
+    }
+
+    #[test]
+    fn a_whole_copy_holds_the_source_and_its_digest_is_of_those_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let source_path = dir.path().join("source");
+        for len in [
+            0,
+            1,
+            CHUNK_BYTES - 1,
+            CHUNK_BYTES,
+            CHUNK_BYTES + 1,
+            5 * CHUNK_BYTES + 7,
+        ] {
+            let source: Vec<u8> = (0..len).map(|i| (i % 241) as u8).collect();
+            fs::write(&source_path, &source).unwrap();
+            let path = dir.path().join(format!("copy-{len}"));
+            let mut reads = Vec::new();
+            let (copy, digest) = CopiedFile::copy_hashed(
+                &path,
+                &mut File::open(&source_path).unwrap(),
+                &source_path,
+                |bytes| reads.push(bytes),
+            )
+            .unwrap();
+            copy.finish().unwrap();
+            assert_eq!(fs::read(&path).unwrap(), source, "{len} bytes");
+            assert_eq!(digest, digest_file(&path).unwrap(), "{len} bytes");
+            // Told of every mebibyte as it is read, and of the end.
+            assert_eq!(reads.iter().sum::<u64>(), len as u64);
+            assert_eq!(reads.len(), len / CHUNK_BYTES + 1, "{len} bytes");
+        }
+        // A source that cannot be read is named; the copy is gone.
+        let unreadable = File::options().append(true).open(&source_path).unwrap();
+        let path = dir.path().join("copy-failed");
+        let failed = CopiedFile::copy_hashed(&path, &mut { unreadable }, &source_path, |_| {})
+            .err()
+            .unwrap();
+        assert_eq!(
+            (failed.action, failed.path.as_path()),
+            ("reading", source_path.as_path())
+        );
+        assert!(!path.exists());
     }
 
     #[test]

@@ -17,7 +17,6 @@ mod units;
 
 use std::collections::HashMap;
 use std::fs::{self, File};
-use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -37,7 +36,7 @@ use super::transaction::{Transaction, abort_after};
 use super::{ArchiveError, WriteSession};
 use crate::adapters::{self, AdapterOptions, Format, ImportContext, Layout, Reader, SourceFile};
 use crate::clock::now_rfc3339;
-use crate::durable::{CopiedFile, HashingReader, NewFile, io_at};
+use crate::durable::{CopiedFile, NewFile, io_at};
 use crate::jsonl::NonFinitePolicy;
 use identities::Identities;
 use lines::LineHook;
@@ -650,35 +649,6 @@ struct FilePlan<'a> {
     records_rel: String,
 }
 
-/// Reports progress as it reads.
-struct Progressing<'p, R> {
-    inner: R,
-    progress: &'p dyn Progress,
-    since_report: u64,
-}
-
-impl<'p, R> Progressing<'p, R> {
-    fn new(inner: R, progress: &'p dyn Progress) -> Self {
-        Self {
-            inner,
-            progress,
-            since_report: 0,
-        }
-    }
-}
-
-impl<R: Read> Read for Progressing<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.since_report += n as u64;
-        if self.since_report >= 1 << 20 || n == 0 {
-            self.progress.advance(self.since_report);
-            self.since_report = 0;
-        }
-        Ok(n)
-    }
-}
-
 /// What importing one file made: its raw copy, its records file, the breakdown, and (for
 /// a structured input) the producer's facts from its header.
 struct FileOutcome {
@@ -836,19 +806,19 @@ impl FileImport<'_, '_> {
         }
     }
 
-    /// Copies `source` whole to the new file `to` (inside the kernel where it can), then
-    /// reads the copy back to hash it, reporting progress: the digest is of the bytes the
-    /// archive holds.
+    /// Copies `source` whole to the new file `to`, hashing what it writes and reporting
+    /// progress: the digest is of the bytes the archive holds.
     fn copy_whole(
         &self,
         mut source: File,
         to: &Path,
     ) -> Result<crate::durable::ContentDigest, ArchiveError> {
-        let (copy, _) = CopiedFile::create(to, &mut source)?;
-        let mut reader = HashingReader::new(Progressing::new(copy.reader()?, self.progress));
-        io::copy(&mut reader, &mut io::sink()).map_err(io_at("reading", to))?;
+        let (copy, digest) =
+            CopiedFile::copy_hashed(to, &mut source, self.plan.given_path, |bytes| {
+                self.progress.advance(bytes)
+            })?;
         copy.finish()?;
-        Ok(reader.finish())
+        Ok(digest)
     }
 
     /// The end of every file: at least one record, and the entries of its files.
