@@ -104,13 +104,56 @@ impl FileImport<'_, '_> {
     }
 }
 
-/// The largest header file of a folder input (a HELM run's `per_instance_stats.json`,
-/// an OpenCompass results file: read whole because every item is joined with it).
+/// The largest header file of a folder input (a HELM run's `run_spec.json`, an
+/// OpenCompass results file: read whole because every item is joined with it).
 const MAX_HEADER_FILE_BYTES: u64 = 1 << 30;
 
-/// A whole file, refused when larger than `limit`: `Ok(problem)` for a file too large,
-/// `Err` for a failed read.
-fn read_whole(path: &Path, limit: u64) -> Result<Vec<u8>, Result<FileProblem, ArchiveError>> {
+/// How many times its size a header file may take in memory once parsed into a tree: an
+/// OpenCompass results file of numbers takes 28 (RELIABILITY.md).
+const TREE_BYTES_PER_BYTE: u64 = 32;
+
+/// How many bytes of header files one import reads whole: at most
+/// [`MAX_HEADER_FILE_BYTES`], and no more than `available` memory (`None`: unknown)
+/// holds once they are trees.
+fn header_budget(available: Option<u64>) -> u64 {
+    available.map_or(MAX_HEADER_FILE_BYTES, |bytes| {
+        (bytes / TREE_BYTES_PER_BYTE).min(MAX_HEADER_FILE_BYTES)
+    })
+}
+
+/// The memory this process may still take: what Linux says is available
+/// (`MemAvailable`), or less where the process's cgroup (v2) has a limit; `None`
+/// elsewhere.
+fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let available = meminfo
+        .lines()
+        .find_map(|line| line.strip_prefix("MemAvailable:"))
+        .and_then(|rest| rest.trim().strip_suffix("kB"))
+        .and_then(|kib| kib.trim().parse::<u64>().ok())?
+        .saturating_mul(1024);
+    Some(available.min(cgroup_memory_left().unwrap_or(u64::MAX)))
+}
+
+/// The room left under the memory limit of this process's cgroup (v2), if it has one.
+fn cgroup_memory_left() -> Option<u64> {
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = cgroup.lines().find_map(|line| line.strip_prefix("0::"))?;
+    let dir = Path::new("/sys/fs/cgroup").join(path.trim().trim_start_matches('/'));
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+    let max = read("memory.max")?.trim().parse::<u64>().ok()?;
+    let current = read("memory.current")?.trim().parse::<u64>().ok()?;
+    Some(max.saturating_sub(current))
+}
+
+/// A whole header file, refused when larger than `limit` (what is left of the
+/// [`header_budget`] of `budget` bytes): `Ok(problem)` for a file too large, `Err` for a
+/// failed read.
+fn read_whole(
+    path: &Path,
+    limit: u64,
+    budget: u64,
+) -> Result<Vec<u8>, Result<FileProblem, ArchiveError>> {
     let file = File::open(path).map_err(|e| Err(io_at("reading", path)(e).into()))?;
     let size = file
         .metadata()
@@ -121,16 +164,28 @@ fn read_whole(path: &Path, limit: u64) -> Result<Vec<u8>, Result<FileProblem, Ar
             .file_name()
             .map(|n| n.to_string_lossy())
             .unwrap_or_default();
-        return Err(Ok((
-            format!("{name} is {size} bytes, more than the {limit} babel reads whole"),
-            None,
-        )));
+        return Err(Ok(too_large(&name, size, limit, budget)));
     }
     let mut bytes = Vec::with_capacity(size as usize);
     file.take(limit)
         .read_to_end(&mut bytes)
         .map_err(|e| Err(io_at("reading", path)(e).into()))?;
     Ok(bytes)
+}
+
+/// Why a header file of `size` bytes is not read, with `limit` bytes left of a budget
+/// of `budget`.
+fn too_large(name: &str, size: u64, limit: u64, budget: u64) -> FileProblem {
+    let message = match limit == budget {
+        true => format!("{name} is {size} bytes, more than the {limit} babel reads whole here"),
+        false => format!(
+            "{name} is {size} bytes, more than the {limit} babel reads whole here beside the files before it"
+        ),
+    };
+    let hint = format!(
+        "babel holds a run's header files in memory as trees of up to {TREE_BYTES_PER_BYTE} times their size, so it reads at most 1 GiB of them, and no more than 1/{TREE_BYTES_PER_BYTE} of the memory available ({budget} bytes of files now): free memory, or import on a machine with more"
+    );
+    (message, Some(hint))
 }
 
 /// A problem of a whole structured file: the message and a hint.
@@ -280,19 +335,24 @@ fn header_file_value(bytes: &[u8], name: &str) -> Result<Value, FileProblem> {
 }
 
 /// The header files beside the raw file, each `(key, stored name)`, parsed into
-/// `members` (a missing one is absent).
+/// `members` (a missing one is absent), no more than `budget` bytes of them
+/// ([`header_budget`]).
 fn header_files<'n>(
     raw: &Path,
     files: impl Iterator<Item = (&'n str, &'n str)>,
     members: &mut Map<String, Value>,
+    budget: u64,
 ) -> Result<Result<(), FileProblem>, ArchiveError> {
+    let mut left = budget;
     for (key, stored) in files {
         let path = raw.with_file_name(stored);
         if !path.is_file() {
             continue;
         }
-        let value = read_whole(&path, MAX_HEADER_FILE_BYTES)
-            .and_then(|bytes| header_file_value(&bytes, stored).map_err(Ok));
+        let value = read_whole(&path, left, budget).and_then(|bytes| {
+            left -= bytes.len() as u64;
+            header_file_value(&bytes, stored).map_err(Ok)
+        });
         match value {
             Ok(value) => members.insert(key.to_owned(), value),
             Err(Ok(problem)) => return Ok(Err(problem)),
@@ -328,7 +388,12 @@ fn read_header(
         }
         Layout::Folder {
             header, indexed, ..
-        } => match header_files(raw, header.iter().map(|n| (*n, *n)), &mut members)? {
+        } => match header_files(
+            raw,
+            header.iter().map(|n| (*n, *n)),
+            &mut members,
+            header_budget(available_memory()),
+        )? {
             Ok(()) => match indexed {
                 Some(indexed) => read_index(&indexed, &raw.with_file_name(indexed.file))?
                     .map(|found| index = found),
@@ -338,7 +403,7 @@ fn read_header(
         },
         Layout::Rows(_) => {
             let files = roles.iter().map(|(role, stored)| (*role, stored.as_str()));
-            header_files(raw, files, &mut members)?
+            header_files(raw, files, &mut members, header_budget(available_memory()))?
         }
     };
     Ok(read.map(|()| adapters::Header { members, index }))
@@ -582,6 +647,50 @@ fn structured_items(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_files_are_read_whole_only_as_far_as_memory_holds_their_trees() {
+        const GIB: u64 = 1 << 30;
+        assert_eq!(header_budget(None), MAX_HEADER_FILE_BYTES);
+        assert_eq!(header_budget(Some(64 * GIB)), MAX_HEADER_FILE_BYTES);
+        assert_eq!(header_budget(Some(3_200_000_000)), 100_000_000);
+        // Where Linux tells, it is known, and never more than the memory itself.
+        if cfg!(target_os = "linux") {
+            let available = available_memory().expect("/proc/meminfo gives MemAvailable");
+            assert!(available > 0);
+            assert!(header_budget(Some(available)) < available);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path().join("0001-run");
+        std::fs::write(
+            dir.path().join("a.json"),
+            format!("[{}]", "1,".repeat(49) + "1"),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("b.json"), "[1]").unwrap();
+        let files = || [("a", "a.json"), ("b", "b.json")].into_iter();
+        let mut members = Map::new();
+        header_files(&raw, files(), &mut members, 104)
+            .unwrap()
+            .unwrap();
+        assert_eq!(members.len(), 2);
+        // The second file passes what the first left of the budget.
+        let (message, hint) = header_files(&raw, files(), &mut Map::new(), 103)
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(
+            message,
+            "b.json is 3 bytes, more than the 2 babel reads whole here beside the files before it"
+        );
+        assert!(hint.unwrap().contains("(103 bytes of files now)"));
+        let (message, _) = header_files(&raw, files(), &mut Map::new(), 100)
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(
+            message,
+            "a.json is 101 bytes, more than the 100 babel reads whole here"
+        );
+    }
 
     #[test]
     fn a_header_file_is_one_strict_json_value() {
