@@ -272,28 +272,46 @@ impl Drop for CopiedFile {
 impl CopiedFile {
     /// Creates `path` exclusively and copies the rest of `source` (at `source_path`) into
     /// it a mebibyte at a time, telling `read` of each, while a second thread hashes each
-    /// buffer once written and a third writes the copy back to disk as it grows: reading,
-    /// writing and hashing one after the other on one thread took a 306 MB Inspect log
-    /// about 0.4 s before its items were read (BENCHMARKS.md, "Copying a structured input").
-    /// Gives the digest of what was written.
-    pub fn copy_hashed(
+    /// buffer once written and a third writes the copy back to disk as it grows; `scan`
+    /// reads the copied bytes meanwhile on a fourth ([`Copied`]; an import reads a
+    /// document's header there). Reading, writing and hashing one after the other on one
+    /// thread, and reading the header after them, took a 306 MB Inspect log about 0.5 s
+    /// before its items were read (BENCHMARKS.md, "Copying a structured input"). Gives the
+    /// digest of what was written and what `scan` returned.
+    pub fn copy_hashed<T: Send>(
         path: &Path,
         source: &mut File,
         source_path: &Path,
         mut read: impl FnMut(u64),
-    ) -> Result<(Self, ContentDigest), PathIoError> {
+        scan: impl FnOnce(Copied) -> T + Send,
+    ) -> Result<(Self, ContentDigest, T), PathIoError> {
         let mut copy = Self::create_empty(path)?;
         copy.direct = false;
         let (mut tee, write_back) = copy.tee();
-        let (copied, digest, written_back) = std::thread::scope(|scope| {
+        let (copied, digest, scanned, written_back) = std::thread::scope(|scope| {
             let writing_back = scope.spawn(|| write_back.run());
             let (to_hash, written) = mpsc::sync_channel::<Vec<u8>>(2);
+            let (to_scan, hashed) = mpsc::sync_channel::<Vec<u8>>(2);
             let (give_back, spent) = mpsc::sync_channel::<Vec<u8>>(4);
+            let scanning = {
+                let give_back = give_back.clone();
+                scope.spawn(move || {
+                    scan(Copied {
+                        chunks: hashed,
+                        chunk: Vec::new(),
+                        at: 0,
+                        give_back,
+                    })
+                })
+            };
             let hashing = scope.spawn(move || {
                 let mut hashing = HashingWriter::new(io::sink());
                 for buffer in written {
                     hashing.write_all(&buffer).expect("a sink takes every byte");
-                    let _ = give_back.try_send(buffer);
+                    // A scan that stopped reading leaves each buffer to come back here.
+                    if let Err(mpsc::SendError(buffer)) = to_scan.send(buffer) {
+                        let _ = give_back.try_send(buffer);
+                    }
                 }
                 hashing.finish().1
             });
@@ -317,17 +335,14 @@ impl CopiedFile {
                 }
             })();
             drop((tee, to_hash));
-            let digest = hashing
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            let written_back = writing_back
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (copied, digest, written_back)
+            let digest = hashing.join().unwrap_or_else(resume);
+            let scanned = scanning.join().unwrap_or_else(resume);
+            let written_back = writing_back.join().unwrap_or_else(resume);
+            (copied, digest, scanned, written_back)
         });
         copied?;
         written_back?;
-        Ok((copy, digest))
+        Ok((copy, digest, scanned))
     }
 
     /// Creates `path` exclusively, empty, to be filled through [`CopiedFile::tee`]
@@ -394,6 +409,50 @@ impl CopiedFile {
         file.sync_all().map_err(io_at("syncing", &self.path))?;
         self.file = None;
         Ok(())
+    }
+}
+
+/// Goes on with the panic of a joined thread.
+fn resume<T>(panic: Box<dyn std::any::Any + Send>) -> T {
+    std::panic::resume_unwind(panic)
+}
+
+/// The bytes [`CopiedFile::copy_hashed`] copies, in order, as each buffer is hashed: a
+/// reader for a thread beside the copy. It ends where the copy ends (or stopped).
+pub struct Copied {
+    chunks: mpsc::Receiver<Vec<u8>>,
+    chunk: Vec<u8>,
+    at: usize,
+    /// Where a read buffer goes back, to be filled again.
+    give_back: mpsc::SyncSender<Vec<u8>>,
+}
+
+impl Read for Copied {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let available = io::BufRead::fill_buf(self)?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        io::BufRead::consume(self, n);
+        Ok(n)
+    }
+}
+
+impl io::BufRead for Copied {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        while self.at == self.chunk.len() {
+            let Ok(next) = self.chunks.recv() else {
+                break;
+            };
+            let _ = self
+                .give_back
+                .try_send(std::mem::replace(&mut self.chunk, next));
+            self.at = 0;
+        }
+        Ok(&self.chunk[self.at..])
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.at += amount;
     }
 }
 
@@ -931,26 +990,56 @@ mod tests {
             fs::write(&source_path, &source).unwrap();
             let path = dir.path().join(format!("copy-{len}"));
             let mut reads = Vec::new();
-            let (copy, digest) = CopiedFile::copy_hashed(
+            // A scan beside the copy reads the very bytes copied.
+            let (copy, digest, scanned) = CopiedFile::copy_hashed(
                 &path,
                 &mut File::open(&source_path).unwrap(),
                 &source_path,
                 |bytes| reads.push(bytes),
+                |mut copied| {
+                    let mut bytes = Vec::new();
+                    copied.read_to_end(&mut bytes).unwrap();
+                    bytes
+                },
             )
             .unwrap();
             copy.finish().unwrap();
             assert_eq!(fs::read(&path).unwrap(), source, "{len} bytes");
+            assert_eq!(scanned, source, "{len} bytes");
             assert_eq!(digest, digest_file(&path).unwrap(), "{len} bytes");
             // Told of every mebibyte as it is read, and of the end.
             assert_eq!(reads.iter().sum::<u64>(), len as u64);
             assert_eq!(reads.len(), len / CHUNK_BYTES + 1, "{len} bytes");
         }
+        // A scan that stops reading early (a document refused at its first byte) leaves the
+        // copy to go on.
+        let path = dir.path().join("copy-scan-stopped");
+        let (copy, digest, first) = CopiedFile::copy_hashed(
+            &path,
+            &mut File::open(&source_path).unwrap(),
+            &source_path,
+            |_| {},
+            |mut copied| {
+                let mut first = [0u8; 10];
+                copied.read_exact(&mut first).unwrap();
+                first
+            },
+        )
+        .unwrap();
+        copy.finish().unwrap();
+        let source = fs::read(&source_path).unwrap();
+        assert_eq!(
+            (fs::read(&path).unwrap(), &first[..]),
+            (source.clone(), &source[..10])
+        );
+        assert_eq!(digest, digest_of(&source));
         // A source that cannot be read is named; the copy is gone.
         let unreadable = File::options().append(true).open(&source_path).unwrap();
         let path = dir.path().join("copy-failed");
-        let failed = CopiedFile::copy_hashed(&path, &mut { unreadable }, &source_path, |_| {})
-            .err()
-            .unwrap();
+        let failed =
+            CopiedFile::copy_hashed(&path, &mut { unreadable }, &source_path, |_| {}, drop)
+                .err()
+                .unwrap();
         assert_eq!(
             (failed.action, failed.path.as_path()),
             ("reading", source_path.as_path())

@@ -465,9 +465,15 @@ pub struct ArrayItems {
     pub items: Items<'static>,
 }
 
-impl Shape for ArrayItems {
-    fn header(&self, file: File, wanted: &[&str], visit: &mut HeaderVisit) -> Reading {
-        let reader = io::BufReader::with_capacity(256 * 1024, file);
+impl ArrayItems {
+    /// The header members of the document `reader` gives ([`Shape::header`], from any
+    /// reader: the import reads them from the bytes it copies, as it copies them).
+    pub fn header_from(
+        &self,
+        reader: impl BufRead,
+        wanted: &[&str],
+        visit: &mut HeaderVisit,
+    ) -> Reading {
         // The items' bytes are checked and skipped, never copied.
         read_members(
             reader,
@@ -481,6 +487,16 @@ impl Shape for ArrayItems {
         )
         .map(drop)
         .map_err(shape_error)
+    }
+}
+
+impl Shape for ArrayItems {
+    fn header(&self, file: File, wanted: &[&str], visit: &mut HeaderVisit) -> Reading {
+        self.header_from(
+            io::BufReader::with_capacity(256 * 1024, file),
+            wanted,
+            visit,
+        )
     }
 
     fn items(&self, file: File, visit: &mut ItemVisit) -> Reading {

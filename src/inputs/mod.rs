@@ -12,4 +12,4 @@ pub mod parquet;
 mod shape;
 pub mod zip;
 
-pub use shape::{Content, Index, Item, MAX_ITEM_BYTES, Shape, ShapeError, Stop};
+pub use shape::{Content, HeaderVisit, Index, Item, MAX_ITEM_BYTES, Shape, ShapeError, Stop};

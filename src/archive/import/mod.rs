@@ -807,18 +807,24 @@ impl FileImport<'_, '_> {
     }
 
     /// Copies `source` whole to the new file `to`, hashing what it writes and reporting
-    /// progress: the digest is of the bytes the archive holds.
-    fn copy_whole(
+    /// progress: the digest is of the bytes the archive holds. `scan` reads those bytes
+    /// meanwhile on a thread of its own ([`CopiedFile::copy_hashed`]).
+    fn copy_whole<T: Send>(
         &self,
         mut source: File,
         to: &Path,
-    ) -> Result<crate::durable::ContentDigest, ArchiveError> {
-        let (copy, digest) =
-            CopiedFile::copy_hashed(to, &mut source, self.plan.given_path, |bytes| {
-                self.progress.advance(bytes)
-            })?;
+        scan: impl FnOnce(crate::durable::Copied) -> T + Send,
+    ) -> Result<(crate::durable::ContentDigest, T), ArchiveError> {
+        let progress = self.progress;
+        let (copy, digest, scanned) = CopiedFile::copy_hashed(
+            to,
+            &mut source,
+            self.plan.given_path,
+            |bytes| progress.advance(bytes),
+            scan,
+        )?;
         copy.finish()?;
-        Ok(digest)
+        Ok((digest, scanned))
     }
 
     /// The end of every file: at least one record, and the entries of its files.

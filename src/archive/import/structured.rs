@@ -1,6 +1,7 @@
 //! Structured inputs (a ZIP log, a JSON document, a run folder): the file is copied
-//! whole into the archive first, then read from that copy as its format lays it out,
-//! header first, then item by item. Items are copied off the reader in batches, parsed
+//! whole into the archive first (a document's header members read from its bytes as they
+//! are copied), then read from that copy as its format lays it out, header first, then
+//! item by item. Items are copied off the reader in batches, parsed
 //! and normalized on worker threads, taken in file order by the sink, and their records
 //! encoded and compressed on a writer thread, as JSON Lines inputs are.
 
@@ -18,10 +19,10 @@ use crate::adapters::{self, ImportContext, Layout};
 use crate::archive::ArchiveError;
 use crate::archive::artifacts::contract::BankIndex;
 use crate::archive::records::ThreadedWriter;
-use crate::durable::{NewFile, io_at};
+use crate::durable::{Copied, NewFile, io_at};
 use crate::inputs::document::{ArrayItems, Items};
 use crate::inputs::parquet::Row;
-use crate::inputs::{Content, Item, Shape, ShapeError, Stop};
+use crate::inputs::{Content, HeaderVisit, Item, Shape, ShapeError, Stop};
 use crate::jsonl::{self, FieldPath, NonFinitePolicy, PathSegment};
 use crate::parallel;
 use crate::record::Locator;
@@ -42,10 +43,22 @@ impl FileImport<'_, '_> {
         let records_path = self.transaction.path(&self.plan.records_rel);
         let mut copied = Vec::new();
         for (name, file, _) in companions {
-            let digest = self.copy_whole(file, &raw_path.with_file_name(&name))?;
+            let (digest, ()) = self.copy_whole(file, &raw_path.with_file_name(&name), drop)?;
             copied.push((name, digest));
         }
-        let raw_digest = self.copy_whole(source, &raw_path)?;
+        // A document's header members are read from its bytes as they are copied.
+        let (raw_digest, header) = match (structured.layout)(self.plan.given_name) {
+            Ok(Layout::Document { header, items }) => {
+                let (digest, header) = self.copy_whole(source, &raw_path, |copied| {
+                    document_header(copied, items, header, &raw_path)
+                })?;
+                (digest, HeaderFrom::Copied(header?))
+            }
+            _ => (
+                self.copy_whole(source, &raw_path, drop)?.0,
+                HeaderFrom::Archived { roles },
+            ),
+        };
         // The second pass, over the items, counts as many bytes as the copy did.
         let copied_bytes = raw_digest.bytes + copied.iter().map(|(_, d)| d.bytes).sum::<u64>();
         let mut progress = ItemProgress {
@@ -65,7 +78,7 @@ impl FileImport<'_, '_> {
                 let read = structured_items(
                     structured,
                     &raw_path,
-                    roles,
+                    header,
                     &import_context,
                     self.bank,
                     &mut progress,
@@ -362,29 +375,72 @@ fn header_files<'n>(
     Ok(Ok(()))
 }
 
+/// Header members handed out by `read` (a shape reading them from the archived file at
+/// `raw`, or from its bytes as they are copied), each parsed.
+fn header_members(
+    raw: &Path,
+    read: impl FnOnce(&mut HeaderVisit) -> Result<(), ShapeError>,
+) -> Result<Result<Map<String, Value>, FileProblem>, ArchiveError> {
+    let mut members = Map::new();
+    let mut stop = None;
+    let read = read(&mut |name, bytes| {
+        let value = parse_value(bytes, name).map_err(|problem| {
+            stop = Some(problem);
+            Stop
+        })?;
+        members.insert(name.to_owned(), value);
+        Ok(())
+    });
+    Ok(settle(read, raw, stop)?.map(|()| members))
+}
+
+/// The header members of a JSON document, read from its bytes as they are copied to
+/// `raw` (`copied`), so the document is not read once more for them alone.
+fn document_header(
+    copied: Copied,
+    items: Items<'static>,
+    wanted: &[&str],
+    raw: &Path,
+) -> Result<Result<adapters::Header, FileProblem>, ArchiveError> {
+    let members = header_members(raw, |visit| {
+        ArrayItems { items }.header_from(copied, wanted, visit)
+    })?;
+    Ok(members.map(|members| adapters::Header {
+        members,
+        index: None,
+    }))
+}
+
+/// Where the header of a structured file comes from.
+enum HeaderFrom<'r> {
+    /// A JSON document's members, read from its bytes as they were copied.
+    Copied(Result<adapters::Header, FileProblem>),
+    /// The archived file, as its layout keeps it; a unit's header files have these
+    /// roles.
+    Archived { roles: &'r [(&'static str, String)] },
+}
+
 /// The header of the archived file at `raw` as `layout` keeps it: members inside the
 /// file (a ZIP log, a JSON document), files beside it (a run folder, with its index), or
-/// a unit's header files by role.
+/// a unit's header files by role; unless it was read as the file was copied (`from`).
 fn read_header(
     layout: &Layout,
     shape: &dyn Shape,
     raw: &Path,
-    roles: &[(&'static str, String)],
+    from: HeaderFrom<'_>,
 ) -> Result<Result<adapters::Header, FileProblem>, ArchiveError> {
+    let roles = match from {
+        HeaderFrom::Copied(header) => return Ok(header),
+        HeaderFrom::Archived { roles } => roles,
+    };
     let mut members = Map::new();
     let mut index = None;
     let read = match *layout {
         Layout::Zip { header, .. } | Layout::Document { header, .. } => {
-            let mut stop = None;
-            let read = shape.header(open(raw)?, header, &mut |name, bytes| {
-                let value = parse_value(bytes, name).map_err(|problem| {
-                    stop = Some(problem);
-                    Stop
-                })?;
-                members.insert(name.to_owned(), value);
-                Ok(())
-            });
-            settle(read, raw, stop)?
+            header_members(raw, |visit| {
+                shape.header(File::open(raw).map_err(ShapeError::Io)?, header, visit)
+            })?
+            .map(|read| members = read)
         }
         Layout::Folder {
             header, indexed, ..
@@ -597,7 +653,7 @@ impl ItemProgress<'_> {
 fn structured_items(
     structured: &adapters::Structured,
     raw: &Path,
-    roles: &[(&'static str, String)],
+    header: HeaderFrom<'_>,
     context: &ImportContext<'_>,
     bank: Option<&BankIndex>,
     progress: &mut ItemProgress<'_>,
@@ -608,7 +664,7 @@ fn structured_items(
         Err(message) => return Ok(Err((message, None))),
     };
     let shape = layout.shape();
-    let header = match read_header(&layout, shape.as_ref(), raw, roles)? {
+    let header = match read_header(&layout, shape.as_ref(), raw, header)? {
         Ok(header) => header,
         Err(problem) => return Ok(Err(problem)),
     };
