@@ -315,6 +315,8 @@ impl CopiedFile {
                 }
                 hashing.finish().1
             });
+            // A failed read of the source, or the tee's failed write: io errors that
+            // `PathIoError::of_copying` tells apart.
             let copied = (|| loop {
                 let mut buffer = spent
                     .try_recv()
@@ -322,11 +324,9 @@ impl CopiedFile {
                 buffer.clear();
                 let got = Read::by_ref(source)
                     .take(CHUNK_BYTES as u64)
-                    .read_to_end(&mut buffer)
-                    .map_err(io_at("reading", source_path))?;
+                    .read_to_end(&mut buffer)?;
                 let ended = got < CHUNK_BYTES;
-                tee.write(&buffer, ended)
-                    .map_err(|error| PathIoError::of_tee(error, source_path))?;
+                tee.write(&buffer, ended)?;
                 read(got as u64);
                 // The hashing thread reads until this one stops: a send cannot fail.
                 let _ = to_hash.send(buffer);
@@ -340,8 +340,7 @@ impl CopiedFile {
             let written_back = writing_back.join().unwrap_or_else(resume);
             (copied, digest, scanned, written_back)
         });
-        copied?;
-        written_back?;
+        PathIoError::of_copying(copied.err(), written_back, source_path)?;
         Ok((copy, digest, scanned))
     }
 
@@ -443,9 +442,11 @@ impl io::BufRead for Copied {
             let Ok(next) = self.chunks.recv() else {
                 break;
             };
-            let _ = self
-                .give_back
-                .try_send(std::mem::replace(&mut self.chunk, next));
+            // The empty vector a reader starts with is no buffer to fill again.
+            let read = std::mem::replace(&mut self.chunk, next);
+            if read.capacity() > 0 {
+                let _ = self.give_back.try_send(read);
+            }
             self.at = 0;
         }
         Ok(&self.chunk[self.at..])
@@ -514,7 +515,10 @@ impl Tee<'_> {
         // after them.
         if *unsynced >= self.write_back_every || (ended && *unsynced > 0) {
             // A write-back still running takes this data too: no need to queue another.
-            let _ = kick.try_send(());
+            // One that stopped failed: its error is the one to report, now.
+            if let Err(mpsc::TrySendError::Disconnected(())) = kick.try_send(()) {
+                return Err(direct::stopped(&self.copy.path));
+            }
             *unsynced = 0;
         }
         Ok(())
@@ -1078,6 +1082,30 @@ mod tests {
             writing_back.join().unwrap().unwrap_err()
         });
         assert_eq!((failed.action, failed.path.as_path()), ("syncing", beside));
+    }
+
+    #[test]
+    fn a_tee_stops_once_its_write_back_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut copy = CopiedFile::create_empty(&dir.path().join("copy")).unwrap();
+        copy.direct = false;
+        // A file beside the copy that cannot be synced: the first write-back fails.
+        let beside = Path::new("/dev/null");
+        let (mut tee, write_back) = copy.tee();
+        let write_back = write_back.also(File::options().write(true).open(beside).unwrap(), beside);
+        tee.write_back_every = 64 << 10;
+        let piece = vec![b'x'; 64 << 10];
+        std::thread::scope(|scope| {
+            let writing_back = scope.spawn(|| write_back.run());
+            tee.write(&piece, false).unwrap();
+            let failed = writing_back.join().unwrap();
+            // The next write-back it asks for finds the thread gone: the tee stops there,
+            // not at the end of the source, and the thread's error is the one told.
+            let stopped = tee.write(&piece, false).unwrap_err();
+            let told = PathIoError::of_copying(Some(stopped), failed, Path::new("/in.json"));
+            let told = told.unwrap_err();
+            assert_eq!((told.action, told.path.as_path()), ("syncing", beside));
+        });
     }
 
     #[test]

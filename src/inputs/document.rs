@@ -466,8 +466,9 @@ pub struct ArrayItems {
 }
 
 impl ArrayItems {
-    /// The header members of the document `reader` gives ([`Shape::header`], from any
-    /// reader: the import reads them from the bytes it copies, as it copies them).
+    /// The header members of the document `reader` gives, which `wanted` names, handed to
+    /// `visit` (what [`Shape::header`] does for a file): the import reads them from the
+    /// bytes it copies, as it copies them.
     pub fn header_from(
         &self,
         reader: impl BufRead,
@@ -490,15 +491,9 @@ impl ArrayItems {
     }
 }
 
+/// Its header members are read with [`ArrayItems::header_from`], from the bytes as the
+/// import copies them, not from the file.
 impl Shape for ArrayItems {
-    fn header(&self, file: File, wanted: &[&str], visit: &mut HeaderVisit) -> Reading {
-        self.header_from(
-            io::BufReader::with_capacity(256 * 1024, file),
-            wanted,
-            visit,
-        )
-    }
-
     fn items(&self, file: File, visit: &mut ItemVisit) -> Reading {
         scan_shape(file, self.items, &|_| false, |part| match part {
             Part::Item { index, value } => visit(Item {

@@ -388,7 +388,7 @@ fn begin<'s>(
             created.extend(
                 companions
                     .iter()
-                    .map(|(name, _, _)| run_relative(run, &format!("{folder}/{name}"))),
+                    .map(|companion| run_relative(run, &format!("{folder}/{}", companion.stored))),
             );
         }
     }
@@ -507,12 +507,24 @@ enum Input {
     Folder(FolderInput),
 }
 
-/// A folder's files: the items file and the others, each `(stored name, file, bytes)`,
-/// sorted by name, with the header roles of a unit's.
+/// A file archived beside a folder input's items file.
+struct Companion {
+    /// Its name in the archive.
+    stored: String,
+    /// Where it was opened.
+    path: PathBuf,
+    file: File,
+    bytes: u64,
+}
+
+/// A folder's files: the items file and the others, sorted by stored name, with the
+/// header roles of a unit's.
 struct FolderInput {
     items_file: String,
     items: File,
-    companions: Vec<(String, File, u64)>,
+    /// Where the items file was opened.
+    items_path: PathBuf,
+    companions: Vec<Companion>,
     /// A unit's header files: (role, stored name).
     roles: Vec<(&'static str, String)>,
     bytes: u64,
@@ -617,20 +629,29 @@ fn open_folder(path: &Path, format: adapters::Format) -> Result<Input, ArchiveEr
                 other => other,
             }
         })?;
-        entries.push((stored, file, bytes));
+        entries.push(Companion {
+            stored,
+            path: entry.path(),
+            file,
+            bytes,
+        });
     }
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    let total = entries.iter().map(|(_, _, bytes)| bytes).sum();
-    let Some(at) = entries.iter().position(|(name, _, _)| name == items_file) else {
+    entries.sort_by(|a, b| a.stored.cmp(&b.stored));
+    let total = entries.iter().map(|companion| companion.bytes).sum();
+    let Some(at) = entries
+        .iter()
+        .position(|companion| companion.stored == items_file)
+    else {
         return Err(usage(
             format!("{} has no {items_file}", path.display()),
             "is this a complete run folder? the items are read from that file",
         ));
     };
-    let (_, items, _) = entries.remove(at);
+    let items = entries.remove(at);
     Ok(Input::Folder(FolderInput {
         items_file: items_file.to_owned(),
-        items,
+        items: items.file,
+        items_path: items.path,
         companions: entries,
         roles: Vec::new(),
         bytes: total,
@@ -730,11 +751,12 @@ impl FileImport<'_, '_> {
                 self.lines(LineHook::Trees(*normalize), file, seen, report)
             }
             (Reader::Items(structured), Input::File(file, _)) => {
-                self.items(structured, file, Vec::new(), &[], seen, report)
+                let source = (file, self.plan.given_path);
+                self.items(structured, source, Vec::new(), &[], seen, report)
             }
             (Reader::Items(structured), Input::Folder(folder)) => self.items(
                 structured,
-                folder.items,
+                (folder.items, &folder.items_path),
                 folder.companions,
                 &folder.roles,
                 seen,
@@ -806,12 +828,13 @@ impl FileImport<'_, '_> {
         }
     }
 
-    /// Copies `source` whole to the new file `to`, hashing what it writes and reporting
-    /// progress: the digest is of the bytes the archive holds. `scan` reads those bytes
-    /// meanwhile on a thread of its own ([`CopiedFile::copy_hashed`]).
+    /// Copies `source` (opened at `source_path`) whole to the new file `to`, hashing what
+    /// it writes and reporting progress: the digest is of the bytes the archive holds.
+    /// `scan` reads those bytes meanwhile on a thread of its own
+    /// ([`CopiedFile::copy_hashed`]).
     fn copy_whole<T: Send>(
         &self,
-        mut source: File,
+        (mut source, source_path): (File, &Path),
         to: &Path,
         scan: impl FnOnce(crate::durable::Copied) -> T + Send,
     ) -> Result<(crate::durable::ContentDigest, T), ArchiveError> {
@@ -819,7 +842,7 @@ impl FileImport<'_, '_> {
         let (copy, digest, scanned) = CopiedFile::copy_hashed(
             to,
             &mut source,
-            self.plan.given_path,
+            source_path,
             |bytes| progress.advance(bytes),
             scan,
         )?;

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::identities::Identities;
 use super::sink::{Normalized, Place, Refusal};
-use super::{FileImport, FileOutcome, ImportReport};
+use super::{Companion, FileImport, FileOutcome, ImportReport};
 use crate::adapters::{self, ImportContext, Layout};
 use crate::archive::ArchiveError;
 use crate::archive::artifacts::contract::BankIndex;
@@ -33,8 +33,8 @@ impl FileImport<'_, '_> {
     pub(super) fn items(
         &self,
         structured: &adapters::Structured,
-        source: File,
-        companions: Vec<(String, File, u64)>,
+        source: (File, &Path),
+        companions: Vec<Companion>,
         roles: &[(&'static str, String)],
         seen: &mut Identities,
         report: &mut ImportReport,
@@ -42,9 +42,13 @@ impl FileImport<'_, '_> {
         let raw_path = self.transaction.path(&self.plan.raw_rel);
         let records_path = self.transaction.path(&self.plan.records_rel);
         let mut copied = Vec::new();
-        for (name, file, _) in companions {
-            let (digest, ()) = self.copy_whole(file, &raw_path.with_file_name(&name), drop)?;
-            copied.push((name, digest));
+        for Companion {
+            stored, path, file, ..
+        } in companions
+        {
+            let to = raw_path.with_file_name(&stored);
+            let (digest, ()) = self.copy_whole((file, &path), &to, drop)?;
+            copied.push((stored, digest));
         }
         // A document's header members are read from its bytes as they are copied.
         let (raw_digest, header) = match (structured.layout)(self.plan.given_name) {
@@ -117,8 +121,9 @@ impl FileImport<'_, '_> {
     }
 }
 
-/// The largest header file of a folder input (a HELM run's `run_spec.json`, an
-/// OpenCompass results file: read whole because every item is joined with it).
+/// The most bytes of header files an import reads whole, all of them together (a HELM
+/// run's `run_spec.json`, an OpenCompass results file: read whole because every item is
+/// joined with them).
 const MAX_HEADER_FILE_BYTES: u64 = 1 << 30;
 
 /// How many times its size a header file may take in memory once parsed into a tree: an
@@ -148,15 +153,41 @@ fn available_memory() -> Option<u64> {
     Some(available.min(cgroup_memory_left().unwrap_or(u64::MAX)))
 }
 
-/// The room left under the memory limit of this process's cgroup (v2), if it has one.
+/// The least room left under the memory limits (cgroup v2) of this process's cgroup and
+/// the ones above it, if any has a limit.
 fn cgroup_memory_left() -> Option<u64> {
+    const ROOT: &str = "/sys/fs/cgroup";
     let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let path = cgroup.lines().find_map(|line| line.strip_prefix("0::"))?;
-    let dir = Path::new("/sys/fs/cgroup").join(path.trim().trim_start_matches('/'));
-    let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
-    let max = read("memory.max")?.trim().parse::<u64>().ok()?;
-    let current = read("memory.current")?.trim().parse::<u64>().ok()?;
-    Some(max.saturating_sub(current))
+    let mut dir = Path::new(ROOT).join(path.trim().trim_start_matches('/'));
+    let mut least: Option<u64> = None;
+    while dir.starts_with(ROOT) && dir != Path::new(ROOT) {
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        if let Some(room) = cgroup_room(
+            &read("memory.max"),
+            &read("memory.current"),
+            &read("memory.stat"),
+        ) {
+            least = Some(least.map_or(room, |least| least.min(room)));
+        }
+        dir.pop();
+    }
+    least
+}
+
+/// The room under one cgroup's memory limit, from its `memory.max`, `memory.current` and
+/// `memory.stat`: the limit less what the cgroup holds, its file cache that can be
+/// reclaimed (`inactive_file`: an import's own copy, written just before) not counted.
+/// `None` without a limit (`max`) or where a file is missing.
+fn cgroup_room(max: &str, current: &str, stat: &str) -> Option<u64> {
+    let max = max.trim().parse::<u64>().ok()?;
+    let current = current.trim().parse::<u64>().ok()?;
+    let reclaimable = stat
+        .lines()
+        .find_map(|line| line.strip_prefix("inactive_file "))
+        .and_then(|bytes| bytes.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    Some(max.saturating_sub(current.saturating_sub(reclaimable)))
 }
 
 /// A whole header file, refused when larger than `limit` (what is left of the
@@ -172,17 +203,22 @@ fn read_whole(
         .metadata()
         .map_err(|e| Err(io_at("reading", path)(e).into()))?
         .len();
+    let name = || {
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
     if size > limit {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default();
-        return Err(Ok(too_large(&name, size, limit, budget)));
+        return Err(Ok(too_large(&name(), size, limit, budget)));
     }
     let mut bytes = Vec::with_capacity(size as usize);
-    file.take(limit)
+    // A file that grew since its size was read is refused, not cut short.
+    file.take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| Err(io_at("reading", path)(e).into()))?;
+    if bytes.len() as u64 > limit {
+        return Err(Ok(too_large(&name(), bytes.len() as u64, limit, budget)));
+    }
     Ok(bytes)
 }
 
@@ -195,9 +231,15 @@ fn too_large(name: &str, size: u64, limit: u64, budget: u64) -> FileProblem {
             "{name} is {size} bytes, more than the {limit} babel reads whole here beside the files before it"
         ),
     };
-    let hint = format!(
-        "babel holds a run's header files in memory as trees of up to {TREE_BYTES_PER_BYTE} times their size, so it reads at most 1 GiB of them, and no more than 1/{TREE_BYTES_PER_BYTE} of the memory available ({budget} bytes of files now): free memory, or import on a machine with more"
+    let why = format!(
+        "babel holds a run's header files in memory as trees of up to {TREE_BYTES_PER_BYTE} times their size"
     );
+    let hint = match budget == MAX_HEADER_FILE_BYTES {
+        true => format!("{why}, so it reads at most 1 GiB of them; split the run's output"),
+        false => format!(
+            "{why}, so it reads no more than 1/{TREE_BYTES_PER_BYTE} of the memory available ({budget} bytes of files now): free memory, or import on a machine with more"
+        ),
+    };
     (message, Some(hint))
 }
 
@@ -421,8 +463,8 @@ enum HeaderFrom<'r> {
 }
 
 /// The header of the archived file at `raw` as `layout` keeps it: members inside the
-/// file (a ZIP log, a JSON document), files beside it (a run folder, with its index), or
-/// a unit's header files by role; unless it was read as the file was copied (`from`).
+/// file (a ZIP log), files beside it (a run folder, with its index), or a unit's header
+/// files by role; a JSON document's was read as the file was copied (`from`).
 fn read_header(
     layout: &Layout,
     shape: &dyn Shape,
@@ -436,11 +478,12 @@ fn read_header(
     let mut members = Map::new();
     let mut index = None;
     let read = match *layout {
-        Layout::Zip { header, .. } | Layout::Document { header, .. } => {
-            header_members(raw, |visit| {
-                shape.header(File::open(raw).map_err(ShapeError::Io)?, header, visit)
-            })?
-            .map(|read| members = read)
+        Layout::Zip { header, .. } => header_members(raw, |visit| {
+            shape.header(File::open(raw).map_err(ShapeError::Io)?, header, visit)
+        })?
+        .map(|read| members = read),
+        Layout::Document { .. } => {
+            unreachable!("a document's header members are read as it is copied (items)")
         }
         Layout::Folder {
             header, indexed, ..
@@ -646,8 +689,8 @@ impl ItemProgress<'_> {
 }
 
 /// Reads the archived structured file at `raw` as `structured` lays it out: its header
-/// first (a second pass over a document, so the header may come after the items), then
-/// every item, normalized and handed to `take` in file order. Returns what the adapter
+/// first (`header`: a document's was read as it was copied, so its header members may
+/// come after its items), then every item, normalized and handed to `take` in file order. Returns what the adapter
 /// began with (its state and the producer's facts), or the problem that stopped the file
 /// (after the items before it were handed out).
 fn structured_items(
@@ -710,12 +753,17 @@ mod tests {
         assert_eq!(header_budget(None), MAX_HEADER_FILE_BYTES);
         assert_eq!(header_budget(Some(64 * GIB)), MAX_HEADER_FILE_BYTES);
         assert_eq!(header_budget(Some(3_200_000_000)), 100_000_000);
-        // Where Linux tells, it is known, and never more than the memory itself.
+        // Where Linux tells, it is known.
         if cfg!(target_os = "linux") {
-            let available = available_memory().expect("/proc/meminfo gives MemAvailable");
-            assert!(available > 0);
-            assert!(header_budget(Some(available)) < available);
+            available_memory().expect("/proc/meminfo gives MemAvailable");
         }
+        // Under a cgroup's limit, its room; its reclaimable file cache is room too.
+        let stat = "anon 4096\nfile 900\nactive_file 100\ninactive_file 800\n";
+        assert_eq!(cgroup_room("max\n", "2000\n", stat), None);
+        assert_eq!(cgroup_room("10000\n", "2000\n", stat), Some(8800));
+        assert_eq!(cgroup_room("10000\n", "2000\n", ""), Some(8000));
+        assert_eq!(cgroup_room("1000\n", "5000\n", stat), Some(0));
+        assert_eq!(cgroup_room("", "", ""), None);
         let dir = tempfile::tempdir().unwrap();
         let raw = dir.path().join("0001-run");
         std::fs::write(
@@ -745,6 +793,12 @@ mod tests {
         assert_eq!(
             message,
             "a.json is 101 bytes, more than the 100 babel reads whole here"
+        );
+        // Where the 1 GiB cap, not the memory, is what a file passes, more memory is no help.
+        let (_, hint) = too_large("r.json", 3 << 30, 1 << 30, MAX_HEADER_FILE_BYTES);
+        assert!(
+            hint.unwrap()
+                .ends_with("reads at most 1 GiB of them; split the run's output")
         );
     }
 

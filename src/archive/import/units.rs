@@ -11,7 +11,7 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-use super::{FolderInput, Input, MAX_FOLDER_FILES};
+use super::{Companion, FolderInput, Input, MAX_FOLDER_FILES};
 use crate::adapters::{Listing, PlanUnits, Unit};
 use crate::archive::{ArchiveError, layout};
 use crate::durable::io_at;
@@ -106,7 +106,12 @@ fn open_unit(
             .unwrap_or_default();
         let stored = layout::stored_basename(&format!("{role}-{name}"));
         bytes += size;
-        companions.push((stored.clone(), file, size));
+        companions.push(Companion {
+            stored: stored.clone(),
+            path: path.to_owned(),
+            file,
+            bytes: size,
+        });
         roles.push((role, stored));
         Ok(())
     };
@@ -135,7 +140,7 @@ fn open_unit(
     for (_, file) in ids.iter().filter(|(name, _)| *name == unit.name) {
         add("ids", file)?;
     }
-    companions.sort_by(|a, b| a.0.cmp(&b.0));
+    companions.sort_by(|a, b| a.stored.cmp(&b.stored));
     let items_file = layout::stored_basename(
         &items_path
             .file_name()
@@ -143,10 +148,11 @@ fn open_unit(
             .unwrap_or_default(),
     );
     Ok((
-        items_path,
+        items_path.clone(),
         Input::Folder(FolderInput {
             items_file,
             items,
+            items_path,
             companions,
             roles,
             bytes,
