@@ -868,17 +868,14 @@ fn row_root_of(path: &Path) -> Result<(u64, String), String> {
 
 #[test]
 fn a_row_root_is_the_format_s_envelope_hashed_whole() {
-    let env = Env::with_archive();
-    env.babel(&["run", "create", "r", "--model", "m", "--benchmark", "b"])
-        .assert()
-        .success();
+    let env = Env::with_run();
     let lines = "{\"question_id\": \"q\\\"1\\u00e9\\n\", \"variant_id\": \"original\", \"input\": {\"z\": 1e21, \"a\": [-0.0, 2.5]}, \"correct\": true}\n\
                  {\"question_id\": \"q2\", \"variant_id\": \"original\", \"language\": \"tr\", \"input\": {\"s\": \"\\u2028\"}, \"correct\": false, \"repeat_id\": 3}\n";
     let input = env.input("rows.jsonl", lines);
-    env.babel(&["import", "r", "--format", "canonical", &input])
+    env.babel(&["import", "r1", "--format", "canonical", &input])
         .assert()
         .success();
-    let file = records_file_of(&env, "r");
+    let file = records_file_of(&env, "r1");
     let expected = tree_row_root(&file).unwrap();
     assert_eq!(expected.0, 2);
     assert_eq!(row_root_of(&file), Ok(expected));
@@ -903,18 +900,15 @@ fn the_row_roots_of_real_producers_records_are_the_format_s() {
 /// streaming reader cannot put in order inside its line, gets the tree's root.
 #[test]
 fn a_row_root_is_refused_where_the_record_reader_refuses_the_row() {
-    let env = Env::with_archive();
-    env.babel(&["run", "create", "r", "--model", "m", "--benchmark", "b"])
-        .assert()
-        .success();
+    let env = Env::with_run();
     let input = env.input(
         "one.jsonl",
         crate::common::canonical_line("q1", "original", Some(true)),
     );
-    env.babel(&["import", "r", "--format", "canonical", &input])
+    env.babel(&["import", "r1", "--format", "canonical", &input])
         .assert()
         .success();
-    let row = crate::common::records_file_rows(&records_file_of(&env, "r")).remove(0);
+    let row = crate::common::records_file_rows(&records_file_of(&env, "r1")).remove(0);
     let raw = |text: &str| serde_json::json!({"$raw": text});
     let damaged: [(&str, Value); 7] = [
         ("input", raw("{},\"zz\":1")),
