@@ -22,7 +22,12 @@ pub const ADAPTER: super::Adapter = super::Adapter::new(
     "inspect",
     "Inspect AI eval logs (.eval or .json, log format 2)",
     "inspect/1",
-    super::Reader::Items(super::Structured::new(layout, begin, kit::normalize::<Log>)),
+    super::Reader::Items(
+        super::Structured::new(layout, begin, kit::normalize::<Log>).reading(&[
+            "id", "epoch", "input", "choices", "target", "output", "scores", "error", "uuid",
+            "metadata",
+        ]),
+    ),
 );
 
 /// The header of a `.eval` log (`header.json` once the run has ended; only

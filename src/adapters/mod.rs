@@ -164,6 +164,11 @@ pub struct Structured {
     /// OpenCompass results file scoring items its predictions file does not hold). `None`
     /// when there is nothing to check.
     pub finish: Option<Finish>,
+    /// The members of an item the adapter reads, when it reads only a few: the others
+    /// (with `--id-field`, all but its first key) are checked by every rule as the item is
+    /// read but never built into values. `None`: the adapter gets every member (it keeps
+    /// the rest, or reads members by a name the file gives).
+    pub reads: Option<&'static [&'static str]>,
 }
 
 impl Structured {
@@ -184,7 +189,14 @@ impl Structured {
             normalize,
             units: None,
             finish: None,
+            reads: None,
         }
+    }
+
+    /// The hooks of a format whose items are read only in the members `reads` names.
+    pub const fn reading(mut self, reads: &'static [&'static str]) -> Self {
+        self.reads = Some(reads);
+        self
     }
 
     /// The hooks of a format with a check of the whole file after its items.

@@ -769,3 +769,79 @@ fn the_progress_of_a_log_counts_its_copy_and_then_its_items_as_they_are_read() {
     );
     assert!(advances.len() - copy_steps >= 3, "{events:?}");
 }
+
+#[test]
+fn members_no_record_holds_are_still_read_by_every_rule() {
+    // The adapter builds only the members it reads; a sample's `events` (most of a log's
+    // bytes) are checked as they are read, never built, and are held to the same rules.
+    let text = String::from_utf8(many_samples(3, None)).unwrap();
+    let mut document: Value = serde_json::from_str(&text).unwrap();
+    for (n, sample) in document["samples"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .enumerate()
+    {
+        sample["events"] = serde_json::json!([{"event": "marker", "value": n}]);
+        sample["dataset_key"] = format!("k{n}").into();
+    }
+    let text = serde_json::to_string_pretty(&document).unwrap();
+    let env = Env::with_archive();
+
+    // A non-finite number in the events: read as null, and the record says so.
+    let nan = env.input(
+        "nan.json",
+        text.replacen("\"value\": 1", "\"value\": NaN", 1),
+    );
+    let records = import(&env, "r", Path::new(&nan), &[], &[]);
+    let warned: Vec<bool> = records
+        .iter()
+        .map(|r| {
+            r["warnings"]
+                .to_string()
+                .contains("NaN at events[0].value was read as null")
+        })
+        .collect();
+    assert_eq!(warned, [false, true, false], "{records:?}");
+
+    // A member the adapter does not read can still name the question.
+    let keyed = env.input("keyed.json", text.clone());
+    let records = import(
+        &env,
+        "k",
+        Path::new(&keyed),
+        &[],
+        &["--id-field", "dataset_key"],
+    );
+    let ids: Vec<&str> = records
+        .iter()
+        .map(|r| r["question_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["k0", "k1", "k2"]);
+
+    // A duplicate key deep in the events: the sample is refused, naming where.
+    env.babel(&["run", "create", "d", "--model", "mockllm/model"])
+        .assert()
+        .success();
+    let before = env.files();
+    let duplicate = env.input(
+        "duplicate.json",
+        text.replacen(
+            "\"event\": \"marker\"",
+            "\"event\": \"marker\", \"event\": 2",
+            2,
+        ),
+    );
+    let output = env
+        .babel(&["import", "d", "--format", "inspect", &duplicate])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("/samples/0") && stderr.contains("events[0].event"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("duplicate key"), "{stderr}");
+    assert_eq!(env.files(), before);
+}

@@ -508,8 +508,9 @@ fn read_header(
     Ok(read.map(|()| adapters::Header { members, index }))
 }
 
-/// An item as its shape read it, parsed into an adapter's item, or why it is refused.
-fn adapter_item(item: Item<'_>) -> Result<adapters::Item, Refusal> {
+/// An item as its shape read it, parsed into an adapter's item (only the members `keep`
+/// admits built into values), or why it is refused.
+fn adapter_item(item: Item<'_>, keep: &dyn Fn(&str) -> bool) -> Result<adapters::Item, Refusal> {
     let Item { locator, content } = item;
     let bytes = match content {
         Content::Row(Row {
@@ -536,7 +537,7 @@ fn adapter_item(item: Item<'_>) -> Result<adapters::Item, Refusal> {
         }
         Content::Member { value, .. } | Content::Json(value) => value,
     };
-    match jsonl::parse_bytes(bytes, 1, NonFinitePolicy::Null) {
+    match jsonl::parse_bytes_keeping(bytes, 1, NonFinitePolicy::Null, keep) {
         Ok(parsed) => Ok(adapters::Item {
             object: parsed.object,
             replaced: parsed.replaced,
@@ -562,23 +563,46 @@ fn normalize_batch(
     bank: Option<&BankIndex>,
 ) -> Normalized {
     let mut out = Normalized::default();
+    let id_key = match context
+        .options
+        .id_field
+        .as_ref()
+        .map(|field| field.segments())
+    {
+        Some([PathSegment::Key(key), ..]) => Some(key.as_str()),
+        _ => None,
+    };
+    let keep = |key: &str| {
+        structured
+            .reads
+            .is_none_or(|reads| reads.contains(&key) || id_key == Some(key))
+    };
     for (locator, owned) in batch.items {
         let item = match owned {
-            Owned::Row(row) => adapter_item(Item {
-                locator,
-                content: Content::Row(row),
-            }),
-            Owned::Json(bytes) => adapter_item(Item {
-                locator,
-                content: Content::Json(&bytes),
-            }),
-            Owned::Member { key, value } => adapter_item(Item {
-                locator,
-                content: Content::Member {
-                    key: &key,
-                    value: &value,
+            Owned::Row(row) => adapter_item(
+                Item {
+                    locator,
+                    content: Content::Row(row),
                 },
-            }),
+                &keep,
+            ),
+            Owned::Json(bytes) => adapter_item(
+                Item {
+                    locator,
+                    content: Content::Json(&bytes),
+                },
+                &keep,
+            ),
+            Owned::Member { key, value } => adapter_item(
+                Item {
+                    locator,
+                    content: Content::Member {
+                        key: &key,
+                        value: &value,
+                    },
+                },
+                &keep,
+            ),
         };
         normalize_item(&mut out, structured, begun, item, context, bank);
     }
