@@ -486,36 +486,72 @@ fn a_changed_byte_in_an_archived_log_is_found() {
 /// A stored (uncompressed) ZIP of `members`, each (name in the central directory, name in
 /// its local header, bytes), written by hand so that it can say what no ZIP writer would.
 fn handmade_zip(members: &[(String, String, Vec<u8>)]) -> Vec<u8> {
+    let stored: Vec<ZipMember> = members
+        .iter()
+        .map(|(central, local, bytes)| ZipMember {
+            central: central.clone(),
+            local: local.clone(),
+            method: 0,
+            data: bytes.clone(),
+            crc: crc32(bytes),
+            size: bytes.len(),
+        })
+        .collect();
+    zip_of(&stored)
+}
+
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = flate2::Crc::new();
+    crc.update(bytes);
+    crc.sum()
+}
+
+/// One member of a ZIP archive written by hand: its names in the central directory and in
+/// its local header, its method and (compressed) data, and the CRC-32 and size it records.
+#[derive(Clone)]
+struct ZipMember {
+    central: String,
+    local: String,
+    method: u16,
+    data: Vec<u8>,
+    crc: u32,
+    size: usize,
+}
+
+fn zip_of(members: &[ZipMember]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut central = Vec::new();
     let u16le = |v: usize| (v as u16).to_le_bytes();
     let u32le = |v: usize| (v as u32).to_le_bytes();
-    for (central_name, local_name, bytes) in members {
-        let mut crc = flate2::Crc::new();
-        crc.update(bytes);
-        let crc = crc.sum().to_le_bytes();
+    for member in members {
+        let crc = member.crc.to_le_bytes();
         let offset = out.len();
+        // Version 63 reads Zstandard (method 93).
         out.extend_from_slice(&0x0403_4b50u32.to_le_bytes());
-        out.extend_from_slice(&u16le(20));
-        out.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0x21, 0]);
-        out.extend_from_slice(&crc);
-        out.extend_from_slice(&u32le(bytes.len()));
-        out.extend_from_slice(&u32le(bytes.len()));
-        out.extend_from_slice(&u16le(local_name.len()));
+        out.extend_from_slice(&u16le(63));
         out.extend_from_slice(&u16le(0));
-        out.extend_from_slice(local_name.as_bytes());
-        out.extend_from_slice(bytes);
+        out.extend_from_slice(&member.method.to_le_bytes());
+        out.extend_from_slice(&[0, 0, 0x21, 0]);
+        out.extend_from_slice(&crc);
+        out.extend_from_slice(&u32le(member.data.len()));
+        out.extend_from_slice(&u32le(member.size));
+        out.extend_from_slice(&u16le(member.local.len()));
+        out.extend_from_slice(&u16le(0));
+        out.extend_from_slice(member.local.as_bytes());
+        out.extend_from_slice(&member.data);
         central.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
-        central.extend_from_slice(&u16le(20));
-        central.extend_from_slice(&u16le(20));
-        central.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0x21, 0]);
+        central.extend_from_slice(&u16le(63));
+        central.extend_from_slice(&u16le(63));
+        central.extend_from_slice(&u16le(0));
+        central.extend_from_slice(&member.method.to_le_bytes());
+        central.extend_from_slice(&[0, 0, 0x21, 0]);
         central.extend_from_slice(&crc);
-        central.extend_from_slice(&u32le(bytes.len()));
-        central.extend_from_slice(&u32le(bytes.len()));
-        central.extend_from_slice(&u16le(central_name.len()));
+        central.extend_from_slice(&u32le(member.data.len()));
+        central.extend_from_slice(&u32le(member.size));
+        central.extend_from_slice(&u16le(member.central.len()));
         central.extend_from_slice(&[0; 12]);
         central.extend_from_slice(&u32le(offset));
-        central.extend_from_slice(central_name.as_bytes());
+        central.extend_from_slice(member.central.as_bytes());
     }
     let at = out.len();
     out.extend_from_slice(&central);
@@ -527,6 +563,98 @@ fn handmade_zip(members: &[(String, String, Vec<u8>)]) -> Vec<u8> {
     out.extend_from_slice(&u32le(at));
     out.extend_from_slice(&u16le(0));
     out
+}
+
+#[test]
+fn members_of_every_method_are_inflated_and_checked_as_the_zip_crate_checks_them() {
+    // babel inflates Zstandard members itself, one context for all; stored and deflated
+    // ones the zip crate inflates. Every member comes out as it went in, and one whose
+    // bytes are not what its header records is refused naming it.
+    let texts: Vec<Vec<u8>> = (0..5)
+        .map(|n| {
+            format!(
+                "{{\"id\": \"q{n}\", \"text\": \"{}\"}}",
+                "abc ".repeat(500 * n + 1)
+            )
+            .into_bytes()
+        })
+        .collect();
+    let deflated = |bytes: &[u8]| {
+        let mut encoder =
+            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut encoder, bytes).unwrap();
+        encoder.finish().unwrap()
+    };
+    let member = |name: &str, method: u16, text: &[u8]| ZipMember {
+        central: name.to_owned(),
+        local: name.to_owned(),
+        method,
+        data: match method {
+            93 => zstd::bulk::compress(text, 3).unwrap(),
+            8 => deflated(text),
+            _ => text.to_vec(),
+        },
+        crc: crc32(text),
+        size: text.len(),
+    };
+    let members = vec![
+        member("samples/a.json", 93, &texts[0]),
+        member("samples/b.json", 8, &texts[1]),
+        member("samples/c.json", 93, &texts[2]),
+        member("samples/d.json", 0, &texts[3]),
+        member("samples/e.json", 93, &texts[4]),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.eval");
+    let open = |members: &[ZipMember]| {
+        std::fs::write(&path, zip_of(members)).unwrap();
+        babel::inputs::zip::ZipInput::new(std::fs::File::open(&path).unwrap()).unwrap()
+    };
+    let mut zip = open(&members);
+    for (name, text) in ["a", "b", "c", "d", "e"].iter().zip(&texts) {
+        let name = format!("samples/{name}.json");
+        assert_eq!(&zip.read(&name, 1 << 20).unwrap(), text, "{name}");
+    }
+    // The zip crate, reading the same archive, agrees.
+    let mut reference = zip::ZipArchive::new(std::fs::File::open(&path).unwrap()).unwrap();
+    let mut inflated = Vec::new();
+    std::io::Read::read_to_end(
+        &mut reference.by_name("samples/e.json").unwrap(),
+        &mut inflated,
+    )
+    .unwrap();
+    assert_eq!(inflated, texts[4]);
+
+    let refused = |members: &[ZipMember], limit: u64| {
+        open(members)
+            .read("samples/c.json", limit)
+            .expect_err("refused")
+            .to_string()
+    };
+    let mut damaged = members.clone();
+    damaged[2].crc ^= 1;
+    let message = refused(&damaged, 1 << 20);
+    assert!(
+        message.contains("samples/c.json") && message.contains("CRC-32"),
+        "{message}"
+    );
+
+    let mut short = members.clone();
+    short[2].size = texts[2].len() - 1;
+    let message = refused(&short, 1 << 20);
+    assert!(
+        message.contains(&format!(
+            "the {} bytes the archive records",
+            texts[2].len() - 1
+        )),
+        "{message}"
+    );
+
+    let message = refused(&members, 100);
+    assert!(
+        message.contains("more than the 100 a member may hold"),
+        "{message}"
+    );
 }
 
 #[test]
