@@ -10,8 +10,8 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-/// How many batches may wait per worker; enough to keep workers busy, small enough to
-/// keep memory flat.
+/// How many batches may wait per worker unless the caller says otherwise; enough to keep
+/// workers busy, small enough to keep memory flat.
 const IN_FLIGHT_PER_WORKER: usize = 2;
 
 /// The number of worker threads to use: the machine's parallelism, at least 1, at most 8.
@@ -35,7 +35,7 @@ where
     W: Fn(In) -> Out + Sync,
     S: FnMut(Out) -> Result<(), E>,
 {
-    push_ordered(workers, work, sink, |push| {
+    push_ordered(workers, IN_FLIGHT_PER_WORKER, work, sink, |push| {
         while let Some(input) = produce()? {
             if !push(input) {
                 break;
@@ -49,9 +49,11 @@ where
 /// `drive` hands each batch to the function it is given, which says `false` once `sink`
 /// has failed (the batch is dropped, nothing more reaches the sink: stop pushing). The
 /// sink's error is returned first, then `drive`'s; otherwise the results still waiting
-/// when `drive` returns are handed to `sink` before this returns `drive`'s result.
+/// when `drive` returns are handed to `sink` before this returns `drive`'s result. At most
+/// `per_worker` batches per worker are out at once (handed over, not yet sunk).
 pub fn push_ordered<In, Out, E, T, W, S, D>(
     workers: usize,
+    per_worker: usize,
     work: W,
     mut sink: S,
     drive: D,
@@ -64,7 +66,7 @@ where
     D: FnOnce(&mut dyn FnMut(In) -> bool) -> Result<T, E>,
 {
     let workers = workers.max(1);
-    let limit = (workers * IN_FLIGHT_PER_WORKER) as u64;
+    let limit = (workers * per_worker.max(1)) as u64;
     std::thread::scope(|scope| {
         let (job_tx, job_rx) = mpsc::channel::<(u64, In)>();
         let (done_tx, done_rx) = mpsc::channel::<(u64, std::thread::Result<Out>)>();
@@ -216,6 +218,7 @@ mod tests {
         let mut refused = 0;
         let result: Result<(), &str> = push_ordered(
             2,
+            IN_FLIGHT_PER_WORKER,
             |n: u32| n,
             |n| {
                 taken.push(n);
@@ -239,6 +242,7 @@ mod tests {
         let mut taken = Vec::new();
         let result: Result<&str, &str> = push_ordered(
             2,
+            IN_FLIGHT_PER_WORKER,
             |n: u32| n,
             |n| {
                 taken.push(n);
@@ -258,6 +262,7 @@ mod tests {
         let mut taken = Vec::new();
         let result: Result<&str, &str> = push_ordered(
             3,
+            IN_FLIGHT_PER_WORKER,
             |n: u32| n * 10,
             |n| {
                 taken.push(n);
@@ -270,6 +275,38 @@ mod tests {
         );
         assert_eq!(result, Ok("read"));
         assert_eq!(taken, (0..50).map(|n| n * 10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn no_more_batches_are_out_at_once_than_the_caller_allows() {
+        // Counted up as each batch is pushed, down as its result is taken: the most ever
+        // out is workers × per_worker, and that many are reached.
+        for (workers, per_worker) in [(2, 1), (2, 6), (3, 2)] {
+            let out = std::cell::Cell::new(0usize);
+            let mut most = 0;
+            let result: Result<(), ()> = push_ordered(
+                workers,
+                per_worker,
+                |n: u32| {
+                    std::thread::sleep(std::time::Duration::from_micros(u64::from(n % 3) * 200));
+                    n
+                },
+                |_| {
+                    out.set(out.get() - 1);
+                    Ok(())
+                },
+                |push| {
+                    for n in 0..200 {
+                        out.set(out.get() + 1);
+                        assert!(push(n));
+                        most = most.max(out.get());
+                    }
+                    Ok(())
+                },
+            );
+            assert_eq!(result, Ok(()));
+            assert_eq!(most, workers * per_worker, "{workers} × {per_worker}");
+        }
     }
 
     #[test]

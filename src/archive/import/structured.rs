@@ -646,6 +646,11 @@ fn normalize_item(
 /// handing it over costs nothing beside parsing it.
 const BATCH_ITEMS: usize = 64;
 const BATCH_BYTES: usize = 1 << 20;
+/// Batches out per worker at once. The reading thread of a ZIP log inflates members
+/// between batches and takes the results in order: with two out per worker, workers and
+/// reader each slept a third of a 40,000-sample import waiting on one another (`perf
+/// sched`); six took 8 % off it, for at most 12 MiB of items more (BENCHMARKS.md).
+const IN_FLIGHT_PER_WORKER: usize = 6;
 
 /// Items of a structured file as its shape read them, their bytes copied off the
 /// reader's buffers so a worker can parse and normalize them.
@@ -743,6 +748,7 @@ fn structured_items(
     // workers, and handed to `take` in file order.
     let read = parallel::push_ordered(
         parallel::workers(),
+        IN_FLIGHT_PER_WORKER,
         |batch| normalize_batch(structured, &begun, batch, context, bank),
         &mut take,
         |push| {
