@@ -18,6 +18,10 @@
       An Inspect AI `.json` log of N samples (about 12 KB each, pretty-printed as Inspect
       writes them): the mc log of tests/fixtures/inspect-ai-0.3.285 with its 20 samples
       repeated, each under its own id (q000000, ...), its header unchanged.
+  python3 bench/generate.py inspect-eval OUT.eval N
+      The same N samples as an Inspect `.eval` log, Inspect's default format: a ZIP
+      archive of one Zstandard member (method 93, level 3) per sample, compact JSON, and
+      the fixture's header members. Needs the `zstandard` package (.ci/setup-data-tools).
   python3 bench/generate.py panel OUT.jsonl N --side K --sides S
       Side K of a panel of S sides over the same N questions (ten languages): a model of
       ability rising with K answers question q correctly with a logistic chance of its
@@ -164,9 +168,55 @@ def inspect(path, n):
         json.dump(log, f, indent=2, ensure_ascii=False)
 
 
+def inspect_eval(path, n):
+    import glob
+    import os
+    import struct
+    import zipfile
+    import zlib
+    import zstandard
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
+                           "inspect-ai-0.3.285", "logs", "seed1")
+    with open(sorted(glob.glob(os.path.join(fixture, "*_babel-mc_*.json")))[0], encoding="utf-8") as f:
+        samples = json.load(f)["samples"]
+    log = sorted(glob.glob(os.path.join(fixture, "*_babel-mc_*.eval")))[0]
+    with open(log, "rb") as f:
+        raw = f.read()
+    # zipfile lists the members but cannot inflate method 93: each is read from its local
+    # header and inflated here.
+    headers = {}
+    for info in zipfile.ZipFile(log).infolist():
+        if info.filename.startswith("samples/"):
+            continue
+        at = info.header_offset
+        name_len, extra_len = struct.unpack("<HH", raw[at + 26:at + 30])
+        start = at + 30 + name_len + extra_len
+        headers[info.filename] = zstandard.ZstdDecompressor().decompressobj().decompress(
+            raw[start:start + info.compress_size])
+    compressor = zstandard.ZstdCompressor(level=3)
+    members = []
+    for i in range(n):
+        sample = dict(samples[i % len(samples)])
+        sample["id"] = f"q{i:06d}"
+        members.append((f"samples/q{i:06d}_epoch_1.json", json.dumps(sample, ensure_ascii=False, separators=(",", ":")).encode()))
+    members.extend(headers.items())
+    central = []
+    with open(path, "wb") as out:
+        for name, data in members:
+            packed, crc, offset, name = compressor.compress(data), zlib.crc32(data), out.tell(), name.encode()
+            sizes = (93, 0, 0, crc, len(packed), len(data), len(name))
+            out.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 63, 0, *sizes, 0) + name + packed)
+            central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 63, 63, 0, *sizes, 0, 0, 0, 0, 0, offset) + name)
+        start = out.tell()
+        for entry in central:
+            out.write(entry)
+        out.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(central), len(central),
+                              out.tell() - start, start, 0))
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["canonical", "harness", "mixed", "panel", "inspect"])
+    parser.add_argument("mode", choices=["canonical", "harness", "mixed", "panel", "inspect", "inspect-eval"])
     parser.add_argument("out")
     parser.add_argument("n", nargs="?", type=int)
     parser.add_argument("--variant", default="original")
@@ -178,6 +228,8 @@ def main():
     args = parser.parse_args()
     if args.mode == "inspect":
         inspect(args.out, args.n)
+    elif args.mode == "inspect-eval":
+        inspect_eval(args.out, args.n)
     elif args.mode == "panel":
         panel(args.out, args.n, args.side, args.sides)
     elif args.mode == "canonical":

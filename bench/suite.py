@@ -88,6 +88,7 @@ def generate(mode, work):
     make("fewshot-b.jsonl", ["harness", "--lines", str(size["fewshot_lines"]), "--seed", "12"])
     make("short.jsonl", ["mixed", str(size["short_items"] * 2)])
     make("inspect.json", ["inspect", str(size["inspect_samples"])])
+    make("inspect.eval", ["inspect-eval", str(size["inspect_samples"])])
     return files
 
 
@@ -193,6 +194,12 @@ def main():
     subprocess.run(b("run", "create", "insp", "--model", "mockllm/model"), check=True)
     import_row(insp_what, "insp", ["--model", "mockllm/model"], ["--format", "inspect", insp],
                against_sha(insp))
+    ev = files["inspect.eval"]
+    ev_what = f"Inspect .eval log, {os.path.getsize(ev) / 1e6:.0f} MB ({SIZES[mode]['inspect_samples']:,} samples)"
+    sha_row(ev, ev_what)
+    subprocess.run(b("run", "create", "ieval", "--model", "mockllm/model"), check=True)
+    import_row(ev_what, "ieval", ["--model", "mockllm/model"], ["--format", "inspect", ev],
+               against_sha(ev))
     subprocess.run(b("import", "cb", "--format", "canonical", cb), check=True)
     subprocess.run(python([os.path.join(HERE, "reference.py"), "import", cb, py_b]), check=True, stdout=subprocess.DEVNULL)
     subprocess.run(b("import", "fa", "--format", "harness", "--benchmark", "mmlu", files["fewshot-a.jsonl"]), check=True)

@@ -10,7 +10,7 @@ use std::process::Command;
 #[test]
 fn the_benchmark_suite_runs_every_step_on_tiny_inputs() {
     if !tools_or_skip(&[
-        python_with("duckdb, pandas", "setup-data-tools"),
+        python_with("duckdb, pandas, zstandard", "setup-data-tools"),
         chromium(),
         playwright(),
     ]) {
@@ -32,6 +32,7 @@ fn the_benchmark_suite_runs_every_step_on_tiny_inputs() {
     );
     for expected in [
         "| import: harness file, 1 MB | babel |",
+        "| import: Inspect .eval log, 0 MB (100 samples) | babel |",
         "| import: 5,000 canonical records | python |",
         "| compare: 2 × 5,000 records, summary | DuckDB on babel's Parquet |",
         "| compare: 2 × 5,000 records, summary | pandas on the JSONL inputs |",
