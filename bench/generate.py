@@ -21,7 +21,8 @@
   python3 bench/generate.py inspect-eval OUT.eval N
       The same N samples as an Inspect `.eval` log, Inspect's default format: a ZIP
       archive of one Zstandard member (method 93, level 3) per sample, compact JSON, and
-      the fixture's header members. Needs the `zstandard` package (.ci/setup-data-tools).
+      the fixture's header members; at most 65,535 samples (no ZIP64 records). Needs the
+      `zstandard` package (.ci/setup-data-tools).
   python3 bench/generate.py panel OUT.jsonl N --side K --sides S
       Side K of a panel of S sides over the same N questions (ten languages): a model of
       ability rising with K answers question q correctly with a logistic chance of its

@@ -6,6 +6,7 @@
 //! per worker are in flight. Owns no I/O; callers produce and consume.
 
 use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -13,6 +14,36 @@ use std::sync::{Arc, Mutex};
 /// How many batches may wait per worker unless the caller says otherwise; enough to keep
 /// workers busy, small enough to keep memory flat.
 const IN_FLIGHT_PER_WORKER: usize = 2;
+
+/// How much [`push_ordered`] lets out at once: batches handed to the workers and not yet
+/// to the sink, counted per worker.
+#[derive(Debug, Clone, Copy)]
+pub struct InFlight<In> {
+    batches: usize,
+    bytes: usize,
+    weigh: fn(&In) -> usize,
+}
+
+impl<In> InFlight<In> {
+    /// At most `per_worker` batches per worker (at least one), however large.
+    pub fn batches(per_worker: usize) -> Self {
+        Self {
+            batches: per_worker.max(1),
+            bytes: usize::MAX,
+            weigh: |_| 0,
+        }
+    }
+
+    /// And at most `per_worker` bytes per worker, as `weigh` counts a batch's; a batch
+    /// larger than that still goes, alone.
+    pub fn bytes(self, per_worker: usize, weigh: fn(&In) -> usize) -> Self {
+        Self {
+            bytes: per_worker,
+            weigh,
+            ..self
+        }
+    }
+}
 
 /// The number of worker threads to use: the machine's parallelism, at least 1, at most 8.
 pub fn workers() -> usize {
@@ -35,25 +66,31 @@ where
     W: Fn(In) -> Out + Sync,
     S: FnMut(Out) -> Result<(), E>,
 {
-    push_ordered(workers, IN_FLIGHT_PER_WORKER, work, sink, |push| {
-        while let Some(input) = produce()? {
-            if !push(input) {
-                break;
+    push_ordered(
+        workers,
+        InFlight::batches(IN_FLIGHT_PER_WORKER),
+        work,
+        sink,
+        |push| {
+            while let Some(input) = produce()? {
+                if !push(input) {
+                    break;
+                }
             }
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
 }
 
 /// [`map_ordered`] for a producer that pushes (a reader that calls a visitor per item):
 /// `drive` hands each batch to the function it is given, which says `false` once `sink`
 /// has failed (the batch is dropped, nothing more reaches the sink: stop pushing). The
 /// sink's error is returned first, then `drive`'s; otherwise the results still waiting
-/// when `drive` returns are handed to `sink` before this returns `drive`'s result. At most
-/// `per_worker` batches per worker are out at once (handed over, not yet sunk).
+/// when `drive` returns are handed to `sink` before this returns `drive`'s result. No more
+/// is out at once than `in_flight` allows.
 pub fn push_ordered<In, Out, E, T, W, S, D>(
     workers: usize,
-    per_worker: usize,
+    in_flight: InFlight<In>,
     work: W,
     mut sink: S,
     drive: D,
@@ -66,7 +103,8 @@ where
     D: FnOnce(&mut dyn FnMut(In) -> bool) -> Result<T, E>,
 {
     let workers = workers.max(1);
-    let limit = (workers * per_worker.max(1)) as u64;
+    let limit = (workers * in_flight.batches) as u64;
+    let byte_limit = workers.saturating_mul(in_flight.bytes);
     std::thread::scope(|scope| {
         let (job_tx, job_rx) = mpsc::channel::<(u64, In)>();
         let (done_tx, done_rx) = mpsc::channel::<(u64, std::thread::Result<Out>)>();
@@ -98,9 +136,15 @@ where
             waiting: BTreeMap::new(),
             done: done_rx,
             failed: None,
+            sizes: VecDeque::new(),
+            bytes: 0,
         };
         let driven = drive(&mut |input| {
-            while flow.failed.is_none() && flow.sent - flow.next >= limit {
+            let size = (in_flight.weigh)(&input);
+            while flow.failed.is_none()
+                && flow.sent > flow.next
+                && (flow.sent - flow.next >= limit || flow.bytes.saturating_add(size) > byte_limit)
+            {
                 flow.receive(&mut sink);
             }
             if flow.failed.is_some() {
@@ -110,6 +154,8 @@ where
                 .send((flow.sent, input))
                 .expect("the workers wait for jobs until the sender is dropped");
             flow.sent += 1;
+            flow.sizes.push_back(size);
+            flow.bytes += size;
             true
         });
         drop(job_tx);
@@ -128,14 +174,16 @@ where
 }
 
 /// The calling thread's side of [`push_ordered`]: how many batches went out, which one the
-/// sink takes next, the results that came back before their turn, and the sink's error
-/// once it failed.
+/// sink takes next, the results that came back before their turn, the sink's error once it
+/// failed, and the sizes of the batches out (from the next one on) and their sum.
 struct Flow<Out, E> {
     sent: u64,
     next: u64,
     waiting: BTreeMap<u64, Out>,
     done: mpsc::Receiver<(u64, std::thread::Result<Out>)>,
     failed: Option<E>,
+    sizes: VecDeque<usize>,
+    bytes: usize,
 }
 
 impl<Out, E> Flow<Out, E> {
@@ -154,6 +202,7 @@ impl<Out, E> Flow<Out, E> {
             && let Some(output) = self.waiting.remove(&self.next)
         {
             self.next += 1;
+            self.bytes -= self.sizes.pop_front().expect("a size per batch out");
             self.failed = sink(output).err();
         }
     }
@@ -218,7 +267,7 @@ mod tests {
         let mut refused = 0;
         let result: Result<(), &str> = push_ordered(
             2,
-            IN_FLIGHT_PER_WORKER,
+            InFlight::batches(IN_FLIGHT_PER_WORKER),
             |n: u32| n,
             |n| {
                 taken.push(n);
@@ -242,7 +291,7 @@ mod tests {
         let mut taken = Vec::new();
         let result: Result<&str, &str> = push_ordered(
             2,
-            IN_FLIGHT_PER_WORKER,
+            InFlight::batches(IN_FLIGHT_PER_WORKER),
             |n: u32| n,
             |n| {
                 taken.push(n);
@@ -262,7 +311,7 @@ mod tests {
         let mut taken = Vec::new();
         let result: Result<&str, &str> = push_ordered(
             3,
-            IN_FLIGHT_PER_WORKER,
+            InFlight::batches(IN_FLIGHT_PER_WORKER),
             |n: u32| n * 10,
             |n| {
                 taken.push(n);
@@ -286,7 +335,7 @@ mod tests {
             let mut most = 0;
             let result: Result<(), ()> = push_ordered(
                 workers,
-                per_worker,
+                InFlight::batches(per_worker),
                 |n: u32| {
                     std::thread::sleep(std::time::Duration::from_micros(u64::from(n % 3) * 200));
                     n
@@ -307,6 +356,50 @@ mod tests {
             assert_eq!(result, Ok(()));
             assert_eq!(most, workers * per_worker, "{workers} × {per_worker}");
         }
+    }
+
+    #[test]
+    fn no_more_bytes_are_out_at_once_than_the_caller_allows_but_a_large_batch_goes_alone() {
+        // Batches of 1 to 5 bytes and, every 50th, one of 100; two workers of 6 bytes each.
+        let weigh = |n: &u32| {
+            if n % 50 == 49 {
+                100
+            } else {
+                (n % 5 + 1) as usize
+            }
+        };
+        let out = std::cell::Cell::new(0usize);
+        let (mut most, mut large_beside) = (0, Vec::new());
+        let result: Result<(), ()> = push_ordered(
+            2,
+            InFlight::batches(100).bytes(6, weigh),
+            |n: u32| {
+                std::thread::sleep(std::time::Duration::from_micros(u64::from(n % 3) * 200));
+                n
+            },
+            |n| {
+                out.set(out.get() - weigh(&n));
+                Ok(())
+            },
+            |push| {
+                for n in 0..200 {
+                    out.set(out.get() + weigh(&n));
+                    assert!(push(n));
+                    match weigh(&n) {
+                        100 => large_beside.push(out.get() - 100),
+                        _ => most = most.max(out.get()),
+                    }
+                }
+                Ok(())
+            },
+        );
+        assert_eq!(result, Ok(()));
+        assert!((8..=12).contains(&most), "{most}");
+        assert_eq!(
+            large_beside,
+            [0, 0, 0, 0],
+            "a large batch waits for every other"
+        );
     }
 
     #[test]

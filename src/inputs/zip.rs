@@ -1,10 +1,12 @@
 //! ZIP archives as inputs (an Inspect `.eval` log): the member names, and one member's
 //! bytes at a time, inflated from Zstandard (method 93, what Inspect writes) or deflate
-//! (older logs) or stored. A member larger than the limit is refused before it is
-//! inflated, and its inflated size is counted as it streams, so a crafted archive cannot
-//! make babel hold more than one bounded member. An archive whose headers disagree (a
-//! name twice, a local header that names another member than the central directory,
-//! overlapping or unlisted members) is refused whole.
+//! (older logs) or stored. A member whose recorded size is larger than the limit is
+//! refused before it is inflated; a Zstandard member is inflated into no more room than
+//! its recorded size (its compressed bytes, at most what that size can take, held beside
+//! it), a deflated one counted as it streams; so a crafted archive cannot make babel hold
+//! more than one bounded member. An archive whose headers disagree (a name twice, a local
+//! header that names another member than the central directory, overlapping or unlisted
+//! members) is refused whole.
 //!
 //! A log holds one small member per sample: Zstandard members are inflated here with one
 //! context kept from member to member (the zip crate makes a context per member, which
@@ -92,9 +94,9 @@ impl ZipInput {
             return self.read_by_zip(index, size, limit).map_err(failure);
         }
         let (compressed_size, crc) = (raw.compressed_size(), raw.crc32());
-        if compressed_size > zstd::zstd_safe::compress_bound(limit as usize) as u64 {
+        if compressed_size > zstd::zstd_safe::compress_bound(size as usize) as u64 {
             return Err(failure(format!(
-                "{compressed_size} bytes compressed, more than a member of at most {limit} bytes takes"
+                "{compressed_size} bytes compressed, more than the {size} bytes the archive records take"
             )));
         }
         let mut compressed = Vec::with_capacity(compressed_size as usize);
@@ -114,7 +116,7 @@ impl ZipInput {
         zstd.decompress_to_buffer(compressed.as_slice(), &mut bytes)
             .map_err(|e| {
                 failure(format!(
-                    "cannot be inflated to the {size} bytes the archive records ({e})"
+                    "cannot be inflated within the {size} bytes the archive records ({e})"
                 ))
             })?;
         let mut sum = flate2::Crc::new();
@@ -314,6 +316,13 @@ mod tests {
             let (mut expected, mut actual) = (vec![0; size], vec![0; size]);
             let read = file.read(&mut expected).unwrap();
             let mut got = 0;
+            if read == 0 {
+                assert_eq!(
+                    positioned.read(&mut actual).unwrap(),
+                    0,
+                    "{seek:?}: the end"
+                );
+            }
             // A short read is a reader's right; what it gives must match, and more comes.
             while got < read {
                 let n = positioned.read(&mut actual[got..read]).unwrap();

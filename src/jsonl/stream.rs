@@ -1247,5 +1247,13 @@ mod tests {
         differential(text.as_bytes(), NonFinitePolicy::Reject).unwrap();
         let repeated = format!("{{\"a\": {{{}, \"k7\": 1}}}}", keys.join(", "));
         differential(repeated.as_bytes(), NonFinitePolicy::Reject).unwrap();
+        // At the top level, where `differential`'s partial parse leaves out the keys of odd
+        // length (k10..k99) and builds the others: a repeat of either kind is found.
+        let top = format!("{{{}}}", keys.join(", "));
+        differential(top.as_bytes(), NonFinitePolicy::Reject).unwrap();
+        for repeat in ["k57", "k150", "k3"] {
+            let repeated = format!("{{{}, \"{repeat}\": 1}}", keys.join(", "));
+            differential(repeated.as_bytes(), NonFinitePolicy::Reject).unwrap();
+        }
     }
 }

@@ -254,8 +254,11 @@ impl<'de> Visitor<'de> for ValueVisitor<'_, '_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
         let mut map = Map::new();
-        // The keys of the members left out (at the top level, when some are).
-        let mut left_out: Vec<String> = Vec::new();
+        // The keys of the members left out (at the top level, when some are). `keep` looks
+        // at nothing but the key, so a repeated key is left out, or built, as its first was.
+        let mut left_out: HashSet<String> = HashSet::new();
+        // One walk for every member left out: its stacks are empty again after each.
+        let mut check = Check::default();
         while let Some(key) = access.next_key::<String>()? {
             let built = self.keep.is_none_or(|keep| keep(&key));
             self.state.path.push(PathSegment::Key(key));
@@ -265,7 +268,6 @@ impl<'de> Visitor<'de> for ValueVisitor<'_, '_> {
                     keep: None,
                 })?)
             } else {
-                let mut check = Check::default();
                 if let Err(error) = access.next_value_seed(CheckSeed(&mut check)) {
                     check.report(self.state);
                     return Err(error);
@@ -276,7 +278,6 @@ impl<'de> Visitor<'de> for ValueVisitor<'_, '_> {
                 unreachable!("the key pushed above is the last segment");
             };
             let repeated = match value {
-                _ if left_out.contains(&key) => Some(key),
                 Some(value) => match map.entry(key) {
                     serde_json::map::Entry::Vacant(slot) => {
                         slot.insert(value);
@@ -284,9 +285,9 @@ impl<'de> Visitor<'de> for ValueVisitor<'_, '_> {
                     }
                     serde_json::map::Entry::Occupied(slot) => Some(slot.key().clone()),
                 },
-                None if map.contains_key(&key) => Some(key),
+                None if left_out.contains(&key) => Some(key),
                 None => {
-                    left_out.push(key);
+                    left_out.insert(key);
                     None
                 }
             };
@@ -303,10 +304,11 @@ impl<'de> Visitor<'de> for ValueVisitor<'_, '_> {
 /// Objects with more keys than this check a key against a set of the others, not each.
 const LINEAR_KEYS: usize = 32;
 
-/// The walk of a value that is checked, not built: the path below the member and the keys
+/// The walk of values that are checked, not built: the path below the member and the keys
 /// of every open object (of one with more than [`LINEAR_KEYS`], in a set of its own), each
-/// key borrowed from the text unless it needed unescaping, so that reading a value whose
-/// keys have no escapes allocates nothing once the stacks have grown.
+/// key borrowed from the text unless it needed unescaping. One walk serves every member
+/// an object leaves out, so that once its stacks have grown, reading a member whose keys
+/// have no escapes allocates only for objects of more than [`LINEAR_KEYS`] keys.
 #[derive(Default)]
 struct Check<'de> {
     below: Vec<Segment<'de>>,

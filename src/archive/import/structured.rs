@@ -646,11 +646,13 @@ fn normalize_item(
 /// handing it over costs nothing beside parsing it.
 const BATCH_ITEMS: usize = 64;
 const BATCH_BYTES: usize = 1 << 20;
-/// Batches out per worker at once. The reading thread of a ZIP log inflates members
-/// between batches and takes the results in order: with two out per worker, workers and
-/// reader each slept a third of a 40,000-sample import waiting on one another (`perf
-/// sched`); six took 8 % off it, for at most 12 MiB of items more (BENCHMARKS.md).
+/// Batches out per worker at once, and their bytes. The reading thread of a ZIP log
+/// inflates members between batches and takes the results in order: with two out per
+/// worker, workers and reader each slept a third of a 40,000-sample import waiting on one
+/// another (`perf sched`); six took 8 % off it (BENCHMARKS.md). The bytes keep six batches
+/// of long items (one item may be 64 MiB) from holding six times what two did.
 const IN_FLIGHT_PER_WORKER: usize = 6;
+const IN_FLIGHT_BYTES_PER_WORKER: usize = 8 << 20;
 
 /// Items of a structured file as its shape read them, their bytes copied off the
 /// reader's buffers so a worker can parse and normalize them.
@@ -748,7 +750,8 @@ fn structured_items(
     // workers, and handed to `take` in file order.
     let read = parallel::push_ordered(
         parallel::workers(),
-        IN_FLIGHT_PER_WORKER,
+        parallel::InFlight::batches(IN_FLIGHT_PER_WORKER)
+            .bytes(IN_FLIGHT_BYTES_PER_WORKER, |batch: &Batch| batch.bytes),
         |batch| normalize_batch(structured, &begun, batch, context, bank),
         &mut take,
         |push| {
