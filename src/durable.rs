@@ -656,6 +656,16 @@ where
     F: FnOnce(&mut dyn Write) -> Result<(), E>,
     E: From<PathIoError>,
 {
+    write_new_atomically_via(dest, fill, true)
+}
+
+/// [`write_new_atomically`], around the page cache only if `direct` and the filesystem
+/// allows it (the tests write both ways on one filesystem).
+fn write_new_atomically_via<F, E>(dest: &Path, fill: F, direct: bool) -> Result<ContentDigest, E>
+where
+    F: FnOnce(&mut dyn Write) -> Result<(), E>,
+    E: From<PathIoError>,
+{
     let dir = parent_of(dest);
     if dest.symlink_metadata().is_ok() {
         return Err(PathIoError {
@@ -673,7 +683,15 @@ where
         .tempfile_in(dir)
         .map_err(io_at("creating a temporary file in", dir))?;
     // The caller fills while one thread writes and another hashes what was written: the
-    // kernel's copy of a long report into the page cache alone keeps a core busy.
+    // kernel's copy of a long report into the page cache alone keeps a core busy. Where
+    // the filesystem allows it, the file is written around the page cache as an import's
+    // raw copy is ([`direct`]): the writing thread stages each chunk, a fourth writes the
+    // stages to disk.
+    let direct = direct
+        .then(|| direct::open(temp.path(), temp.as_file()))
+        .flatten()
+        .map(|file| direct::channel(file, temp.path()));
+    let (file, path) = (temp.as_file(), temp.path());
     let (filled, written) = std::thread::scope(|scope| {
         let (sender, receiver) = mpsc::sync_channel::<Vec<u8>>(2);
         let (to_hash, written_chunks) = mpsc::sync_channel::<Vec<u8>>(2);
@@ -695,20 +713,34 @@ where
                 bytes,
             }
         });
-        let writing = scope.spawn(move || -> io::Result<_> {
-            let mut temp = temp;
+        let (mut staging, writing_back) = match direct {
+            Some((staging, writing)) => (
+                Some(staging),
+                Some(scope.spawn(move || writing.run(file, path, u64::MAX, |_| Ok(())))),
+            ),
+            None => (None, None),
+        };
+        let writing = scope.spawn(move || -> io::Result<()> {
             let (mut written, mut started) = (0u64, 0u64);
             for chunk in receiver {
-                write_in_pieces(&mut temp, &chunk)?;
-                written += chunk.len() as u64;
-                if written - started >= WRITE_BACK_START_BYTES {
-                    start_write_back(temp.as_file(), started, written - started);
-                    started = written;
+                match &mut staging {
+                    Some(staging) => staging.write(&chunk, false)?,
+                    None => {
+                        write_in_pieces(file, &chunk)?;
+                        written += chunk.len() as u64;
+                        if written - started >= WRITE_BACK_START_BYTES {
+                            start_write_back(file, started, written - started);
+                            started = written;
+                        }
+                    }
                 }
                 // The hashing thread reads until this one stops: a send cannot fail.
                 let _ = to_hash.send(chunk);
             }
-            Ok(temp)
+            match &mut staging {
+                Some(staging) => staging.write(&[], true),
+                None => Ok(()),
+            }
         });
         let mut chunks = ChunkSender {
             sender: Some(sender),
@@ -720,18 +752,25 @@ where
         let written = writing
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("the writing thread panicked")));
+        // The staging writer only says that the thread writing its stages stopped: that
+        // thread's own error comes first.
+        let written = match writing_back.map(|thread| thread.join()) {
+            Some(Ok(Err(error))) => Err(error.source),
+            Some(Err(_)) => Err(io::Error::other("the write-back thread panicked")),
+            Some(Ok(Ok(_))) | None => written,
+        };
         let digest = hashing
             .join()
             .map_err(|_| io::Error::other("the hashing thread panicked"));
         // The writing thread's own error comes first: a failed send only means it stopped.
-        let done = written.and_then(|temp| Ok((temp, digest?)));
+        let done = written.and(digest);
         (filled, done.and_then(|done| sent.map(|()| done)))
     });
     // A failed write stops the filling too: its own error is the one to report.
-    let (temp, digest) = match (filled, written) {
+    let digest = match (filled, written) {
         (_, Err(error)) => return Err(io_at("writing", dest)(error).into()),
         (Err(error), Ok(_)) => return Err(error),
-        (Ok(()), Ok(done)) => done,
+        (Ok(()), Ok(digest)) => digest,
     };
     temp.as_file().sync_all().map_err(io_at("syncing", dest))?;
     temp.persist_noclobber(dest)
@@ -871,24 +910,35 @@ mod tests {
 
     #[test]
     fn a_file_of_many_chunks_is_hashed_as_it_was_written() {
-        // Chunks are written on one thread and hashed on another, in order, and their
-        // write-back is started as they go.
+        // Chunks are written on one thread and hashed on another, in order: through the
+        // page cache, its write-back started as they go, and around it, staged in aligned
+        // buffers (the last padded, then cut back). Empty, one byte, and many chunks.
         let dir = tempfile::tempdir().unwrap();
-        let dest = dir.path().join("long");
         let line: Vec<u8> = (0..=255u8).cycle().take(4099).collect();
-        let written: ContentDigest = write_new_atomically::<_, PathIoError>(&dest, |w| {
-            for _ in 0..20_000 {
-                w.write_all(&line).map_err(io_at("w", &dest))?;
+        for direct in [true, false] {
+            for lines in [0, 1, 20_000] {
+                let dest = dir.path().join(format!("{direct}-{lines}"));
+                let written: ContentDigest = write_new_atomically_via::<_, PathIoError>(
+                    &dest,
+                    |w| {
+                        for _ in 0..lines {
+                            w.write_all(&line).map_err(io_at("w", &dest))?;
+                        }
+                        Ok(())
+                    },
+                    direct,
+                )
+                .unwrap();
+                assert_eq!(written.bytes, lines * 4099);
+                assert_eq!(written, digest_file(&dest).unwrap(), "{direct} {lines}");
+                assert_eq!(fs::read(&dest).unwrap(), line.repeat(lines as usize));
             }
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(written.bytes, 20_000 * 4099);
-        assert!(
-            written.bytes > 2 * WRITE_BACK_START_BYTES,
-            "several write-backs"
+        }
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            6,
+            "no temporary left"
         );
-        assert_eq!(written, digest_file(&dest).unwrap());
     }
 
     #[test]

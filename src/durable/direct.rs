@@ -1,15 +1,17 @@
-//! A [`super::Tee`]'s copy written around the page cache (Linux's `O_DIRECT`): the tee
-//! copies what it is handed into aligned staging buffers, and the write-back thread
-//! writes each full buffer straight from it to the disk.
+//! A [`super::Tee`]'s copy, or a file [`super::write_new_atomically`] writes (a report, an
+//! export, a bundle), written around the page cache (Linux's `O_DIRECT`): the writer
+//! copies what it is handed into aligned staging buffers, and a write-back thread writes
+//! each full buffer straight from it to the disk.
 //!
 //! Written through the page cache, a 200 MB import spent about 0.05 CPU-s copying into
 //! the cache and writing it back, and with the cache full (after any long run of
 //! writes) the kernel first had to evict pages for it (BENCHMARKS.md, "The raw copy
 //! around the page cache"). Where the filesystem refuses `O_DIRECT` (at open, or with
 //! `EINVAL` at a write: a block larger than [`ALIGN`]) the copy is written through the
-//! cache as before. Owns no paths: the direct handle is the copy's path opened again,
-//! taken only if it is still the file [`super::CopiedFile`] created (no link, no other
-//! file put in its place), so no write can land outside the archive.
+//! cache as before. Owns no paths: the direct handle is the file's path opened again,
+//! taken only if it is still the file its writer created (a [`super::CopiedFile`]'s, or
+//! the temporary file of an atomic write: no link, no other file put in its place), so
+//! no write can land anywhere else.
 
 use std::fs::File;
 use std::io;

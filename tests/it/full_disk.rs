@@ -270,3 +270,79 @@ fn an_import_that_fills_the_disk_names_the_raw_copy() {
     );
     assert_eq!(tree(&root), before, "a failed import leaves nothing");
 }
+
+/// A report is written around the page cache where the filesystem allows it: a disk that
+/// fills while it is written stops the report, names it, and leaves no part of it.
+#[test]
+fn a_report_that_fills_the_disk_names_the_report_and_leaves_nothing() {
+    let env = Env::with_run();
+    let Some(mounted) = crate::common::tmpfs_or_skip(&env, "32m") else {
+        return;
+    };
+    let padding = "y".repeat(400);
+    let lines: Vec<String> = (0..5_000)
+        .map(|q| {
+            canonical_line(&format!("question-{q:05}"), "original", Some(q % 2 == 0)).replace(
+                "\"correct\"",
+                &format!("\"extra\": {{\"note\": \"{padding}\"}}, \"correct\""),
+            )
+        })
+        .collect();
+    let input = env.input("big.jsonl", lines.join("\n") + "\n");
+    env.babel(&["run", "create", "r2", "--model", "m2", "--benchmark", "b"])
+        .assert()
+        .success();
+    for run in ["r1", "r2"] {
+        env.babel(&["import", run, "--format", "canonical", &input])
+            .assert()
+            .success();
+    }
+    let out = mounted.path.join("reports");
+    std::fs::create_dir_all(&out).unwrap();
+    // Room for a few hundred kilobytes of a report of more than 5 MB.
+    let filler = fill_leaving(&mounted.path, 64);
+    let report = out.join("items.jsonl");
+    let output = babel(
+        &env.root(),
+        &[
+            "compare",
+            "r1",
+            "--other-run",
+            "r2",
+            "--items",
+            report.to_str().unwrap(),
+        ],
+        env.path(),
+    );
+    std::fs::remove_file(filler).unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("writing ") && stderr.contains("items.jsonl: No space left"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        0,
+        "nothing left where the report was to be"
+    );
+    // With the room back, the same report is written whole.
+    let output = babel(
+        &env.root(),
+        &[
+            "compare",
+            "r1",
+            "--other-run",
+            "r2",
+            "--items",
+            report.to_str().unwrap(),
+        ],
+        env.path(),
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(std::fs::metadata(&report).unwrap().len() > 5_000_000);
+}
