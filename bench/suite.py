@@ -188,18 +188,12 @@ def main():
         shutil.rmtree(d, ignore_errors=True)
     measured = measure(python([os.path.join(HERE, "reference.py"), "import", ca, py_a]), reads=[ca])
     row("import", f"{n:,} canonical records", "python", measured, f"{measured[0] / n * 1e6:.2f} µs per record")
-    insp = files["inspect.json"]
-    insp_what = f"Inspect log, {os.path.getsize(insp) / 1e6:.0f} MB ({SIZES[mode]['inspect_samples']:,} samples)"
-    sha_row(insp, insp_what)
-    subprocess.run(b("run", "create", "insp", "--model", "mockllm/model"), check=True)
-    import_row(insp_what, "insp", ["--model", "mockllm/model"], ["--format", "inspect", insp],
-               against_sha(insp))
-    ev = files["inspect.eval"]
-    ev_what = f"Inspect .eval log, {os.path.getsize(ev) / 1e6:.0f} MB ({SIZES[mode]['inspect_samples']:,} samples)"
-    sha_row(ev, ev_what)
-    subprocess.run(b("run", "create", "ieval", "--model", "mockllm/model"), check=True)
-    import_row(ev_what, "ieval", ["--model", "mockllm/model"], ["--format", "inspect", ev],
-               against_sha(ev))
+    for name, label, run in [("inspect.json", "Inspect log", "insp"), ("inspect.eval", "Inspect .eval log", "ieval")]:
+        log = files[name]
+        what = f"{label}, {os.path.getsize(log) / 1e6:.0f} MB ({SIZES[mode]['inspect_samples']:,} samples)"
+        sha_row(log, what)
+        subprocess.run(b("run", "create", run, "--model", "mockllm/model"), check=True)
+        import_row(what, run, ["--model", "mockllm/model"], ["--format", "inspect", log], against_sha(log))
     subprocess.run(b("import", "cb", "--format", "canonical", cb), check=True)
     subprocess.run(python([os.path.join(HERE, "reference.py"), "import", cb, py_b]), check=True, stdout=subprocess.DEVNULL)
     subprocess.run(b("import", "fa", "--format", "harness", "--benchmark", "mmlu", files["fewshot-a.jsonl"]), check=True)

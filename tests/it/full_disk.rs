@@ -302,18 +302,12 @@ fn a_report_that_fills_the_disk_names_the_report_and_leaves_nothing() {
     // Room for a few hundred kilobytes of a report of more than 5 MB.
     let filler = fill_leaving(&mounted.path, 64);
     let report = out.join("items.jsonl");
-    let output = babel(
-        &env.root(),
-        &[
-            "compare",
-            "r1",
-            "--other-run",
-            "r2",
-            "--items",
-            report.to_str().unwrap(),
-        ],
-        env.path(),
-    );
+    let write_report = || {
+        let report = report.to_str().unwrap();
+        let args = ["compare", "r1", "--other-run", "r2", "--items", report];
+        babel(&env.root(), &args, env.path())
+    };
+    let output = write_report();
     std::fs::remove_file(filler).unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_ne!(output.status.code(), Some(0), "{stderr}");
@@ -327,18 +321,7 @@ fn a_report_that_fills_the_disk_names_the_report_and_leaves_nothing() {
         "nothing left where the report was to be"
     );
     // With the room back, the same report is written whole.
-    let output = babel(
-        &env.root(),
-        &[
-            "compare",
-            "r1",
-            "--other-run",
-            "r2",
-            "--items",
-            report.to_str().unwrap(),
-        ],
-        env.path(),
-    );
+    let output = write_report();
     assert!(
         output.status.success(),
         "{}",
