@@ -26,20 +26,23 @@ const ALIGN: usize = 4096;
 /// The size of one staging buffer (a multiple of [`ALIGN`]): one `pwrite` each.
 const STAGE_BYTES: usize = 1 << 20;
 
-/// How many staging buffers a tee has: the one being filled and those queued for the
-/// disk or being written, so the tee waits only when the disk is that far behind.
+/// How many staging buffers a writer may have: the one being filled and those queued for
+/// the disk or being written, so the writer waits only when the disk is that far behind.
+/// They are made as they are needed: a file of a few kilobytes takes one.
 const STAGES: usize = 8;
 
 /// Opens `path` again for writing around the page cache, where the filesystem allows it
 /// and `path` is still the file `copy` has open (not a link, not a file put in its place
 /// since it was created): else `None`, and the copy is written through `copy` itself.
+/// Opened without blocking, so that a FIFO put in its place (in a folder others may write)
+/// cannot hold the open before the check refuses it.
 pub(super) fn open(path: &Path, copy: &File) -> Option<File> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         let direct = std::fs::OpenOptions::new()
             .write(true)
-            .custom_flags(libc::O_DIRECT | libc::O_NOFOLLOW)
+            .custom_flags(libc::O_DIRECT | libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(path)
             .ok()?;
         let (opened, created) = (direct.metadata().ok()?, copy.metadata().ok()?);
@@ -91,12 +94,15 @@ pub(super) struct Piece {
     ended: bool,
 }
 
-/// The tee's side: fills stages and sends them to the [`Writing`] side.
+/// The writer's side (a tee's, or an atomic write's): fills stages and sends them to the
+/// [`Writing`] side.
 pub(super) struct Staging {
     /// The copy's path, for errors.
     path: PathBuf,
     /// `None` once sent at the source's end.
     stage: Option<Stage>,
+    /// How many stages there are (at most [`STAGES`]).
+    made: usize,
     /// Where the next stage starts in the copy.
     offset: u64,
     full: mpsc::SyncSender<Piece>,
@@ -116,15 +122,11 @@ pub(super) struct Writing {
 pub(super) fn channel(direct: File, path: &Path) -> (Staging, Writing) {
     let (full, pieces) = mpsc::sync_channel(STAGES);
     let (free_sender, free) = mpsc::channel();
-    for _ in 1..STAGES {
-        free_sender
-            .send(Stage::new())
-            .expect("the receiver is held here");
-    }
     (
         Staging {
             path: path.to_owned(),
             stage: Some(Stage::new()),
+            made: 1,
             offset: 0,
             full,
             free,
@@ -138,10 +140,10 @@ pub(super) fn channel(direct: File, path: &Path) -> (Staging, Writing) {
     )
 }
 
-/// What a tee says when its write-back thread stopped (that thread's error says why):
+/// What a writer says when its write-back thread stopped (that thread's error says why):
 /// [`is_stopped`] tells it from any other.
 #[derive(Debug, thiserror::Error)]
-#[error("the copy's writing thread stopped")]
+#[error("the thread writing it to disk stopped")]
 struct Stopped;
 
 pub(super) fn stopped(path: &Path) -> io::Error {
@@ -179,7 +181,15 @@ impl Staging {
         if self.stage.is_some() {
             self.send(false)?;
         }
-        let mut stage = self.free.recv().map_err(|_| stopped(&self.path))?;
+        let mut stage = match self.free.try_recv() {
+            Ok(stage) => stage,
+            Err(mpsc::TryRecvError::Empty) if self.made < STAGES => {
+                self.made += 1;
+                Stage::new()
+            }
+            Err(mpsc::TryRecvError::Empty) => self.free.recv().map_err(|_| stopped(&self.path))?,
+            Err(mpsc::TryRecvError::Disconnected) => return Err(stopped(&self.path)),
+        };
         stage.len = 0;
         stage.offset = self.offset;
         Ok(self.stage.insert(stage))
@@ -197,15 +207,15 @@ impl Staging {
 }
 
 impl Drop for Staging {
-    /// A tee dropped before the source's end (an import that stopped) still sends what
-    /// it staged, so the copy holds every byte the tee was handed.
+    /// A writer dropped before the source's end (an import or a report that stopped)
+    /// still sends what it staged, so the file holds every byte the writer was handed.
     fn drop(&mut self) {
         let _ = self.send(true);
     }
 }
 
 impl Writing {
-    /// Writes the pieces as they come until the tee is dropped; `cached` is the copy's
+    /// Writes the pieces as they come until the writer is dropped; `cached` is the file's
     /// own handle, for a filesystem that refuses direct writes. `checkpoint` is called
     /// after every `every` bytes written and at the source's end; gives how many times.
     pub(super) fn run(
@@ -225,7 +235,7 @@ impl Writing {
                 checkpoints += 1;
                 unsynced = 0;
             }
-            // The tee is gone once the source ended.
+            // The writer is gone once the source ended.
             let _ = self.free.send(stage);
         }
         Ok(checkpoints)
@@ -407,6 +417,28 @@ mod tests {
     }
 
     #[test]
+    fn stages_are_made_as_they_are_needed() {
+        // A short file takes one stage; a long one more, never more than STAGES.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("copy");
+        fs::write(&path, b"").unwrap();
+        let cached = File::options().write(true).open(&path).unwrap();
+        let direct = open(&path, &cached).unwrap_or_else(|| cached.try_clone().unwrap());
+        let (mut staging, writing) = channel(direct, &path);
+        let (short, long) = (source(5000), source(3 * STAGE_BYTES + 7));
+        std::thread::scope(|scope| {
+            let written = scope.spawn(|| writing.run(&cached, &path, u64::MAX, |_| Ok(())));
+            staging.write(&short, false).unwrap();
+            assert_eq!(staging.made, 1);
+            staging.write(&long, true).unwrap();
+            assert!((2..=STAGES).contains(&staging.made), "{}", staging.made);
+            drop(staging);
+            written.join().unwrap().unwrap();
+        });
+        assert_eq!(fs::read(&path).unwrap(), [short, long].concat());
+    }
+
+    #[test]
     fn only_the_copy_itself_is_opened_again() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("copy");
@@ -441,14 +473,14 @@ mod tests {
         let source = source((STAGES + 2) * STAGE_BYTES);
         std::thread::scope(|scope| {
             let written = scope.spawn(|| writing.run(&cached, &path, u64::MAX, |_| Ok(())));
-            // The writing thread stops at its first piece; the tee finds out once no
-            // free stage comes back.
+            // The writing thread stops at its first piece; the tee finds out at its next
+            // send, or once no free stage comes back.
             let stopped = staging.write(&source, true).unwrap_err();
             assert!(is_stopped(&stopped), "{stopped}");
             assert_eq!(
                 stopped.to_string(),
                 format!(
-                    "writing {}: the copy's writing thread stopped",
+                    "writing {}: the thread writing it to disk stopped",
                     path.display()
                 )
             );
