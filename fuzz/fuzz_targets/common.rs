@@ -117,8 +117,12 @@ pub fn run_log(format: Format, basename: &str, data: &[u8]) {
     };
     let mut index = indexed.map(|indexed| (indexed.new)());
     let mut items = Vec::new();
+    // Built as the import builds them: only the members the adapter reads (the fuzzed
+    // imports name no --id-field).
+    let keep = |key: &str| structured.builds(key, &AdapterOptions::default());
     for (number, line) in lines.enumerate() {
-        let parsed = jsonl::parse_bytes(line, number as u64 + 2, NonFinitePolicy::Null).ok();
+        let number = number as u64 + 2;
+        let parsed = jsonl::parse_bytes_keeping(line, number, NonFinitePolicy::Null, &keep).ok();
         match (indexed, index.as_mut(), parsed) {
             (Some(indexed), Some(index), Some(parsed))
                 if parsed.object.contains_key("instance_id") =>

@@ -199,6 +199,17 @@ impl Structured {
         self
     }
 
+    /// Whether an item's top-level member `key` is built into a value for the adapter:
+    /// one it reads ([`Structured::reads`]), or the first key of `--id-field`.
+    pub fn builds(&self, key: &str, options: &AdapterOptions) -> bool {
+        let named = || match options.id_field.as_ref().map(|field| field.segments()) {
+            Some([crate::jsonl::PathSegment::Key(first), ..]) => first == key,
+            _ => false,
+        };
+        self.reads
+            .is_none_or(|reads| reads.contains(&key) || named())
+    }
+
     /// The hooks of a format with a check of the whole file after its items.
     pub const fn with_finish(mut self, finish: Finish) -> Self {
         self.finish = Some(finish);

@@ -149,15 +149,25 @@ fn strip_position(message: &str) -> String {
 /// The non-finite token the parser stopped at, if any. serde_json stops on the `N` of `NaN`
 /// and the `I` of `Infinity`, or just after the `-` of `-Infinity`.
 fn non_finite_at(bytes: &[u8], stop: usize) -> Option<(&'static str, usize)> {
-    let starts = |at: usize, token: &str| bytes.get(at..at + token.len()) == Some(token.as_bytes());
-    if stop > 0 && starts(stop - 1, "-Infinity") {
+    // A token begins where a value does: not inside a number (`-NaN`, `1ENaN` and
+    // `1e-Infinity` are numbers that went wrong, as the streaming reader says; found by
+    // the `stream_vs_tree` fuzz target).
+    let token_at = |at: usize, token: &str| {
+        bytes.get(at..at + token.len()) == Some(token.as_bytes())
+            && (at == 0
+                || !matches!(
+                    bytes[at - 1],
+                    b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-'
+                ))
+    };
+    if stop > 0 && token_at(stop - 1, "-Infinity") {
         return Some(("-Infinity", stop - 1));
     }
     // A `-Infinity` begins where a value does, and serde_json reads past its `-`: one
     // starting at the stop follows another `-` (`--Infinity`), an invalid number.
     ["Infinity", "NaN"]
         .into_iter()
-        .find(|token| starts(stop, token))
+        .find(|token| token_at(stop, token))
         .map(|token| (token, stop))
 }
 

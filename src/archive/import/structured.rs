@@ -563,20 +563,7 @@ fn normalize_batch(
     bank: Option<&BankIndex>,
 ) -> Normalized {
     let mut out = Normalized::default();
-    let id_key = match context
-        .options
-        .id_field
-        .as_ref()
-        .map(|field| field.segments())
-    {
-        Some([PathSegment::Key(key), ..]) => Some(key.as_str()),
-        _ => None,
-    };
-    let keep = |key: &str| {
-        structured
-            .reads
-            .is_none_or(|reads| reads.contains(&key) || id_key == Some(key))
-    };
+    let keep = |key: &str| structured.builds(key, context.options);
     for (locator, owned) in batch.items {
         let item = match owned {
             Owned::Row(row) => adapter_item(
