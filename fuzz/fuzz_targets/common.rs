@@ -121,8 +121,9 @@ pub fn run_log(format: Format, basename: &str, data: &[u8]) {
     // imports name no --id-field).
     let keep = |key: &str| structured.builds(key, &AdapterOptions::default());
     for (number, line) in lines.enumerate() {
-        let number = number as u64 + 2;
-        let parsed = jsonl::parse_bytes_keeping(line, number, NonFinitePolicy::Null, &keep).ok();
+        let line_number = number as u64 + 2;
+        let parsed =
+            jsonl::parse_bytes_keeping(line, line_number, NonFinitePolicy::Null, &keep).ok();
         match (indexed, index.as_mut(), parsed) {
             (Some(indexed), Some(index), Some(parsed))
                 if parsed.object.contains_key("instance_id") =>
