@@ -276,7 +276,7 @@ impl Writing {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::fs;
 
@@ -345,7 +345,7 @@ mod tests {
     /// Says in one line that the filesystem of `dir` cannot show what a test checks
     /// (`why`), or fails where `BABEL_REQUIRE_TOOLS=1` (set by `.ci/test`; the CI
     /// machine's temporary folder is on ext4) says every test must run.
-    fn skip(dir: &Path, why: &str) {
+    pub(in crate::durable) fn skip(dir: &Path, why: &str) {
         assert!(
             std::env::var("BABEL_REQUIRE_TOOLS").as_deref() != Ok("1"),
             "BABEL_REQUIRE_TOOLS=1, but {} {why}",

@@ -1,9 +1,9 @@
 //! Structured inputs (a ZIP log, a JSON document, a run folder): the file is copied
 //! whole into the archive first (a document's header members read from its bytes as they
 //! are copied), then read from that copy as its format lays it out, header first, then
-//! item by item. Items are copied off the reader in batches, parsed
-//! and normalized on worker threads, taken in file order by the sink, and their records
-//! encoded and compressed on a writer thread, as JSON Lines inputs are.
+//! item by item. Items are copied off the reader in batches, parsed and normalized on
+//! worker threads, taken in file order by the sink, and their records encoded and
+//! compressed on a writer thread, as JSON Lines inputs are.
 
 use std::fs::File;
 use std::io::Read;
@@ -708,9 +708,9 @@ impl ItemProgress<'_> {
 
 /// Reads the archived structured file at `raw` as `structured` lays it out: its header
 /// first (`header`: a document's was read as it was copied, so its header members may
-/// come after its items), then every item, normalized and handed to `take` in file order. Returns what the adapter
-/// began with (its state and the producer's facts), or the problem that stopped the file
-/// (after the items before it were handed out).
+/// come after its items), then every item, normalized and handed to `take` in file
+/// order. Returns what the adapter began with (its state and the producer's facts), or
+/// the problem that stopped the file (after the items before it were handed out).
 fn structured_items(
     structured: &adapters::Structured,
     raw: &Path,
