@@ -10,6 +10,7 @@ use std::io;
 
 use super::document::Items;
 use super::parquet::Row;
+use super::zip::Packed;
 use crate::record::Locator;
 
 /// The largest item (a ZIP member, a document element) or header member a shape hands
@@ -31,6 +32,10 @@ pub enum Content<'a> {
     Member { key: &'a str, value: &'a [u8] },
     /// A Parquet row, already read as an object.
     Row(Row),
+    /// A ZIP member's Zstandard bytes, checked against the archive's records, for the
+    /// thread that parses it to inflate ([`Packed::inflate`]: a damaged member is a
+    /// problem of the file).
+    Packed(Packed),
 }
 
 /// A visitor's signal that it stopped; why, it keeps itself.

@@ -9,10 +9,13 @@
 //! members) is refused whole.
 //!
 //! A log holds one small member per sample: Zstandard members are inflated here with one
-//! context kept from member to member (the zip crate makes a context per member, which
-//! took longer than inflating the sample) and their CRC-32 checked as the zip crate checks
-//! it; the archive is read with positioned reads through a buffer a seek does not empty.
+//! context per thread kept from member to member (the zip crate makes a context per
+//! member, which took longer than inflating the sample) and their CRC-32 checked as the
+//! zip crate checks it; the archive is read with positioned reads through a buffer a seek
+//! does not empty. Items go out [`Packed`], read and checked but not inflated, so that
+//! the threads that parse them inflate them and the reading thread only reads.
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
@@ -36,8 +39,73 @@ pub enum ZipError {
 /// An open ZIP archive.
 pub struct ZipInput {
     archive: zip::ZipArchive<Positioned>,
-    /// The Zstandard context of every member, made at the first.
-    zstd: Option<zstd::bulk::Decompressor<'static>>,
+}
+
+/// A member as [`ZipInput::fetch`] reads it.
+pub enum Fetched {
+    /// Inflated by the zip crate (deflate, stored).
+    Bytes(Vec<u8>),
+    /// A Zstandard member, to be inflated.
+    Packed(Packed),
+}
+
+/// A Zstandard member's compressed bytes, read and held to what the archive records for
+/// it (an inflated size within the caller's limit, no more compressed bytes than that size
+/// can take), not yet inflated.
+pub struct Packed {
+    member: String,
+    compressed: Vec<u8>,
+    size: u64,
+    crc: u32,
+}
+
+thread_local! {
+    /// Each thread's Zstandard context, made at its first member.
+    static ZSTD: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+impl Packed {
+    /// The bytes it holds now and will hold once inflated.
+    pub fn bytes(&self) -> usize {
+        self.compressed.len() + self.size as usize
+    }
+
+    /// Inflates the member into no more room than its recorded size and checks its CRC-32.
+    pub fn inflate(&self) -> Result<Vec<u8>, ZipError> {
+        let failure = |message: String| ZipError::Member {
+            member: self.member.clone(),
+            message,
+        };
+        let size = self.size;
+        let mut bytes = Vec::with_capacity(size as usize);
+        ZSTD.with_borrow_mut(|zstd| {
+            let zstd = match zstd {
+                Some(zstd) => zstd,
+                empty => empty.insert(
+                    zstd::bulk::Decompressor::new()
+                        .map_err(|e| failure(format!("cannot be inflated ({e})")))?,
+                ),
+            };
+            // No more room than the size the archive records: a member inflating past it
+            // is damaged, and is refused before it grows any further.
+            zstd.decompress_to_buffer(self.compressed.as_slice(), &mut bytes)
+                .map_err(|e| {
+                    failure(format!(
+                        "cannot be inflated within the {size} bytes the archive records ({e})"
+                    ))
+                })
+        })?;
+        let mut sum = flate2::Crc::new();
+        sum.update(&bytes);
+        if sum.sum() != self.crc {
+            return Err(failure(format!(
+                "cannot be inflated (its CRC-32 is {:08x}, the archive records {:08x}: the member is damaged)",
+                sum.sum(),
+                self.crc
+            )));
+        }
+        Ok(bytes)
+    }
 }
 
 impl ZipInput {
@@ -54,10 +122,7 @@ impl ZipInput {
                 "{e}; every member must be named once, the same in its local header and in the central directory"
             ))
         })?;
-        Ok(Self {
-            archive,
-            zstd: None,
-        })
+        Ok(Self { archive })
     }
 
     /// Every member name, in the order of the central directory.
@@ -71,6 +136,15 @@ impl ZipInput {
 
     /// The bytes of one member, at most `limit` once inflated.
     pub fn read(&mut self, name: &str, limit: u64) -> Result<Vec<u8>, ZipError> {
+        match self.fetch(name, limit)? {
+            Fetched::Bytes(bytes) => Ok(bytes),
+            Fetched::Packed(packed) => packed.inflate(),
+        }
+    }
+
+    /// One member, at most `limit` bytes once inflated: a Zstandard one as read, for
+    /// [`Packed::inflate`]; any other inflated here.
+    pub fn fetch(&mut self, name: &str, limit: u64) -> Result<Fetched, ZipError> {
         let failure = |message: String| ZipError::Member {
             member: name.to_owned(),
             message,
@@ -91,7 +165,8 @@ impl ZipInput {
         }
         if raw.compression() != CompressionMethod::Zstd || raw.encrypted() {
             drop(raw);
-            return self.read_by_zip(index, size, limit).map_err(failure);
+            let bytes = self.read_by_zip(index, size, limit).map_err(failure)?;
+            return Ok(Fetched::Bytes(bytes));
         }
         let (compressed_size, crc) = (raw.compressed_size(), raw.crc32());
         if compressed_size > zstd::zstd_safe::compress_bound(size as usize) as u64 {
@@ -103,31 +178,12 @@ impl ZipInput {
         raw.take(compressed_size)
             .read_to_end(&mut compressed)
             .map_err(|e| failure(format!("cannot be read ({e})")))?;
-        let zstd = match &mut self.zstd {
-            Some(zstd) => zstd,
-            empty => empty.insert(
-                zstd::bulk::Decompressor::new()
-                    .map_err(|e| failure(format!("cannot be inflated ({e})")))?,
-            ),
-        };
-        // No more room than the size the archive records: a member inflating past it is
-        // damaged, and is refused before it grows any further.
-        let mut bytes = Vec::with_capacity(size as usize);
-        zstd.decompress_to_buffer(compressed.as_slice(), &mut bytes)
-            .map_err(|e| {
-                failure(format!(
-                    "cannot be inflated within the {size} bytes the archive records ({e})"
-                ))
-            })?;
-        let mut sum = flate2::Crc::new();
-        sum.update(&bytes);
-        if sum.sum() != crc {
-            return Err(failure(format!(
-                "cannot be inflated (its CRC-32 is {:08x}, the archive records {crc:08x}: the member is damaged)",
-                sum.sum()
-            )));
-        }
-        Ok(bytes)
+        Ok(Fetched::Packed(Packed {
+            member: name.to_owned(),
+            compressed,
+            size,
+            crc,
+        }))
     }
 
     /// Member `index` as the zip crate inflates it (deflate, stored), at most `limit` bytes.
@@ -247,13 +303,20 @@ impl Shape for ZipItems {
     fn items(&self, file: File, visit: &mut ItemVisit) -> Reading {
         let (mut zip, names) = Self::open(file)?;
         for name in names.into_iter().filter(|n| (self.item)(n)) {
-            let bytes = zip
-                .read(&name, MAX_ITEM_BYTES as u64)
+            let fetched = zip
+                .fetch(&name, MAX_ITEM_BYTES as u64)
                 .map_err(|e| ShapeError::Invalid(e.to_string()))?;
-            visit(Item {
-                locator: Locator::Member(name),
-                content: Content::Json(&bytes),
-            })
+            let locator = Locator::Member(name);
+            match fetched {
+                Fetched::Bytes(bytes) => visit(Item {
+                    locator,
+                    content: Content::Json(&bytes),
+                }),
+                Fetched::Packed(packed) => visit(Item {
+                    locator,
+                    content: Content::Packed(packed),
+                }),
+            }
             .map_err(|Stop| ShapeError::Stopped)?;
         }
         Ok(())

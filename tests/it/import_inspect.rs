@@ -665,6 +665,78 @@ fn members_of_every_method_are_inflated_and_checked_as_the_zip_crate_checks_them
 }
 
 #[test]
+fn a_damaged_sample_member_stops_the_file_naming_it_wherever_it_is_inflated() {
+    // Sample members are inflated on the workers that parse them: a member whose bytes are
+    // not what the archive records still refuses the file as the reading thread did,
+    // naming the member, and leaves nothing of the file in the archive.
+    let original = log("mc", ".eval", false);
+    let mut zip =
+        babel::inputs::zip::ZipInput::new(std::fs::File::open(&original).unwrap()).unwrap();
+    let members: Vec<ZipMember> = zip
+        .names()
+        .unwrap()
+        .into_iter()
+        .map(|name| {
+            let text = zip.read(&name, 1 << 30).unwrap();
+            ZipMember {
+                central: name.clone(),
+                local: name,
+                method: 93,
+                data: zstd::bulk::compress(&text, 3).unwrap(),
+                crc: crc32(&text),
+                size: text.len(),
+            }
+        })
+        .collect();
+    let samples: Vec<usize> = (0..members.len())
+        .filter(|&i| members[i].central.starts_with("samples/"))
+        .collect();
+    assert!(samples.len() >= 20, "{} samples", samples.len());
+    let env = Env::with_archive();
+    env.babel(&["run", "create", "r", "--model", "mockllm/model"])
+        .assert()
+        .success();
+    let before = env.files();
+    for damaged in [
+        samples[0],
+        samples[samples.len() / 2],
+        samples[samples.len() - 1],
+    ] {
+        let mut bad = members.clone();
+        bad[damaged].crc ^= 1;
+        let name = format!("damaged-{damaged}.eval");
+        let file = env.input(&name, zip_of(&bad));
+        let output = env
+            .babel(&["import", "r", "--format", "inspect", &file])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{name}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let member = &members[damaged].central;
+        assert!(
+            stderr.contains(&format!(
+                "member {member}: cannot be inflated (its CRC-32 is"
+            )),
+            "{stderr}"
+        );
+        assert_eq!(env.files(), before, "{name}");
+    }
+    // Undamaged, the same members make a record of every sample.
+    let whole = env.input("whole.eval", zip_of(&members));
+    env.babel(&["import", "r", "--format", "inspect", &whole])
+        .assert()
+        .success();
+    let records = env.babel(&["records", "r"]).output().unwrap().stdout;
+    assert_eq!(
+        records
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count(),
+        samples.len()
+    );
+}
+
+#[test]
 fn a_zip_log_whose_headers_disagree_is_refused() {
     // "A duplicated ZIP member, a duplicated header.json, or a central-directory name that
     // differs from the local header are refused like duplicate JSON keys." (issue 18)

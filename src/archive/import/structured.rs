@@ -22,6 +22,7 @@ use crate::archive::records::ThreadedWriter;
 use crate::durable::{Copied, NewFile, io_at};
 use crate::inputs::document::{ArrayItems, Items};
 use crate::inputs::parquet::Row;
+use crate::inputs::zip::Packed;
 use crate::inputs::{Content, HeaderVisit, Item, Shape, ShapeError, Stop};
 use crate::jsonl::{self, FieldPath, NonFinitePolicy, PathSegment};
 use crate::parallel;
@@ -536,6 +537,7 @@ fn adapter_item(item: Item<'_>, keep: &dyn Fn(&str) -> bool) -> Result<adapters:
             });
         }
         Content::Member { value, .. } | Content::Json(value) => value,
+        Content::Packed(_) => unreachable!("a worker inflates a member before it is read"),
     };
     match jsonl::parse_bytes_keeping(bytes, 1, NonFinitePolicy::Null, keep) {
         Ok(parsed) => Ok(adapters::Item {
@@ -561,39 +563,28 @@ fn normalize_batch(
     batch: Batch,
     context: &ImportContext<'_>,
     bank: Option<&BankIndex>,
-) -> Normalized {
+) -> Worked {
     let mut out = Normalized::default();
     let keep = |key: &str| structured.builds(key, context.options);
     for (locator, owned) in batch.items {
-        let item = match owned {
-            Owned::Row(row) => adapter_item(
-                Item {
-                    locator,
-                    content: Content::Row(row),
-                },
-                &keep,
-            ),
-            Owned::Json(bytes) => adapter_item(
-                Item {
-                    locator,
-                    content: Content::Json(&bytes),
-                },
-                &keep,
-            ),
-            Owned::Member { key, value } => adapter_item(
-                Item {
-                    locator,
-                    content: Content::Member {
-                        key: &key,
-                        value: &value,
-                    },
-                },
-                &keep,
-            ),
+        let inflated;
+        let content = match owned {
+            Owned::Row(row) => Content::Row(row),
+            Owned::Json(ref bytes) => Content::Json(bytes),
+            Owned::Member { ref key, ref value } => Content::Member { key, value },
+            Owned::Packed(packed) => match packed.inflate() {
+                Ok(bytes) => {
+                    inflated = bytes;
+                    Content::Json(&inflated)
+                }
+                // The items before it are handed out, then the file is stopped.
+                Err(error) => return (out, Some((error.to_string(), None))),
+            },
         };
+        let item = adapter_item(Item { locator, content }, &keep);
         normalize_item(&mut out, structured, begun, item, context, bank);
     }
-    out
+    (out, None)
 }
 
 /// One item normalized by the adapter into `out`: its records, finished, or its refusal.
@@ -634,12 +625,30 @@ fn normalize_item(
 const BATCH_ITEMS: usize = 64;
 const BATCH_BYTES: usize = 1 << 20;
 /// Batches out per worker at once, and their bytes. The reading thread of a ZIP log
-/// inflates members between batches and takes the results in order: with two out per
+/// reads members between batches and takes the results in order: with two out per
 /// worker, workers and reader each slept a third of a 40,000-sample import waiting on one
-/// another (`perf sched`); six took 8 % off it (BENCHMARKS.md). The bytes keep six batches
-/// of long items (one item may be 64 MiB) from holding six times what two did.
+/// another (`perf sched`, when the reader inflated them too); six took 8 % off it
+/// (BENCHMARKS.md). The bytes keep six batches of long items (one item may be 64 MiB)
+/// from holding six times what two did.
 const IN_FLIGHT_PER_WORKER: usize = 6;
 const IN_FLIGHT_BYTES_PER_WORKER: usize = 8 << 20;
+
+/// What a worker made of a batch: its items normalized, up to a problem of the file (a
+/// ZIP member that does not inflate to what the archive records), which ends the file.
+type Worked = (Normalized, Option<FileProblem>);
+
+/// Why the items of a file stopped being taken: the archive's own failure, or a problem of
+/// the file a worker found.
+enum Halt {
+    Archive(ArchiveError),
+    File(FileProblem),
+}
+
+impl From<ArchiveError> for Halt {
+    fn from(error: ArchiveError) -> Self {
+        Halt::Archive(error)
+    }
+}
 
 /// Items of a structured file as its shape read them, their bytes copied off the
 /// reader's buffers so a worker can parse and normalize them.
@@ -654,6 +663,7 @@ enum Owned {
     Json(Vec<u8>),
     Member { key: String, value: Vec<u8> },
     Row(Row),
+    Packed(Packed),
 }
 
 impl Batch {
@@ -666,11 +676,13 @@ impl Batch {
                 value: value.to_vec(),
             },
             Content::Row(row) => Owned::Row(row),
+            Content::Packed(packed) => Owned::Packed(packed),
         };
         self.bytes += match &owned {
             Owned::Json(bytes) => bytes.len(),
             Owned::Member { key, value } => key.len() + value.len(),
             Owned::Row(row) => row.bytes,
+            Owned::Packed(packed) => packed.bytes(),
         };
         self.items.push((item.locator, owned));
         self.items.len() >= BATCH_ITEMS || self.bytes >= BATCH_BYTES
@@ -734,13 +746,16 @@ fn structured_items(
         Err(error) => return Ok(Err(header_problem(error))),
     };
     // Items are read and copied on this thread, parsed and normalized in batches on the
-    // workers, and handed to `take` in file order.
+    // workers (which inflate ZIP members), and handed to `take` in file order.
     let read = parallel::push_ordered(
         parallel::workers(),
         parallel::InFlight::batches(IN_FLIGHT_PER_WORKER)
             .bytes(IN_FLIGHT_BYTES_PER_WORKER, |batch: &Batch| batch.bytes),
         |batch| normalize_batch(structured, &begun, batch, context, bank),
-        &mut take,
+        |(normalized, problem): Worked| {
+            take(normalized)?;
+            problem.map_or(Ok(()), |problem| Err(Halt::File(problem)))
+        },
         |push| {
             let mut batch = Batch::default();
             let read = shape.items(open(raw)?, &mut |item| {
@@ -759,7 +774,12 @@ fn structured_items(
             }
             Ok(read)
         },
-    )?;
+    );
+    let read = match read {
+        Ok(read) => read,
+        Err(Halt::Archive(error)) => return Err(error),
+        Err(Halt::File(problem)) => return Ok(Err(problem)),
+    };
     Ok(settle(read, raw, None)?.map(|()| begun))
 }
 
