@@ -42,7 +42,7 @@ pub struct ZipInput {
 }
 
 /// A member as [`ZipInput::fetch`] reads it.
-pub enum Fetched {
+enum Fetched {
     /// Inflated by the zip crate (deflate, stored).
     Bytes(Vec<u8>),
     /// A Zstandard member, to be inflated.
@@ -68,6 +68,11 @@ impl Packed {
     /// The bytes it holds now and will hold once inflated.
     pub fn bytes(&self) -> usize {
         self.compressed.len() + self.size as usize
+    }
+
+    /// The bytes it takes in the archive.
+    pub fn compressed_bytes(&self) -> usize {
+        self.compressed.len()
     }
 
     /// Inflates the member into no more room than its recorded size and checks its CRC-32.
@@ -144,7 +149,7 @@ impl ZipInput {
 
     /// One member, at most `limit` bytes once inflated: a Zstandard one as read, for
     /// [`Packed::inflate`]; any other inflated here.
-    pub fn fetch(&mut self, name: &str, limit: u64) -> Result<Fetched, ZipError> {
+    fn fetch(&mut self, name: &str, limit: u64) -> Result<Fetched, ZipError> {
         let failure = |message: String| ZipError::Member {
             member: name.to_owned(),
             message,

@@ -628,8 +628,9 @@ const BATCH_BYTES: usize = 1 << 20;
 /// reads members between batches and takes the results in order: with two out per
 /// worker, workers and reader each slept a third of a 40,000-sample import waiting on one
 /// another (`perf sched`, when the reader inflated them too); six took 8 % off it
-/// (BENCHMARKS.md). The bytes keep six batches of long items (one item may be 64 MiB)
-/// from holding six times what two did.
+/// (BENCHMARKS.md). The bytes keep six batches of long items (one item may be 64 MiB, a
+/// ZIP member weighs its compressed bytes and its recorded size) from holding six times
+/// what two did.
 const IN_FLIGHT_PER_WORKER: usize = 6;
 const IN_FLIGHT_BYTES_PER_WORKER: usize = 8 << 20;
 
@@ -667,8 +668,9 @@ enum Owned {
 }
 
 impl Batch {
-    /// Adds an item; whether the batch is full.
-    fn add(&mut self, item: Item<'_>) -> bool {
+    /// Adds an item: whether the batch is full, and how many bytes of the file it took (a
+    /// ZIP member's compressed bytes; the batch weighs it as it will be once inflated).
+    fn add(&mut self, item: Item<'_>) -> (bool, usize) {
         let owned = match item.content {
             Content::Json(bytes) => Owned::Json(bytes.to_vec()),
             Content::Member { key, value } => Owned::Member {
@@ -678,14 +680,16 @@ impl Batch {
             Content::Row(row) => Owned::Row(row),
             Content::Packed(packed) => Owned::Packed(packed),
         };
-        self.bytes += match &owned {
-            Owned::Json(bytes) => bytes.len(),
-            Owned::Member { key, value } => key.len() + value.len(),
-            Owned::Row(row) => row.bytes,
-            Owned::Packed(packed) => packed.bytes(),
+        let (weight, read) = match &owned {
+            Owned::Json(bytes) => (bytes.len(), bytes.len()),
+            Owned::Member { key, value } => (key.len() + value.len(), key.len() + value.len()),
+            Owned::Row(row) => (row.bytes, row.bytes),
+            Owned::Packed(packed) => (packed.bytes(), packed.compressed_bytes()),
         };
+        self.bytes += weight;
         self.items.push((item.locator, owned));
-        self.items.len() >= BATCH_ITEMS || self.bytes >= BATCH_BYTES
+        let full = self.items.len() >= BATCH_ITEMS || self.bytes >= BATCH_BYTES;
+        (full, read)
     }
 }
 
@@ -759,9 +763,8 @@ fn structured_items(
         |push| {
             let mut batch = Batch::default();
             let read = shape.items(open(raw)?, &mut |item| {
-                let before = batch.bytes;
-                let full = batch.add(item);
-                progress.read(batch.bytes - before);
+                let (full, read) = batch.add(item);
+                progress.read(read);
                 match full && !push(std::mem::take(&mut batch)) {
                     // The sink failed: its error is what push_ordered returns.
                     true => Err(Stop),
