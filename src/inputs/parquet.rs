@@ -17,7 +17,7 @@ use arrow_array::types::{
     UInt32Type, UInt64Type,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_schema::DataType;
+use arrow_schema::{DataType, FieldRef};
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
@@ -465,13 +465,15 @@ fn row_object<E>(
         row: position,
         replaced: Vec::new(),
         bytes: 0,
+        at: Vec::new(),
     };
-    let mut object = Map::new();
     let schema = batch.schema();
+    let mut object = Map::with_capacity(schema.fields().len());
     for (field, column) in schema.fields().iter().zip(batch.columns()) {
-        let at = FieldPath::root().key(field.name());
         walk.count(field.name().len())?;
-        let value = json_of(column, row, &at, 1, &mut walk)?;
+        walk.at.push(Step::Field(Arc::clone(field)));
+        let value = json_of(column, row, 1, &mut walk)?;
+        walk.at.pop();
         object.insert(field.name().clone(), value);
     }
     Ok(Row {
@@ -481,12 +483,23 @@ fn row_object<E>(
     })
 }
 
-/// What reading one row's values keeps track of.
+/// The walk of one row's values: what it counted, the non-finite numbers it read as
+/// null, and where it is.
 struct Walk {
     /// The row's zero-based position in the file.
     row: u64,
     replaced: Vec<NonFiniteReplacement>,
     bytes: usize,
+    /// The fields and elements down to the value being read, made a [`FieldPath`] only
+    /// when one is needed: a path built for every value was a sixth of an import.
+    at: Vec<Step>,
+}
+
+/// One step of a [`Walk`]'s place: a struct field (its name is the schema's), or a list
+/// element.
+enum Step {
+    Field(FieldRef),
+    Element(usize),
 }
 
 impl Walk {
@@ -499,14 +512,23 @@ impl Walk {
         }
         Ok(())
     }
+
+    /// The path of the value being read.
+    fn path(&self) -> FieldPath {
+        self.at
+            .iter()
+            .fold(FieldPath::root(), |path, step| match step {
+                Step::Field(field) => path.key(field.name()),
+                Step::Element(index) => path.index(*index),
+            })
+    }
 }
 
 /// The JSON value of `array[row]`, inside `depth` arrays and objects (the row's own
-/// object counted).
+/// object counted), at the walk's place.
 fn json_of<E>(
     array: &ArrayRef,
     row: usize,
-    at: &FieldPath,
     depth: usize,
     walk: &mut Walk,
 ) -> Result<Value, ParquetInputError<E>> {
@@ -522,20 +544,20 @@ fn json_of<E>(
         if depth + 1 >= DEPTH_LIMIT {
             return Err(ParquetInputError::TooDeep {
                 row: walk.row,
-                column: at.to_string(),
+                column: walk.path().to_string(),
             });
         }
         // Its brackets: millions of empty lists cost a Parquet file almost nothing, and
         // each is a value in memory.
         walk.count(2)?;
     }
-    let replaced = &mut walk.replaced;
-    let float = |value: f64, replaced: &mut Vec<NonFiniteReplacement>| {
+    let float = |value: f64, walk: &mut Walk| {
         Number::from_f64(value)
             .map(Value::Number)
             .unwrap_or_else(|| {
-                replaced.push(NonFiniteReplacement {
-                    path: at.clone(),
+                let path = walk.path();
+                walk.replaced.push(NonFiniteReplacement {
+                    path,
                     token: if value.is_nan() {
                         "NaN"
                     } else if value > 0.0 {
@@ -560,27 +582,29 @@ fn json_of<E>(
         DataType::UInt64 => array.as_primitive::<UInt64Type>().value(row).into(),
         DataType::Float32 => float(
             f64::from(array.as_primitive::<Float32Type>().value(row)),
-            replaced,
+            walk,
         ),
-        DataType::Float64 => float(array.as_primitive::<Float64Type>().value(row), replaced),
+        DataType::Float64 => float(array.as_primitive::<Float64Type>().value(row), walk),
         DataType::Utf8 => text(array.as_string::<i32>().value(row), walk)?,
         DataType::LargeUtf8 => text(array.as_string::<i64>().value(row), walk)?,
         DataType::Utf8View => text(array.as_string_view().value(row), walk)?,
-        DataType::List(_) => list(&array.as_list::<i32>().value(row), at, depth, walk)?,
-        DataType::LargeList(_) => list(&array.as_list::<i64>().value(row), at, depth, walk)?,
+        DataType::List(_) => list(&array.as_list::<i32>().value(row), depth, walk)?,
+        DataType::LargeList(_) => list(&array.as_list::<i64>().value(row), depth, walk)?,
         DataType::Struct(fields) => {
             let columns = array.as_struct();
-            let mut object = Map::new();
+            let mut object = Map::with_capacity(fields.len());
             for (field, column) in fields.iter().zip(columns.columns()) {
                 walk.count(field.name().len())?;
-                let value = json_of(column, row, &at.key(field.name()), depth + 1, walk)?;
+                walk.at.push(Step::Field(Arc::clone(field)));
+                let value = json_of(column, row, depth + 1, walk)?;
+                walk.at.pop();
                 object.insert(field.name().clone(), value);
             }
             Value::Object(object)
         }
         other => {
             return Err(ParquetInputError::Type {
-                column: at.to_string(),
+                column: walk.path().to_string(),
                 kind: other.to_string(),
             });
         }
@@ -602,16 +626,18 @@ fn text<E>(value: &str, walk: &mut Walk) -> Result<Value, ParquetInputError<E>> 
 
 fn list<E>(
     values: &ArrayRef,
-    at: &FieldPath,
     depth: usize,
     walk: &mut Walk,
 ) -> Result<Value, ParquetInputError<E>> {
     // A separator for each element, counted before any is read.
     walk.count(values.len())?;
-    (0..values.len())
-        .map(|i| json_of(values, i, &at.index(i), depth + 1, walk))
-        .collect::<Result<Vec<_>, _>>()
-        .map(Value::Array)
+    let mut elements = Vec::with_capacity(values.len());
+    for i in 0..values.len() {
+        walk.at.push(Step::Element(i));
+        elements.push(json_of(values, i, depth + 1, walk)?);
+        walk.at.pop();
+    }
+    Ok(Value::Array(elements))
 }
 
 /// The items of a Parquet file: each row, located by the pointer `/<row>` (zero-based, in
@@ -814,6 +840,53 @@ pub(crate) mod tests {
         let group = one_column_group(TEXT, 1 << 40, 0, None, stored);
         let rows = batch_rows_of(&file, &group, &[0], BATCH_BYTES, BATCH_ROWS).unwrap();
         assert!(rows <= 16, "{rows} rows of 2 MiB to a batch");
+    }
+
+    #[test]
+    fn a_non_finite_float_is_read_as_null_at_its_field_and_element() {
+        // The walk's place is made a path only where one is needed: a NaN inside a list
+        // inside a struct is named with both, and its neighbours are left as they are.
+        use arrow_array::builder::{Float64Builder, ListBuilder};
+        use arrow_array::{Int64Array, StructArray};
+        use arrow_schema::Field;
+        let mut lists = ListBuilder::new(Float64Builder::new());
+        for values in [[0.5, 1.0], [2.0, f64::NAN]] {
+            lists.values().append_slice(&values);
+            lists.append(true);
+        }
+        let lists: ArrayRef = Arc::new(lists.finish());
+        let ids: ArrayRef = Arc::new(Int64Array::from(vec![1, 2]));
+        let metric = StructArray::from(vec![
+            (Arc::new(Field::new("id", DataType::Int64, false)), ids),
+            (
+                Arc::new(Field::new("logprobs", lists.data_type().clone(), true)),
+                lists,
+            ),
+        ]);
+        let batch = RecordBatch::try_from_iter([("metric", Arc::new(metric) as ArrayRef)]).unwrap();
+        let file = tempfile::tempfile().unwrap();
+        let mut writer =
+            parquet::arrow::ArrowWriter::try_new(file.try_clone().unwrap(), batch.schema(), None)
+                .unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let mut rows = Vec::new();
+        read_rows(file, |position, row| {
+            rows.push((position, row));
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(rows.len(), 2);
+        assert!(rows[0].1.replaced.is_empty());
+        let (position, row) = &rows[1];
+        assert_eq!(*position, 1);
+        assert_eq!(row.replaced.len(), 1);
+        assert_eq!(row.replaced[0].path.to_string(), "metric.logprobs[1]");
+        assert_eq!(row.replaced[0].token, "NaN");
+        assert_eq!(
+            Value::Object(row.object.clone()),
+            serde_json::json!({"metric": {"id": 2, "logprobs": [2.0, null]}})
+        );
     }
 
     #[test]
