@@ -384,10 +384,6 @@ pub enum ParquetInputError<E> {
 pub struct Row {
     pub object: Map<String, Value>,
     pub replaced: Vec<NonFiniteReplacement>,
-    /// About as many bytes as the row's JSON text: its strings and keys, eight for each
-    /// other scalar, two for each array or object and one for each element (what a batch
-    /// of rows counts against its size, and what the 64 MiB of an item bounds).
-    pub bytes: usize,
 }
 
 /// The number of rows the file's footer declares.
@@ -396,11 +392,40 @@ pub fn count_rows(file: File) -> Result<u64, String> {
     Ok(metadata.metadata().file_metadata().num_rows().max(0) as u64)
 }
 
-/// Hands every row of the Parquet file, with its zero-based position, to `visit`, in
-/// file order.
+/// One row of a decoded batch, read into a JSON object by [`RowAt::read`] where it is
+/// parsed: the batch's arrays are shared with its other rows, not copied, so the reading
+/// thread only decodes pages, and each object is built and freed on one worker (built on
+/// the reading thread and freed on a worker, the two fought over glibc's arena lock).
+pub struct RowAt {
+    batch: RecordBatch,
+    row: usize,
+    position: u64,
+    share: usize,
+}
+
+impl RowAt {
+    /// The row's zero-based position in the file.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// The row's share of its batch's memory (what a batch of items weighs it at).
+    pub fn bytes(&self) -> usize {
+        self.share
+    }
+
+    /// The row as a JSON object. A row babel cannot hold (past [`MAX_ITEM_BYTES`], nested
+    /// past the strict reader's depth, a value of a type JSON cannot carry) is refused.
+    pub fn read(&self) -> Result<Row, ParquetInputError<std::convert::Infallible>> {
+        contained(|| row_object(&self.batch, self.row, self.position))
+            .map_err(ParquetInputError::Format)?
+    }
+}
+
+/// Hands every row of the Parquet file, in file order, to `visit`.
 pub fn read_rows<E>(
     file: File,
-    mut visit: impl FnMut(u64, Row) -> Result<(), E>,
+    mut visit: impl FnMut(RowAt) -> Result<(), E>,
 ) -> Result<(), ParquetInputError<E>> {
     let format = |e: parquet::errors::ParquetError| ParquetInputError::Format(e.to_string());
     let length = file
@@ -445,10 +470,15 @@ pub fn read_rows<E>(
         .map_err(format)?;
         while let Some(batch) = contained(|| reader.next()).map_err(ParquetInputError::Format)? {
             let batch = batch.map_err(|e| ParquetInputError::Format(e.to_string()))?;
+            let share = batch.get_array_memory_size() / batch.num_rows().max(1);
             for row in 0..batch.num_rows() {
-                let row_value = contained(|| row_object(&batch, row, position))
-                    .map_err(ParquetInputError::Format)??;
-                visit(position, row_value).map_err(ParquetInputError::Visit)?;
+                let at = RowAt {
+                    batch: batch.clone(),
+                    row,
+                    position,
+                    share,
+                };
+                visit(at).map_err(ParquetInputError::Visit)?;
                 position += 1;
             }
         }
@@ -479,7 +509,6 @@ fn row_object<E>(
     Ok(Row {
         object,
         replaced: walk.replaced,
-        bytes: walk.bytes,
     })
 }
 
@@ -489,6 +518,9 @@ struct Walk {
     /// The row's zero-based position in the file.
     row: u64,
     replaced: Vec<NonFiniteReplacement>,
+    /// About as many bytes as the row's JSON text so far: its strings and keys, eight for
+    /// each other scalar, two for each array or object and one for each element (what the
+    /// 64 MiB of an item bounds).
     bytes: usize,
     /// The fields and elements down to the value being read, made a [`FieldPath`] only
     /// when one is needed: a path built for every value was a sixth of an import.
@@ -646,10 +678,10 @@ pub struct ParquetRows;
 
 impl Shape for ParquetRows {
     fn items(&self, file: File, visit: &mut ItemVisit) -> Reading {
-        let read = read_rows(file, |row, content| {
+        let read = read_rows(file, |row| {
             visit(Item {
-                locator: Locator::Pointer(format!("/{row}")),
-                content: Content::Row(content),
+                locator: Locator::Pointer(format!("/{}", row.position())),
+                content: Content::Row(row),
             })
         });
         match read {
@@ -842,6 +874,17 @@ pub(crate) mod tests {
         assert!(rows <= 16, "{rows} rows of 2 MiB to a batch");
     }
 
+    /// A temporary Parquet file of one batch, as arrow-rs writes it by default.
+    fn parquet_file(batch: &RecordBatch) -> File {
+        let file = tempfile::tempfile().unwrap();
+        let mut writer =
+            parquet::arrow::ArrowWriter::try_new(file.try_clone().unwrap(), batch.schema(), None)
+                .unwrap();
+        writer.write(batch).unwrap();
+        writer.close().unwrap();
+        file
+    }
+
     #[test]
     fn a_non_finite_float_is_read_as_null_at_its_field_and_element() {
         // The walk's place is made a path only where one is needed: a NaN inside a list
@@ -864,15 +907,9 @@ pub(crate) mod tests {
             ),
         ]);
         let batch = RecordBatch::try_from_iter([("metric", Arc::new(metric) as ArrayRef)]).unwrap();
-        let file = tempfile::tempfile().unwrap();
-        let mut writer =
-            parquet::arrow::ArrowWriter::try_new(file.try_clone().unwrap(), batch.schema(), None)
-                .unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
         let mut rows = Vec::new();
-        read_rows(file, |position, row| {
-            rows.push((position, row));
+        read_rows(parquet_file(&batch), |row| {
+            rows.push((row.position(), row.read().unwrap()));
             Ok::<(), ()>(())
         })
         .unwrap();
@@ -908,14 +945,9 @@ pub(crate) mod tests {
         }
         let batch =
             RecordBatch::try_from_iter([("l", Arc::new(lists.finish()) as ArrayRef)]).unwrap();
-        let file = tempfile::tempfile().unwrap();
-        let mut writer =
-            parquet::arrow::ArrowWriter::try_new(file.try_clone().unwrap(), batch.schema(), None)
-                .unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
         let mut rows = 0;
-        read_rows(file.try_clone().unwrap(), |_, _| {
+        read_rows(parquet_file(&batch), |row| {
+            row.read().unwrap();
             rows += 1;
             Ok::<(), ()>(())
         })

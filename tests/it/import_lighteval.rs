@@ -491,23 +491,125 @@ fn a_parquet_row_too_deep_or_too_large_to_store_is_refused() {
     assert_eq!(env.files(), before);
 }
 
+#[test]
+fn a_row_babel_cannot_hold_stops_the_file_whichever_batch_holds_it() {
+    // Rows are read into objects on the workers that parse them: a row nested too deep in
+    // the 31st of 50 copies of the fixture's rows (its batch of items one of many, the
+    // reader still handing out those after it) still refuses the whole file, once, naming
+    // the row, and nothing is written.
+    use arrow_array::cast::AsArray;
+    use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, StructArray};
+    let env = Env::with_archive();
+    create(&env, "c", "babel-policy");
+    let copy = copy_of(&env, "custom-seed1");
+    let details = file_named(&copy, "details_babel_gen|0");
+    let file = std::fs::File::open(&details).unwrap();
+    let fixture = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let rows = fixture.num_rows();
+    let (copies, bad_copy, bad_row) = (50, 30, 5);
+    let doc = fixture.column_by_name("doc").unwrap().as_struct();
+    let batches: Vec<RecordBatch> = (0..copies)
+        .map(|copy| {
+            let deep = deep_list(rows, 125, |row| copy == bad_copy && row == bad_row);
+            let specific: ArrayRef = Arc::new(StructArray::new(
+                vec![Arc::new(arrow_schema::Field::new(
+                    "deep",
+                    deep.data_type().clone(),
+                    true,
+                ))]
+                .into(),
+                vec![deep],
+                None,
+            ));
+            let ids = doc.column_by_name("id").unwrap().as_string::<i32>();
+            let ids: ArrayRef = Arc::new(StringArray::from_iter_values(
+                ids.iter().map(|id| format!("{copy}-{}", id.unwrap())),
+            ));
+            let (fields, columns): (Vec<_>, Vec<_>) = doc
+                .fields()
+                .iter()
+                .zip(doc.columns())
+                .map(|(field, column)| match field.name().as_str() {
+                    "id" => (field.clone(), ids.clone()),
+                    "specific" => (
+                        Arc::new(arrow_schema::Field::new(
+                            "specific",
+                            specific.data_type().clone(),
+                            true,
+                        )),
+                        specific.clone(),
+                    ),
+                    _ => (field.clone(), column.clone()),
+                })
+                .unzip();
+            let doc: ArrayRef = Arc::new(StructArray::new(
+                fields.into(),
+                columns,
+                doc.nulls().cloned(),
+            ));
+            let schema = fixture.schema();
+            RecordBatch::try_from_iter(schema.fields().iter().zip(fixture.columns()).map(
+                |(field, column)| {
+                    let column = match field.name().as_str() {
+                        "doc" => doc.clone(),
+                        _ => column.clone(),
+                    };
+                    (field.name().clone(), column)
+                },
+            ))
+            .unwrap()
+        })
+        .collect();
+    let file = std::fs::File::create(&details).unwrap();
+    let options =
+        parquet::arrow::arrow_writer::ArrowWriterOptions::new().with_skip_arrow_metadata(true);
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new_with_options(file, batches[0].schema(), options)
+            .unwrap();
+    for batch in &batches {
+        writer.write(batch).unwrap();
+    }
+    writer.close().unwrap();
+    let stderr = refused(&env, "c", &[], &copy);
+    let row = bad_copy * rows + bad_row;
+    assert_eq!(
+        stderr
+            .matches(&format!("row {row}: doc.specific.deep[0]"))
+            .count(),
+        1,
+        "{stderr}"
+    );
+    let deep = "nests arrays and objects 128 levels deep";
+    assert_eq!(stderr.matches(deep).count(), 1, "{stderr}");
+}
+
+/// `rows` values of `levels` nested lists around a 1, null at the top but in the rows
+/// `valid` admits.
+fn deep_list(rows: usize, levels: usize, valid: impl Fn(usize) -> bool) -> arrow_array::ArrayRef {
+    let mut deep: arrow_array::ArrayRef = Arc::new(arrow_array::Int64Array::from(vec![1; rows]));
+    for level in 0..levels {
+        let field = Arc::new(arrow_schema::Field::new(
+            "item",
+            deep.data_type().clone(),
+            true,
+        ));
+        let offsets = arrow_buffer::OffsetBuffer::from_lengths(vec![1; rows]);
+        let nulls = (level + 1 == levels).then(|| (0..rows).map(&valid).collect());
+        deep = Arc::new(arrow_array::ListArray::new(field, offsets, deep, nulls));
+    }
+    deep
+}
+
 /// Rewrites a details file with each row's `doc.specific` (which the record keeps in
 /// `extra`) replaced by `{"deep": ...}`: an integer inside `levels` lists.
 fn with_deep_doc(details: &Path, levels: usize) {
-    with_specific(details, "deep", |rows| {
-        let mut deep: arrow_array::ArrayRef =
-            Arc::new(arrow_array::Int64Array::from(vec![1; rows]));
-        for _ in 0..levels {
-            let field = Arc::new(arrow_schema::Field::new(
-                "item",
-                deep.data_type().clone(),
-                true,
-            ));
-            let offsets = arrow_buffer::OffsetBuffer::from_lengths(vec![1; rows]);
-            deep = Arc::new(arrow_array::ListArray::new(field, offsets, deep, None));
-        }
-        deep
-    });
+    with_specific(details, "deep", |rows| deep_list(rows, levels, |_| true));
 }
 
 /// Rewrites a details file with each row's `doc.specific` replaced by `{key: value}`, the
