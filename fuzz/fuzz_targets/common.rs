@@ -129,7 +129,9 @@ pub fn run_log(format: Format, basename: &str, data: &[u8]) {
                 if parsed.object.contains_key("instance_id") =>
             {
                 // The archive refuses the whole run when an element is refused.
-                if (indexed.add)(index.as_mut(), item(parsed, number)).is_err() {
+                let added = (indexed.read)(item(parsed, number))
+                    .and_then(|kept| (indexed.add)(index.as_mut(), kept));
+                if added.is_err() {
                     return;
                 }
             }

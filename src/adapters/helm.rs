@@ -44,6 +44,7 @@ fn layout(_: &str) -> Result<Layout, String> {
         indexed: Some(super::Indexed {
             file: PER_INSTANCE_STATS,
             new: || Box::new(Stats::default()),
+            read: read_stats,
             add: add_stats,
         }),
     })
@@ -93,17 +94,19 @@ impl Stats {
     }
 }
 
-/// Adds one element of `per_instance_stats.json` to the index; a second entry for the
-/// same (instance, trial, perturbation) is refused, as a repeated key is.
-fn add_stats(
-    index: &mut (dyn std::any::Any + Send + Sync),
-    item: Item,
-) -> Result<(), AdapterError> {
-    let stats: &mut Stats = index.downcast_mut().expect("made by this adapter");
+/// What the index keeps of one element of `per_instance_stats.json`: its key and each
+/// stat's mean, by name (read on a worker, so the element's tree never leaves it).
+struct StatsEntry {
+    key: StatsKey,
+    values: Vec<(String, Mean)>,
+}
+
+/// Reads one element of `per_instance_stats.json` into what the index keeps of it.
+fn read_stats(item: Item) -> Result<super::IndexEntry, AdapterError> {
     let at = FieldPath::root();
     let entry = Value::Object(item.object);
     let key = stats_key(&entry, &at)?;
-    let mut values = Vec::new();
+    let mut values: Vec<(String, Mean)> = Vec::new();
     for stat in entry
         .get("stats")
         .and_then(Value::as_array)
@@ -127,21 +130,39 @@ fn add_stats(
             (_, Some(Value::Number(mean))) => Mean::Known(mean.clone()),
             (_, Some(_)) => Mean::Unknown("has a mean that is not a number"),
         };
-        let name = match stats.names.get(name) {
-            Some(interned) => interned.clone(),
-            None => {
-                let interned: std::sync::Arc<str> = name.into();
-                stats.names.insert(name.to_owned(), interned.clone());
-                interned
-            }
-        };
         // As in a JSON object, a stat named twice keeps its last value.
-        values.retain(|(known, _): &(std::sync::Arc<str>, _)| *known != name);
-        values.push((name, mean));
+        values.retain(|(known, _)| known != name);
+        values.push((name.to_owned(), mean));
     }
+    Ok(Box::new(StatsEntry { key, values }))
+}
+
+/// Adds what [`read_stats`] kept of one element to the index, each stat name stored once;
+/// a second entry for the same (instance, trial, perturbation) is refused, as a repeated
+/// key is.
+fn add_stats(
+    index: &mut (dyn std::any::Any + Send + Sync),
+    entry: super::IndexEntry,
+) -> Result<(), AdapterError> {
+    let stats: &mut Stats = index.downcast_mut().expect("made by this adapter");
+    let StatsEntry { key, values } = *entry.downcast().expect("read by this adapter");
+    let values = values
+        .into_iter()
+        .map(|(name, mean)| {
+            let name = match stats.names.get(&name) {
+                Some(interned) => interned.clone(),
+                None => {
+                    let interned: std::sync::Arc<str> = name.as_str().into();
+                    stats.names.insert(name, interned.clone());
+                    interned
+                }
+            };
+            (name, mean)
+        })
+        .collect();
     if stats.entries.insert(key.clone(), values).is_some() {
         return Err(AdapterError::new(
-            at,
+            FieldPath::root(),
             format!(
                 "a second entry for instance {:?}, train trial {}, perturbation {}: which one scores the instance is ambiguous",
                 key.0,
@@ -622,9 +643,10 @@ mod tests {
             replaced: Vec::new(),
             locator: crate::record::Locator::Pointer("/0".into()),
         };
-        add_stats(index.as_mut(), element.clone()).unwrap();
+        let read = || read_stats(element.clone()).unwrap();
+        add_stats(index.as_mut(), read()).unwrap();
         assert!(
-            add_stats(index.as_mut(), element).is_err(),
+            add_stats(index.as_mut(), read()).is_err(),
             "a second entry for the same key is refused"
         );
         let header = crate::adapters::Header {

@@ -346,9 +346,16 @@ pub struct Indexed {
     pub file: &'static str,
     /// An empty index.
     pub new: fn() -> Box<dyn std::any::Any + Send + Sync>,
-    /// Adds one element (its pointer in `item.locator`) to the index.
-    pub add: fn(&mut (dyn std::any::Any + Send + Sync), Item) -> Result<(), AdapterError>,
+    /// Reads one element (its pointer in `item.locator`) into what the index keeps of it,
+    /// on a worker thread: the element's tree is built and dropped there.
+    pub read: fn(Item) -> Result<IndexEntry, AdapterError>,
+    /// Adds what `read` kept of one element to the index, element after element in file
+    /// order.
+    pub add: fn(&mut (dyn std::any::Any + Send + Sync), IndexEntry) -> Result<(), AdapterError>,
 }
+
+/// What an [`Indexed`] file's `read` keeps of one element, for its `add`.
+pub type IndexEntry = Box<dyn std::any::Any + Send>;
 
 /// What a structured file's header holds when [`Structured::begin`] reads it.
 pub struct Header {

@@ -587,3 +587,56 @@ fn a_large_stats_file_is_streamed_in_bounded_memory() {
     assert!(peak_kib < 512 * 1024, "peak {peak_kib} KiB");
     assert_eq!(env.records("big").len(), instances);
 }
+
+#[test]
+fn a_bad_per_instance_stats_element_stops_the_run_wherever_its_batch_is_read() {
+    // The elements of per_instance_stats.json are parsed on the workers and added to the
+    // index in file order: the first bad one, in one of many batches, is the one named,
+    // once, and nothing is written. 400 elements of about 17 KB each are seven batches.
+    let env = Env::with_archive();
+    let stats: Vec<Value> = read_json(&Path::new(RUN).join("per_instance_stats.json"))
+        .as_array()
+        .unwrap()
+        .clone();
+    let many: Vec<Value> = (0..400)
+        .map(|n| {
+            let mut entry = stats[n % stats.len()].clone();
+            let id = entry["instance_id"].as_str().unwrap().to_owned();
+            entry["instance_id"] = format!("{id}-{}", n / stats.len()).into();
+            entry
+        })
+        .collect();
+    type Damage = fn(&mut Vec<Value>);
+    let cases: [(&str, Damage, &str); 2] = [
+        (
+            "no-id",
+            |many| many[300]["instance_id"] = Value::Null,
+            "per_instance_stats.json#/300: field instance_id: expected a string",
+        ),
+        (
+            "twice",
+            |many| many[351] = many[350].clone(),
+            "per_instance_stats.json#/351: a second entry for instance",
+        ),
+    ];
+    for (name, damage, told) in cases {
+        let folder = copy_of_run(&env, name);
+        let mut damaged = many.clone();
+        damage(&mut damaged);
+        std::fs::write(
+            folder.join("per_instance_stats.json"),
+            serde_json::to_string_pretty(&damaged).unwrap(),
+        )
+        .unwrap();
+        env.babel(&["run", "create", name, "--model", "simple/model1"])
+            .assert()
+            .success();
+        let stderr = crate::common::refused_import(&env, name, "helm", &[], &folder);
+        assert_eq!(stderr.matches(told).count(), 1, "{name}: {stderr}");
+        assert_eq!(
+            stderr.matches("per_instance_stats.json#/").count(),
+            1,
+            "{name}: {stderr}"
+        );
+    }
+}

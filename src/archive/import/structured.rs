@@ -281,7 +281,9 @@ fn header_problem(error: adapters::AdapterError) -> FileProblem {
 
 /// Streams the [`adapters::Indexed`] file at `path` into its index, one element of its
 /// array at a time; `Ok(Ok(None))` when the folder has no such file. A problem names the
-/// file and the element (`per_instance_stats.json#/12`).
+/// file and the element (`per_instance_stats.json#/12`). Elements are parsed and read in
+/// batches on the workers and added to the index in file order on this thread (all of it
+/// here, a HELM run's `per_instance_stats.json` kept one core busy and the other idle).
 fn read_index(
     indexed: &adapters::Indexed,
     path: &Path,
@@ -290,41 +292,57 @@ fn read_index(
         return Ok(Ok(None));
     }
     let mut index = (indexed.new)();
-    let mut stop = None;
     let shape = ArrayItems {
         items: Items::TopLevel,
     };
-    let read = shape.items(open(path)?, &mut |item| {
-        let at = format!("{}{}", indexed.file, item.locator.suffix());
-        let Content::Json(bytes) = item.content else {
-            unreachable!("an array's items are JSON text")
-        };
-        let added = match jsonl::parse_bytes(bytes, 1, NonFinitePolicy::Null) {
-            Ok(parsed) => (indexed.add)(
-                index.as_mut(),
-                adapters::Item {
-                    object: parsed.object,
-                    replaced: parsed.replaced,
-                    locator: item.locator,
-                },
-            )
-            .map_err(|error| (error.path, error.message, error.hint)),
-            Err(error) => Err((error.path.clone(), error.message(), None)),
-        };
-        added.map_err(|(path, message, hint)| {
-            let field = (!path.is_root()).then(|| format!(": field {path}"));
-            stop = Some((
-                format!("{at}{}: {message}", field.unwrap_or_default()),
-                hint,
-            ));
-            Stop
-        })
-    });
+    let read = |batch: Batch| -> Vec<_> {
+        batch
+            .items
+            .into_iter()
+            .map(|(locator, owned)| {
+                let Owned::Json(bytes) = owned else {
+                    unreachable!("an array's items are JSON text")
+                };
+                let at = format!("{}{}", indexed.file, locator.suffix());
+                let kept = match jsonl::parse_bytes(&bytes, 1, NonFinitePolicy::Null) {
+                    Ok(parsed) => (indexed.read)(adapters::Item {
+                        object: parsed.object,
+                        replaced: parsed.replaced,
+                        locator,
+                    })
+                    .map_err(|error| (error.path, error.message, error.hint)),
+                    Err(error) => Err((error.path.clone(), error.message(), None)),
+                };
+                (at, kept)
+            })
+            .collect()
+    };
+    let problem = |at: &str, (path, message, hint): (FieldPath, String, Option<String>)| {
+        let field = (!path.is_root()).then(|| format!(": field {path}"));
+        Halt::File((
+            format!("{at}{}: {message}", field.unwrap_or_default()),
+            hint,
+        ))
+    };
+    let add = |elements: Vec<(String, Result<_, _>)>| {
+        for (at, kept) in elements {
+            let added = kept.and_then(|kept| {
+                (indexed.add)(index.as_mut(), kept)
+                    .map_err(|error| (error.path, error.message, error.hint))
+            });
+            added.map_err(|error| problem(&at, error))?;
+        }
+        Ok(())
+    };
+    let read = match in_batches(&shape, path, read, add, drop)? {
+        Ok(read) => read,
+        Err(problem) => return Ok(Err(problem)),
+    };
     let read = read.map_err(|error| match error {
         ShapeError::Invalid(message) => ShapeError::Invalid(format!("{}: {message}", indexed.file)),
         other => other,
     });
-    Ok(settle(read, path, stop)?.map(|()| Some(index)))
+    Ok(settle(read, path, None)?.map(|()| Some(index)))
 }
 
 /// A JSON value of a header, parsed strictly (a byte order mark may open a file); a
@@ -649,6 +667,48 @@ impl From<ArchiveError> for Halt {
     }
 }
 
+/// Reads the items of the file at `path` as `shape` lays them out, in batches: each batch
+/// goes to `work` on a worker thread, and the results to `take` in file order; `counted`
+/// hears how many bytes of the file each item took. Returns how the reading ended, or the
+/// problem of the file that `take` stopped at (the items before it taken).
+fn in_batches<Out: Send>(
+    shape: &dyn Shape,
+    path: &Path,
+    work: impl Fn(Batch) -> Out + Sync,
+    take: impl FnMut(Out) -> Result<(), Halt>,
+    mut counted: impl FnMut(usize),
+) -> Result<Result<Result<(), ShapeError>, FileProblem>, ArchiveError> {
+    let read = parallel::push_ordered(
+        parallel::workers(),
+        parallel::InFlight::batches(IN_FLIGHT_PER_WORKER)
+            .bytes(IN_FLIGHT_BYTES_PER_WORKER, |batch: &Batch| batch.bytes),
+        work,
+        take,
+        |push| {
+            let mut batch = Batch::default();
+            let read = shape.items(open(path)?, &mut |item| {
+                let (full, read) = batch.add(item);
+                counted(read);
+                match full && !push(std::mem::take(&mut batch)) {
+                    // The sink failed: its error is what push_ordered returns.
+                    true => Err(Stop),
+                    false => Ok(()),
+                }
+            });
+            // The items before a problem of the file are handed out before it is reported.
+            if !batch.items.is_empty() {
+                push(batch);
+            }
+            Ok(read)
+        },
+    );
+    match read {
+        Ok(read) => Ok(Ok(read)),
+        Err(Halt::Archive(error)) => Err(error),
+        Err(Halt::File(problem)) => Ok(Err(problem)),
+    }
+}
+
 /// Items of a structured file as its shape read them, their bytes copied off the
 /// reader's buffers so a worker can parse and normalize them.
 #[derive(Default)]
@@ -748,38 +808,21 @@ fn structured_items(
         Err(error) => return Ok(Err(header_problem(error))),
     };
     // Items are read and copied on this thread, parsed and normalized in batches on the
-    // workers (which inflate ZIP members), and handed to `take` in file order.
-    let read = parallel::push_ordered(
-        parallel::workers(),
-        parallel::InFlight::batches(IN_FLIGHT_PER_WORKER)
-            .bytes(IN_FLIGHT_BYTES_PER_WORKER, |batch: &Batch| batch.bytes),
+    // workers (which inflate ZIP members and read Parquet rows), and handed to `take` in
+    // file order.
+    let read = in_batches(
+        shape.as_ref(),
+        raw,
         |batch| normalize_batch(structured, &begun, batch, context, bank),
         |(normalized, problem): Worked| {
             take(normalized)?;
             problem.map_or(Ok(()), |problem| Err(Halt::File(problem)))
         },
-        |push| {
-            let mut batch = Batch::default();
-            let read = shape.items(open(raw)?, &mut |item| {
-                let (full, read) = batch.add(item);
-                progress.read(read);
-                match full && !push(std::mem::take(&mut batch)) {
-                    // The sink failed: its error is what push_ordered returns.
-                    true => Err(Stop),
-                    false => Ok(()),
-                }
-            });
-            // The items before a problem of the file are handed out before it is reported.
-            if !batch.items.is_empty() {
-                push(batch);
-            }
-            Ok(read)
-        },
-    );
+        |read| progress.read(read),
+    )?;
     let read = match read {
         Ok(read) => read,
-        Err(Halt::Archive(error)) => return Err(error),
-        Err(Halt::File(problem)) => return Ok(Err(problem)),
+        Err(problem) => return Ok(Err(problem)),
     };
     Ok(settle(read, raw, None)?.map(|()| begun))
 }
