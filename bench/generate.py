@@ -215,9 +215,70 @@ def inspect_eval(path, n):
                               out.tell() - start, start, 0))
 
 
+def lighteval(path, n):
+    """A lighteval output folder (the fixture's dummy-seed42 run) whose multiple-choice
+    details hold `n` rows: the fixture's rows repeated with new ids and a longer query."""
+    import copy
+    import glob
+    import os
+    import shutil
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
+                           "lighteval-0.13.0", "out", "dummy-seed42")
+    shutil.copytree(fixture, path)
+    for details in glob.glob(os.path.join(path, "details", "*", "*", "*.parquet")):
+        os.chmod(details, 0o644)
+        if "babel_mc" not in details:
+            os.remove(details)
+            continue
+        table = pq.read_table(details)
+        rows = table.to_pylist()
+        out = []
+        for i in range(n):
+            row = copy.deepcopy(rows[i % len(rows)])
+            row["doc"]["id"] = str(i)
+            row["doc"]["specific"]["id"] = f"s{i}"
+            row["doc"]["query"] += " and a longer prompt" * 20
+            out.append(row)
+        pq.write_table(pa.Table.from_pylist(out, schema=table.schema), details, row_group_size=10_000)
+
+
+def helm(path, n):
+    """A HELM run folder (the fixture's babel_mc run) of `n` request states: the fixture's
+    request states and per-instance stats repeated under new instance ids."""
+    import os
+    import shutil
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
+                           "crfm-helm-0.5.16", "runs", "babel_mc:model=simple_model1")
+    shutil.copytree(fixture, path)
+    for name in os.listdir(path):
+        os.chmod(os.path.join(path, name), 0o644)
+    def load(name):
+        with open(os.path.join(path, name), encoding="utf-8") as f:
+            return json.load(f)
+    def save(name, value):
+        with open(os.path.join(path, name), "w", encoding="utf-8") as f:
+            json.dump(value, f, indent=2)
+    stats, state = load("per_instance_stats.json"), load("scenario_state.json")
+    states = state["request_states"]
+    copies = -(-n // len(states))
+    save("per_instance_stats.json", [dict(e, instance_id=f"{e['instance_id']}-{k}")
+                                     for k in range(copies) for e in stats])
+    repeated = []
+    for k in range(copies):
+        for request in states:
+            request = json.loads(json.dumps(request))
+            request["instance"]["id"] = f"{request['instance']['id']}-{k}"
+            repeated.append(request)
+    state["request_states"] = repeated[:n]
+    save("scenario_state.json", state)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["canonical", "harness", "mixed", "panel", "inspect", "inspect-eval"])
+    parser.add_argument("mode", choices=["canonical", "harness", "mixed", "panel", "inspect", "inspect-eval",
+                                         "lighteval", "helm"])
     parser.add_argument("out")
     parser.add_argument("n", nargs="?", type=int)
     parser.add_argument("--variant", default="original")
@@ -229,6 +290,10 @@ def main():
     args = parser.parse_args()
     if args.mode == "inspect":
         inspect(args.out, args.n)
+    elif args.mode == "lighteval":
+        lighteval(args.out, args.n)
+    elif args.mode == "helm":
+        helm(args.out, args.n)
     elif args.mode == "inspect-eval":
         inspect_eval(args.out, args.n)
     elif args.mode == "panel":

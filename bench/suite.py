@@ -28,10 +28,12 @@ ROOT = os.path.dirname(HERE)
 SIZES = {
     "full": {"harness_bytes": 200_000_000, "harness_big_bytes": 1_000_000_000,
              "canonical": 1_000_000, "fewshot_lines": 39_506, "short_items": 200_000,
-             "panel_sides": 100, "panel_items": 100_000, "inspect_samples": 25_000},
+             "panel_sides": 100, "panel_items": 100_000, "inspect_samples": 25_000,
+             "lighteval_rows": 200_000, "helm_states": 20_000},
     "smoke": {"harness_bytes": 1_000_000, "harness_big_bytes": 3_000_000,
               "canonical": 5_000, "fewshot_lines": 300, "short_items": 2_000,
-              "panel_sides": 4, "panel_items": 500, "inspect_samples": 100},
+              "panel_sides": 4, "panel_items": 500, "inspect_samples": 100,
+              "lighteval_rows": 500, "helm_states": 160},
 }
 
 
@@ -89,6 +91,8 @@ def generate(mode, work):
     make("short.jsonl", ["mixed", str(size["short_items"] * 2)])
     make("inspect.json", ["inspect", str(size["inspect_samples"])])
     make("inspect.eval", ["inspect-eval", str(size["inspect_samples"])])
+    make("lighteval", ["lighteval", str(size["lighteval_rows"])])
+    make("helm", ["helm", str(size["helm_states"])])
     return files
 
 
@@ -194,6 +198,12 @@ def main():
         sha_row(log, what)
         subprocess.run(b("run", "create", run, "--model", "mockllm/model"), check=True)
         import_row(what, run, ["--model", "mockllm/model"], ["--format", "inspect", log], against_sha(log))
+    for name, label, model, count in [("lighteval", "lighteval details, {:,} rows", "dummy", "lighteval_rows"),
+                                      ("helm", "HELM run, {:,} request states", "simple/model1", "helm_states")]:
+        n_items = SIZES[mode][count]
+        subprocess.run(b("run", "create", name, "--model", model), check=True)
+        import_row(label.format(n_items), name, ["--model", model], ["--format", name, files[name]],
+                   lambda m, n_items=n_items: f"{m[0] / n_items * 1e6:.1f} µs per item")
     subprocess.run(b("import", "cb", "--format", "canonical", cb), check=True)
     subprocess.run(python([os.path.join(HERE, "reference.py"), "import", cb, py_b]), check=True, stdout=subprocess.DEVNULL)
     subprocess.run(b("import", "fa", "--format", "harness", "--benchmark", "mmlu", files["fewshot-a.jsonl"]), check=True)

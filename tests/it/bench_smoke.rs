@@ -33,6 +33,8 @@ fn the_benchmark_suite_runs_every_step_on_tiny_inputs() {
     for expected in [
         "| import: harness file, 1 MB | babel |",
         "| import: Inspect .eval log, 0 MB (100 samples) | babel |",
+        "| import: lighteval details, 500 rows | babel |",
+        "| import: HELM run, 160 request states | babel |",
         "| import: 5,000 canonical records | python |",
         "| compare: 2 × 5,000 records, summary | DuckDB on babel's Parquet |",
         "| compare: 2 × 5,000 records, summary | pandas on the JSONL inputs |",
