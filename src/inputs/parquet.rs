@@ -384,6 +384,10 @@ pub enum ParquetInputError<E> {
 pub struct Row {
     pub object: Map<String, Value>,
     pub replaced: Vec<NonFiniteReplacement>,
+    /// About as many bytes as the row's JSON text: its strings and keys, eight for each
+    /// other scalar, two for each array or object and one for each element (what a batch
+    /// of rows counts against its size, and what the 64 MiB of an item bounds).
+    pub bytes: usize,
 }
 
 /// The number of rows the file's footer declares.
@@ -392,40 +396,11 @@ pub fn count_rows(file: File) -> Result<u64, String> {
     Ok(metadata.metadata().file_metadata().num_rows().max(0) as u64)
 }
 
-/// One row of a decoded batch, read into a JSON object by [`RowAt::read`] where it is
-/// parsed: the batch's arrays are shared with its other rows, not copied, so the reading
-/// thread only decodes pages, and each object is built and freed on one worker (built on
-/// the reading thread and freed on a worker, the two fought over glibc's arena lock).
-pub struct RowAt {
-    batch: RecordBatch,
-    row: usize,
-    position: u64,
-    share: usize,
-}
-
-impl RowAt {
-    /// The row's zero-based position in the file.
-    pub fn position(&self) -> u64 {
-        self.position
-    }
-
-    /// The row's share of its batch's memory (what a batch of items weighs it at).
-    pub fn bytes(&self) -> usize {
-        self.share
-    }
-
-    /// The row as a JSON object. A row babel cannot hold (past [`MAX_ITEM_BYTES`], nested
-    /// past the strict reader's depth, a value of a type JSON cannot carry) is refused.
-    pub fn read(&self) -> Result<Row, ParquetInputError<std::convert::Infallible>> {
-        contained(|| row_object(&self.batch, self.row, self.position))
-            .map_err(ParquetInputError::Format)?
-    }
-}
-
-/// Hands every row of the Parquet file, in file order, to `visit`.
+/// Hands every row of the Parquet file, with its zero-based position, to `visit`, in
+/// file order.
 pub fn read_rows<E>(
     file: File,
-    mut visit: impl FnMut(RowAt) -> Result<(), E>,
+    mut visit: impl FnMut(u64, Row) -> Result<(), E>,
 ) -> Result<(), ParquetInputError<E>> {
     let format = |e: parquet::errors::ParquetError| ParquetInputError::Format(e.to_string());
     let length = file
@@ -470,15 +445,10 @@ pub fn read_rows<E>(
         .map_err(format)?;
         while let Some(batch) = contained(|| reader.next()).map_err(ParquetInputError::Format)? {
             let batch = batch.map_err(|e| ParquetInputError::Format(e.to_string()))?;
-            let share = batch.get_array_memory_size() / batch.num_rows().max(1);
             for row in 0..batch.num_rows() {
-                let at = RowAt {
-                    batch: batch.clone(),
-                    row,
-                    position,
-                    share,
-                };
-                visit(at).map_err(ParquetInputError::Visit)?;
+                let row_value = contained(|| row_object(&batch, row, position))
+                    .map_err(ParquetInputError::Format)??;
+                visit(position, row_value).map_err(ParquetInputError::Visit)?;
                 position += 1;
             }
         }
@@ -509,6 +479,7 @@ fn row_object<E>(
     Ok(Row {
         object,
         replaced: walk.replaced,
+        bytes: walk.bytes,
     })
 }
 
@@ -518,9 +489,6 @@ struct Walk {
     /// The row's zero-based position in the file.
     row: u64,
     replaced: Vec<NonFiniteReplacement>,
-    /// About as many bytes as the row's JSON text so far: its strings and keys, eight for
-    /// each other scalar, two for each array or object and one for each element (what the
-    /// 64 MiB of an item bounds).
     bytes: usize,
     /// The fields and elements down to the value being read, made a [`FieldPath`] only
     /// when one is needed: a path built for every value was a sixth of an import.
@@ -663,7 +631,10 @@ fn list<E>(
 ) -> Result<Value, ParquetInputError<E>> {
     // A separator for each element, counted before any is read.
     walk.count(values.len())?;
-    let mut elements = Vec::with_capacity(values.len());
+    // Room for a list's elements up to a bound: a list of millions of nulls is refused
+    // once their count passes what a row may hold, and room for all of them first would
+    // be gigabytes.
+    let mut elements = Vec::with_capacity(values.len().min(1 << 12));
     for i in 0..values.len() {
         walk.at.push(Step::Element(i));
         elements.push(json_of(values, i, depth + 1, walk)?);
@@ -678,10 +649,10 @@ pub struct ParquetRows;
 
 impl Shape for ParquetRows {
     fn items(&self, file: File, visit: &mut ItemVisit) -> Reading {
-        let read = read_rows(file, |row| {
+        let read = read_rows(file, |row, content| {
             visit(Item {
-                locator: Locator::Pointer(format!("/{}", row.position())),
-                content: Content::Row(row),
+                locator: Locator::Pointer(format!("/{row}")),
+                content: Content::Row(content),
             })
         });
         match read {
@@ -908,8 +879,8 @@ pub(crate) mod tests {
         ]);
         let batch = RecordBatch::try_from_iter([("metric", Arc::new(metric) as ArrayRef)]).unwrap();
         let mut rows = Vec::new();
-        read_rows(parquet_file(&batch), |row| {
-            rows.push((row.position(), row.read().unwrap()));
+        read_rows(parquet_file(&batch), |position, row| {
+            rows.push((position, row));
             Ok::<(), ()>(())
         })
         .unwrap();
@@ -946,8 +917,7 @@ pub(crate) mod tests {
         let batch =
             RecordBatch::try_from_iter([("l", Arc::new(lists.finish()) as ArrayRef)]).unwrap();
         let mut rows = 0;
-        read_rows(parquet_file(&batch), |row| {
-            row.read().unwrap();
+        read_rows(parquet_file(&batch), |_, _| {
             rows += 1;
             Ok::<(), ()>(())
         })

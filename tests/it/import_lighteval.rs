@@ -493,10 +493,9 @@ fn a_parquet_row_too_deep_or_too_large_to_store_is_refused() {
 
 #[test]
 fn a_row_babel_cannot_hold_stops_the_file_whichever_batch_holds_it() {
-    // Rows are read into objects on the workers that parse them: a row nested too deep in
-    // the 31st of 50 copies of the fixture's rows (its batch of items one of many, the
-    // reader still handing out those after it) still refuses the whole file, once, naming
-    // the row, and nothing is written.
+    // A row nested too deep in the 31st of 50 copies of the fixture's rows (its batch of
+    // items one of many, those before it already with the workers) refuses the whole
+    // file, once, naming the row, and nothing is written.
     use arrow_array::cast::AsArray;
     use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, StructArray};
     let env = Env::with_archive();

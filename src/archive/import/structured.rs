@@ -21,7 +21,7 @@ use crate::archive::artifacts::contract::BankIndex;
 use crate::archive::records::ThreadedWriter;
 use crate::durable::{Copied, NewFile, io_at};
 use crate::inputs::document::{ArrayItems, Items};
-use crate::inputs::parquet::{Row, RowAt};
+use crate::inputs::parquet::Row;
 use crate::inputs::zip::Packed;
 use crate::inputs::{Content, HeaderVisit, Item, Shape, ShapeError, Stop};
 use crate::jsonl::{self, FieldPath, NonFinitePolicy, PathSegment};
@@ -527,30 +527,36 @@ fn read_header(
     Ok(read.map(|()| adapters::Header { members, index }))
 }
 
-/// An item's JSON text (of the top-level member `member` of an object whose members are
-/// the items, when it is one) parsed into an adapter's item (only the members `keep`
+/// An item as its shape read it, parsed into an adapter's item (only the members `keep`
 /// admits built into values), or why it is refused.
-fn adapter_item(
-    locator: Locator,
-    member: Option<&str>,
-    bytes: &[u8],
-    keep: &dyn Fn(&str) -> bool,
-) -> Result<adapters::Item, Refusal> {
-    if let Some(key) = member
-        && !bytes.trim_ascii_start().starts_with(b"{")
-    {
-        let found = parse_value(bytes, "").map_or_else(
-            |_| "not JSON".to_owned(),
-            |v| crate::record::fields::describe(&v),
-        );
-        return Err(Refusal {
-            place: Place::of(&locator),
-            column: None,
-            field: None,
-            message: format!("member {key:?} is {found}, not an object"),
-            hint: None,
-        });
-    }
+fn adapter_item(item: Item<'_>, keep: &dyn Fn(&str) -> bool) -> Result<adapters::Item, Refusal> {
+    let Item { locator, content } = item;
+    let bytes = match content {
+        Content::Row(Row {
+            object, replaced, ..
+        }) => {
+            return Ok(adapters::Item {
+                object,
+                replaced,
+                locator,
+            });
+        }
+        Content::Member { key, value } if !value.trim_ascii_start().starts_with(b"{") => {
+            let found = parse_value(value, "").map_or_else(
+                |_| "not JSON".to_owned(),
+                |v| crate::record::fields::describe(&v),
+            );
+            return Err(Refusal {
+                place: Place::of(&locator),
+                column: None,
+                field: None,
+                message: format!("member {key:?} is {found}, not an object"),
+                hint: None,
+            });
+        }
+        Content::Member { value, .. } | Content::Json(value) => value,
+        Content::Packed(_) => unreachable!("a worker inflates a member before it is read"),
+    };
     match jsonl::parse_bytes_keeping(bytes, 1, NonFinitePolicy::Null, keep) {
         Ok(parsed) => Ok(adapters::Item {
             object: parsed.object,
@@ -579,24 +585,21 @@ fn normalize_batch(
     let mut out = Normalized::default();
     let keep = |key: &str| structured.builds(key, context.options);
     for (locator, owned) in batch.items {
-        // A row or member babel cannot read stops the file after the items before it.
-        let stop = |error: &dyn std::fmt::Display| Some((error.to_string(), None));
-        let item = match owned {
-            Owned::Row(row) => match row.read() {
-                Ok(Row { object, replaced }) => Ok(adapters::Item {
-                    object,
-                    replaced,
-                    locator,
-                }),
-                Err(error) => return (out, stop(&error)),
-            },
-            Owned::Json(bytes) => adapter_item(locator, None, &bytes, &keep),
-            Owned::Member { key, value } => adapter_item(locator, Some(&key), &value, &keep),
+        let inflated;
+        let content = match owned {
+            Owned::Row(row) => Content::Row(row),
+            Owned::Json(ref bytes) => Content::Json(bytes),
+            Owned::Member { ref key, ref value } => Content::Member { key, value },
             Owned::Packed(packed) => match packed.inflate() {
-                Ok(bytes) => adapter_item(locator, None, &bytes, &keep),
-                Err(error) => return (out, stop(&error)),
+                Ok(bytes) => {
+                    inflated = bytes;
+                    Content::Json(&inflated)
+                }
+                // The items before it are handed out, then the file is stopped.
+                Err(error) => return (out, Some((error.to_string(), None))),
             },
         };
+        let item = adapter_item(Item { locator, content }, &keep);
         normalize_item(&mut out, structured, begun, item, context, bank);
     }
     (out, None)
@@ -650,8 +653,7 @@ const IN_FLIGHT_PER_WORKER: usize = 6;
 const IN_FLIGHT_BYTES_PER_WORKER: usize = 8 << 20;
 
 /// What a worker made of a batch: its items normalized, up to a problem of the file (a
-/// ZIP member that does not inflate to what the archive records, a Parquet row babel
-/// cannot hold), which ends the file.
+/// ZIP member that does not inflate to what the archive records), which ends the file.
 type Worked = (Normalized, Option<FileProblem>);
 
 /// Why the items of a file stopped being taken: the archive's own failure, or a problem of
@@ -721,7 +723,7 @@ struct Batch {
 enum Owned {
     Json(Vec<u8>),
     Member { key: String, value: Vec<u8> },
-    Row(RowAt),
+    Row(Row),
     Packed(Packed),
 }
 
@@ -741,7 +743,7 @@ impl Batch {
         let (weight, read) = match &owned {
             Owned::Json(bytes) => (bytes.len(), bytes.len()),
             Owned::Member { key, value } => (key.len() + value.len(), key.len() + value.len()),
-            Owned::Row(row) => (row.bytes(), row.bytes()),
+            Owned::Row(row) => (row.bytes, row.bytes),
             Owned::Packed(packed) => (packed.bytes(), packed.compressed_bytes()),
         };
         self.bytes += weight;
@@ -752,8 +754,8 @@ impl Batch {
 }
 
 /// Progress over a structured file's items: the bytes of the items read so far, at most as
-/// many as the copy counted (a Parquet row counts its share of the decoded batch, more than
-/// the file holds), the rest once the items end.
+/// many as the copy counted (a ZIP log's members inflate to more than the file holds, and
+/// Parquet rows count none), the rest once the items end.
 struct ItemProgress<'p> {
     progress: &'p dyn super::Progress,
     /// Bytes this pass may still count.
