@@ -592,7 +592,8 @@ fn a_large_stats_file_is_streamed_in_bounded_memory() {
 fn a_bad_per_instance_stats_element_stops_the_run_wherever_its_batch_is_read() {
     // The elements of per_instance_stats.json are parsed on the workers and added to the
     // index in file order: the first bad one, in one of many batches, is the one named,
-    // once, and nothing is written. 400 elements of about 17 KB each are seven batches.
+    // once (with a later one bad too), and nothing is written. 400 elements of about 17 KB
+    // each are seven batches.
     let env = Env::with_archive();
     let stats: Vec<Value> = read_json(&Path::new(RUN).join("per_instance_stats.json"))
         .as_array()
@@ -607,7 +608,7 @@ fn a_bad_per_instance_stats_element_stops_the_run_wherever_its_batch_is_read() {
         })
         .collect();
     type Damage = fn(&mut Vec<Value>);
-    let cases: [(&str, Damage, &str); 2] = [
+    let cases: [(&str, Damage, &str); 3] = [
         (
             "no-id",
             |many| many[300]["instance_id"] = Value::Null,
@@ -617,6 +618,14 @@ fn a_bad_per_instance_stats_element_stops_the_run_wherever_its_batch_is_read() {
             "twice",
             |many| many[351] = many[350].clone(),
             "per_instance_stats.json#/351: a second entry for instance",
+        ),
+        (
+            "both",
+            |many| {
+                many[351] = many[350].clone();
+                many[300]["instance_id"] = Value::Null;
+            },
+            "per_instance_stats.json#/300: field instance_id: expected a string",
         ),
     ];
     for (name, damage, told) in cases {
