@@ -227,11 +227,13 @@ def lighteval(path, n):
     fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
                            "lighteval-0.13.0", "out", "dummy-seed42")
     shutil.copytree(fixture, path)
+    writable(path)
+    rewritten = 0
     for details in glob.glob(os.path.join(path, "details", "*", "*", "*.parquet")):
-        os.chmod(details, 0o644)
-        if "babel_mc" not in details:
+        if "babel_mc" not in os.path.basename(details):
             os.remove(details)
             continue
+        rewritten += 1
         table = pq.read_table(details)
         rows = table.to_pylist()
         out = []
@@ -242,6 +244,18 @@ def lighteval(path, n):
             row["doc"]["query"] += " and a longer prompt" * 20
             out.append(row)
         pq.write_table(pa.Table.from_pylist(out, schema=table.schema), details, row_group_size=10_000)
+    assert rewritten == 1, f"{rewritten} multiple-choice details files in {fixture}"
+
+
+def writable(path):
+    """Makes a copied fixture folder's files and folders writable (the fixtures are read-only)."""
+    import os
+    import stat
+    for folder, _, names in os.walk(path):
+        os.chmod(folder, os.stat(folder).st_mode | stat.S_IWUSR)
+        for name in names:
+            file = os.path.join(folder, name)
+            os.chmod(file, os.stat(file).st_mode | stat.S_IWUSR)
 
 
 def helm(path, n):
@@ -252,8 +266,7 @@ def helm(path, n):
     fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
                            "crfm-helm-0.5.16", "runs", "babel_mc:model=simple_model1")
     shutil.copytree(fixture, path)
-    for name in os.listdir(path):
-        os.chmod(os.path.join(path, name), 0o644)
+    writable(path)
     def load(name):
         with open(os.path.join(path, name), encoding="utf-8") as f:
             return json.load(f)

@@ -495,8 +495,9 @@ struct Walk {
     at: Vec<Step>,
 }
 
-/// One step of a [`Walk`]'s place: a struct field (its name is the schema's), or a list
-/// element.
+/// One step of a [`Walk`]'s place: a struct field (its name is the schema's: the field is
+/// shared, not borrowed, as a list's values are a new array for each row that a borrowed
+/// name would not outlive), or a list element.
 enum Step {
     Field(FieldRef),
     Element(usize),

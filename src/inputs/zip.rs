@@ -4,7 +4,8 @@
 //! refused before it is inflated; a Zstandard member is inflated into no more room than
 //! its recorded size (its compressed bytes, at most what that size can take, held beside
 //! it), a deflated one counted as it streams; so a crafted archive cannot make babel hold
-//! more than one bounded member. An archive whose headers disagree (a name twice, a local
+//! more than bounded members, as many as the import's batches in flight hold (each
+//! weighed as it will be once inflated). An archive whose headers disagree (a name twice, a local
 //! header that names another member than the central directory, overlapping or unlisted
 //! members) is refused whole.
 //!
@@ -66,17 +67,17 @@ thread_local! {
 
 impl Packed {
     /// The bytes it holds now and will hold once inflated.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.compressed.len() + self.size as usize
     }
 
     /// The bytes it takes in the archive.
-    pub fn compressed_bytes(&self) -> usize {
+    pub(crate) fn compressed_bytes(&self) -> usize {
         self.compressed.len()
     }
 
     /// Inflates the member into no more room than its recorded size and checks its CRC-32.
-    pub fn inflate(&self) -> Result<Vec<u8>, ZipError> {
+    pub(crate) fn inflate(&self) -> Result<Vec<u8>, ZipError> {
         let failure = |message: String| ZipError::Member {
             member: self.member.clone(),
             message,

@@ -279,8 +279,8 @@ fn header_problem(error: adapters::AdapterError) -> FileProblem {
     (message, error.hint)
 }
 
-/// Streams the [`adapters::Indexed`] file at `path` into its index, one element of its
-/// array at a time; `Ok(Ok(None))` when the folder has no such file. A problem names the
+/// Streams the [`adapters::Indexed`] file at `path` into its index, its array's elements
+/// read in batches; `Ok(Ok(None))` when the folder has no such file. A problem names the
 /// file and the element (`per_instance_stats.json#/12`). Elements are parsed and read in
 /// batches on the workers and added to the index in file order on this thread (all of it
 /// here, a HELM run's `per_instance_stats.json` kept one core busy and the other idle).
@@ -334,7 +334,8 @@ fn read_index(
         }
         Ok(())
     };
-    let read = match in_batches(&shape, path, read, add, drop)? {
+    // Nothing is counted: an index is read before the items, whose pass counts the file.
+    let read = match in_batches(&shape, path, read, add, |_| {})? {
         Ok(read) => read,
         Err(problem) => return Ok(Err(problem)),
     };
@@ -527,36 +528,30 @@ fn read_header(
     Ok(read.map(|()| adapters::Header { members, index }))
 }
 
-/// An item as its shape read it, parsed into an adapter's item (only the members `keep`
+/// An item's JSON text (of the top-level member `member` of an object whose members are
+/// the items, when it is one) parsed into an adapter's item (only the members `keep`
 /// admits built into values), or why it is refused.
-fn adapter_item(item: Item<'_>, keep: &dyn Fn(&str) -> bool) -> Result<adapters::Item, Refusal> {
-    let Item { locator, content } = item;
-    let bytes = match content {
-        Content::Row(Row {
-            object, replaced, ..
-        }) => {
-            return Ok(adapters::Item {
-                object,
-                replaced,
-                locator,
-            });
-        }
-        Content::Member { key, value } if !value.trim_ascii_start().starts_with(b"{") => {
-            let found = parse_value(value, "").map_or_else(
-                |_| "not JSON".to_owned(),
-                |v| crate::record::fields::describe(&v),
-            );
-            return Err(Refusal {
-                place: Place::of(&locator),
-                column: None,
-                field: None,
-                message: format!("member {key:?} is {found}, not an object"),
-                hint: None,
-            });
-        }
-        Content::Member { value, .. } | Content::Json(value) => value,
-        Content::Packed(_) => unreachable!("a worker inflates a member before it is read"),
-    };
+fn adapter_item(
+    locator: Locator,
+    member: Option<&str>,
+    bytes: &[u8],
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<adapters::Item, Refusal> {
+    if let Some(key) = member
+        && !bytes.trim_ascii_start().starts_with(b"{")
+    {
+        let found = parse_value(bytes, "").map_or_else(
+            |_| "not JSON".to_owned(),
+            |v| crate::record::fields::describe(&v),
+        );
+        return Err(Refusal {
+            place: Place::of(&locator),
+            column: None,
+            field: None,
+            message: format!("member {key:?} is {found}, not an object"),
+            hint: None,
+        });
+    }
     match jsonl::parse_bytes_keeping(bytes, 1, NonFinitePolicy::Null, keep) {
         Ok(parsed) => Ok(adapters::Item {
             object: parsed.object,
@@ -585,21 +580,22 @@ fn normalize_batch(
     let mut out = Normalized::default();
     let keep = |key: &str| structured.builds(key, context.options);
     for (locator, owned) in batch.items {
-        let inflated;
-        let content = match owned {
-            Owned::Row(row) => Content::Row(row),
-            Owned::Json(ref bytes) => Content::Json(bytes),
-            Owned::Member { ref key, ref value } => Content::Member { key, value },
+        let item = match owned {
+            Owned::Row(Row {
+                object, replaced, ..
+            }) => Ok(adapters::Item {
+                object,
+                replaced,
+                locator,
+            }),
+            Owned::Json(bytes) => adapter_item(locator, None, &bytes, &keep),
+            Owned::Member { key, value } => adapter_item(locator, Some(&key), &value, &keep),
             Owned::Packed(packed) => match packed.inflate() {
-                Ok(bytes) => {
-                    inflated = bytes;
-                    Content::Json(&inflated)
-                }
+                Ok(bytes) => adapter_item(locator, None, &bytes, &keep),
                 // The items before it are handed out, then the file is stopped.
                 Err(error) => return (out, Some((error.to_string(), None))),
             },
         };
-        let item = adapter_item(Item { locator, content }, &keep);
         normalize_item(&mut out, structured, begun, item, context, bank);
     }
     (out, None)
@@ -657,7 +653,7 @@ const IN_FLIGHT_BYTES_PER_WORKER: usize = 8 << 20;
 type Worked = (Normalized, Option<FileProblem>);
 
 /// Why the items of a file stopped being taken: the archive's own failure, or a problem of
-/// the file a worker found.
+/// the file (a worker's, or the sink's: a repeated index entry).
 enum Halt {
     Archive(ArchiveError),
     File(FileProblem),
@@ -754,8 +750,8 @@ impl Batch {
 }
 
 /// Progress over a structured file's items: the bytes of the items read so far, at most as
-/// many as the copy counted (a ZIP log's members inflate to more than the file holds, and
-/// Parquet rows count none), the rest once the items end.
+/// many as the copy counted (a ZIP member counts its compressed bytes, a Parquet row the
+/// size of its JSON, more than the file holds), the rest once the items end.
 struct ItemProgress<'p> {
     progress: &'p dyn super::Progress,
     /// Bytes this pass may still count.
@@ -810,8 +806,7 @@ fn structured_items(
         Err(error) => return Ok(Err(header_problem(error))),
     };
     // Items are read and copied on this thread, parsed and normalized in batches on the
-    // workers (which inflate ZIP members and read Parquet rows), and handed to `take` in
-    // file order.
+    // workers (which inflate Zstandard ZIP members), and handed to `take` in file order.
     let read = in_batches(
         shape.as_ref(),
         raw,
