@@ -78,9 +78,17 @@ def generate(mode, work):
     gen = os.path.join(HERE, "generate.py")
     files = {}
     def make(name, args):
+        """Generates `name` in `work` unless it is there: under a temporary name first, so
+        that a generator stopped half-way leaves nothing a later run would take as made."""
         path = os.path.join(work, name)
         if not os.path.exists(path):
-            subprocess.run(python([gen] + args[:1] + [path] + args[1:]), check=True, stdout=subprocess.DEVNULL)
+            partial = path + ".partial"
+            if os.path.isdir(partial):
+                shutil.rmtree(partial)
+            elif os.path.exists(partial):
+                os.remove(partial)
+            subprocess.run(python([gen] + args[:1] + [partial] + args[1:]), check=True, stdout=subprocess.DEVNULL)
+            os.rename(partial, path)
         files[name] = path
     make("harness.jsonl", ["harness", "--bytes", str(size["harness_bytes"])])
     make("harness-big.jsonl", ["harness", "--bytes", str(size["harness_big_bytes"]), "--seed", "3"])
