@@ -5,9 +5,9 @@
 //! its recorded size (its compressed bytes, at most what that size can take, held beside
 //! it), a deflated one counted as it streams; so a crafted archive cannot make babel hold
 //! more than bounded members, as many as the import's batches in flight hold (each
-//! weighed as it will be once inflated). An archive whose headers disagree (a name twice, a local
-//! header that names another member than the central directory, overlapping or unlisted
-//! members) is refused whole.
+//! weighed as it will be once inflated). An archive whose headers disagree (a name twice,
+//! a local header that names another member than the central directory, overlapping or
+//! unlisted members) is refused whole.
 //!
 //! A log holds one small member per sample: Zstandard members are inflated here with one
 //! context per thread kept from member to member (the zip crate makes a context per

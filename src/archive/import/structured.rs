@@ -279,11 +279,11 @@ fn header_problem(error: adapters::AdapterError) -> FileProblem {
     (message, error.hint)
 }
 
-/// Streams the [`adapters::Indexed`] file at `path` into its index, its array's elements
-/// read in batches; `Ok(Ok(None))` when the folder has no such file. A problem names the
-/// file and the element (`per_instance_stats.json#/12`). Elements are parsed and read in
-/// batches on the workers and added to the index in file order on this thread (all of it
-/// here, a HELM run's `per_instance_stats.json` kept one core busy and the other idle).
+/// Streams the [`adapters::Indexed`] file at `path` into its index; `Ok(Ok(None))` when the
+/// folder has no such file. A problem names the file and the element
+/// (`per_instance_stats.json#/12`). Elements are parsed and read in batches on the workers
+/// and added to the index in file order on this thread (done all here, a HELM run's
+/// `per_instance_stats.json` kept one core busy and the other idle).
 fn read_index(
     indexed: &adapters::Indexed,
     path: &Path,
@@ -736,11 +736,15 @@ impl Batch {
             Content::Row(row) => Owned::Row(row),
             Content::Packed(packed) => Owned::Packed(packed),
         };
-        let (weight, read) = match &owned {
-            Owned::Json(bytes) => (bytes.len(), bytes.len()),
-            Owned::Member { key, value } => (key.len() + value.len(), key.len() + value.len()),
-            Owned::Row(row) => (row.bytes, row.bytes),
-            Owned::Packed(packed) => (packed.bytes(), packed.compressed_bytes()),
+        let weight = match &owned {
+            Owned::Json(bytes) => bytes.len(),
+            Owned::Member { key, value } => key.len() + value.len(),
+            Owned::Row(row) => row.bytes,
+            Owned::Packed(packed) => packed.bytes(),
+        };
+        let read = match &owned {
+            Owned::Packed(packed) => packed.compressed_bytes(),
+            _ => weight,
         };
         self.bytes += weight;
         self.items.push((item.locator, owned));
