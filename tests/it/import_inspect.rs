@@ -723,6 +723,10 @@ fn a_damaged_sample_member_stops_the_file_naming_it_wherever_it_is_inflated() {
         let told = format!("member {member}: cannot be inflated (its CRC-32 is");
         assert_eq!(stderr.matches(&told).count(), 1, "{stderr}");
         assert_eq!(stderr.matches("CRC-32").count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("copy it again from where the evaluation wrote it"),
+            "{stderr}"
+        );
         assert_eq!(env.files(), before, "{name}");
     }
     // Undamaged, the same members make a record of every sample.

@@ -593,7 +593,7 @@ fn normalize_batch(
             Owned::Packed(packed) => match packed.inflate() {
                 Ok(bytes) => adapter_item(locator, None, &bytes, &keep),
                 // The items before it are handed out, then the file is stopped.
-                Err(error) => return (out, Some((error.to_string(), None))),
+                Err(error) => return (out, Some((error.to_string(), Some(DAMAGED_MEMBER.into())))),
             },
         };
         normalize_item(&mut out, structured, begun, item, context, bank);
@@ -647,6 +647,10 @@ const BATCH_BYTES: usize = 1 << 20;
 /// what two did.
 const IN_FLIGHT_PER_WORKER: usize = 6;
 const IN_FLIGHT_BYTES_PER_WORKER: usize = 8 << 20;
+
+/// What to do about a ZIP member that does not inflate to what the archive records.
+const DAMAGED_MEMBER: &str = "the log file is damaged (cut short, or changed since it was written): \
+     copy it again from where the evaluation wrote it, or run the evaluation again";
 
 /// What a worker made of a batch: its items normalized, up to a problem of the file (a
 /// ZIP member that does not inflate to what the archive records), which ends the file.
