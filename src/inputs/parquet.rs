@@ -2,12 +2,15 @@
 //! top-level column is a member, structs are objects, lists are arrays. The schema may
 //! differ from file to file (a column typed `null` where every value was None, a metric
 //! `int64` in one file and `double` in another); every file is read by its own schema.
+//! The reading thread only measures each row ([`read_rows`]); the thread that normalizes
+//! it reads it into an object ([`RowAt::read`]), with the same walk.
 //!
 //! Owns only the reading: what a row means is the adapter's. Also owns what every Parquet
 //! read of babel's needs against damaged files (the records store reads through it too):
 //! [`check_chunks`], [`contained`], and batches sized by what the pages say (`pages`,
 //! [`batch_rows_of`]).
 
+use std::convert::Infallible;
 use std::fs::File;
 use std::sync::Arc;
 
@@ -16,8 +19,9 @@ use arrow_array::types::{
     Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
     UInt32Type, UInt64Type,
 };
-use arrow_array::{Array, ArrayRef, RecordBatch};
-use arrow_schema::{DataType, FieldRef};
+use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array};
+use arrow_schema::{DataType, FieldRef, Fields};
+use arrow_select::take::take_record_batch;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
@@ -384,11 +388,67 @@ pub enum ParquetInputError<E> {
 pub struct Row {
     pub object: Map<String, Value>,
     pub replaced: Vec<NonFiniteReplacement>,
-    /// About as many bytes as the row's JSON text: its strings and keys, eight for each
-    /// other scalar, two for each array or object and one for each element (what a batch
-    /// of rows counts against its size, and what the 64 MiB of an item bounds).
-    pub bytes: usize,
 }
+
+/// A row handed out by [`read_rows`]: measured on the reading thread (its JSON size
+/// counted and every value checked, so it is a row babel holds) and read into an object
+/// by the thread that normalizes it ([`RowAt::read`]). Built on the reading thread and
+/// freed on a worker, the objects of 200,000 rows kept both fighting over the
+/// allocator's lock, and the workers waiting.
+///
+/// Its values are a compact copy of its group's rows (at most [`GROUP_ROWS`] rows and
+/// about [`GROUP_BYTES`] of JSON, cut from one decoded batch), shared by the group and
+/// counted in their weight: a row in flight never holds a whole decoded batch, and a
+/// group is one batch of the workers' ([`RowAt::ends_group`]), so what it holds is
+/// counted while it is held.
+pub struct RowAt {
+    rows: RecordBatch,
+    row: usize,
+    position: u64,
+    bytes: usize,
+    /// The row's share of its group's copy, in bytes.
+    pinned: usize,
+    ends_group: bool,
+}
+
+impl RowAt {
+    /// About as many bytes as the row's JSON text: its strings and keys, eight for each
+    /// other scalar, two for each array or object and one for each element (what the 64
+    /// MiB of an item bounds, and what progress counts).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// What the row holds until it is read and normalized: its JSON's bytes and its share
+    /// of its group's copy.
+    pub fn weight(&self) -> usize {
+        self.bytes.saturating_add(self.pinned)
+    }
+
+    /// Whether the row is the last of its group.
+    pub fn ends_group(&self) -> bool {
+        self.ends_group
+    }
+
+    /// The row as a JSON object. It was measured with the same walk, so an error here is
+    /// one the Arrow reader panicked with (the text of [`ParquetInputError::Format`]).
+    pub fn read(self) -> Result<Row, String> {
+        match contained(|| walk_row::<Tree, Infallible>(&self.rows, self.row, self.position)) {
+            Ok(Ok((object, walk))) => Ok(Row {
+                object,
+                replaced: walk.replaced,
+            }),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(panic) => Err(ParquetInputError::<Infallible>::Format(panic).to_string()),
+        }
+    }
+}
+
+/// Rows are handed out in groups of at most this many rows, or once a group's JSON
+/// passes [`GROUP_BYTES`]: the batch a worker takes, small enough that both workers have
+/// one while the reading thread measures the next.
+pub const GROUP_ROWS: usize = 64;
+pub const GROUP_BYTES: usize = 1 << 20;
 
 /// The number of rows the file's footer declares.
 pub fn count_rows(file: File) -> Result<u64, String> {
@@ -397,10 +457,11 @@ pub fn count_rows(file: File) -> Result<u64, String> {
 }
 
 /// Hands every row of the Parquet file, with its zero-based position, to `visit`, in
-/// file order.
+/// file order. A row babel cannot hold (too large, too deep, a type JSON cannot carry)
+/// stops the reading after the rows before it are handed out.
 pub fn read_rows<E>(
     file: File,
-    mut visit: impl FnMut(u64, Row) -> Result<(), E>,
+    mut visit: impl FnMut(u64, RowAt) -> Result<(), E>,
 ) -> Result<(), ParquetInputError<E>> {
     let format = |e: parquet::errors::ParquetError| ParquetInputError::Format(e.to_string());
     let length = file
@@ -445,42 +506,224 @@ pub fn read_rows<E>(
         .map_err(format)?;
         while let Some(batch) = contained(|| reader.next()).map_err(ParquetInputError::Format)? {
             let batch = batch.map_err(|e| ParquetInputError::Format(e.to_string()))?;
+            let mut group = Group::new(position);
             for row in 0..batch.num_rows() {
-                let row_value = contained(|| row_object(&batch, row, position))
-                    .map_err(ParquetInputError::Format)??;
-                visit(position, row_value).map_err(ParquetInputError::Visit)?;
+                let measured = contained(|| walk_row::<Measure, E>(&batch, row, position))
+                    .map_err(ParquetInputError::Format)?;
+                let walk = match measured {
+                    Ok(((), walk)) => walk,
+                    Err(error) => {
+                        group.hand_out(&batch, &mut visit)?;
+                        return Err(error);
+                    }
+                };
+                group.sizes.push(walk.bytes);
+                group.bytes += walk.bytes;
                 position += 1;
+                if group.sizes.len() == GROUP_ROWS || group.bytes >= GROUP_BYTES {
+                    group.hand_out(&batch, &mut visit)?;
+                }
             }
+            group.hand_out(&batch, &mut visit)?;
         }
     }
     Ok(())
 }
 
-fn row_object<E>(
+/// The rows of a decoded batch measured and not yet handed out.
+struct Group {
+    /// The first one's index in the batch, and its position in the file.
+    first: usize,
+    position: u64,
+    /// Each one's JSON size.
+    sizes: Vec<usize>,
+    bytes: usize,
+}
+
+impl Group {
+    fn new(position: u64) -> Self {
+        Self {
+            first: 0,
+            position,
+            sizes: Vec::with_capacity(GROUP_ROWS),
+            bytes: 0,
+        }
+    }
+
+    /// Copies the group's rows out of `batch` and hands each to `visit`; the group starts
+    /// over after them.
+    fn hand_out<E>(
+        &mut self,
+        batch: &RecordBatch,
+        visit: &mut impl FnMut(u64, RowAt) -> Result<(), E>,
+    ) -> Result<(), ParquetInputError<E>> {
+        let count = self.sizes.len();
+        if count == 0 {
+            return Ok(());
+        }
+        let end = self.first + count;
+        let indices = UInt32Array::from_iter_values((self.first..end).map(|i| i as u32));
+        let rows = contained(|| take_record_batch(batch, &indices))
+            .map_err(ParquetInputError::Format)?
+            .map_err(|e| ParquetInputError::Format(e.to_string()))?;
+        let pinned = rows.get_array_memory_size().div_ceil(count);
+        for (row, bytes) in self.sizes.drain(..).enumerate() {
+            let at = RowAt {
+                rows: rows.clone(),
+                row,
+                position: self.position,
+                bytes,
+                pinned,
+                ends_group: row + 1 == count,
+            };
+            visit(self.position, at).map_err(ParquetInputError::Visit)?;
+            self.position += 1;
+        }
+        self.first = end;
+        self.bytes = 0;
+        Ok(())
+    }
+}
+
+/// What a walk over a row's values makes of them: the row's JSON object ([`Tree`]), or
+/// nothing but the count and the checks ([`Measure`]). One walk, so that a row measured
+/// on the reading thread reads the same on a worker.
+trait Make {
+    type Value;
+    type Array;
+    type Object;
+    /// A null, a boolean or a finite number.
+    fn scalar(value: Value) -> Self::Value;
+    /// A NaN or an infinity, read as null (a tree notes where).
+    fn non_finite(value: f64, walk: &mut Walk) -> Self::Value;
+    fn text(value: &str) -> Self::Value;
+    fn array(len: usize) -> Self::Array;
+    fn push(array: &mut Self::Array, value: Self::Value);
+    fn end_array(array: Self::Array) -> Self::Value;
+    fn object(len: usize) -> Self::Object;
+    fn insert(object: &mut Self::Object, key: &str, value: Self::Value);
+    fn end_object(object: Self::Object) -> Self::Value;
+}
+
+/// A row's JSON object.
+enum Tree {}
+
+impl Make for Tree {
+    type Value = Value;
+    type Array = Vec<Value>;
+    type Object = Map<String, Value>;
+
+    fn scalar(value: Value) -> Value {
+        value
+    }
+
+    fn non_finite(value: f64, walk: &mut Walk) -> Value {
+        let path = walk.path();
+        walk.replaced.push(NonFiniteReplacement {
+            path,
+            token: if value.is_nan() {
+                "NaN"
+            } else if value > 0.0 {
+                "Infinity"
+            } else {
+                "-Infinity"
+            },
+        });
+        Value::Null
+    }
+
+    fn text(value: &str) -> Value {
+        value.into()
+    }
+
+    fn array(len: usize) -> Vec<Value> {
+        // Room for a list's elements up to a bound: a list of millions of nulls is
+        // refused once their count passes what a row may hold, and room for all of them
+        // first would be gigabytes.
+        Vec::with_capacity(len.min(1 << 12))
+    }
+
+    fn push(array: &mut Vec<Value>, value: Value) {
+        array.push(value);
+    }
+
+    fn end_array(array: Vec<Value>) -> Value {
+        Value::Array(array)
+    }
+
+    fn object(len: usize) -> Map<String, Value> {
+        Map::with_capacity(len)
+    }
+
+    fn insert(object: &mut Map<String, Value>, key: &str, value: Value) {
+        object.insert(key.to_owned(), value);
+    }
+
+    fn end_object(object: Map<String, Value>) -> Value {
+        Value::Object(object)
+    }
+}
+
+/// Nothing built: the walk's count and checks only.
+enum Measure {}
+
+impl Make for Measure {
+    type Value = ();
+    type Array = ();
+    type Object = ();
+
+    fn scalar(_: Value) {}
+    fn non_finite(_: f64, _: &mut Walk) {}
+    fn text(_: &str) {}
+    fn array(_: usize) {}
+    fn push(_: &mut (), _: ()) {}
+    fn end_array(_: ()) {}
+    fn object(_: usize) {}
+    fn insert(_: &mut (), _: &str, _: ()) {}
+    fn end_object(_: ()) {}
+}
+
+/// Walks row `row` of `batch` (at `position` in the file) into what `M` makes of it, with
+/// the walk's count and the non-finite numbers it read as null.
+fn walk_row<M: Make, E>(
     batch: &RecordBatch,
     row: usize,
     position: u64,
-) -> Result<Row, ParquetInputError<E>> {
+) -> Result<(M::Object, Walk), ParquetInputError<E>> {
     let mut walk = Walk {
         row: position,
         replaced: Vec::new(),
         bytes: 0,
         at: Vec::new(),
     };
-    let schema = batch.schema();
-    let mut object = Map::with_capacity(schema.fields().len());
-    for (field, column) in schema.fields().iter().zip(batch.columns()) {
+    let object = members::<M, E>(
+        batch.schema_ref().fields(),
+        batch.columns(),
+        row,
+        0,
+        &mut walk,
+    )?;
+    Ok((object, walk))
+}
+
+/// The members of a row or a struct value: each field's value at `row`, inside `depth`
+/// arrays and objects.
+fn members<M: Make, E>(
+    fields: &Fields,
+    columns: &[ArrayRef],
+    row: usize,
+    depth: usize,
+    walk: &mut Walk,
+) -> Result<M::Object, ParquetInputError<E>> {
+    let mut object = M::object(fields.len());
+    for (field, column) in fields.iter().zip(columns) {
         walk.count(field.name().len())?;
         walk.at.push(Step::Field(Arc::clone(field)));
-        let value = json_of(column, row, 1, &mut walk)?;
+        let value = json_of::<M, E>(column, row, depth + 1, walk)?;
         walk.at.pop();
-        object.insert(field.name().clone(), value);
+        M::insert(&mut object, field.name(), value);
     }
-    Ok(Row {
-        object,
-        replaced: walk.replaced,
-        bytes: walk.bytes,
-    })
+    Ok(object)
 }
 
 /// The walk of one row's values: what it counted, the non-finite numbers it read as
@@ -527,15 +770,15 @@ impl Walk {
 
 /// The JSON value of `array[row]`, inside `depth` arrays and objects (the row's own
 /// object counted), at the walk's place.
-fn json_of<E>(
+fn json_of<M: Make, E>(
     array: &ArrayRef,
     row: usize,
     depth: usize,
     walk: &mut Walk,
-) -> Result<Value, ParquetInputError<E>> {
+) -> Result<M::Value, ParquetInputError<E>> {
     if array.is_null(row) {
         walk.count(SCALAR_BYTES)?;
-        return Ok(Value::Null);
+        return Ok(M::scalar(Value::Null));
     }
     let nested = matches!(
         array.data_type(),
@@ -552,57 +795,38 @@ fn json_of<E>(
         // each is a value in memory.
         walk.count(2)?;
     }
-    let float = |value: f64, walk: &mut Walk| {
-        Number::from_f64(value)
-            .map(Value::Number)
-            .unwrap_or_else(|| {
-                let path = walk.path();
-                walk.replaced.push(NonFiniteReplacement {
-                    path,
-                    token: if value.is_nan() {
-                        "NaN"
-                    } else if value > 0.0 {
-                        "Infinity"
-                    } else {
-                        "-Infinity"
-                    },
-                });
-                Value::Null
-            })
+    let float = |value: f64, walk: &mut Walk| match Number::from_f64(value) {
+        Some(number) => M::scalar(Value::Number(number)),
+        None => M::non_finite(value, walk),
     };
     let value = match array.data_type() {
-        DataType::Null => Value::Null,
-        DataType::Boolean => Value::Bool(array.as_boolean().value(row)),
-        DataType::Int8 => array.as_primitive::<Int8Type>().value(row).into(),
-        DataType::Int16 => array.as_primitive::<Int16Type>().value(row).into(),
-        DataType::Int32 => array.as_primitive::<Int32Type>().value(row).into(),
-        DataType::Int64 => array.as_primitive::<Int64Type>().value(row).into(),
-        DataType::UInt8 => array.as_primitive::<UInt8Type>().value(row).into(),
-        DataType::UInt16 => array.as_primitive::<UInt16Type>().value(row).into(),
-        DataType::UInt32 => array.as_primitive::<UInt32Type>().value(row).into(),
-        DataType::UInt64 => array.as_primitive::<UInt64Type>().value(row).into(),
+        DataType::Null => M::scalar(Value::Null),
+        DataType::Boolean => M::scalar(Value::Bool(array.as_boolean().value(row))),
+        DataType::Int8 => M::scalar(array.as_primitive::<Int8Type>().value(row).into()),
+        DataType::Int16 => M::scalar(array.as_primitive::<Int16Type>().value(row).into()),
+        DataType::Int32 => M::scalar(array.as_primitive::<Int32Type>().value(row).into()),
+        DataType::Int64 => M::scalar(array.as_primitive::<Int64Type>().value(row).into()),
+        DataType::UInt8 => M::scalar(array.as_primitive::<UInt8Type>().value(row).into()),
+        DataType::UInt16 => M::scalar(array.as_primitive::<UInt16Type>().value(row).into()),
+        DataType::UInt32 => M::scalar(array.as_primitive::<UInt32Type>().value(row).into()),
+        DataType::UInt64 => M::scalar(array.as_primitive::<UInt64Type>().value(row).into()),
         DataType::Float32 => float(
             f64::from(array.as_primitive::<Float32Type>().value(row)),
             walk,
         ),
         DataType::Float64 => float(array.as_primitive::<Float64Type>().value(row), walk),
-        DataType::Utf8 => text(array.as_string::<i32>().value(row), walk)?,
-        DataType::LargeUtf8 => text(array.as_string::<i64>().value(row), walk)?,
-        DataType::Utf8View => text(array.as_string_view().value(row), walk)?,
-        DataType::List(_) => list(&array.as_list::<i32>().value(row), depth, walk)?,
-        DataType::LargeList(_) => list(&array.as_list::<i64>().value(row), depth, walk)?,
-        DataType::Struct(fields) => {
-            let columns = array.as_struct();
-            let mut object = Map::with_capacity(fields.len());
-            for (field, column) in fields.iter().zip(columns.columns()) {
-                walk.count(field.name().len())?;
-                walk.at.push(Step::Field(Arc::clone(field)));
-                let value = json_of(column, row, depth + 1, walk)?;
-                walk.at.pop();
-                object.insert(field.name().clone(), value);
-            }
-            Value::Object(object)
-        }
+        DataType::Utf8 => text::<M, E>(array.as_string::<i32>().value(row), walk)?,
+        DataType::LargeUtf8 => text::<M, E>(array.as_string::<i64>().value(row), walk)?,
+        DataType::Utf8View => text::<M, E>(array.as_string_view().value(row), walk)?,
+        DataType::List(_) => list::<M, E>(&array.as_list::<i32>().value(row), depth, walk)?,
+        DataType::LargeList(_) => list::<M, E>(&array.as_list::<i64>().value(row), depth, walk)?,
+        DataType::Struct(fields) => M::end_object(members::<M, E>(
+            fields,
+            array.as_struct().columns(),
+            row,
+            depth,
+            walk,
+        )?),
         other => {
             return Err(ParquetInputError::Type {
                 column: walk.path().to_string(),
@@ -610,7 +834,11 @@ fn json_of<E>(
             });
         }
     };
-    if !matches!(value, Value::String(_) | Value::Array(_) | Value::Object(_)) {
+    let text = matches!(
+        array.data_type(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    );
+    if !nested && !text {
         walk.count(SCALAR_BYTES)?;
     }
     Ok(value)
@@ -620,28 +848,26 @@ fn json_of<E>(
 const SCALAR_BYTES: usize = 8;
 
 /// A string value, counted (before it is copied).
-fn text<E>(value: &str, walk: &mut Walk) -> Result<Value, ParquetInputError<E>> {
+fn text<M: Make, E>(value: &str, walk: &mut Walk) -> Result<M::Value, ParquetInputError<E>> {
     walk.count(value.len())?;
-    Ok(value.into())
+    Ok(M::text(value))
 }
 
-fn list<E>(
+fn list<M: Make, E>(
     values: &ArrayRef,
     depth: usize,
     walk: &mut Walk,
-) -> Result<Value, ParquetInputError<E>> {
+) -> Result<M::Value, ParquetInputError<E>> {
     // A separator for each element, counted before any is read.
     walk.count(values.len())?;
-    // Room for a list's elements up to a bound: a list of millions of nulls is refused
-    // once their count passes what a row may hold, and room for all of them first would
-    // be gigabytes.
-    let mut elements = Vec::with_capacity(values.len().min(1 << 12));
+    let mut elements = M::array(values.len());
     for i in 0..values.len() {
         walk.at.push(Step::Element(i));
-        elements.push(json_of(values, i, depth + 1, walk)?);
+        let element = json_of::<M, E>(values, i, depth + 1, walk)?;
+        M::push(&mut elements, element);
         walk.at.pop();
     }
-    Ok(Value::Array(elements))
+    Ok(M::end_array(elements))
 }
 
 /// The items of a Parquet file: each row, located by the pointer `/<row>` (zero-based, in
@@ -847,7 +1073,7 @@ pub(crate) mod tests {
     }
 
     /// A temporary Parquet file of one batch, as arrow-rs writes it by default.
-    fn parquet_file(batch: &RecordBatch) -> File {
+    pub(crate) fn parquet_file(batch: &RecordBatch) -> File {
         let file = tempfile::tempfile().unwrap();
         let mut writer =
             parquet::arrow::ArrowWriter::try_new(file.try_clone().unwrap(), batch.schema(), None)
@@ -881,7 +1107,7 @@ pub(crate) mod tests {
         let batch = RecordBatch::try_from_iter([("metric", Arc::new(metric) as ArrayRef)]).unwrap();
         let mut rows = Vec::new();
         read_rows(parquet_file(&batch), |position, row| {
-            rows.push((position, row));
+            rows.push((position, row.read().unwrap()));
             Ok::<(), ()>(())
         })
         .unwrap();
@@ -924,5 +1150,59 @@ pub(crate) mod tests {
         })
         .unwrap();
         assert_eq!(rows, 40_000);
+    }
+
+    #[test]
+    fn rows_go_out_in_groups_weighed_by_their_json_and_their_own_copy_of_values() {
+        // 200 rows, each a list of 20,000 nulls: almost nothing in Parquet or in Arrow (a
+        // null element holds no value), 180,003 bytes of JSON each ("l", the brackets, a
+        // separator and a null for each element). Weighed by their Arrow, 64 of them
+        // would go to a worker at once; measured, a group ends once its JSON passes
+        // GROUP_BYTES, and each row holds only its group's copy of the values.
+        use arrow_array::builder::{ListBuilder, NullBuilder};
+        let mut lists = ListBuilder::new(NullBuilder::new());
+        for _ in 0..200 {
+            lists.values().append_nulls(20_000);
+            lists.append(true);
+        }
+        let batch =
+            RecordBatch::try_from_iter([("l", Arc::new(lists.finish()) as ArrayRef)]).unwrap();
+        let mut groups: Vec<Vec<RowAt>> = vec![Vec::new()];
+        read_rows(parquet_file(&batch), |_, row| {
+            let ends = row.ends_group();
+            groups.last_mut().unwrap().push(row);
+            if ends {
+                groups.push(Vec::new());
+            }
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert!(
+            groups.pop().unwrap().is_empty(),
+            "the last row ends a group"
+        );
+        assert_eq!(groups.iter().map(Vec::len).sum::<usize>(), 200);
+        // 5 rows are 900,015 bytes, 6 pass a mebibyte.
+        assert_eq!(groups.iter().map(Vec::len).max(), Some(6));
+        for group in &groups {
+            let json: usize = group.iter().map(RowAt::bytes).sum();
+            assert!(group.iter().all(|row| row.bytes() == 180_003));
+            assert!(json - 180_003 < GROUP_BYTES, "a group ends once it passes");
+            let copy = &group[0].rows;
+            assert_eq!(
+                copy.num_rows(),
+                group.len(),
+                "a copy of the group's rows only"
+            );
+            assert!(group.iter().all(|row| std::ptr::eq(
+                row.rows.column(0).to_data().buffers()[0].as_ptr(),
+                copy.column(0).to_data().buffers()[0].as_ptr()
+            )));
+            let weight: usize = group.iter().map(RowAt::weight).sum();
+            assert!(weight >= json + copy.get_array_memory_size());
+        }
+        let row = groups.pop().unwrap().pop().unwrap().read().unwrap();
+        assert!(row.replaced.is_empty());
+        assert_eq!(row.object["l"], Value::Array(vec![Value::Null; 20_000]));
     }
 }

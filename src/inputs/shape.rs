@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io;
 
 use super::document::Items;
-use super::parquet::Row;
+use super::parquet::RowAt;
 use super::zip::Packed;
 use crate::record::Locator;
 
@@ -30,8 +30,9 @@ pub enum Content<'a> {
     /// The JSON text of a top-level member of an object whose members are the items: the
     /// key names it when its value is not an object.
     Member { key: &'a str, value: &'a [u8] },
-    /// A Parquet row, already read as an object.
-    Row(Row),
+    /// A Parquet row, measured, for the thread that normalizes it to read
+    /// ([`RowAt::read`]).
+    Row(RowAt),
     /// A ZIP member's Zstandard bytes, checked against the archive's records, for the
     /// thread that parses it to inflate ([`Packed::inflate`]: a damaged member is a
     /// problem of the file).

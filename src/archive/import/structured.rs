@@ -21,7 +21,7 @@ use crate::archive::artifacts::contract::BankIndex;
 use crate::archive::records::ThreadedWriter;
 use crate::durable::{Copied, NewFile, io_at};
 use crate::inputs::document::{ArrayItems, Items};
-use crate::inputs::parquet::Row;
+use crate::inputs::parquet::{Row, RowAt};
 use crate::inputs::zip::Packed;
 use crate::inputs::{Content, HeaderVisit, Item, Shape, ShapeError, Stop};
 use crate::jsonl::{self, FieldPath, NonFinitePolicy, PathSegment};
@@ -581,13 +581,15 @@ fn normalize_batch(
     let keep = |key: &str| structured.builds(key, context.options);
     for (locator, owned) in batch.items {
         let item = match owned {
-            Owned::Row(Row {
-                object, replaced, ..
-            }) => Ok(adapters::Item {
-                object,
-                replaced,
-                locator,
-            }),
+            Owned::Row(row) => match row.read() {
+                Ok(Row { object, replaced }) => Ok(adapters::Item {
+                    object,
+                    replaced,
+                    locator,
+                }),
+                // The items before it are handed out, then the file is stopped.
+                Err(error) => return (out, Some((error, None))),
+            },
             Owned::Json(bytes) => adapter_item(locator, None, &bytes, &keep),
             Owned::Member { key, value } => adapter_item(locator, Some(&key), &value, &keep),
             Owned::Packed(packed) => match packed.inflate() {
@@ -723,13 +725,14 @@ struct Batch {
 enum Owned {
     Json(Vec<u8>),
     Member { key: String, value: Vec<u8> },
-    Row(Row),
+    Row(RowAt),
     Packed(Packed),
 }
 
 impl Batch {
     /// Adds an item: whether the batch is full, and how many bytes of the file it took (a
-    /// ZIP member's compressed bytes; the batch weighs it as it will be once inflated).
+    /// ZIP member's compressed bytes, a Parquet row its JSON's; the batch weighs a member
+    /// as it will be once inflated, a row with its share of its group's values).
     fn add(&mut self, item: Item<'_>) -> (bool, usize) {
         let owned = match item.content {
             Content::Json(bytes) => Owned::Json(bytes.to_vec()),
@@ -743,16 +746,22 @@ impl Batch {
         let weight = match &owned {
             Owned::Json(bytes) => bytes.len(),
             Owned::Member { key, value } => key.len() + value.len(),
-            Owned::Row(row) => row.bytes,
+            Owned::Row(row) => row.weight(),
             Owned::Packed(packed) => packed.bytes(),
         };
         let read = match &owned {
             Owned::Packed(packed) => packed.compressed_bytes(),
+            Owned::Row(row) => row.bytes(),
             _ => weight,
         };
         self.bytes += weight;
+        let full = match &owned {
+            // A group of Parquet rows shares one copy of their values: it is one batch,
+            // so the batch's weight is all the copy holds.
+            Owned::Row(row) => row.ends_group(),
+            _ => self.items.len() + 1 >= BATCH_ITEMS || self.bytes >= BATCH_BYTES,
+        };
         self.items.push((item.locator, owned));
-        let full = self.items.len() >= BATCH_ITEMS || self.bytes >= BATCH_BYTES;
         (full, read)
     }
 }
@@ -814,7 +823,8 @@ fn structured_items(
         Err(error) => return Ok(Err(header_problem(error))),
     };
     // Items are read and copied on this thread, parsed and normalized in batches on the
-    // workers (which inflate Zstandard ZIP members), and handed to `take` in file order.
+    // workers (which inflate Zstandard ZIP members and read Parquet rows into objects),
+    // and handed to `take` in file order.
     let read = in_batches(
         shape.as_ref(),
         raw,
@@ -910,5 +920,47 @@ mod tests {
             parse_value(b"{\"a\": [0, {\"b\": 1, \"b\": 2}]}", "run_spec.json").unwrap_err();
         assert_eq!(message, "run_spec.json: field a[1].b: duplicate key \"b\"");
         assert!(parse_value(b"{\"a\": 1} {\"b\": 2}", "scenario.json").is_err());
+    }
+
+    #[test]
+    fn a_batch_of_parquet_rows_is_one_group_of_the_reader() {
+        // The rows of a group share one copy of their values, which their weights count
+        // between them: a batch ending inside a group would leave rows holding the copy
+        // after the batch that counted most of it was done. A string weighs twice its
+        // JSON (its text and its copy), so batches cut by weight alone would end halfway
+        // through each group of these.
+        use arrow_array::{ArrayRef, RecordBatch, StringArray};
+        use std::sync::Arc;
+        let text = "x".repeat(200_000);
+        let strings: ArrayRef = Arc::new(StringArray::from(vec![text.as_str(); 100]));
+        let rows = RecordBatch::try_from_iter([("s", strings)]).unwrap();
+        let file = crate::inputs::parquet::tests::parquet_file(&rows);
+        let mut batch = Batch::default();
+        let mut sizes = Vec::new();
+        crate::inputs::parquet::read_rows(file, |position, row| {
+            let (full, read) = batch.add(Item {
+                locator: Locator::Pointer(format!("/{position}")),
+                content: Content::Row(row),
+            });
+            assert_eq!(read, 200_001, "progress counts the row's JSON");
+            if full {
+                let taken = std::mem::take(&mut batch);
+                let ends: Vec<bool> = taken
+                    .items
+                    .iter()
+                    .map(|(_, owned)| matches!(owned, Owned::Row(row) if row.ends_group()))
+                    .collect();
+                assert_eq!(ends.iter().filter(|end| **end).count(), 1);
+                assert_eq!(ends.last(), Some(&true));
+                assert!(taken.bytes >= 2 * 200_001 * ends.len());
+                sizes.push(ends.len());
+            }
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert!(batch.items.is_empty(), "the last row ends a batch");
+        assert_eq!(sizes.iter().sum::<usize>(), 100);
+        // Five rows are 1,000,005 bytes of JSON, six pass a mebibyte.
+        assert_eq!(sizes.iter().max(), Some(&6));
     }
 }
