@@ -2,8 +2,9 @@
 //! top-level column is a member, structs are objects, lists are arrays. The schema may
 //! differ from file to file (a column typed `null` where every value was None, a metric
 //! `int64` in one file and `double` in another); every file is read by its own schema.
-//! The reading thread only measures each row ([`read_rows`]); the thread that normalizes
-//! it reads it into an object ([`RowAt::read`]), with the same walk.
+//! The reading thread measures each row and copies it out of its decoded batch with its
+//! group ([`read_rows`]); the thread that normalizes it reads it into an object
+//! ([`RowAt::read`]), with the same walk.
 //!
 //! Owns only the reading: what a row means is the adapter's. Also owns what every Parquet
 //! read of babel's needs against damaged files (the records store reads through it too):
@@ -391,24 +392,35 @@ pub struct Row {
 }
 
 /// A row handed out by [`read_rows`]: measured on the reading thread (its JSON size
-/// counted and every value checked, so it is a row babel holds) and read into an object
-/// by the thread that normalizes it ([`RowAt::read`]). Built on the reading thread and
-/// freed on a worker, the objects of 200,000 rows kept both fighting over the
-/// allocator's lock, and the workers waiting.
+/// counted and every value checked, so it is a row babel holds) and, most often, read
+/// into an object by the thread that normalizes it ([`RowAt::read`]). Built on the
+/// reading thread and freed on a worker, the objects of 200,000 rows kept both fighting
+/// over the allocator's lock, and the workers waiting.
 ///
-/// Its values are a compact copy of its group's rows (at most [`GROUP_ROWS`] rows and
-/// about [`GROUP_BYTES`] of JSON, cut from one decoded batch), shared by the group and
-/// counted in their weight: a row in flight never holds a whole decoded batch, and a
-/// group is one batch of the workers' ([`RowAt::ends_group`]), so what it holds is
-/// counted while it is held.
+/// Rows go out in groups (at most [`GROUP_ROWS`] rows, and about [`GROUP_BYTES`] of
+/// JSON, of one decoded batch), each group one batch of the workers'
+/// ([`RowAt::ends_group`]) holding a compact copy of its own rows' values that its rows'
+/// weights count between them: what is in flight is counted while it is held, and no
+/// row holds a whole decoded batch.
 pub struct RowAt {
-    rows: RecordBatch,
-    row: usize,
     position: u64,
     bytes: usize,
-    /// The row's share of its group's copy, in bytes.
-    pinned: usize,
     ends_group: bool,
+    held: Held,
+}
+
+/// What a [`RowAt`] holds until it is read.
+enum Held {
+    /// Its row of its group's copy, and its share of the copy's bytes.
+    Copy {
+        rows: RecordBatch,
+        row: usize,
+        share: usize,
+    },
+    /// The row already read, on the reading thread, where a copy would hold far more than
+    /// the rows' JSON ([`copy_bound`]) or Arrow does not copy what the Parquet reader
+    /// decoded.
+    Read(Row),
 }
 
 impl RowAt {
@@ -419,10 +431,13 @@ impl RowAt {
         self.bytes
     }
 
-    /// What the row holds until it is read and normalized: its JSON's bytes and its share
+    /// What the row holds until it is read and normalized: its JSON's bytes, and its share
     /// of its group's copy.
     pub fn weight(&self) -> usize {
-        self.bytes.saturating_add(self.pinned)
+        match &self.held {
+            Held::Copy { share, .. } => self.bytes.saturating_add(*share),
+            Held::Read(_) => self.bytes,
+        }
     }
 
     /// Whether the row is the last of its group.
@@ -433,22 +448,45 @@ impl RowAt {
     /// The row as a JSON object. It was measured with the same walk, so an error here is
     /// one the Arrow reader panicked with (the text of [`ParquetInputError::Format`]).
     pub fn read(self) -> Result<Row, String> {
-        match contained(|| walk_row::<Tree, Infallible>(&self.rows, self.row, self.position)) {
-            Ok(Ok((object, walk))) => Ok(Row {
-                object,
-                replaced: walk.replaced,
-            }),
-            Ok(Err(error)) => Err(error.to_string()),
-            Err(panic) => Err(ParquetInputError::<Infallible>::Format(panic).to_string()),
+        match self.held {
+            Held::Copy { rows, row, .. } => {
+                tree_row::<Infallible>(&rows, row, self.position).map_err(|e| e.to_string())
+            }
+            Held::Read(row) => Ok(row),
         }
     }
 }
 
-/// Rows are handed out in groups of at most this many rows, or once a group's JSON
-/// passes [`GROUP_BYTES`]: the batch a worker takes, small enough that both workers have
-/// one while the reading thread measures the next.
-pub const GROUP_ROWS: usize = 64;
-pub const GROUP_BYTES: usize = 1 << 20;
+/// Rows are handed out in groups of at most this many rows (as many as a batch of other
+/// items holds, `BATCH_ITEMS` of `archive::import::structured`)...
+const GROUP_ROWS: usize = 64;
+/// ... or once a group's JSON passes this (`BATCH_BYTES` there): small enough that both
+/// workers have a group while the reading thread measures the next.
+const GROUP_BYTES: usize = 1 << 20;
+
+/// The most bytes a copy of rows holding `json` bytes of JSON may take. A copy mostly
+/// holds what the JSON counts (a string's bytes and offset, eight bytes for a number), but
+/// Arrow keeps a slot in every child column for a null struct (eight bytes of JSON), and a
+/// copied list reserves room by the average of the batch it came from: such a copy can be
+/// hundreds of times its JSON, and its rows are read on the reading thread. (The count is
+/// Arrow's, buffer capacities without their headers, a little under what the heap gives.)
+fn copy_bound(json: usize) -> usize {
+    json.saturating_mul(2).saturating_add(1 << 20)
+}
+
+/// Row `row` of `batch` (at `position` in the file) read into an object, contained.
+fn tree_row<E>(
+    batch: &RecordBatch,
+    row: usize,
+    position: u64,
+) -> Result<Row, ParquetInputError<E>> {
+    let (object, walk) = contained(|| walk_row::<Tree, E>(batch, row, position))
+        .map_err(ParquetInputError::Format)??;
+    Ok(Row {
+        object,
+        replaced: walk.replaced,
+    })
+}
 
 /// The number of rows the file's footer declares.
 pub fn count_rows(file: File) -> Result<u64, String> {
@@ -509,9 +547,11 @@ pub fn read_rows<E>(
             let mut group = Group::new(position);
             for row in 0..batch.num_rows() {
                 let measured = contained(|| walk_row::<Measure, E>(&batch, row, position))
-                    .map_err(ParquetInputError::Format)?;
+                    .map_err(ParquetInputError::Format)
+                    .and_then(std::convert::identity);
                 let walk = match measured {
                     Ok(((), walk)) => walk,
+                    // The rows before it are handed out first.
                     Err(error) => {
                         group.hand_out(&batch, &mut visit)?;
                         return Err(error);
@@ -563,18 +603,27 @@ impl Group {
         }
         let end = self.first + count;
         let indices = UInt32Array::from_iter_values((self.first..end).map(|i| i as u32));
-        let rows = contained(|| take_record_batch(batch, &indices))
-            .map_err(ParquetInputError::Format)?
-            .map_err(|e| ParquetInputError::Format(e.to_string()))?;
-        let pinned = rows.get_array_memory_size().div_ceil(count);
+        // Arrow's take checks what it builds (a list the reader decoded with nulls in a
+        // non-nullable element is refused) and copies views and dictionaries whole: where
+        // it fails or outweighs the rows, they are read here.
+        let copy = contained(|| take_record_batch(batch, &indices))
+            .ok()
+            .and_then(Result::ok)
+            .filter(|copy| copy.get_array_memory_size() <= copy_bound(self.bytes));
         for (row, bytes) in self.sizes.drain(..).enumerate() {
+            let held = match &copy {
+                Some(rows) => Held::Copy {
+                    rows: rows.clone(),
+                    row,
+                    share: rows.get_array_memory_size().div_ceil(count),
+                },
+                None => Held::Read(tree_row(batch, self.first + row, self.position)?),
+            };
             let at = RowAt {
-                rows: rows.clone(),
-                row,
                 position: self.position,
                 bytes,
-                pinned,
                 ends_group: row + 1 == count,
+                held,
             };
             visit(self.position, at).map_err(ParquetInputError::Visit)?;
             self.position += 1;
@@ -1152,23 +1201,10 @@ pub(crate) mod tests {
         assert_eq!(rows, 40_000);
     }
 
-    #[test]
-    fn rows_go_out_in_groups_weighed_by_their_json_and_their_own_copy_of_values() {
-        // 200 rows, each a list of 20,000 nulls: almost nothing in Parquet or in Arrow (a
-        // null element holds no value), 180,003 bytes of JSON each ("l", the brackets, a
-        // separator and a null for each element). Weighed by their Arrow, 64 of them
-        // would go to a worker at once; measured, a group ends once its JSON passes
-        // GROUP_BYTES, and each row holds only its group's copy of the values.
-        use arrow_array::builder::{ListBuilder, NullBuilder};
-        let mut lists = ListBuilder::new(NullBuilder::new());
-        for _ in 0..200 {
-            lists.values().append_nulls(20_000);
-            lists.append(true);
-        }
-        let batch =
-            RecordBatch::try_from_iter([("l", Arc::new(lists.finish()) as ArrayRef)]).unwrap();
+    /// The rows `read_rows` hands out, in their groups.
+    fn groups_of(file: File) -> Vec<Vec<RowAt>> {
         let mut groups: Vec<Vec<RowAt>> = vec![Vec::new()];
-        read_rows(parquet_file(&batch), |_, row| {
+        read_rows(file, |_, row| {
             let ends = row.ends_group();
             groups.last_mut().unwrap().push(row);
             if ends {
@@ -1181,28 +1217,189 @@ pub(crate) mod tests {
             groups.pop().unwrap().is_empty(),
             "the last row ends a group"
         );
+        groups
+    }
+
+    /// The copy of its group's values a row holds.
+    fn copy_of(row: &RowAt) -> &RecordBatch {
+        match &row.held {
+            Held::Copy { rows, .. } => rows,
+            Held::Read(_) => panic!("row {} was read on the reading thread", row.position),
+        }
+    }
+
+    #[test]
+    fn rows_go_out_in_groups_cut_by_their_json_not_their_arrow() {
+        // 200 rows, each a list of 20,000 nulls: almost nothing in Parquet or in Arrow (a
+        // null element holds no value), 180,003 bytes of JSON each ("l", the brackets, a
+        // separator and a null for each element). Weighed by their Arrow, a decoded batch
+        // of them would go to a worker at once; measured, a group ends once its JSON
+        // passes GROUP_BYTES.
+        use arrow_array::builder::{ListBuilder, NullBuilder};
+        let mut lists = ListBuilder::new(NullBuilder::new());
+        for _ in 0..200 {
+            lists.values().append_nulls(20_000);
+            lists.append(true);
+        }
+        let batch =
+            RecordBatch::try_from_iter([("l", Arc::new(lists.finish()) as ArrayRef)]).unwrap();
+        let mut groups = groups_of(parquet_file(&batch));
         assert_eq!(groups.iter().map(Vec::len).sum::<usize>(), 200);
         // 5 rows are 900,015 bytes, 6 pass a mebibyte.
         assert_eq!(groups.iter().map(Vec::len).max(), Some(6));
         for group in &groups {
-            let json: usize = group.iter().map(RowAt::bytes).sum();
             assert!(group.iter().all(|row| row.bytes() == 180_003));
+            let json: usize = group.iter().map(RowAt::bytes).sum();
             assert!(json - 180_003 < GROUP_BYTES, "a group ends once it passes");
-            let copy = &group[0].rows;
-            assert_eq!(
-                copy.num_rows(),
-                group.len(),
-                "a copy of the group's rows only"
-            );
-            assert!(group.iter().all(|row| std::ptr::eq(
-                row.rows.column(0).to_data().buffers()[0].as_ptr(),
-                copy.column(0).to_data().buffers()[0].as_ptr()
-            )));
-            let weight: usize = group.iter().map(RowAt::weight).sum();
-            assert!(weight >= json + copy.get_array_memory_size());
         }
         let row = groups.pop().unwrap().pop().unwrap().read().unwrap();
         assert!(row.replaced.is_empty());
         assert_eq!(row.object["l"], Value::Array(vec![Value::Null; 20_000]));
+    }
+
+    #[test]
+    fn a_group_holds_a_compact_copy_of_its_own_rows_and_weighs_it() {
+        // 200 distinct strings of 100,000 bytes, decoded in one batch of 20 MB: a row
+        // that held a slice of it would hold all of it.
+        use arrow_array::StringArray;
+        let texts: Vec<String> = (0..200).map(|i| format!("{i:05}").repeat(20_000)).collect();
+        let strings = StringArray::from(texts.iter().map(String::as_str).collect::<Vec<_>>());
+        let batch = RecordBatch::try_from_iter([("s", Arc::new(strings) as ArrayRef)]).unwrap();
+        let groups = groups_of(parquet_file(&batch));
+        // 10 rows are 1,000,010 bytes of JSON, 11 pass a mebibyte.
+        assert_eq!(groups.iter().map(Vec::len).max(), Some(11));
+        let mut position = 0;
+        for group in groups {
+            let json: usize = group.iter().map(RowAt::bytes).sum();
+            let copy = copy_of(&group[0]).clone();
+            assert_eq!(copy.num_rows(), group.len());
+            assert!(
+                copy.get_array_memory_size() < 2 * json,
+                "{} bytes held for {json} of JSON",
+                copy.get_array_memory_size()
+            );
+            let weight: usize = group.iter().map(RowAt::weight).sum();
+            assert!(weight >= json + copy.get_array_memory_size());
+            for row in group {
+                assert!(std::ptr::eq(
+                    copy_of(&row).column(0).to_data().buffers()[1].as_ptr(),
+                    copy.column(0).to_data().buffers()[1].as_ptr()
+                ));
+                let row = row.read().unwrap();
+                assert_eq!(row.object["s"], Value::String(texts[position].clone()));
+                position += 1;
+            }
+        }
+        assert_eq!(position, 200);
+    }
+
+    #[test]
+    fn rows_a_copy_would_outweigh_or_arrow_would_not_copy_are_read_on_the_reading_thread() {
+        // A list of 1,000 null structs of 200 fields: 9,003 bytes of JSON, 1.6 MB of
+        // Arrow (every child keeps a slot for every struct).
+        use arrow_array::{Int64Array, ListArray, StructArray};
+        use arrow_buffer::{NullBuffer, OffsetBuffer};
+        use arrow_schema::Field;
+        let fields: Vec<FieldRef> = (0..200)
+            .map(|i| Arc::new(Field::new(format!("f{i}"), DataType::Int64, true)))
+            .collect();
+        let children: Vec<ArrayRef> = (0..200)
+            .map(|_| Arc::new(Int64Array::from(vec![None::<i64>; 1_000])) as ArrayRef)
+            .collect();
+        let structs = StructArray::new(fields.into(), children, Some(NullBuffer::new_null(1_000)));
+        let item = Arc::new(Field::new("item", structs.data_type().clone(), true));
+        let list = ListArray::new(
+            item,
+            OffsetBuffer::from_lengths([1_000]),
+            Arc::new(structs),
+            None,
+        );
+        let batch = RecordBatch::try_from_iter([("l", Arc::new(list) as ArrayRef)]).unwrap();
+        let mut groups = groups_of(parquet_file(&batch));
+        let row = groups.pop().unwrap().pop().unwrap();
+        assert!(matches!(row.held, Held::Read(_)));
+        assert_eq!((row.bytes(), row.weight()), (9_003, 9_003));
+        assert_eq!(
+            row.read().unwrap().object["l"],
+            Value::Array(vec![Value::Null; 1_000])
+        );
+
+        // A list whose required elements the file stores as nulls: the Parquet reader
+        // decodes it, Arrow's take refuses to copy it.
+        use parquet::basic::{LogicalType, Repetition, Type as Physical};
+        use parquet::data_type::Int32Type as Int32;
+        use parquet::file::writer::SerializedFileWriter;
+        use parquet::schema::types::Type;
+        let element = Type::primitive_type_builder("element", Physical::INT32)
+            .with_repetition(Repetition::REQUIRED)
+            .with_logical_type(Some(LogicalType::Unknown))
+            .build()
+            .unwrap();
+        let list = Type::group_type_builder("list")
+            .with_repetition(Repetition::REPEATED)
+            .with_fields(vec![Arc::new(element)])
+            .build()
+            .unwrap();
+        let column = Type::group_type_builder("l")
+            .with_repetition(Repetition::REQUIRED)
+            .with_logical_type(Some(LogicalType::List))
+            .with_fields(vec![Arc::new(list)])
+            .build()
+            .unwrap();
+        let schema = Type::group_type_builder("m")
+            .with_fields(vec![Arc::new(column)])
+            .build()
+            .unwrap();
+        let file = tempfile::tempfile().unwrap();
+        let mut writer = SerializedFileWriter::new(
+            file.try_clone().unwrap(),
+            Arc::new(schema),
+            Default::default(),
+        )
+        .unwrap();
+        let mut group = writer.next_row_group().unwrap();
+        let mut column = group.next_column().unwrap().unwrap();
+        column
+            .typed::<Int32>()
+            .write_batch(&[0, 0, 0], Some(&[1, 1, 1]), Some(&[0, 1, 1]))
+            .unwrap();
+        column.close().unwrap();
+        group.close().unwrap();
+        writer.close().unwrap();
+        let mut groups = groups_of(file);
+        let row = groups.pop().unwrap().pop().unwrap();
+        assert!(matches!(row.held, Held::Read(_)));
+        assert_eq!(
+            row.read().unwrap().object["l"],
+            Value::Array(vec![Value::Null; 3])
+        );
+    }
+
+    #[test]
+    fn a_row_babel_cannot_hold_stops_the_file_after_the_rows_before_it() {
+        // A date is no JSON value; rows 0 to 4 hold none (a null is read as null), row 5
+        // does.
+        use arrow_array::{Date32Array, Int64Array};
+        let dates = Date32Array::from(vec![None, None, None, None, None, Some(1), None]);
+        let ids = Int64Array::from_iter_values(0..7);
+        let batch = RecordBatch::try_from_iter([
+            ("id", Arc::new(ids) as ArrayRef),
+            ("d", Arc::new(dates) as ArrayRef),
+        ])
+        .unwrap();
+        let mut handed = Vec::new();
+        let error = read_rows(parquet_file(&batch), |position, row| {
+            handed.push((position, row.read().unwrap().object["id"].clone()));
+            Ok::<(), Stop>(())
+        })
+        .unwrap_err();
+        assert_eq!(
+            handed,
+            (0..5).map(|i| (i, Value::from(i))).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            error.to_string(),
+            "column d has Arrow type Date32, which babel does not read"
+        );
     }
 }

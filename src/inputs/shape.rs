@@ -112,8 +112,10 @@ pub type HeaderVisit<'v> = dyn FnMut(&str, &[u8]) -> Result<(), Stop> + 'v;
 pub type ItemVisit<'v> = dyn FnMut(Item<'_>) -> Result<(), Stop> + 'v;
 
 /// One way of laying out the items of a structured file. Every read is bounded: no item
-/// or header member larger than [`MAX_ITEM_BYTES`] is held, and a Parquet file is decoded
-/// a row group of at most `parquet::MAX_ROW_GROUP_BYTES` at a time.
+/// or header member larger than [`MAX_ITEM_BYTES`] is held (a Parquet row counts its
+/// JSON; the copy of values its group shares holds at most twice the group's JSON and a
+/// mebibyte), and a Parquet file is decoded a row group of at most
+/// `parquet::MAX_ROW_GROUP_BYTES` at a time.
 pub trait Shape {
     /// Hands the header members kept inside the file that `wanted` names to `visit`
     /// (a shape whose header lives in other files has none).
