@@ -4,7 +4,8 @@
 //! `int64` in one file and `double` in another); every file is read by its own schema.
 //! The reading thread measures each row and copies it out of its decoded batch with its
 //! group ([`read_rows`]); the thread that normalizes it reads it into an object
-//! ([`RowAt::read`]), with the same walk.
+//! ([`RowAt::read`]), with the same walk (a group whose copy would outweigh its rows is
+//! read on the reading thread).
 //!
 //! Owns only the reading: what a row means is the adapter's. Also owns what every Parquet
 //! read of babel's needs against damaged files (the records store reads through it too):
@@ -397,11 +398,11 @@ pub struct Row {
 /// reading thread and freed on a worker, the objects of 200,000 rows kept both fighting
 /// over the allocator's lock, and the workers waiting.
 ///
-/// Rows go out in groups (at most [`GROUP_ROWS`] rows, and about [`GROUP_BYTES`] of
-/// JSON, of one decoded batch), each group one batch of the workers'
-/// ([`RowAt::ends_group`]) holding a compact copy of its own rows' values that its rows'
-/// weights count between them: what is in flight is counted while it is held, and no
-/// row holds a whole decoded batch.
+/// Rows go out in groups (at most `GROUP_ROWS` rows of one decoded batch, ended by the
+/// row whose JSON passes `GROUP_BYTES`), each group one batch of the workers'
+/// ([`RowAt::ends_group`]) holding one copy of its own rows' values, which their weights
+/// count between them and [`copy_bound`] keeps near their JSON: what is in flight is
+/// counted while it is held.
 pub struct RowAt {
     position: u64,
     bytes: usize,
@@ -411,9 +412,9 @@ pub struct RowAt {
 
 /// What a [`RowAt`] holds until it is read.
 enum Held {
-    /// Its row of its group's copy, and its share of the copy's bytes.
+    /// Its row of its group's copy (one for the group), and its share of the copy's bytes.
     Copy {
-        rows: RecordBatch,
+        rows: Arc<RecordBatch>,
         row: usize,
         share: usize,
     },
@@ -604,18 +605,19 @@ impl Group {
         let end = self.first + count;
         let indices = UInt32Array::from_iter_values((self.first..end).map(|i| i as u32));
         // Arrow's take checks what it builds (a list the reader decoded with nulls in a
-        // non-nullable element is refused) and copies views and dictionaries whole: where
+        // non-nullable element is refused) and shares a view column's buffers whole: where
         // it fails or outweighs the rows, they are read here.
         let copy = contained(|| take_record_batch(batch, &indices))
             .ok()
             .and_then(Result::ok)
-            .filter(|copy| copy.get_array_memory_size() <= copy_bound(self.bytes));
+            .map(|copy| (copy.get_array_memory_size(), Arc::new(copy)))
+            .filter(|(bytes, _)| *bytes <= copy_bound(self.bytes));
         for (row, bytes) in self.sizes.drain(..).enumerate() {
             let held = match &copy {
-                Some(rows) => Held::Copy {
-                    rows: rows.clone(),
+                Some((copied, rows)) => Held::Copy {
+                    rows: Arc::clone(rows),
                     row,
-                    share: rows.get_array_memory_size().div_ceil(count),
+                    share: copied.div_ceil(count),
                 },
                 None => Held::Read(tree_row(batch, self.first + row, self.position)?),
             };
@@ -1259,8 +1261,8 @@ pub(crate) mod tests {
 
     #[test]
     fn a_group_holds_a_compact_copy_of_its_own_rows_and_weighs_it() {
-        // 200 distinct strings of 100,000 bytes, decoded in one batch of 20 MB: a row
-        // that held a slice of it would hold all of it.
+        // 200 distinct strings of 100,000 bytes, 20 MB: a row that held a slice of its
+        // decoded batch would hold all the strings of the batch.
         use arrow_array::StringArray;
         let texts: Vec<String> = (0..200).map(|i| format!("{i:05}").repeat(20_000)).collect();
         let strings = StringArray::from(texts.iter().map(String::as_str).collect::<Vec<_>>());
@@ -1373,6 +1375,61 @@ pub(crate) mod tests {
             row.read().unwrap().object["l"],
             Value::Array(vec![Value::Null; 3])
         );
+    }
+
+    #[test]
+    fn a_group_read_on_the_reading_thread_reads_its_own_rows_in_order() {
+        // 100 rows: 70 empty lists, then 30 lists of 400 null structs of 50 fields (3,615
+        // bytes of JSON, 160 KB of Arrow each). The group holding the heavy rows starts
+        // inside its decoded batch and is read here, row by row, from where it starts.
+        use arrow_array::{Int64Array, ListArray, StructArray};
+        use arrow_buffer::{NullBuffer, OffsetBuffer};
+        use arrow_schema::Field;
+        let lengths: Vec<usize> = (0..100).map(|i| if i < 70 { 0 } else { 400 }).collect();
+        let elements: usize = lengths.iter().sum();
+        let fields: Vec<FieldRef> = (0..50)
+            .map(|i| Arc::new(Field::new(format!("f{i}"), DataType::Int64, true)))
+            .collect();
+        let children: Vec<ArrayRef> = (0..50)
+            .map(|_| Arc::new(Int64Array::from(vec![None::<i64>; elements])) as ArrayRef)
+            .collect();
+        let structs = StructArray::new(
+            fields.into(),
+            children,
+            Some(NullBuffer::new_null(elements)),
+        );
+        let item = Arc::new(Field::new("item", structs.data_type().clone(), true));
+        let lists = ListArray::new(
+            item,
+            OffsetBuffer::from_lengths(lengths.iter().copied()),
+            Arc::new(structs),
+            None,
+        );
+        let batch = RecordBatch::try_from_iter([
+            (
+                "id",
+                Arc::new(Int64Array::from_iter_values(0..100)) as ArrayRef,
+            ),
+            ("l", Arc::new(lists) as ArrayRef),
+        ])
+        .unwrap();
+        let groups = groups_of(parquet_file(&batch));
+        let mut position = 0;
+        let mut read_here = 0;
+        for group in groups {
+            for row in group {
+                read_here += usize::from(matches!(row.held, Held::Read(_)));
+                let object = row.read().unwrap().object;
+                assert_eq!(object["id"], Value::from(position));
+                assert_eq!(
+                    object["l"],
+                    Value::Array(vec![Value::Null; lengths[position]])
+                );
+                position += 1;
+            }
+        }
+        assert_eq!(position, 100);
+        assert!(read_here >= 30, "the heavy rows are read here");
     }
 
     #[test]
