@@ -497,84 +497,29 @@ fn a_row_babel_cannot_hold_stops_the_file_whichever_batch_holds_it() {
     // items one of many, those before it already with the workers) refuses the whole
     // file, once, naming the row, and nothing is written.
     use arrow_array::cast::AsArray;
-    use arrow_array::{Array, ArrayRef, RecordBatch, StringArray, StructArray};
+    use arrow_array::{ArrayRef, StringArray};
     let env = Env::with_archive();
     create(&env, "c", "babel-policy");
     let copy = copy_of(&env, "custom-seed1");
     let details = file_named(&copy, "details_babel_gen|0");
-    let file = std::fs::File::open(&details).unwrap();
-    let fixture = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-        .unwrap()
-        .build()
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
+    let fixture = fixture_batch(&details);
     let rows = fixture.num_rows();
     let (copies, bad_copy, bad_row) = (50, 30, 5);
     let doc = fixture.column_by_name("doc").unwrap().as_struct();
-    let batches: Vec<RecordBatch> = (0..copies)
+    let ids = doc.column_by_name("id").unwrap().as_string::<i32>();
+    let batches: Vec<_> = (0..copies)
         .map(|copy| {
             let deep = deep_list(rows, 125, |row| copy == bad_copy && row == bad_row);
-            let specific: ArrayRef = Arc::new(StructArray::new(
-                vec![Arc::new(arrow_schema::Field::new(
-                    "deep",
-                    deep.data_type().clone(),
-                    true,
-                ))]
-                .into(),
-                vec![deep],
-                None,
-            ));
-            let ids = doc.column_by_name("id").unwrap().as_string::<i32>();
             let ids: ArrayRef = Arc::new(StringArray::from_iter_values(
                 ids.iter().map(|id| format!("{copy}-{}", id.unwrap())),
             ));
-            let (fields, columns): (Vec<_>, Vec<_>) = doc
-                .fields()
-                .iter()
-                .zip(doc.columns())
-                .map(|(field, column)| match field.name().as_str() {
-                    "id" => (field.clone(), ids.clone()),
-                    "specific" => (
-                        Arc::new(arrow_schema::Field::new(
-                            "specific",
-                            specific.data_type().clone(),
-                            true,
-                        )),
-                        specific.clone(),
-                    ),
-                    _ => (field.clone(), column.clone()),
-                })
-                .unzip();
-            let doc: ArrayRef = Arc::new(StructArray::new(
-                fields.into(),
-                columns,
-                doc.nulls().cloned(),
-            ));
-            let schema = fixture.schema();
-            RecordBatch::try_from_iter(schema.fields().iter().zip(fixture.columns()).map(
-                |(field, column)| {
-                    let column = match field.name().as_str() {
-                        "doc" => doc.clone(),
-                        _ => column.clone(),
-                    };
-                    (field.name().clone(), column)
-                },
-            ))
-            .unwrap()
+            with_doc(
+                &fixture,
+                &[("id", ids), ("specific", specific_of("deep", deep))],
+            )
         })
         .collect();
-    let file = std::fs::File::create(&details).unwrap();
-    let options =
-        parquet::arrow::arrow_writer::ArrowWriterOptions::new().with_skip_arrow_metadata(true);
-    let mut writer =
-        parquet::arrow::ArrowWriter::try_new_with_options(file, batches[0].schema(), options)
-            .unwrap();
-    for batch in &batches {
-        writer.write(batch).unwrap();
-    }
-    writer.close().unwrap();
+    write_batches_as(&details, &batches, Default::default());
     let stderr = refused(&env, "c", &[], &copy);
     let row = bad_copy * rows + bad_row;
     assert_eq!(
@@ -624,8 +569,17 @@ fn with_specific_as(
     values: impl FnOnce(usize) -> arrow_array::ArrayRef,
     properties: parquet::file::properties::WriterProperties,
 ) {
-    use arrow_array::Array;
-    use arrow_array::cast::AsArray;
+    let batch = fixture_batch(details);
+    let specific = specific_of(key, values(batch.num_rows()));
+    write_batches_as(
+        details,
+        &[with_doc(&batch, &[("specific", specific)])],
+        properties,
+    );
+}
+
+/// The one batch of the fixture's details file at `details`.
+fn fixture_batch(details: &Path) -> arrow_array::RecordBatch {
     let file = std::fs::File::open(details).unwrap();
     let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
         .unwrap()
@@ -633,9 +587,13 @@ fn with_specific_as(
         .unwrap();
     let batches: Vec<_> = reader.map(Result::unwrap).collect();
     assert_eq!(batches.len(), 1, "the fixture is one batch");
-    let batch = &batches[0];
-    let values = values(batch.num_rows());
-    let specific: arrow_array::ArrayRef = Arc::new(arrow_array::StructArray::new(
+    batches.into_iter().next().unwrap()
+}
+
+/// A `doc.specific` column holding `values` under `key`.
+fn specific_of(key: &str, values: arrow_array::ArrayRef) -> arrow_array::ArrayRef {
+    use arrow_array::Array;
+    Arc::new(arrow_array::StructArray::new(
         vec![Arc::new(arrow_schema::Field::new(
             key,
             values.data_type().clone(),
@@ -644,33 +602,56 @@ fn with_specific_as(
         .into(),
         vec![values],
         None,
-    ));
+    ))
+}
+
+/// `batch` with these members of its `doc` struct in place of its own (added after them
+/// when it has none of that name).
+fn with_doc(
+    batch: &arrow_array::RecordBatch,
+    members: &[(&str, arrow_array::ArrayRef)],
+) -> arrow_array::RecordBatch {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
     let doc = batch.column_by_name("doc").unwrap().as_struct();
     let (mut fields, mut columns): (Vec<_>, Vec<_>) = doc
         .fields()
         .iter()
         .cloned()
         .zip(doc.columns().iter().cloned())
-        .filter(|(field, _)| field.name() != "specific")
         .unzip();
-    fields.push(Arc::new(arrow_schema::Field::new(
-        "specific",
-        specific.data_type().clone(),
-        true,
-    )));
-    columns.push(specific);
-    let doc = arrow_array::StructArray::new(fields.into(), columns, doc.nulls().cloned());
-    let (mut names, mut values) = (Vec::new(), Vec::new());
-    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
-        names.push(field.name().clone());
-        values.push(if field.name() == "doc" {
-            Arc::new(doc.clone()) as arrow_array::ArrayRef
-        } else {
-            column.clone()
-        });
+    for (name, column) in members {
+        let field = Arc::new(arrow_schema::Field::new(
+            *name,
+            column.data_type().clone(),
+            true,
+        ));
+        match fields.iter().position(|f| f.name() == name) {
+            Some(at) => (fields[at], columns[at]) = (field, column.clone()),
+            None => {
+                fields.push(field);
+                columns.push(column.clone());
+            }
+        }
     }
-    let batch = arrow_array::RecordBatch::try_from_iter(names.into_iter().zip(values)).unwrap();
-    write_batch_as(details, &batch, properties);
+    let doc: arrow_array::ArrayRef = Arc::new(arrow_array::StructArray::new(
+        fields.into(),
+        columns,
+        doc.nulls().cloned(),
+    ));
+    let columns = batch
+        .schema_ref()
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .map(|(field, column)| {
+            let column = match field.name().as_str() {
+                "doc" => doc.clone(),
+                _ => column.clone(),
+            };
+            (field.name().clone(), column)
+        });
+    arrow_array::RecordBatch::try_from_iter(columns).unwrap()
 }
 
 /// Writes a one-column Parquet file.
@@ -684,13 +665,14 @@ fn write_parquet(path: &Path, column: &str, values: arrow_array::ArrayRef) {
 /// Writes a Parquet file of one batch (without the Arrow schema, whose own reader stops
 /// short of 128 levels of nesting).
 fn write_batch(path: &Path, batch: &arrow_array::RecordBatch) {
-    write_batch_as(path, batch, Default::default());
+    write_batches_as(path, std::slice::from_ref(batch), Default::default());
 }
 
-/// [`write_batch`], with the encoder's `properties`.
-fn write_batch_as(
+/// Writes a Parquet file of `batches` as [`write_batch`] does, with the encoder's
+/// `properties`.
+fn write_batches_as(
     path: &Path,
-    batch: &arrow_array::RecordBatch,
+    batches: &[arrow_array::RecordBatch],
     properties: parquet::file::properties::WriterProperties,
 ) {
     let file = std::fs::File::create(path).unwrap();
@@ -698,8 +680,11 @@ fn write_batch_as(
         .with_skip_arrow_metadata(true)
         .with_properties(properties);
     let mut writer =
-        parquet::arrow::ArrowWriter::try_new_with_options(file, batch.schema(), options).unwrap();
-    writer.write(batch).unwrap();
+        parquet::arrow::ArrowWriter::try_new_with_options(file, batches[0].schema(), options)
+            .unwrap();
+    for batch in batches {
+        writer.write(batch).unwrap();
+    }
     writer.close().unwrap();
 }
 

@@ -743,25 +743,21 @@ impl Batch {
             Content::Row(row) => Owned::Row(row),
             Content::Packed(packed) => Owned::Packed(packed),
         };
-        let weight = match &owned {
-            Owned::Json(bytes) => bytes.len(),
-            Owned::Member { key, value } => key.len() + value.len(),
-            Owned::Row(row) => row.weight(),
-            Owned::Packed(packed) => packed.bytes(),
-        };
-        let read = match &owned {
-            Owned::Packed(packed) => packed.compressed_bytes(),
-            Owned::Row(row) => row.bytes(),
-            _ => weight,
+        // What the item holds, what it took of the file, and, for a Parquet row, whether
+        // it ends its group: a group shares one copy of its rows' values and is one batch,
+        // so that the batch's weight is all the copy holds.
+        let (weight, read, ends_group) = match &owned {
+            Owned::Json(bytes) => (bytes.len(), bytes.len(), None),
+            Owned::Member { key, value } => {
+                (key.len() + value.len(), key.len() + value.len(), None)
+            }
+            Owned::Row(row) => (row.weight(), row.bytes(), Some(row.ends_group())),
+            Owned::Packed(packed) => (packed.bytes(), packed.compressed_bytes(), None),
         };
         self.bytes += weight;
-        let full = match &owned {
-            // A group of Parquet rows shares one copy of their values: it is one batch,
-            // so the batch's weight is all the copy holds.
-            Owned::Row(row) => row.ends_group(),
-            _ => self.items.len() + 1 >= BATCH_ITEMS || self.bytes >= BATCH_BYTES,
-        };
         self.items.push((item.locator, owned));
+        let full =
+            ends_group.unwrap_or(self.items.len() >= BATCH_ITEMS || self.bytes >= BATCH_BYTES);
         (full, read)
     }
 }
