@@ -18,8 +18,8 @@ else
 fi
 export BABEL_CRASH_KILLS=$KILLS BABEL_MUTATIONS=$MUTATIONS BABEL_CONCURRENT_ROUNDS=$ROUNDS \
   BABEL_FLIP_STRIDE=$FLIP_STRIDE
-# As root the full-disk test must run, not skip.
-if [[ $(id -u) == 0 ]]; then export BABEL_REQUIRE_TMPFS=1; fi
+# As root the tests that need root (a tmpfs, a memory cgroup) must run, not skip.
+if [[ $(id -u) == 0 ]]; then export BABEL_REQUIRE_ROOT=1; fi
 
 out=target/reliability
 mkdir -p "$out"

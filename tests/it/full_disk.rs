@@ -5,7 +5,7 @@
 //! the archive, and the archive validates.
 //!
 //! Mounting needs root. Where it is impossible the test prints why and passes, unless
-//! `BABEL_REQUIRE_TMPFS=1` (set by `reliability/run.sh` as root) makes that a failure.
+//! `BABEL_REQUIRE_ROOT=1` (set by `reliability/run.sh` as root) makes that a failure.
 
 use crate::common::{Env, canonical_line};
 use std::collections::BTreeMap;

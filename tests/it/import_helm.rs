@@ -649,3 +649,55 @@ fn a_bad_per_instance_stats_element_stops_the_run_wherever_its_batch_is_read() {
         );
     }
 }
+
+#[test]
+fn a_header_file_beyond_what_the_memory_cgroup_leaves_is_refused_naming_that_room() {
+    // A header file is read whole and held as a tree, so an import reads no more of them
+    // than 1/32 of the memory it may still take: under a job scheduler's or a container's
+    // memory cgroup, the room under that limit, not the machine's. A run whose
+    // run_spec.json is 24 MiB (the real one, then spaces) imports on the machine, and is
+    // refused inside a cgroup of 256 MiB, whose room holds no more than 8 MiB of it.
+    const LIMIT: u64 = 256 << 20;
+    let Some(cgroup) = crate::common::MemoryCgroup::create_or_skip(LIMIT) else {
+        return;
+    };
+    let env = Env::with_archive();
+    let padded = copy_of_run(&env, "padded");
+    let spec = padded.join("run_spec.json");
+    let mut text = std::fs::read(&spec).unwrap();
+    let size = 24 << 20;
+    text.resize(size, b' ');
+    std::fs::write(&spec, &text).unwrap();
+    for run in ["inside", "outside"] {
+        env.babel(&["run", "create", run, "--model", "simple/model1"])
+            .assert()
+            .success();
+    }
+    let output = env
+        .babel_inside(&cgroup, &["import", "inside", "--format", "helm"])
+        .arg(&padded)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let told = format!("run_spec.json is {size} bytes, more than the ");
+    let at = stderr
+        .find(&told)
+        .unwrap_or_else(|| panic!("{told:?} not in {stderr}"));
+    let room: u64 = stderr[at + told.len()..]
+        .split(' ')
+        .next()
+        .and_then(|figure| figure.parse().ok())
+        .unwrap_or_else(|| panic!("no figure after {told:?} in {stderr}"));
+    assert!(
+        room > 0 && room <= LIMIT / 32,
+        "{room} bytes read whole in a cgroup of {LIMIT}"
+    );
+    assert!(env.records("inside").is_empty());
+    // The same run on the machine, outside the cgroup, is read.
+    env.babel(&["import", "outside", "--format", "helm"])
+        .arg(&padded)
+        .assert()
+        .success();
+    assert!(!env.records("outside").is_empty());
+}

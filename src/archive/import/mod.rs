@@ -11,6 +11,7 @@
 
 mod identities;
 mod lines;
+mod memory;
 mod sink;
 mod structured;
 mod units;

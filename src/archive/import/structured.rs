@@ -13,6 +13,7 @@ use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
 use super::identities::Identities;
+use super::memory;
 use super::sink::{Normalized, Place, Refusal};
 use super::{Companion, FileImport, FileOutcome, ImportReport};
 use crate::adapters::{self, ImportContext, Layout};
@@ -138,57 +139,6 @@ fn header_budget(available: Option<u64>) -> u64 {
     available.map_or(MAX_HEADER_FILE_BYTES, |bytes| {
         (bytes / TREE_BYTES_PER_BYTE).min(MAX_HEADER_FILE_BYTES)
     })
-}
-
-/// The memory this process may still take: what Linux says is available
-/// (`MemAvailable`), or less where the process's cgroup (v2) has a limit; `None`
-/// elsewhere.
-fn available_memory() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let available = meminfo
-        .lines()
-        .find_map(|line| line.strip_prefix("MemAvailable:"))
-        .and_then(|rest| rest.trim().strip_suffix("kB"))
-        .and_then(|kib| kib.trim().parse::<u64>().ok())?
-        .saturating_mul(1024);
-    Some(available.min(cgroup_memory_left().unwrap_or(u64::MAX)))
-}
-
-/// The least room left under the memory limits (cgroup v2) of this process's cgroup and
-/// the ones above it, if any has a limit.
-fn cgroup_memory_left() -> Option<u64> {
-    const ROOT: &str = "/sys/fs/cgroup";
-    let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let path = cgroup.lines().find_map(|line| line.strip_prefix("0::"))?;
-    let mut dir = Path::new(ROOT).join(path.trim().trim_start_matches('/'));
-    let mut least: Option<u64> = None;
-    while dir.starts_with(ROOT) && dir != Path::new(ROOT) {
-        let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
-        if let Some(room) = cgroup_room(
-            &read("memory.max"),
-            &read("memory.current"),
-            &read("memory.stat"),
-        ) {
-            least = Some(least.map_or(room, |least| least.min(room)));
-        }
-        dir.pop();
-    }
-    least
-}
-
-/// The room under one cgroup's memory limit, from its `memory.max`, `memory.current` and
-/// `memory.stat`: the limit less what the cgroup holds, its file cache that can be
-/// reclaimed (`inactive_file`: an import's own copy, written just before) not counted.
-/// `None` without a limit (`max`) or where a file is missing.
-fn cgroup_room(max: &str, current: &str, stat: &str) -> Option<u64> {
-    let max = max.trim().parse::<u64>().ok()?;
-    let current = current.trim().parse::<u64>().ok()?;
-    let reclaimable = stat
-        .lines()
-        .find_map(|line| line.strip_prefix("inactive_file "))
-        .and_then(|bytes| bytes.trim().parse::<u64>().ok())
-        .unwrap_or(0);
-    Some(max.saturating_sub(current.saturating_sub(reclaimable)))
 }
 
 /// A whole header file, refused when larger than `limit` (what is left of the
@@ -511,7 +461,7 @@ fn read_header(
             raw,
             header.iter().map(|n| (*n, *n)),
             &mut members,
-            header_budget(available_memory()),
+            header_budget(memory::available()),
         )? {
             Ok(()) => match indexed {
                 Some(indexed) => read_index(&indexed, &raw.with_file_name(indexed.file))?
@@ -522,7 +472,7 @@ fn read_header(
         },
         Layout::Rows(_) => {
             let files = roles.iter().map(|(role, stored)| (*role, stored.as_str()));
-            header_files(raw, files, &mut members, header_budget(available_memory()))?
+            header_files(raw, files, &mut members, header_budget(memory::available()))?
         }
     };
     Ok(read.map(|()| adapters::Header { members, index }))
@@ -848,17 +798,6 @@ mod tests {
         assert_eq!(header_budget(None), MAX_HEADER_FILE_BYTES);
         assert_eq!(header_budget(Some(64 * GIB)), MAX_HEADER_FILE_BYTES);
         assert_eq!(header_budget(Some(3_200_000_000)), 100_000_000);
-        // Where Linux tells, it is known.
-        if cfg!(target_os = "linux") {
-            available_memory().expect("/proc/meminfo gives MemAvailable");
-        }
-        // Under a cgroup's limit, its room; its reclaimable file cache is room too.
-        let stat = "anon 4096\nfile 900\nactive_file 100\ninactive_file 800\n";
-        assert_eq!(cgroup_room("max\n", "2000\n", stat), None);
-        assert_eq!(cgroup_room("10000\n", "2000\n", stat), Some(8800));
-        assert_eq!(cgroup_room("10000\n", "2000\n", ""), Some(8000));
-        assert_eq!(cgroup_room("1000\n", "5000\n", stat), Some(0));
-        assert_eq!(cgroup_room("", "", ""), None);
         let dir = tempfile::tempdir().unwrap();
         let raw = dir.path().join("0001-run");
         std::fs::write(

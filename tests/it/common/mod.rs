@@ -66,7 +66,20 @@ impl Env {
     /// The babel binary run in the environment folder, with `--root archive` and the clock
     /// pinned, so paths in its output are short and the same on every run.
     pub fn babel(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_babel"));
+        self.babel_as(Command::new(env!("CARGO_BIN_EXE_babel")), args)
+    }
+
+    /// [`Env::babel`] run inside `cgroup`: a shell moves itself in, then becomes babel.
+    pub fn babel_inside(&self, cgroup: &MemoryCgroup, args: &[&str]) -> Command {
+        let mut shell = Command::new("sh");
+        shell
+            .args(["-c", r#"echo $$ > "$0" && exec "$@""#])
+            .arg(cgroup.dir.join("cgroup.procs"))
+            .arg(env!("CARGO_BIN_EXE_babel"));
+        self.babel_as(shell, args)
+    }
+
+    fn babel_as(&self, mut command: Command, args: &[&str]) -> Command {
         command
             .current_dir(self.path())
             .args(["--root", "archive"])
@@ -503,7 +516,7 @@ impl Drop for Tmpfs {
 }
 
 /// A tmpfs of `size` (`4m`, `16m`) at `tmpfs/` in the environment, or `None` with one
-/// line saying why the test is skipped; `BABEL_REQUIRE_TMPFS=1` (set by the reliability
+/// line saying why the test is skipped; `BABEL_REQUIRE_ROOT=1` (set by the reliability
 /// script when it runs as root) makes that a failure.
 pub fn tmpfs_or_skip(env: &Env, size: &str) -> Option<Tmpfs> {
     let at = env.path().join("tmpfs");
@@ -526,12 +539,83 @@ pub fn tmpfs_or_skip(env: &Env, size: &str) -> Option<Tmpfs> {
         ),
         Err(error) => format!("cannot run mount: {error}"),
     };
-    assert!(
-        std::env::var("BABEL_REQUIRE_TMPFS").as_deref() != Ok("1"),
-        "BABEL_REQUIRE_TMPFS=1 but {reason}"
-    );
-    skip_line(&format!("no tmpfs: {reason}"));
+    skip_needing_root(&format!("no tmpfs: {reason}"));
     None
+}
+
+/// Skips a test that needs root, with one line saying why; `BABEL_REQUIRE_ROOT=1` (set by
+/// the reliability script when it runs as root) makes that a failure.
+fn skip_needing_root(reason: &str) {
+    assert!(
+        std::env::var("BABEL_REQUIRE_ROOT").as_deref() != Ok("1"),
+        "BABEL_REQUIRE_ROOT=1 but {reason}"
+    );
+    skip_line(reason);
+}
+
+/// A memory cgroup made for a test, with a limit, removed when dropped (once the
+/// processes started in it have ended).
+pub struct MemoryCgroup {
+    dir: PathBuf,
+}
+
+impl MemoryCgroup {
+    /// A new memory cgroup limited to `limit` bytes, under the root of the machine's
+    /// memory hierarchy (cgroup v1's memory controller, or cgroup v2 where its root hands
+    /// the controller down), or `None` with one line saying why the test is skipped
+    /// (it needs root).
+    pub fn create_or_skip(limit: u64) -> Option<MemoryCgroup> {
+        match Self::create(limit) {
+            Ok(cgroup) => Some(cgroup),
+            Err(reason) => {
+                skip_needing_root(&format!("no memory cgroup: {reason}"));
+                None
+            }
+        }
+    }
+
+    fn create(limit: u64) -> Result<MemoryCgroup, String> {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+            .map_err(|error| format!("cannot read /proc/self/mountinfo: {error}"))?;
+        // `id parent major:minor root mount options ... - type source super-options`.
+        let mount = mountinfo.lines().find_map(|line| {
+            let (mount, filesystem) = line.split_once(" - ")?;
+            let fields: Vec<&str> = mount.split(' ').collect();
+            let filesystem: Vec<&str> = filesystem.split(' ').collect();
+            let point = PathBuf::from(fields.get(4)?);
+            let whole_tree = fields.get(3) == Some(&"/");
+            let v1_memory = filesystem[0] == "cgroup"
+                && filesystem
+                    .get(2)?
+                    .split(',')
+                    .any(|option| option == "memory");
+            let v2_memory = filesystem[0] == "cgroup2"
+                && std::fs::read_to_string(point.join("cgroup.subtree_control"))
+                    .is_ok_and(|controllers| controllers.split_whitespace().any(|c| c == "memory"));
+            (whole_tree && (v1_memory || v2_memory)).then_some((point, v1_memory))
+        });
+        let (point, v1) = mount.ok_or("no memory controller mounted whole")?;
+        static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let made = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = point.join(format!("babel-test-{}-{made}", std::process::id()));
+        std::fs::create_dir(&dir)
+            .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
+        let cgroup = MemoryCgroup { dir };
+        let file = if v1 {
+            "memory.limit_in_bytes"
+        } else {
+            "memory.max"
+        };
+        std::fs::write(cgroup.dir.join(file), limit.to_string())
+            .map_err(|error| format!("cannot limit {}: {error}", cgroup.dir.display()))?;
+        Ok(cgroup)
+    }
+}
+
+impl Drop for MemoryCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
 }
 
 /// Every file and folder under `root`, `.babel/` included (relative, sorted, folders
