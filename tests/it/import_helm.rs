@@ -651,13 +651,14 @@ fn a_bad_per_instance_stats_element_stops_the_run_wherever_its_batch_is_read() {
 }
 
 #[test]
-fn a_header_file_beyond_what_the_memory_cgroup_leaves_is_refused_naming_that_room() {
+fn a_header_file_beyond_what_the_memory_cgroup_leaves_is_refused_naming_the_budget() {
     // A header file is read whole and held as a tree, so an import reads no more of them
     // than 1/32 of the memory it may still take: under a job scheduler's or a container's
     // memory cgroup, the room under that limit, not the machine's. A run whose
-    // run_spec.json is 24 MiB (the real one, then spaces) imports on the machine, and is
-    // refused inside a cgroup of 256 MiB, whose room holds no more than 8 MiB of it.
-    const LIMIT: u64 = 256 << 20;
+    // run_spec.json is 8 MiB (the real one, then spaces) imports on the machine (where
+    // 256 MiB are free), and is refused inside a cgroup of 128 MiB made below the test's
+    // own, whose room gives a budget of at most 4 MiB.
+    const LIMIT: u64 = 128 << 20;
     let Some(cgroup) = crate::common::MemoryCgroup::create_or_skip(LIMIT) else {
         return;
     };
@@ -665,7 +666,7 @@ fn a_header_file_beyond_what_the_memory_cgroup_leaves_is_refused_naming_that_roo
     let padded = copy_of_run(&env, "padded");
     let spec = padded.join("run_spec.json");
     let mut text = std::fs::read(&spec).unwrap();
-    let size = 24 << 20;
+    let size = 8 << 20;
     text.resize(size, b' ');
     std::fs::write(&spec, &text).unwrap();
     for run in ["inside", "outside"] {
@@ -684,14 +685,14 @@ fn a_header_file_beyond_what_the_memory_cgroup_leaves_is_refused_naming_that_roo
     let at = stderr
         .find(&told)
         .unwrap_or_else(|| panic!("{told:?} not in {stderr}"));
-    let room: u64 = stderr[at + told.len()..]
+    let budget: u64 = stderr[at + told.len()..]
         .split(' ')
         .next()
         .and_then(|figure| figure.parse().ok())
         .unwrap_or_else(|| panic!("no figure after {told:?} in {stderr}"));
     assert!(
-        room > 0 && room <= LIMIT / 32,
-        "{room} bytes read whole in a cgroup of {LIMIT}"
+        budget > 0 && budget <= LIMIT / 32,
+        "{budget} bytes read whole in a cgroup of {LIMIT}"
     );
     assert!(env.records("inside").is_empty());
     // The same run on the machine, outside the cgroup, is read.

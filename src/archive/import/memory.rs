@@ -8,18 +8,29 @@
 //! hierarchy is mounted and which of its cgroups is the mount's root (a container sees its
 //! own cgroup there). Both versions are read: cgroup v2 (`memory.max`, `memory.current`)
 //! and v1's memory controller (`memory.limit_in_bytes`, `memory.usage_in_bytes`, and
-//! `hierarchical_memory_limit`, which counts the limits above that a container cannot
-//! see), still what many clusters' job schedulers and older container hosts use.
+//! `hierarchical_memory_limit`), still what many clusters' job schedulers and older
+//! container hosts use. What a mount does not show is read only as far as the kernel tells
+//! it below: v1's limits above a container's cgroup count against the container's own
+//! usage (not its siblings'), and v2's above a cgroup namespace's root not at all.
 
 use std::path::{Component, Path, PathBuf};
 
-/// The memory this process may still take, or `None` where Linux does not say.
+/// The memory this process may still take, or `None` where Linux says nothing of it
+/// (a cgroup's limit counts even where `/proc/meminfo` has no `MemAvailable`, as on
+/// kernels before 3.14).
 pub(super) fn available() -> Option<u64> {
     let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
-    let available = mem_available(&read("/proc/meminfo"))?;
+    let available = mem_available(&read("/proc/meminfo"));
     let cgroups = memory_cgroups(&read("/proc/self/mountinfo"), &read("/proc/self/cgroup"));
-    let least = cgroups.iter().filter_map(Cgroup::room).min();
-    Some(least.map_or(available, |room| room.min(available)))
+    least(available, cgroups.iter().filter_map(Cgroup::room).min())
+}
+
+/// The lesser of two bounds, either of which may be unknown.
+fn least(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 /// `MemAvailable` of `/proc/meminfo`, in bytes.
@@ -52,7 +63,7 @@ impl Cgroup {
     /// mount; `None` where none has a limit.
     fn room(&self) -> Option<u64> {
         let mut dir = self.dir.clone();
-        let mut least: Option<u64> = None;
+        let mut smallest = None;
         loop {
             let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
             let room = match self.version {
@@ -67,11 +78,9 @@ impl Cgroup {
                     &read("memory.stat"),
                 ),
             };
-            if let Some(room) = room {
-                least = Some(least.map_or(room, |least| least.min(room)));
-            }
+            smallest = least(smallest, room);
             if dir == self.mount || !dir.pop() {
-                return least;
+                return smallest;
             }
         }
     }
@@ -94,8 +103,14 @@ fn memory_cgroups(mountinfo: &str, cgroup: &str) -> Vec<Cgroup> {
             (_, controllers) if controllers.split(',').any(|c| c == "memory") => Version::V1,
             _ => continue,
         };
-        let cgroup = mounts(mountinfo, version)
+        // A cgroup the mount does not show (outside a namespace's root, say) is bounded by
+        // the mount's root, the cgroup the process is confined to.
+        let shown = mounts(mountinfo, version)
             .find_map(|(root, mount)| under_mount(path, &root, &mount).map(|dir| (dir, mount)));
+        let cgroup = shown.or_else(|| {
+            let (_, mount) = mounts(mountinfo, version).next()?;
+            Some((mount.clone(), mount))
+        });
         if let Some((dir, mount)) = cgroup {
             found.push(Cgroup {
                 version,
@@ -154,7 +169,7 @@ fn unescape(field: &str) -> String {
 /// shows it: `None` for a cgroup outside the mounted part, or a path that is not a plain
 /// absolute one.
 fn under_mount(path: &str, root: &str, mount: &Path) -> Option<PathBuf> {
-    let path = Path::new(path.trim_end());
+    let path = Path::new(path);
     let plain = |path: &Path| {
         path.is_absolute()
             && path
@@ -178,8 +193,10 @@ fn room_v2(max: &str, current: &str, stat: &str) -> Option<u64> {
     Some(max.saturating_sub(current.saturating_sub(stat_value(stat, "inactive_file"))))
 }
 
-/// v1 writes "no limit" as the largest count of pages it keeps, in bytes (9223372036854771712
-/// with 4 KiB pages): any limit from 2^62 bytes up is none.
+/// v1 writes "no limit" as the largest count of pages it keeps, in bytes: on a 64-bit
+/// kernel 9223372036854771712 with 4 KiB pages (a little less with larger pages), so any
+/// limit from 2^62 bytes up is none. A 32-bit kernel's "none" (8796093018112) is read as a
+/// limit of 8 TiB, which `MemAvailable` is always below.
 const V1_UNLIMITED: u64 = 1 << 62;
 
 /// The room under a cgroup v1 memory limit, from its `memory.limit_in_bytes`,
@@ -289,10 +306,27 @@ mod tests {
             )]
         );
         // A cgroup outside what is mounted, or a path that would climb out of the mount,
-        // is not read.
-        assert_eq!(memory_cgroups(&docker, "6:memory:/other\n"), []);
-        assert_eq!(memory_cgroups(&v2, "0::/a/../../etc\n"), []);
-        assert_eq!(memory_cgroups(&v2, "0::relative\n"), []);
+        // is bounded by the mount's root, and nothing above it is read.
+        assert_eq!(
+            memory_cgroups(&docker, "6:memory:/other\n"),
+            [cgroup(
+                Version::V1,
+                "/sys/fs/cgroup/memory",
+                "/sys/fs/cgroup/memory"
+            )]
+        );
+        for outside in ["0::/a/../../etc\n", "0::/../sibling\n", "0::relative\n"] {
+            assert_eq!(
+                memory_cgroups(&v2, outside),
+                [cgroup(Version::V2, "/sys/fs/cgroup", "/sys/fs/cgroup")],
+                "{outside}"
+            );
+        }
+        // A name ending in a space is a name: /proc/self/cgroup escapes nothing.
+        assert_eq!(
+            memory_cgroups(&v2, "0::/job \n"),
+            [cgroup(Version::V2, "/sys/fs/cgroup/job ", "/sys/fs/cgroup")]
+        );
         // No memory controller anywhere: nothing.
         assert_eq!(memory_cgroups(&hybrid, "1:cpu:/\n"), []);
         assert_eq!(memory_cgroups("", "0::/\n"), []);
@@ -362,6 +396,15 @@ mod tests {
         // Without any limit up to the mount: none.
         limit(&job, "9223372036854771712\n", "1000\n");
         assert_eq!(cgroup.room(), None);
+        // The mount's root is read too: a container's own cgroup, and its limit.
+        limit(&mount, "2500\n", "1000\n");
+        assert_eq!(cgroup.room(), Some(1500));
+        // A cgroup's limit stands where Linux gives no MemAvailable, and the other way
+        // round.
+        assert_eq!(least(None, Some(1500)), Some(1500));
+        assert_eq!(least(Some(900), None), Some(900));
+        assert_eq!(least(Some(900), Some(1500)), Some(900));
+        assert_eq!(least(None, None), None);
     }
 
     #[test]

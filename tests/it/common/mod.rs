@@ -595,9 +595,33 @@ impl MemoryCgroup {
             (whole_tree && (v1_memory || v2_memory)).then_some((point, v1_memory))
         });
         let (point, v1) = mount.ok_or("no memory controller mounted whole")?;
+        // On v1 the test's cgroup is made inside this process's own, so babel stays under
+        // whatever limits the test runs beneath (a job's, a container's); v2 allows no
+        // processes beside a child that takes the controller, except at its root.
+        let parent = match v1 {
+            true => {
+                let cgroups = std::fs::read_to_string("/proc/self/cgroup")
+                    .map_err(|error| format!("cannot read /proc/self/cgroup: {error}"))?;
+                let own = cgroups
+                    .lines()
+                    .find_map(|line| {
+                        let mut fields = line.splitn(3, ':');
+                        let (_, controllers) = (fields.next()?, fields.next()?);
+                        let path = fields.next()?;
+                        controllers
+                            .split(',')
+                            .any(|c| c == "memory")
+                            .then_some(path)
+                    })
+                    .ok_or("this process has no v1 memory cgroup")?;
+                point.join(own.trim_start_matches('/'))
+            }
+            false => point,
+        };
+        remove_stale_cgroups(&parent);
         static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let made = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = point.join(format!("babel-test-{}-{made}", std::process::id()));
+        let dir = parent.join(format!("babel-test-{}-{made}", std::process::id()));
         std::fs::create_dir(&dir)
             .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
         let cgroup = MemoryCgroup { dir };
@@ -612,9 +636,33 @@ impl MemoryCgroup {
     }
 }
 
+/// Removes the cgroups under `parent` that tests of a process no longer running left
+/// (one killed before its cleanup).
+fn remove_stale_cgroups(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name
+            .strip_prefix("babel-test-")
+            .and_then(|rest| rest.split('-').next());
+        if let Some(pid) = pid
+            && !Path::new("/proc").join(pid).exists()
+        {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
 impl Drop for MemoryCgroup {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.dir);
+        if let Err(error) = std::fs::remove_dir(&self.dir) {
+            eprintln!(
+                "cannot remove the test's cgroup {}: {error}",
+                self.dir.display()
+            );
+        }
     }
 }
 
