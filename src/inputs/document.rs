@@ -4,7 +4,10 @@
 //!
 //! The reader only finds where each value begins and ends (strings, escapes and nesting
 //! are tracked byte by byte); the values themselves are parsed by the caller with the
-//! strict JSON reader, which also handles bare `NaN` tokens as the import policy says.
+//! strict JSON reader, which also handles bare `NaN` tokens as the import policy says. An
+//! import scans a document once: where its items are ([`Spans`]) is noted as its header
+//! members are read from the bytes being copied, and the items are then read from the copy
+//! at those places ([`SpannedItems`]).
 
 use std::fs::File;
 use std::io::{self, BufRead, Read};
@@ -276,7 +279,7 @@ pub fn read<R: BufRead, E>(
     limit: usize,
     visit: impl FnMut(Part<'_>) -> Result<(), E>,
 ) -> Result<(), DocumentError<E>> {
-    scan(reader, items, capture, limit, true, visit).map(drop)
+    scan(reader, items, capture, limit, true, visit, None).map(drop)
 }
 
 /// Reads the document as [`read`] does, handing `visit` only the captured members: the
@@ -288,7 +291,7 @@ pub fn read_members<R: BufRead, E>(
     limit: usize,
     visit: impl FnMut(Part<'_>) -> Result<(), E>,
 ) -> Result<u64, DocumentError<E>> {
-    scan(reader, items, capture, limit, false, visit)
+    scan(reader, items, capture, limit, false, visit, None).map(|(count, _)| count)
 }
 
 /// The number of items of a document (what a JSON Pointer to an item may index).
@@ -299,7 +302,19 @@ pub fn count_items<R: BufRead>(
     read_members(reader, items, &|_| false, usize::MAX, |_| Ok(()))
 }
 
-/// [`read`] and [`read_members`]: items are copied and visited only when `keep_items`.
+/// Where the items of a document are, in order: each one's first byte and the byte after
+/// it. Noted as the header members are read from the bytes being copied, so that the items
+/// are then read from the copy without scanning it again ([`SpannedItems`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spans(Vec<(u64, u64)>);
+
+/// The most items whose [`Spans`] are noted: 16 MiB of them. A document with more is
+/// scanned again for its items.
+const MOST_SPANS: usize = 1 << 20;
+
+/// [`read`] and [`read_members`]: items are copied and visited only when `keep_items`;
+/// where each item is (its [`Spans`]) is noted when `spans` gives their most, and not
+/// given back past it.
 fn scan<R: BufRead, E>(
     mut reader: R,
     items: Items<'_>,
@@ -307,7 +322,8 @@ fn scan<R: BufRead, E>(
     limit: usize,
     keep_items: bool,
     mut visit: impl FnMut(Part<'_>) -> Result<(), E>,
-) -> Result<u64, DocumentError<E>> {
+    spans: Option<usize>,
+) -> Result<(u64, Option<Spans>), DocumentError<E>> {
     // A UTF-8 byte order mark is allowed at the very start. Its three bytes are read
     // first (a reader may hand them out one at a time) and put back when they are not one.
     let mut head = [0u8; 3];
@@ -334,6 +350,7 @@ fn scan<R: BufRead, E>(
         keep_items,
         count: 0,
         buffer: Vec::new(),
+        spans: spans.map(|most| (Vec::new(), most)),
     };
     match items {
         Items::TopLevel => scan.array(&mut lexer, &mut visit)?,
@@ -344,7 +361,8 @@ fn scan<R: BufRead, E>(
     if lexer.peek()?.is_some() {
         return Err(lexer.shape("more after the end of the document"));
     }
-    Ok(scan.count)
+    let spans = scan.spans.map(|(spans, _)| Spans(spans));
+    Ok((scan.count, spans))
 }
 
 /// One reading of a document: what it keeps and hands out, and the items counted.
@@ -354,6 +372,8 @@ struct Scan<'c> {
     keep_items: bool,
     count: u64,
     buffer: Vec<u8>,
+    /// Where each item is, noted while there are no more than the most given.
+    spans: Option<(Vec<(u64, u64)>, usize)>,
 }
 
 impl Scan<'_> {
@@ -379,7 +399,15 @@ impl Scan<'_> {
                 })
                 .map_err(DocumentError::Visit)?;
             } else {
+                lexer.skip_whitespace()?;
+                let start = lexer.offset;
                 lexer.value::<E>(None, self.limit)?;
+                if let Some((spans, most)) = &mut self.spans {
+                    match spans.len() < *most {
+                        true => spans.push((start, lexer.offset)),
+                        false => self.spans = None,
+                    }
+                }
             }
             self.count += 1;
             lexer.skip_whitespace()?;
@@ -469,25 +497,80 @@ impl ArrayItems {
     /// The header members of the document `reader` gives, which `wanted` names, handed to
     /// `visit` (what [`Shape::header`] does for a file): the import reads them from the
     /// bytes it copies, as it copies them.
+    /// Gives where the items are, unless there are more than [`MOST_SPANS`].
     pub fn header_from(
         &self,
         reader: impl BufRead,
         wanted: &[&str],
         visit: &mut HeaderVisit,
-    ) -> Reading {
+    ) -> Result<Option<Spans>, ShapeError> {
         // The items' bytes are checked and skipped, never copied.
-        read_members(
+        scan(
             reader,
             self.items,
             &|key| wanted.contains(&key),
             MAX_ITEM_BYTES,
+            false,
             |part| match part {
                 Part::Member { key, value } => visit(key, value),
                 Part::Item { .. } => Ok(()),
             },
+            Some(MOST_SPANS),
         )
-        .map(drop)
+        .map(|(_, spans)| spans)
         .map_err(shape_error)
+    }
+}
+
+/// The items of a JSON document whose [`Spans`] were noted as it was copied: each is read
+/// from where it is, the document not scanned again. Its shape was checked whole by then;
+/// what this read checks is what that scan did not: that no item is longer than
+/// [`MAX_ITEM_BYTES`], and that the file still holds every item.
+pub struct SpannedItems {
+    pub items: Items<'static>,
+    pub spans: Spans,
+}
+
+impl Shape for SpannedItems {
+    fn items(&self, file: File, visit: &mut ItemVisit) -> Reading {
+        let mut reader = io::BufReader::with_capacity(256 * 1024, file);
+        let (mut at, mut item) = (0u64, Vec::new());
+        for (index, &(start, end)) in self.spans.0.iter().enumerate() {
+            if end - start > MAX_ITEM_BYTES as u64 {
+                return Err(shape_error(DocumentError::TooLong {
+                    offset: start,
+                    limit: MAX_ITEM_BYTES,
+                }));
+            }
+            // Spans are in order, each after the one before (a comma, maybe blanks).
+            let gap = start
+                .checked_sub(at)
+                .and_then(|gap| i64::try_from(gap).ok())
+                .expect("spans in file order");
+            reader.seek_relative(gap).map_err(ShapeError::Io)?;
+            item.clear();
+            Read::by_ref(&mut reader)
+                .take(end - start)
+                .read_to_end(&mut item)
+                .map_err(ShapeError::Io)?;
+            if item.len() as u64 != end - start {
+                return Err(ShapeError::Invalid(format!(
+                    "the file ends at byte {}, inside item {index}, which it held when copied",
+                    start + item.len() as u64
+                )));
+            }
+            at = end;
+            visit(Item {
+                locator: Locator::Pointer(self.items.pointer(index as u64)),
+                content: Content::Json(&item),
+            })
+            .map_err(|Stop| ShapeError::Stopped)?;
+        }
+        Ok(())
+    }
+
+    fn index(&self, file: File) -> Result<Index, String> {
+        ArrayItems { items: self.items }.index(file)
     }
 }
 
@@ -620,6 +703,84 @@ mod tests {
         let (_, items) = parts("\u{feff} [ {\"a\":1}, {} ]\n", Items::TopLevel);
         assert_eq!(items, ["{\"a\":1}", "{}"]);
         assert_eq!(Items::Member("a/b~c").pointer(3), "/a~1b~0c/3");
+    }
+
+    /// The items `shape` hands out from a file holding `text`, with their pointers, or its
+    /// error.
+    fn handed_out(shape: &dyn Shape, text: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
+        let mut file = tempfile::tempfile().unwrap();
+        io::Write::write_all(&mut file, text).unwrap();
+        io::Seek::rewind(&mut file).unwrap();
+        let mut found = Vec::new();
+        shape
+            .items(file, &mut |item| {
+                let (Locator::Pointer(at), Content::Json(value)) = (item.locator, item.content)
+                else {
+                    unreachable!("a document's items are JSON at a pointer")
+                };
+                found.push((at, value.to_vec()));
+                Ok(())
+            })
+            .map_err(|error| format!("{error:?}"))?;
+        Ok(found)
+    }
+
+    /// Where the items of `text` are, as the header pass notes them (at most `most`).
+    fn spans_of(text: &[u8], items: Items<'static>, most: usize) -> Option<Spans> {
+        scan::<_, ()>(
+            text,
+            items,
+            &|_| true,
+            1 << 20,
+            false,
+            |_| Ok(()),
+            Some(most),
+        )
+        .unwrap()
+        .1
+    }
+
+    #[test]
+    fn items_read_where_the_copy_found_them_are_the_items_a_scan_hands_out() {
+        for (text, items) in [
+            (
+                r#"{"eval": {"a": "x\"y\\"}, "samples": [ {"id": "q\"1", "n": [1, {}]} , "s\\",3.5e1,  true, null], "tail": [1]}"#,
+                Items::Member("samples"),
+            ),
+            (
+                "\u{feff}[ 12 ,\"\\u0041\",[[]]\n,{\"k\":\"]\"}]",
+                Items::TopLevel,
+            ),
+            (r#"{"samples": [], "eval": 1}"#, Items::Member("samples")),
+            ("[\n\t{\"a\": \"\u{feff}\"}\r\n]", Items::TopLevel),
+        ] {
+            let spans = spans_of(text.as_bytes(), items, 100).expect("noted");
+            let scanned = handed_out(&ArrayItems { items }, text.as_bytes()).unwrap();
+            let spanned = handed_out(&SpannedItems { items, spans }, text.as_bytes()).unwrap();
+            assert_eq!(spanned, scanned, "{text}");
+        }
+        // Past the most noted, none are given, and the document is scanned again.
+        let text = b"[1, 2, 3]";
+        assert!(spans_of(text, Items::TopLevel, 3).is_some());
+        assert_eq!(spans_of(text, Items::TopLevel, 2), None);
+        // What the copy's scan does not check, reading where the items are does: an item
+        // longer than the limit, a file cut short since it was copied.
+        let long = SpannedItems {
+            items: Items::TopLevel,
+            spans: Spans(vec![(1, 2), (4, 5 + MAX_ITEM_BYTES as u64)]),
+        };
+        let error = handed_out(&long, b"[1, 2]").unwrap_err();
+        assert!(error.contains("byte 4: a value longer than"), "{error}");
+        let spans = spans_of(b"[1, 22]", Items::TopLevel, 100).unwrap();
+        let cut = SpannedItems {
+            items: Items::TopLevel,
+            spans,
+        };
+        let error = handed_out(&cut, b"[1, 2").unwrap_err();
+        assert!(
+            error.contains("the file ends at byte 5, inside item 1"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::archive::ArchiveError;
 use crate::archive::artifacts::contract::BankIndex;
 use crate::archive::records::ThreadedWriter;
 use crate::durable::{Copied, NewFile, io_at};
-use crate::inputs::document::{ArrayItems, Items};
+use crate::inputs::document::{ArrayItems, Items, SpannedItems, Spans};
 use crate::inputs::parquet::{Row, RowAt};
 use crate::inputs::zip::Packed;
 use crate::inputs::{Content, HeaderVisit, Item, Shape, ShapeError, Stop};
@@ -58,7 +58,7 @@ impl FileImport<'_, '_> {
                 let (digest, header) = self.copy_whole(source, &raw_path, |copied| {
                     document_header(copied, items, header, &raw_path)
                 })?;
-                (digest, HeaderFrom::Copied(header?))
+                (digest, header?)
             }
             _ => (
                 self.copy_whole(source, &raw_path, drop)?.0,
@@ -407,26 +407,35 @@ fn header_members(
 }
 
 /// The header members of a JSON document, read from its bytes as they are copied to
-/// `raw` (`copied`), so the document is not read once more for them alone.
+/// `raw` (`copied`), so the document is not read once more for them alone; and where its
+/// items are, so they are not scanned for again either.
 fn document_header(
     copied: Copied,
     items: Items<'static>,
     wanted: &[&str],
     raw: &Path,
-) -> Result<Result<adapters::Header, FileProblem>, ArchiveError> {
+) -> Result<HeaderFrom<'static>, ArchiveError> {
+    let mut spans = None;
     let members = header_members(raw, |visit| {
-        ArrayItems { items }.header_from(copied, wanted, visit)
+        let found = ArrayItems { items }.header_from(copied, wanted, visit)?;
+        spans = found;
+        Ok(())
     })?;
-    Ok(members.map(|members| adapters::Header {
+    let header = members.map(|members| adapters::Header {
         members,
         index: None,
-    }))
+    });
+    Ok(HeaderFrom::Copied { header, spans })
 }
 
 /// Where the header of a structured file comes from.
 enum HeaderFrom<'r> {
-    /// A JSON document's members, read from its bytes as they were copied.
-    Copied(Result<adapters::Header, FileProblem>),
+    /// A JSON document's members, read from its bytes as they were copied, and where its
+    /// items are (unless there were too many to note).
+    Copied {
+        header: Result<adapters::Header, FileProblem>,
+        spans: Option<Spans>,
+    },
     /// The archived file, as its layout keeps it; a unit's header files have these
     /// roles.
     Archived { roles: &'r [(&'static str, String)] },
@@ -442,7 +451,7 @@ fn read_header(
     from: HeaderFrom<'_>,
 ) -> Result<Result<adapters::Header, FileProblem>, ArchiveError> {
     let roles = match from {
-        HeaderFrom::Copied(header) => return Ok(header),
+        HeaderFrom::Copied { header, .. } => return Ok(header),
         HeaderFrom::Archived { roles } => roles,
     };
     let mut members = Map::new();
@@ -759,7 +768,24 @@ fn structured_items(
         Ok(layout) => layout,
         Err(message) => return Ok(Err((message, None))),
     };
-    let shape = layout.shape();
+    // A document whose items were found as it was copied is read where they are.
+    let (header, spans) = match header {
+        HeaderFrom::Copied { header, spans } => (
+            HeaderFrom::Copied {
+                header,
+                spans: None,
+            },
+            spans,
+        ),
+        archived => (archived, None),
+    };
+    let shape: Box<dyn Shape> = match (spans, &layout) {
+        (Some(spans), Layout::Document { items, .. }) => Box::new(SpannedItems {
+            items: *items,
+            spans,
+        }),
+        _ => layout.shape(),
+    };
     let header = match read_header(&layout, shape.as_ref(), raw, header)? {
         Ok(header) => header,
         Err(problem) => return Ok(Err(problem)),
