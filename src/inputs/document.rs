@@ -5,9 +5,10 @@
 //! The reader only finds where each value begins and ends (strings, escapes and nesting
 //! are tracked byte by byte); the values themselves are parsed by the caller with the
 //! strict JSON reader, which also handles bare `NaN` tokens as the import policy says. An
-//! import scans a document once: where its items are ([`Spans`]) is noted as its header
-//! members are read from the bytes being copied, and the items are then read from the copy
-//! at those places ([`SpannedItems`]).
+//! import scans a document of up to a million items once: where its items are ([`Spans`])
+//! is noted as its header members are read from the bytes being copied, and the items are
+//! then read from the copy at those places ([`SpannedItems`]); a longer one is scanned
+//! again for its items.
 
 use std::fs::File;
 use std::io::{self, BufRead, Read};
@@ -497,7 +498,8 @@ impl ArrayItems {
     /// The header members of the document `reader` gives, which `wanted` names, handed to
     /// `visit` (what [`Shape::header`] does for a file): the import reads them from the
     /// bytes it copies, as it copies them.
-    /// Gives where the items are, unless there are more than [`MOST_SPANS`].
+    ///
+    /// Gives where the items are, unless there are more than a million of them.
     pub fn header_from(
         &self,
         reader: impl BufRead,
@@ -525,7 +527,7 @@ impl ArrayItems {
 /// The items of a JSON document whose [`Spans`] were noted as it was copied: each is read
 /// from where it is, the document not scanned again. Its shape was checked whole by then;
 /// what this read checks is what that scan did not: that no item is longer than
-/// [`MAX_ITEM_BYTES`], and that the file still holds every item.
+/// [`MAX_ITEM_BYTES`], and that the file is still long enough to hold every item.
 pub struct SpannedItems {
     pub items: Items<'static>,
     pub spans: Spans,
@@ -534,7 +536,7 @@ pub struct SpannedItems {
 impl Shape for SpannedItems {
     fn items(&self, file: File, visit: &mut ItemVisit) -> Reading {
         let mut reader = io::BufReader::with_capacity(256 * 1024, file);
-        let (mut at, mut item) = (0u64, Vec::new());
+        let mut at = 0u64;
         for (index, &(start, end)) in self.spans.0.iter().enumerate() {
             if end - start > MAX_ITEM_BYTES as u64 {
                 return Err(shape_error(DocumentError::TooLong {
@@ -548,21 +550,20 @@ impl Shape for SpannedItems {
                 .and_then(|gap| i64::try_from(gap).ok())
                 .expect("spans in file order");
             reader.seek_relative(gap).map_err(ShapeError::Io)?;
-            item.clear();
+            let mut item = Vec::with_capacity((end - start) as usize);
             Read::by_ref(&mut reader)
                 .take(end - start)
                 .read_to_end(&mut item)
                 .map_err(ShapeError::Io)?;
             if item.len() as u64 != end - start {
                 return Err(ShapeError::Invalid(format!(
-                    "the file ends at byte {}, inside item {index}, which it held when copied",
-                    start + item.len() as u64
+                    "the file is shorter than when it was copied: item {index} ended at byte {end}"
                 )));
             }
             at = end;
             visit(Item {
                 locator: Locator::Pointer(self.items.pointer(index as u64)),
-                content: Content::Json(&item),
+                content: Content::ReadJson(item),
             })
             .map_err(|Stop| ShapeError::Stopped)?;
         }
@@ -714,11 +715,15 @@ mod tests {
         let mut found = Vec::new();
         shape
             .items(file, &mut |item| {
-                let (Locator::Pointer(at), Content::Json(value)) = (item.locator, item.content)
-                else {
-                    unreachable!("a document's items are JSON at a pointer")
+                let value = match item.content {
+                    Content::Json(value) => value.to_vec(),
+                    Content::ReadJson(value) => value,
+                    _ => unreachable!("a document's items are JSON"),
                 };
-                found.push((at, value.to_vec()));
+                let Locator::Pointer(at) = item.locator else {
+                    unreachable!("a document's items are at a pointer")
+                };
+                found.push((at, value));
                 Ok(())
             })
             .map_err(|error| format!("{error:?}"))?;
@@ -755,6 +760,24 @@ mod tests {
             ("[\n\t{\"a\": \"\u{feff}\"}\r\n]", Items::TopLevel),
         ] {
             let spans = spans_of(text.as_bytes(), items, 100).expect("noted");
+            // The copy hands its bytes over in chunks, which may end anywhere.
+            for capacity in [1, 2, 3, 7] {
+                let reader = io::BufReader::with_capacity(capacity, text.as_bytes());
+                let chunked = scan::<_, ()>(
+                    reader,
+                    items,
+                    &|_| true,
+                    1 << 20,
+                    false,
+                    |_| Ok(()),
+                    Some(100),
+                );
+                assert_eq!(
+                    chunked.unwrap().1.as_ref(),
+                    Some(&spans),
+                    "{text} by {capacity}"
+                );
+            }
             let scanned = handed_out(&ArrayItems { items }, text.as_bytes()).unwrap();
             let spanned = handed_out(&SpannedItems { items, spans }, text.as_bytes()).unwrap();
             assert_eq!(spanned, scanned, "{text}");
@@ -778,7 +801,7 @@ mod tests {
         };
         let error = handed_out(&cut, b"[1, 2").unwrap_err();
         assert!(
-            error.contains("the file ends at byte 5, inside item 1"),
+            error.contains("shorter than when it was copied: item 1 ended at byte 6"),
             "{error}"
         );
     }

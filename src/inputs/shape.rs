@@ -27,6 +27,10 @@ pub struct Item<'a> {
 pub enum Content<'a> {
     /// The item's JSON text (a ZIP member, an element of a document's array).
     Json(&'a [u8]),
+    /// The item's JSON text, read into a buffer of its own, which is handed over (a ZIP
+    /// member the zip crate inflated, an element of a document's array read where it is:
+    /// [`super::document::SpannedItems`]).
+    ReadJson(Vec<u8>),
     /// The JSON text of a top-level member of an object whose members are the items: the
     /// key names it when its value is not an object.
     Member { key: &'a str, value: &'a [u8] },

@@ -316,7 +316,7 @@ impl Shape for ZipItems {
             match fetched {
                 Fetched::Bytes(bytes) => visit(Item {
                     locator,
-                    content: Content::Json(&bytes),
+                    content: Content::ReadJson(bytes),
                 }),
                 Fetched::Packed(packed) => visit(Item {
                     locator,

@@ -1048,3 +1048,29 @@ fn members_no_record_holds_are_still_read_by_every_rule() {
     assert!(stderr.contains("duplicate key"), "{stderr}");
     assert_eq!(env.files(), before);
 }
+
+#[test]
+fn a_sample_longer_than_the_item_limit_refuses_the_json_log_naming_its_byte() {
+    // Items are read where the copy's scan found them, which only the read can measure:
+    // the real noid log with its first sample made 64 MiB long is refused whole, at that
+    // sample's first byte, and nothing is written.
+    const LIMIT: usize = 64 << 20;
+    let env = Env::with_archive();
+    env.babel(&["run", "create", "r", "--model", "mockllm/model"])
+        .assert()
+        .success();
+    // The log holds NaN, which serde_json does not read: the sample is lengthened as text,
+    // a member put before its first.
+    let text = std::fs::read_to_string(log("noid", "json", false)).unwrap();
+    let samples = text.find("\"samples\": [").unwrap();
+    let start = samples + text[samples..].find('{').unwrap();
+    let padding = format!("\"padding\": \"{}\", ", "x".repeat(LIMIT));
+    let long = [&text[..=start], &padding, &text[start + 1..]].concat();
+    let path = env
+        .path()
+        .join("2026-12-03T14-55-25-00-00_babel-noid_long.json");
+    std::fs::write(&path, &long).unwrap();
+    let stderr = crate::common::refused_import(&env, "r", "inspect", &[], &path);
+    let expected = format!("byte {start}: a value longer than {LIMIT} bytes");
+    assert!(stderr.contains(&expected), "{expected:?} not in {stderr}");
+}

@@ -695,6 +695,7 @@ impl Batch {
     fn add(&mut self, item: Item<'_>) -> (bool, usize) {
         let owned = match item.content {
             Content::Json(bytes) => Owned::Json(bytes.to_vec()),
+            Content::ReadJson(bytes) => Owned::Json(bytes),
             Content::Member { key, value } => Owned::Member {
                 key: key.to_owned(),
                 value: value.to_vec(),
