@@ -309,6 +309,13 @@ pub fn count_items<R: BufRead>(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spans(Vec<(u64, u64)>);
 
+impl Spans {
+    /// Each item's first byte and the byte after it, in order.
+    pub fn of_items(&self) -> &[(u64, u64)] {
+        &self.0
+    }
+}
+
 /// The most items whose [`Spans`] are noted: 16 MiB of them. A document with more is
 /// scanned again for its items.
 const MOST_SPANS: usize = 1 << 20;
