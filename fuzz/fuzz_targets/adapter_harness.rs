@@ -7,5 +7,9 @@
 mod common;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    common::run(babel::adapters::Format::HARNESS, "samples_fuzz-task_2026-12-02T12-00-00.jsonl", data);
+    common::run(
+        babel::adapters::Format::HARNESS,
+        "samples_fuzz-task_2026-12-02T12-00-00.jsonl",
+        data,
+    );
 });

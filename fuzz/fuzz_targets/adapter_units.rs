@@ -14,7 +14,11 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         return;
     };
     if first & 1 == 0 {
-        common::run_items(Format::LIGHTEVAL, "details_fuzz|0_2026-12-04T10-00-00.000000.parquet", rest);
+        common::run_items(
+            Format::LIGHTEVAL,
+            "details_fuzz|0_2026-12-04T10-00-00.000000.parquet",
+            rest,
+        );
     } else {
         common::run_items(Format::OPENCOMPASS, "fuzz.json", rest);
     }

@@ -28,14 +28,22 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
         quick_implies_full(text);
     }
-    let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) else { return };
-    let Ok(bytes) = to_canonical_bytes(&value) else { return };
-    let reread: serde_json::Value = serde_json::from_slice(&bytes).expect("canonical output is JSON");
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(data) else {
+        return;
+    };
+    let Ok(bytes) = to_canonical_bytes(&value) else {
+        return;
+    };
+    let reread: serde_json::Value =
+        serde_json::from_slice(&bytes).expect("canonical output is JSON");
     assert!(is_canonical(&bytes, &reread));
     let text = std::str::from_utf8(&bytes[..bytes.len() - 1]).expect("canonical output is UTF-8");
     // The full check reads at most 126 nested containers; serde_json reads 127.
     if depth(&reread) <= 126 {
-        assert_eq!(check_canonical_in_full(text, &mut CanonicalScratch::default()), Ok(()));
+        assert_eq!(
+            check_canonical_in_full(text, &mut CanonicalScratch::default()),
+            Ok(())
+        );
     }
     quick_implies_full(text);
 });

@@ -2,12 +2,12 @@
 //! through the adapter; nothing panics, and every record it returns encodes into a records
 //! file that reads back as the same record (compared as canonical JSON, the form stored).
 
-use babel::canonical_json::to_canonical_bytes;
 use babel::adapters::{
     AdapterOptions, Format, Header, ImportContext, Item, JsonLine, Layout, Reader, RunContext,
     SourceFile,
 };
 use babel::archive::records::{Columns, EncodedBatch, RecordsFile, RecordsWriter};
+use babel::canonical_json::to_canonical_bytes;
 use babel::jsonl::{self, Members, NonFinitePolicy};
 use babel::record::{NewRecord, Record};
 use std::io::{Seek, Write};
@@ -53,7 +53,10 @@ pub fn run(format: Format, basename: &str, data: &[u8]) {
                     continue;
                 }
                 let mut records = Vec::new();
-                let line = JsonLine { number, members: &members };
+                let line = JsonLine {
+                    number,
+                    members: &members,
+                };
                 let _ = normalize(line, &context, &mut records);
                 for record in records {
                     batch.push(&record);
