@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
-# Builds one archive from the bundled examples and the producers' fixtures with the babel
-# binary given, at a fixed clock, and prints the SHA-256 of every file babel wrote under
-# runs/, the artifact registries and the history log, one `sha256  path` line each, sorted.
+# Builds one archive from the bundled examples and some of the producers' fixtures with the
+# babel binary given, at a fixed clock, and prints the SHA-256 of every file babel wrote
+# under runs/, the artifact registries and the history log, one `sha256  path` line each,
+# sorted.
 #
 #   scripts/golden-archive.sh BABEL WORKDIR [tree|later]
 #
-# `tree` (the default) imports what the tree-based build could: every format but lighteval
-# and OpenCompass, and the strict runs of BENCHMARK_WORKFLOW.md.
+# `tree` (the default) imports with the formats the tree-based build had: the canonical,
+# paired and harness examples, two of BENCHMARK_WORKFLOW.md's three strict runs (the bank
+# and protocol registered), and one or two inputs of each of lm-evaluation-harness,
+# Inspect (a .eval and a .json log), HELM and Every Eval Ever.
 # tests/fixtures/golden/archive.sha256 is its output for the build named in its first line,
-# the last with the tree-based import path. `later` imports the lighteval and OpenCompass
-# fixtures, which came after the streaming import: tests/fixtures/golden/later.sha256 is
-# its output for the first build that imported them. tests/it/golden_archive.rs runs the
-# script with today's build and requires the same outputs: a faster import path may change
-# no stored byte and no history entry. Run it from the repository root.
+# the last with the tree-based import path. `later` imports two of lighteval's three
+# outputs and OpenCompass's, whose adapters came after the streaming import:
+# tests/fixtures/golden/later.sha256 is its output for the first build that imported them.
+# tests/it/golden_archive.rs runs the script with today's build and requires the same
+# outputs: a faster import path may change no stored byte and no history entry. Run it
+# from the repository root.
 set -euo pipefail
+usage() {
+  echo "usage: scripts/golden-archive.sh BABEL WORKDIR [tree|later]" >&2
+  exit 2
+}
+[ $# -eq 2 ] || [ $# -eq 3 ] || usage
+part=${3:-tree}
+case "$part" in
+  tree | later) ;;
+  *) usage ;;
+esac
 babel=$(realpath "$1")
 work=$2
 rm -rf "$work"
@@ -68,11 +82,12 @@ later() {
   b import opencompass --format opencompass "$fx"/opencompass-0.5.4/outputs/20261203_234822
 }
 
-part=${3:-tree}
-case "$part" in
-  tree | later) "$part" ;;
-  *) echo "usage: scripts/golden-archive.sh BABEL WORKDIR [tree|later]" >&2; exit 2 ;;
-esac
+"$part"
 cd "$root"
-find runs history* $(ls -d item-banks protocols model-panels calibrations releases 2>/dev/null) -type f |
-  LC_ALL=C sort | xargs sha256sum
+hashed=(runs history*)
+for registry in item-banks protocols model-panels calibrations releases; do
+  if [ -d "$registry" ]; then
+    hashed+=("$registry")
+  fi
+done
+find "${hashed[@]}" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
