@@ -61,7 +61,7 @@ tree() {
   b run create eee --model dummy-a
   b import eee --format eee \
     "$fx"/every-eval-ever-0.3.0/out/lm-eval-run-a/babel_mc_original/babel-local/dummy-a/*_samples.jsonl
-  # The strict runs of BENCHMARK_WORKFLOW.md: records checked against a registered bank.
+  # Two of the strict runs of BENCHMARK_WORKFLOW.md: records checked against a registered bank.
   bench=examples/benchmark
   b artifact add item-bank capitals-bank $bench/item-bank.json
   b artifact add protocol capitals-0shot $bench/protocol.json
