@@ -1,22 +1,21 @@
 #!/usr/bin/env bash
-# Builds one archive from the bundled examples and some of the producers' fixtures with the
-# babel binary given, at a fixed clock, and prints the SHA-256 of every file babel wrote
-# under runs/, the artifact registries and the history log, one `sha256  path` line each,
+# Builds one archive from the bundled examples and the producers' fixtures with the babel
+# binary given, at a fixed clock, and prints the SHA-256 of every file babel wrote under
+# runs/, the artifact registries and the history log, one `sha256  path` line each,
 # sorted.
 #
 #   scripts/golden-archive.sh BABEL WORKDIR [tree|later]
 #
 # `tree` (the default) imports with the formats the tree-based build had: the canonical,
-# paired and harness examples, two of BENCHMARK_WORKFLOW.md's three strict runs (the bank
-# and protocol registered), and one or two inputs of each of lm-evaluation-harness,
-# Inspect (a .eval and a .json log), HELM and Every Eval Ever.
-# tests/fixtures/golden/archive.sha256 is its output for the build named in its first line,
-# the last with the tree-based import path. `later` imports two of lighteval's three
-# outputs and OpenCompass's, whose adapters came after the streaming import:
-# tests/fixtures/golden/later.sha256 is its output for the first build that imported them.
-# tests/it/golden_archive.rs runs the script with today's build and requires the same
-# outputs: a faster import path may change no stored byte and no history entry. Run it
-# from the repository root.
+# paired and harness examples, BENCHMARK_WORKFLOW.md's three strict runs with its three
+# artifacts, the lm-evaluation-harness and HELM fixtures, every Inspect log and every
+# Every Eval Ever file of the fixtures. tests/fixtures/golden/archive.sha256 is its output
+# for the build named in its first line, the last with the tree-based import path.
+# `later` imports the three lighteval outputs and the OpenCompass one, whose adapters came
+# after the streaming import: tests/fixtures/golden/later.sha256 is its output for the
+# first build that imported them. tests/it/golden_archive.rs runs the script with today's
+# build and requires the same outputs: a faster import path may change no stored byte and
+# no history entry. Run it from the repository root.
 set -euo pipefail
 usage() {
   echo "usage: scripts/golden-archive.sh BABEL WORKDIR [tree|later]" >&2
@@ -61,15 +60,31 @@ tree() {
   b run create eee --model dummy-a
   b import eee --format eee \
     "$fx"/every-eval-ever-0.3.0/out/lm-eval-run-a/babel_mc_original/babel-local/dummy-a/*_samples.jsonl
-  # Two of the strict runs of BENCHMARK_WORKFLOW.md: records checked against a registered bank.
+  # The strict runs of BENCHMARK_WORKFLOW.md, its artifacts registered as it does.
   bench=examples/benchmark
   b artifact add item-bank capitals-bank $bench/item-bank.json
   b artifact add protocol capitals-0shot $bench/protocol.json
-  for run in demo-7b-step1000 demo-1b; do
-    b run create $run --model demo-org/${run%%-step*} --benchmark world-capitals \
-      --item-bank capitals-bank --protocol capitals-0shot
+  b artifact add model-panel capitals-models $bench/model-panel.json
+  strict=(--benchmark world-capitals --item-bank capitals-bank --protocol capitals-0shot)
+  b run create demo-7b-step1000 --model demo-org/demo-7b "${strict[@]}" --meta checkpoint=step-1000
+  b run create demo-7b-step2000 --model demo-org/demo-7b "${strict[@]}" --meta checkpoint=step-2000
+  b run create demo-1b --model demo-org/demo-1b "${strict[@]}"
+  for run in demo-7b-step1000 demo-7b-step2000 demo-1b; do
     b import $run --format canonical $bench/results/$run.jsonl
   done
+  # Every Inspect log and every Every Eval Ever file of the fixtures, a run each.
+  n=0
+  for log in "$fx"/inspect-ai-0.3.285/logs/seed1/*; do
+    n=$((n + 1))
+    b run create inspect-$n --model mockllm/model
+    b import inspect-$n --format inspect "$log"
+  done
+  n=0
+  while IFS= read -r rows; do
+    n=$((n + 1))
+    b run create eee-$n --model dummy-a
+    b import eee-$n --format eee "$rows"
+  done < <(find "$fx"/every-eval-ever-0.3.0/out -name '*_samples.jsonl' | LC_ALL=C sort)
 }
 
 later() {
@@ -78,6 +93,8 @@ later() {
   b import lighteval-custom --format lighteval "$lighteval"/custom-seed1
   b run create lighteval-dummy --model dummy
   b import lighteval-dummy --format lighteval "$lighteval"/dummy-seed42
+  b run create lighteval-fewshot2 --model dummy
+  b import lighteval-fewshot2 --format lighteval "$lighteval"/dummy-fewshot2
   b run create opencompass --model babel-fake-seed1
   b import opencompass --format opencompass "$fx"/opencompass-0.5.4/outputs/20261203_234822
 }

@@ -1,9 +1,9 @@
 //! The streaming import writes what the tree-based import wrote (issue 20): the archive
 //! built by `scripts/golden-archive.sh` has, file for file, the SHA-256 an earlier build
-//! gave it. Part `tree` (the bundled examples, two of BENCHMARK_WORKFLOW.md's strict runs,
-//! and one or two inputs of each producer the tree-based build read) against the last
-//! build with the tree-based import path (`tests/fixtures/golden/archive.sha256`, whose
-//! first line names it); part `later` (two lighteval outputs and an OpenCompass one, whose
+//! gave it. Part `tree` (the bundled examples, BENCHMARK_WORKFLOW.md's strict runs and
+//! artifacts, and the fixtures of every producer the tree-based build read) against the
+//! last build with the tree-based import path (`tests/fixtures/golden/archive.sha256`,
+//! whose first line names it); part `later` (the lighteval and OpenCompass outputs, whose
 //! adapters came after the streaming import) against the first build that imported them
 //! (`tests/fixtures/golden/later.sha256`). Records files, raw copies, manifests, the
 //! registered artifacts and the history log: a faster path may change no stored byte.
