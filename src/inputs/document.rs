@@ -645,7 +645,7 @@ impl Shape for MemberItems {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn parts(text: &str, items: Items<'_>) -> (Vec<(String, String)>, Vec<String>) {
@@ -715,7 +715,10 @@ mod tests {
 
     /// The items `shape` hands out from a file holding `text`, with their pointers, or its
     /// error.
-    fn handed_out(shape: &dyn Shape, text: &[u8]) -> Result<Vec<(String, Vec<u8>)>, String> {
+    pub(crate) fn handed_out(
+        shape: &dyn Shape,
+        text: &[u8],
+    ) -> Result<Vec<(String, Vec<u8>)>, String> {
         let mut file = tempfile::tempfile().unwrap();
         io::Write::write_all(&mut file, text).unwrap();
         io::Seek::rewind(&mut file).unwrap();

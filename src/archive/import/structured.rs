@@ -751,6 +751,18 @@ impl ItemProgress<'_> {
     }
 }
 
+/// How the items of a file of `layout` are read: a document's at the `spans` its copy
+/// noted, where it noted them; otherwise as the layout reads them.
+fn items_shape(layout: &Layout, spans: Option<Spans>) -> Box<dyn Shape> {
+    match (spans, layout) {
+        (Some(spans), Layout::Document { items, .. }) => Box::new(SpannedItems {
+            items: *items,
+            spans,
+        }),
+        _ => layout.shape(),
+    }
+}
+
 /// Reads the archived structured file at `raw` as `structured` lays it out: its header
 /// first (`header`: a document's was read as it was copied, so its header members may
 /// come after its items), then every item, normalized and handed to `take` in file
@@ -759,7 +771,7 @@ impl ItemProgress<'_> {
 fn structured_items(
     structured: &adapters::Structured,
     raw: &Path,
-    header: HeaderFrom<'_>,
+    mut header: HeaderFrom<'_>,
     context: &ImportContext<'_>,
     bank: Option<&BankIndex>,
     progress: &mut ItemProgress<'_>,
@@ -770,23 +782,11 @@ fn structured_items(
         Err(message) => return Ok(Err((message, None))),
     };
     // A document whose items were found as it was copied is read where they are.
-    let (header, spans) = match header {
-        HeaderFrom::Copied { header, spans } => (
-            HeaderFrom::Copied {
-                header,
-                spans: None,
-            },
-            spans,
-        ),
-        archived => (archived, None),
+    let spans = match &mut header {
+        HeaderFrom::Copied { spans, .. } => spans.take(),
+        HeaderFrom::Archived { .. } => None,
     };
-    let shape: Box<dyn Shape> = match (spans, &layout) {
-        (Some(spans), Layout::Document { items, .. }) => Box::new(SpannedItems {
-            items: *items,
-            spans,
-        }),
-        _ => layout.shape(),
-    };
+    let shape = items_shape(&layout, spans);
     let header = match read_header(&layout, shape.as_ref(), raw, header)? {
         Ok(header) => header,
         Err(problem) => return Ok(Err(problem)),
@@ -818,6 +818,33 @@ fn structured_items(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inputs::document::tests::handed_out;
+
+    #[test]
+    fn a_documents_items_are_read_at_the_spans_its_copy_noted_not_scanned_again() {
+        // The spans of one document, and the file of another whose items are elsewhere:
+        // read at the spans, the file gives the bytes there; scanned, its own items. The
+        // import reads at the spans only where the copy noted them.
+        let layout = Layout::Document {
+            header: &[],
+            items: Items::TopLevel,
+        };
+        let noted = "[1, 22, 333]";
+        let spans = ArrayItems {
+            items: Items::TopLevel,
+        }
+        .header_from(noted.as_bytes(), &[], &mut |_, _| Ok(()))
+        .unwrap();
+        let items_of = |shape: Box<dyn Shape>| {
+            let handed = handed_out(shape.as_ref(), b"[  1,22,333 ]").unwrap();
+            let texts = handed
+                .into_iter()
+                .map(|(_, bytes)| String::from_utf8(bytes));
+            texts.collect::<Result<Vec<_>, _>>().unwrap()
+        };
+        assert_eq!(items_of(items_shape(&layout, spans)), [" ", ",2", "333"]);
+        assert_eq!(items_of(items_shape(&layout, None)), ["1", "22", "333"]);
+    }
 
     #[test]
     fn header_files_are_read_whole_only_as_far_as_memory_holds_their_trees() {
