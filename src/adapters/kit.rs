@@ -10,7 +10,8 @@
 //!   `language`, the strict run's `script`) the functions beside [`super::Adapter`].
 //! - [`LineFields`], the typed, field-precise reading of a line's members (each getter
 //!   takes one member and says exactly what was wrong with it), and [`JsonLine`], the line
-//!   a line adapter is handed.
+//!   a line adapter is handed; [`ObjectFields`], the same reading of an object nested in
+//!   a member.
 //!
 //! Members are canonical JSON text borrowed from the streaming reader's buffers: a getter
 //! that reads a scalar decodes only that member; a member moved into the record
@@ -20,8 +21,10 @@
 
 #[cfg(test)]
 pub(crate) mod fixtures;
+mod object;
 mod record;
 
+pub use object::ObjectFields;
 pub use record::{ItemResult, Items, ORIGINAL, add_facts, normalize, record};
 
 use std::borrow::Cow;

@@ -35,7 +35,7 @@ use serde_json::Value;
 pub use kit::{JsonLine, LineFields};
 
 use crate::jsonl::FieldPath;
-use crate::record::{FieldError, Fields, NewRecord, Record, fields::describe};
+use crate::record::{FieldError, NewRecord, Record, fields::describe};
 
 /// Every input format `babel import --format` accepts, in the order `--help` lists them.
 pub const REGISTRY: &[&Adapter] = &[
@@ -122,7 +122,7 @@ pub enum Reader {
     /// for a format that passes most of a line through to the record as it is.
     Lines(LinesHook),
     /// JSON Lines read as [`Reader::Lines`] is, but each line parsed into a tree: for a
-    /// format that interprets most of a line (the paired and Every Eval Ever rows).
+    /// format that interprets most of a line (the Every Eval Ever rows).
     TreeLines(TreeLinesHook),
     /// A structured file (a ZIP log, a JSON document): its header first, then its items.
     Items(Structured),
@@ -673,18 +673,6 @@ pub fn required_text(
                 "expected {what}, found {}",
                 other.map_or("nothing".into(), describe)
             ),
-        )),
-    }
-}
-
-/// An array field, if present and not null.
-pub fn optional_array(f: &mut Fields, name: &str) -> Result<Option<Vec<Value>>, AdapterError> {
-    match f.take(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(items)) => Ok(Some(items)),
-        Some(other) => Err(AdapterError::new(
-            f.path(name),
-            format!("expected an array, found {}", describe(&other)),
         )),
     }
 }

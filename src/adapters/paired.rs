@@ -7,22 +7,25 @@
 //! and the agreement of indices and score arrays with choice counts. The line shape and
 //! where each field lands are documented in FORMAT.md ("The paired adapter"). No
 //! filesystem access.
+//!
+//! A line is read as the streaming reader's members: each version's object is read from
+//! its canonical text ([`kit::ObjectFields`]) and its values are moved into the records as
+//! they are, never built into trees.
 
 use std::borrow::Cow;
 
-use serde_json::{Map, Value};
-
 use super::stable_id::{self, QuestionIdentity};
-use super::{AdapterError, AdapterOptions, ImportContext, agree, kit, optional_array};
-use crate::jsonl::{FieldPath, Line, PathSegment};
-use crate::record::{DEFAULT_FILTER, Fields, Locator, Record, fields::describe};
+use super::{AdapterError, AdapterOptions, ImportContext, JsonLine, LineFields, agree, kit};
+use crate::canonical_json::{Json, JsonKind, ObjectWriter};
+use crate::jsonl::{FieldPath, Member, PathSegment};
+use crate::record::{DEFAULT_FILTER, Locator, NewRecord};
 
 /// The paired format: one line per question with `original` and `rephrased` objects.
 pub const ADAPTER: super::Adapter = super::Adapter::new(
     "paired",
     "one line per question with `original` and `rephrased` objects (two records)",
     "paired/1",
-    super::Reader::TreeLines(normalize),
+    super::Reader::Lines(normalize),
 )
 .with_option_rules(check_options)
 .with_fixed_variants(&[ORIGINAL]);
@@ -56,42 +59,52 @@ pub fn check_options(options: &AdapterOptions) -> Result<(), String> {
     Ok(())
 }
 
+/// A version's `choices`: the array's canonical text, and the paths (inside the array) of
+/// the numbers the tree reader reads as doubles though their text is an integer.
+struct Choices<'a> {
+    text: Json<'a>,
+    doubles: Vec<&'a [PathSegment]>,
+}
+
+impl Choices<'_> {
+    /// The same choices, as the tree reader compares them: `1.0` is not the choice `1`.
+    fn same(&self, other: &Choices<'_>) -> bool {
+        self.text == other.text
+            && self.doubles.len() == other.doubles.len()
+            && self.doubles.iter().all(|path| other.doubles.contains(path))
+    }
+}
+
 /// One version (original or rephrased) of a paired line, read and checked.
-struct Variant {
+struct Variant<'a> {
     path: FieldPath,
-    question: Option<String>,
-    choices: Option<Vec<Value>>,
+    question: Option<Json<'a>>,
+    choices: Option<Choices<'a>>,
     correct_index: Option<u64>,
     /// `pred_acc`, `pred_acc_norm`, `pred_acc_pmi`, in [`PREDICTIONS`] order.
     predictions: [Option<u64>; 3],
     /// `logprobs`, `logprobs_norm`, `logprobs_pmi`, in [`SCORE_ARRAYS`] order.
-    scores: [Option<Vec<Value>>; 3],
-    generated_text: Option<String>,
+    scores: [Option<Json<'a>>; 3],
+    generated_text: Option<Json<'a>>,
     /// Every other field: additional producer metrics, kept as given.
-    metrics: Map<String, Value>,
+    metrics: Json<'static>,
     /// The number of choices and the field that states it, when any field does.
     choice_count: Option<(usize, FieldPath)>,
 }
 
-impl Variant {
-    fn read(value: Option<Value>, path: FieldPath) -> Result<Self, AdapterError> {
-        let map = match value {
-            Some(Value::Object(map)) => map,
-            None => {
-                return Err(AdapterError::new(path, "required field is missing").with_hint(
-                    "a paired line holds an \"original\" and a \"rephrased\" object (see FORMAT.md)",
-                ));
-            }
-            Some(other) => {
-                return Err(AdapterError::new(
-                    path,
-                    format!("expected an object, found {}", describe(&other)),
-                ));
-            }
+impl<'a> Variant<'a> {
+    fn read(member: Option<Member<'a>>, path: FieldPath) -> Result<Self, AdapterError> {
+        let Some(member) = member else {
+            return Err(AdapterError::new(path, "required field is missing").with_hint(
+                "a paired line holds an \"original\" and a \"rephrased\" object (see FORMAT.md)",
+            ));
         };
-        let mut f = Fields::new(map, path.clone());
+        let mut f = kit::ObjectFields::of_member(&member, path.clone())?;
         let question = f.optional_string("question")?;
-        let choices = optional_array(&mut f, "choices")?;
+        let choices = f.optional_array("choices")?.map(|text| Choices {
+            text,
+            doubles: f.integral_doubles_in("choices"),
+        });
         let correct_index = f.optional_index("correct_index")?;
         let mut predictions = [None; 3];
         for (slot, (name, _)) in predictions.iter_mut().zip(PREDICTIONS) {
@@ -99,39 +112,45 @@ impl Variant {
         }
         let mut scores = [None, None, None];
         for (slot, name) in scores.iter_mut().zip(SCORE_ARRAYS) {
-            *slot = optional_array(&mut f, name)?;
+            *slot = f.optional_array(name)?;
             if let Some(values) = slot {
                 check_numbers(values, &f.path(name))?;
             }
         }
         let generated_text = match f.take("generated_text") {
-            None | Some(Value::Null) => None,
-            // A model may well generate nothing: the empty string is a response.
-            Some(Value::String(text)) => Some(text),
-            Some(other) => {
-                return Err(AdapterError::new(
-                    f.path("generated_text"),
-                    format!("expected a string or null, found {}", describe(&other)),
-                ));
-            }
+            None => None,
+            Some(text) => match text.kind() {
+                JsonKind::Null => None,
+                // A model may well generate nothing: the empty string is a response.
+                JsonKind::String => Some(text),
+                _ => {
+                    return Err(AdapterError::new(
+                        f.path("generated_text"),
+                        format!(
+                            "expected a string or null, found {}",
+                            f.describe("generated_text", &text)
+                        ),
+                    ));
+                }
+            },
         };
         let mut choice_count = choices
             .as_ref()
-            .map(|choices| (choices.len(), path.key("choices")));
+            .map(|choices| (count(&choices.text), path.key("choices")));
         for (values, name) in scores.iter().zip(SCORE_ARRAYS) {
             let Some(values) = values else { continue };
+            let entries = count(values);
             match &choice_count {
-                Some((count, from)) if *count != values.len() => {
+                Some((count, from)) if *count != entries => {
                     return Err(AdapterError::new(
                         path.key(name),
                         format!(
-                            "{} entries, but {from} has {count}; arrays must agree with the choice count",
-                            values.len()
+                            "{entries} entries, but {from} has {count}; arrays must agree with the choice count"
                         ),
                     ));
                 }
                 Some(_) => {}
-                None => choice_count = Some((values.len(), path.key(name))),
+                None => choice_count = Some((entries, path.key(name))),
             }
         }
         let variant = Self {
@@ -169,56 +188,64 @@ impl Variant {
         self.predictions[0]
     }
 
-    fn input(&mut self) -> Value {
-        let mut input = Map::new();
+    fn input(&mut self) -> Json<'static> {
+        let mut input = ObjectWriter::new();
         if let Some(question) = self.question.take() {
-            input.insert("question".into(), Value::String(question));
+            input.insert("question", question);
         }
         if let Some(choices) = self.choices.take() {
-            input.insert("choices".into(), Value::Array(choices));
+            input.insert("choices", choices.text);
         }
         object_or_null(input)
     }
 
-    fn prediction(&self) -> Value {
-        let mut prediction = Map::new();
+    fn prediction(&self) -> Json<'static> {
+        let mut prediction = ObjectWriter::new();
         for ((_, name), index) in PREDICTIONS.iter().zip(self.predictions) {
             if let Some(index) = index {
-                prediction.insert((*name).into(), Value::from(index));
+                prediction.insert(*name, Json::unsigned(index));
             }
         }
         object_or_null(prediction)
     }
 
-    fn scores(&mut self) -> Map<String, Value> {
-        let mut scores = Map::new();
+    fn scores(&mut self) -> Json<'static> {
+        let mut scores = ObjectWriter::new();
         for (values, name) in self.scores.iter_mut().zip(SCORE_ARRAYS) {
             if let Some(values) = values.take() {
-                scores.insert(name.into(), Value::Array(values));
+                scores.insert(name, values);
             }
         }
-        scores
+        scores.finish()
     }
 }
 
-fn object_or_null(map: Map<String, Value>) -> Value {
-    if map.is_empty() {
-        Value::Null
+fn object_or_null(object: ObjectWriter<'_>) -> Json<'static> {
+    if object.is_empty() {
+        Json::NULL
     } else {
-        Value::Object(map)
+        object.finish()
     }
+}
+
+/// The number of elements of an array.
+fn count(array: &Json<'_>) -> usize {
+    array.iter_elements().map_or(0, Iterator::count)
 }
 
 /// Score arrays hold numbers, or null for an unknown value.
-fn check_numbers(values: &[Value], path: &FieldPath) -> Result<(), AdapterError> {
-    match values
-        .iter()
-        .position(|v| !matches!(v, Value::Number(_) | Value::Null))
-    {
+fn check_numbers(values: &Json<'_>, path: &FieldPath) -> Result<(), AdapterError> {
+    let found = values
+        .iter_elements()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .find(|(_, value)| !matches!(value.kind(), JsonKind::Number | JsonKind::Null));
+    match found {
         None => Ok(()),
-        Some(i) => Err(AdapterError::new(
+        Some((i, value)) => Err(AdapterError::new(
             path.index(i),
-            format!("expected a number or null, found {}", describe(&values[i])),
+            format!("expected a number or null, found {}", value.describe()),
         )),
     }
 }
@@ -237,8 +264,8 @@ struct AnswerKey {
 /// key is valid; the assertion is recorded as a warning. Explicitly different choice
 /// ordering still requires a per-variant key."
 fn answer_key(
-    variant: &Variant,
-    original_choices: Option<&[Value]>,
+    variant: &Variant<'_>,
+    original_choices: Option<&Choices<'_>>,
     is_original: bool,
     shared: Option<u64>,
     shared_asserted: bool,
@@ -266,8 +293,8 @@ fn answer_key(
             None
         }
         Some(shared) if is_original => Some(shared),
-        Some(shared) => match (original_choices, variant.choices.as_deref()) {
-            (Some(original), Some(own)) if original == own => Some(shared),
+        Some(shared) => match (original_choices, variant.choices.as_ref()) {
+            (Some(original), Some(own)) if original.same(own) => Some(shared),
             (Some(_), Some(_)) => {
                 warnings.push(format!(
                     "{name}.choices differ from original.choices and {name} has no correct_index of its own; \
@@ -311,39 +338,34 @@ fn answer_key(
 }
 
 /// What both records of a line share.
-struct Shared {
-    benchmark: String,
-    script: Option<String>,
-    language: Option<String>,
+struct Shared<'a> {
+    benchmark: Cow<'a, str>,
+    script: Option<Cow<'a, str>>,
+    language: Option<Cow<'a, str>>,
     identity: QuestionIdentity,
-    filter: String,
+    filter: Cow<'a, str>,
     repeat_id: u64,
     /// The rephrased record's.
-    rephrasing_model: Option<String>,
+    rephrasing_model: Option<Cow<'a, str>>,
 }
 
-impl Shared {
+impl<'a> Shared<'a> {
     /// Reads the line's context fields: benchmark, model, language and script must agree
     /// with the run and the import.
     fn read(
-        f: &mut Fields,
+        f: &mut LineFields<'a>,
         identity: QuestionIdentity,
-        context: &ImportContext<'_>,
+        context: &'a ImportContext<'a>,
     ) -> Result<Self, AdapterError> {
         let run = context.run;
-        let benchmark = super::benchmark(f.optional_string("benchmark")?.map(Cow::Owned), context)?
-            .into_owned();
+        let benchmark = super::benchmark(f.optional_string("benchmark")?, context)?;
         agree(
             "model",
-            f.optional_string("model")?.map(Cow::Owned),
+            f.optional_string("model")?,
             Some(&run.model),
             "the run's model",
         )?;
-        let language = super::language(
-            f.optional_string("language")?.map(Cow::Owned),
-            context.options,
-        )?
-        .map(Cow::into_owned);
+        let language = super::language(f.optional_string("language")?, context.options)?;
         let script = super::script(f.optional_string("script")?, run).map_err(|e| {
             e.with_hint("give each paired line a top-level \"script\" (e.g. \"Latn\")")
         })?;
@@ -355,25 +377,25 @@ impl Shared {
             rephrasing_model: f.optional_string("rephrasing_model")?,
             filter: f
                 .defaulted_string("filter")?
-                .unwrap_or_else(|| DEFAULT_FILTER.to_owned()),
+                .unwrap_or(Cow::Borrowed(DEFAULT_FILTER)),
             repeat_id: f.defaulted_index("repeat_id")?.unwrap_or(0),
         })
     }
 }
 
 /// Normalizes one paired line into its two records (original, then rephrased).
-pub fn normalize(
-    line: Line,
-    context: &ImportContext<'_>,
-    out: &mut Vec<Record>,
+pub fn normalize<'a>(
+    line: JsonLine<'a>,
+    context: &'a ImportContext<'a>,
+    out: &mut Vec<NewRecord<'a>>,
 ) -> Result<(), AdapterError> {
     let identity = stable_id::resolve(
-        &line.object,
+        line.members,
         context.options.id_field.as_ref(),
         context.source,
         line.number,
     )?;
-    let mut f = Fields::new(line.object, FieldPath::root());
+    let mut f = LineFields::new(line.members);
     let shared = Shared::read(&mut f, identity, context)?;
     let shared_key = f.optional_index("correct_index")?;
     let mut original = Variant::read(f.take(ORIGINAL), f.path(ORIGINAL))?;
@@ -391,22 +413,25 @@ pub fn normalize(
     let original_key = answer_key(&original, None, true, shared_key, shared_asserted)?;
     let rephrased_key = answer_key(
         &rephrased,
-        original.choices.as_deref(),
+        original.choices.as_ref(),
         false,
         shared_key,
         shared_asserted,
     )?;
-    let mut first = record(&shared, context, line.number, &mut original, original_key);
-    first.variant_id = ORIGINAL.to_owned();
-    first.extra = extra.clone();
-    let mut second = record(&shared, context, line.number, &mut rephrased, rephrased_key);
-    second.variant_id = context
-        .options
-        .variant
-        .clone()
-        .unwrap_or_else(|| REPHRASED.to_owned());
-    second.rephrasing_model = shared.rephrasing_model.clone();
-    second.extra = extra;
+    let line = Line {
+        shared: &shared,
+        context,
+        number: line.number,
+    };
+    let first = line.record(&mut original, original_key, ORIGINAL, None, extra.clone());
+    let rephrased_id = context.options.variant.as_deref().unwrap_or(REPHRASED);
+    let second = line.record(
+        &mut rephrased,
+        rephrased_key,
+        rephrased_id,
+        shared.rephrasing_model.clone(),
+        extra,
+    );
     out.push(first);
     out.push(second);
     Ok(())
@@ -415,81 +440,110 @@ pub fn normalize(
 /// Keeps the identity fields in `extra`: the question ID's own field is the record's
 /// question_id; other identity fields (and the top-level field an `--id-field` path starts
 /// in) are kept, not refused.
-fn keep_identity_fields(
-    f: &mut Fields,
+fn keep_identity_fields<'a>(
+    f: &mut LineFields<'a>,
     id_field: Option<&FieldPath>,
-    mut extra: Map<String, Value>,
-) -> Result<Map<String, Value>, AdapterError> {
+    extra: Json<'a>,
+) -> Result<Json<'a>, AdapterError> {
     let used = id_field.and_then(|path| match path.segments() {
-        [PathSegment::Key(first), rest @ ..] => Some((first.clone(), rest.is_empty())),
+        [PathSegment::Key(first), rest @ ..] => Some((first.as_str(), rest.is_empty())),
         _ => None,
     });
-    let mut keep = |name: &str, f: &mut Fields| -> Result<(), AdapterError> {
-        let Some(value) = f.take(name) else {
+    let mut kept = Vec::new();
+    let mut keep = |name: &str, f: &mut LineFields<'a>| -> Result<(), AdapterError> {
+        let Some(member) = f.take(name) else {
             return Ok(());
         };
-        if used
-            .as_ref()
-            .is_some_and(|(first, alone)| first == name && *alone)
-        {
+        if used.is_some_and(|(first, alone)| first == name && alone) {
             return Ok(());
         }
-        if extra.contains_key(name) {
+        let value = f.stored(name, &member)?;
+        if extra.get(name).is_some() {
             return Err(AdapterError::new(
                 f.path(name),
                 format!("{name:?} is given both at the top level and under extra"),
             ));
         }
-        extra.insert(name.to_owned(), value);
+        kept.push((name.to_owned(), value));
         Ok(())
     };
     for name in IDENTITY_FIELDS {
         keep(name, f)?;
     }
-    if let Some((first, _)) = &used {
+    if let Some((first, _)) = used {
         keep(first, f)?;
     }
-    Ok(extra)
+    if kept.is_empty() {
+        return Ok(extra);
+    }
+    let mut object = ObjectWriter::new();
+    for (key, value) in extra.iter_members().expect("extra is an object") {
+        object.insert(key.into_owned(), value.into_owned());
+    }
+    for (key, value) in kept {
+        object.insert(key, value);
+    }
+    Ok(object.finish())
 }
 
-/// One version's record: what both share, and this version's own reading, scored against
-/// its own answer key.
-fn record(
-    shared: &Shared,
-    context: &ImportContext<'_>,
-    line: u64,
-    variant: &mut Variant,
-    key: AnswerKey,
-) -> Record {
-    let mut record = kit::record(
-        context,
-        &shared.benchmark,
-        shared.identity.clone(),
-        Locator::Line(line),
-    );
-    record.script = shared.script.clone();
-    record.language = shared.language.clone();
-    record.filter = shared.filter.clone();
-    record.repeat_id = shared.repeat_id;
-    // Correctness compares the predicted index with this version's own key; an index is
-    // never read as a boolean, and normalized or PMI predictions never stand in for it.
-    record.correct = variant
-        .pred_acc()
-        .zip(key.index)
-        .map(|(predicted, answer)| predicted == answer);
-    record.input = variant.input();
-    record.target = key
-        .index
-        .map_or(Value::Null, |index| serde_json::json!({ "index": index }));
-    record.prediction = variant.prediction();
-    record.scores = variant.scores();
-    record.metrics = std::mem::take(&mut variant.metrics);
-    record.response = variant
-        .generated_text
-        .take()
-        .map_or(Value::Null, Value::String);
-    record.warnings = key.warnings;
-    record
+/// What both records of a line are made from.
+struct Line<'s, 'a> {
+    shared: &'s Shared<'a>,
+    context: &'a ImportContext<'a>,
+    number: u64,
+}
+
+impl<'a> Line<'_, 'a> {
+    /// One version's record: what both share, and this version's own reading, scored
+    /// against its own answer key.
+    fn record(
+        &self,
+        variant: &mut Variant<'a>,
+        key: AnswerKey,
+        variant_id: &'a str,
+        rephrasing_model: Option<Cow<'a, str>>,
+        extra: Json<'a>,
+    ) -> NewRecord<'a> {
+        let (shared, context) = (self.shared, self.context);
+        let target = match key.index {
+            None => Json::NULL,
+            Some(index) => {
+                let mut target = ObjectWriter::new();
+                target.insert("index", Json::unsigned(index));
+                target.finish()
+            }
+        };
+        NewRecord {
+            run_id: Cow::Borrowed(&context.run.run_id),
+            benchmark: shared.benchmark.clone(),
+            script: shared.script.clone(),
+            language: shared.language.clone(),
+            question_id: Cow::Owned(shared.identity.question_id.clone()),
+            variant_id: Cow::Borrowed(variant_id),
+            filter: shared.filter.clone(),
+            repeat_id: shared.repeat_id,
+            identity_scope: shared.identity.scope,
+            model: Cow::Borrowed(&context.run.model),
+            rephrasing_model,
+            input: variant.input(),
+            target,
+            prediction: variant.prediction(),
+            // Correctness compares the predicted index with this version's own key; an
+            // index is never read as a boolean, and normalized or PMI predictions never
+            // stand in for it.
+            correct: variant
+                .pred_acc()
+                .zip(key.index)
+                .map(|(predicted, answer)| predicted == answer),
+            scores: variant.scores(),
+            metrics: std::mem::replace(&mut variant.metrics, Json::EMPTY_OBJECT),
+            response: variant.generated_text.take().unwrap_or(Json::NULL),
+            source_path: Cow::Borrowed(context.source.raw_path),
+            locator: Locator::Line(self.number),
+            warnings: key.warnings,
+            extra,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -497,9 +551,9 @@ mod tests {
     use super::*;
     use crate::adapters::RunContext;
     use crate::adapters::kit::fixtures;
-    use crate::jsonl::{NonFinitePolicy, parse_line};
-    use crate::record::IdentityScope;
-    use serde_json::json;
+    use crate::jsonl::NonFinitePolicy;
+    use crate::record::{IdentityScope, Record};
+    use serde_json::{Value, json};
 
     fn run() -> RunContext {
         RunContext {
@@ -513,10 +567,9 @@ mod tests {
         run: &RunContext,
         options: &AdapterOptions,
     ) -> Result<Vec<Record>, AdapterError> {
-        let line = parse_line(&value.to_string(), 3, NonFinitePolicy::Reject).unwrap();
         let context = fixtures::context(run, options, "runs/r1/raw/0001-p.jsonl", "p.jsonl");
-        let mut out = Vec::new();
-        normalize(line, &context, &mut out)?;
+        let text = value.to_string();
+        let out = kit::records_of_line(normalize, &text, 3, NonFinitePolicy::Reject, &context)?;
         assert_eq!(out.len(), 2, "one paired line gives two records");
         Ok(out)
     }
@@ -589,10 +642,11 @@ mod tests {
             original.prediction,
             json!({"index": 0, "index_norm": 2, "index_pmi": 1})
         );
+        // Stored as canonical JSON, where -1.0 is written -1.
         assert_eq!(
             Value::Object(original.scores.clone()),
-            json!({"logprobs": [-0.5, -1.0, -2.0, -3.0], "logprobs_norm": [-0.1, -0.2, -0.05, -0.9],
-                   "logprobs_pmi": [0.1, 0.3, 0.0, null]})
+            json!({"logprobs": [-0.5, -1, -2, -3], "logprobs_norm": [-0.1, -0.2, -0.05, -0.9],
+                   "logprobs_pmi": [0.1, 0.3, 0, null]})
         );
         assert_eq!(
             Value::Object(original.metrics.clone()),
@@ -735,6 +789,30 @@ mod tests {
             );
             assert_eq!(records[1].target, Value::Null);
             assert!(records[1].warnings[0].contains("differ from original.choices"));
+        }
+    }
+
+    #[test]
+    fn choices_are_identical_as_the_tree_reader_compares_them() {
+        // "A shared top-level key can be used ... for a rephrase with identical explicit
+        // choices": the choice 2.0 is a double to a JSON parser, not the choice 2, though
+        // both are stored as 2.
+        let (run, options) = (run(), AdapterOptions::default());
+        let context = fixtures::context(&run, &options, "runs/r1/raw/0001-p.jsonl", "p.jsonl");
+        let numeric = |original: &str, rephrased: &str| {
+            let text = format!(
+                r#"{{"question_id": "n", "correct_index": 0, "original": {{"choices": {original}, "pred_acc": 0}},
+                    "rephrased": {{"choices": {rephrased}, "pred_acc": 0}}}}"#
+            );
+            kit::records_of_line(normalize, &text, 1, NonFinitePolicy::Reject, &context).unwrap()
+        };
+        let same = numeric("[1, 2.0, {\"a\": 1e0}]", "[1, 2.0, {\"a\": 1.0}]");
+        assert_eq!(same[1].correct, Some(true), "{:?}", same[1].warnings);
+        assert_eq!(same[1].input["choices"], json!([1, 2, {"a": 1}]));
+        for (original, rephrased) in [("[1, 2]", "[1, 2.0]"), ("[1, 2.0]", "[1.0, 2]")] {
+            let differ = numeric(original, rephrased);
+            assert_eq!(differ[1].correct, None, "{original} against {rephrased}");
+            assert!(differ[1].warnings[0].contains("differ from original.choices"));
         }
     }
 

@@ -57,6 +57,12 @@ impl Json<'static> {
         Json(Cow::Owned(out))
     }
 
+    /// A non-negative integer no larger than 2^53 − 1 (a double holds it exactly).
+    pub fn unsigned(value: u64) -> Self {
+        debug_assert!(value <= crate::record::fields::MAX_SAFE_INTEGER);
+        Json(Cow::Owned(value.to_string()))
+    }
+
     /// `true` or `false`.
     pub fn bool(value: bool) -> Self {
         Json(Cow::Borrowed(if value { "true" } else { "false" }))
