@@ -38,7 +38,7 @@ pub fn run(format: Format, basename: &str, data: &[u8]) {
     if (adapter.check_source)(&context).is_err() {
         return;
     }
-    // What each reader made: the encoded batch, and each record as a tree to compare with.
+    // What the adapter made: the encoded batch, and each record as a tree to compare with.
     let mut batch = EncodedBatch::new();
     let mut kept: Vec<Record> = Vec::new();
     let mut members = Members::new();
@@ -61,20 +61,6 @@ pub fn run(format: Format, basename: &str, data: &[u8]) {
                 for record in records {
                     batch.push(&record);
                     kept.push(record.to_record());
-                }
-            }
-            Reader::TreeLines(normalize) => {
-                let Ok(parsed) = jsonl::parse_bytes(line, number, NonFinitePolicy::Null) else {
-                    continue;
-                };
-                let mut records = Vec::new();
-                let _ = normalize(parsed, &context, &mut records);
-                for record in records {
-                    // A record whose values have no canonical form is refused at import.
-                    if let Ok(new) = NewRecord::from_record(record.clone()) {
-                        batch.push(&new);
-                        kept.push(record);
-                    }
                 }
             }
             Reader::Items(_) => panic!("the line targets fuzz JSON Lines formats only"),

@@ -8,20 +8,20 @@
 //! between EEE's converters), and a row without an evaluation result is unknown, not
 //! wrong. What EEE cannot carry is in FORMAT.md ("The Every Eval Ever adapter").
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 use super::stable_id::{self, QuestionIdentity};
-use super::{AdapterError, ImportContext, kit};
-use crate::jsonl::{FieldPath, Line};
-use crate::record::fields::describe;
-use crate::record::{Fields, Locator, Record};
+use super::{AdapterError, ImportContext, JsonLine, LineFields, kit};
+use crate::canonical_json::{Json, JsonKind, ObjectWriter};
+use crate::jsonl::{FieldPath, Member, PathSegment};
+use crate::record::{DEFAULT_FILTER, Locator, NewRecord};
 
 /// Every Eval Ever instance-level rows.
 pub const ADAPTER: super::Adapter = super::Adapter::new(
     "eee",
     "Every Eval Ever 0.3 instance-level rows (<uuid>_samples.jsonl)",
     "eee/1",
-    super::Reader::TreeLines(normalize),
+    super::Reader::Lines(normalize),
 )
 .with_source_check(check_source);
 
@@ -42,13 +42,14 @@ fn check_source(context: &ImportContext<'_>) -> Result<(), AdapterError> {
 }
 
 /// Normalizes one EEE row into one record.
-pub fn normalize(
-    line: Line,
-    context: &ImportContext<'_>,
-    out: &mut Vec<Record>,
+pub fn normalize<'a>(
+    line: JsonLine<'a>,
+    context: &'a ImportContext<'a>,
+    out: &mut Vec<NewRecord<'a>>,
 ) -> Result<(), AdapterError> {
-    let selected = stable_id::selected(&line.object, context.options)?;
-    let mut f = Fields::new(line.object, FieldPath::root());
+    let options = context.options;
+    let selected = stable_id::selected(line.members, options)?;
+    let mut f = LineFields::new(line.members);
     let version = f.required_string("schema_version")?;
     if !version.starts_with(SCHEMA_PREFIX) {
         return Err(AdapterError::new(
@@ -56,70 +57,99 @@ pub fn normalize(
             format!("EEE schema version {version:?}, but babel reads 0.3.x"),
         ));
     }
-    let sample_id = f.required_string("sample_id")?;
-    let evaluation_name = f.required_string("evaluation_name")?;
+    let sample_id = text_of(&f, "sample_id");
+    let sample_id_text = f.required_string("sample_id")?;
+    let evaluation_name = text_of(&f, "evaluation_name");
+    let evaluation_name_text = f.required_string("evaluation_name")?;
+    let result_id_json = text_of(&f, "evaluation_result_id");
     let result_id = f.required_nullable_string("evaluation_result_id")?;
     let mut warnings = Vec::new();
     warnings.extend(check_model(&f, context)?);
     let identity = match selected {
         Some(found) => found,
-        None => identity(&f, &sample_id, context, &mut warnings),
+        None => identity(&f, &sample_id_text, context, &mut warnings),
     };
     let benchmark = super::named_benchmark(
         context,
-        Some(&evaluation_name),
+        Some(&evaluation_name_text),
         "the row's evaluation_name",
         "",
     )?;
-    let mut record = kit::record(context, &benchmark, identity, Locator::Line(line.number));
-    question(&mut f, &mut record)?;
+    let (input, target) = question(&mut f)?;
     let output = f.object_or_null("output", false)?;
-    record.response = output.get("raw").cloned().unwrap_or(Value::Null);
-    record.prediction = match &record.response {
-        Value::Array(raw) if raw.len() == 1 => raw[0].clone(),
-        other => other.clone(),
-    };
-    let (evaluation, error) = evaluation(
-        &mut f,
-        result_id.as_deref(),
-        context,
-        &mut record,
-        &mut warnings,
-    )?;
-    record.repeat_id = repeat_id(&f)?;
-    if let Some(result_id) = &result_id {
-        record.filter = result_id.clone();
-    }
-    record.warnings = warnings;
-    record.extra = f.into_rest();
-    record
-        .extra
-        .insert("sample_id".into(), Value::String(sample_id));
-    record
-        .extra
-        .insert("evaluation_name".into(), Value::String(evaluation_name));
-    record
-        .extra
-        .insert("evaluation_result_id".into(), result_id.into());
-    record
-        .extra
-        .insert("evaluation".into(), Value::Object(evaluation));
+    let response = output.get("raw").map_or(Json::NULL, |raw| raw.into_owned());
+    let prediction = only_element(&response).unwrap_or_else(|| response.clone());
+    let evaluation = evaluation(&mut f, result_id.as_deref(), context, &mut warnings)?;
+    let repeat_id = repeat_id(&f)?;
+    let mut also = vec![
+        (Cow::Borrowed("sample_id"), sample_id),
+        (Cow::Borrowed("evaluation_name"), evaluation_name),
+        (
+            Cow::Borrowed("evaluation_result_id"),
+            result_id.as_ref().map_or(Json::NULL, |_| result_id_json),
+        ),
+        (Cow::Borrowed("evaluation"), evaluation.object),
+    ];
     if !output.is_null() {
-        record.extra.insert("output".into(), output);
+        also.push((Cow::Borrowed("output"), output));
     }
-    if let Some(error) = error {
-        record.extra.insert("error".into(), error);
+    if let Some(error) = evaluation.error {
+        also.push((Cow::Borrowed("error"), error));
     }
-    out.push(record);
+    let extra = f.rest(also)?;
+    out.push(NewRecord {
+        run_id: Cow::Borrowed(&context.run.run_id),
+        benchmark: Cow::Owned(benchmark),
+        script: None,
+        language: options.language.as_deref().map(Cow::Borrowed),
+        question_id: Cow::Owned(identity.question_id),
+        variant_id: Cow::Borrowed(options.variant.as_deref().unwrap_or(kit::ORIGINAL)),
+        filter: result_id.unwrap_or(Cow::Borrowed(DEFAULT_FILTER)),
+        repeat_id,
+        identity_scope: identity.scope,
+        model: Cow::Borrowed(&context.run.model),
+        rephrasing_model: None,
+        input,
+        target,
+        prediction,
+        correct: evaluation.correct,
+        scores: Json::EMPTY_OBJECT,
+        metrics: evaluation.metrics,
+        response,
+        source_path: Cow::Borrowed(context.source.raw_path),
+        locator: Locator::Line(line.number),
+        warnings,
+        extra,
+    });
     Ok(())
+}
+
+/// A member's value as it is, for `extra` (`null` when absent: the getter that reads it
+/// refuses that).
+fn text_of<'a>(f: &LineFields<'a>, name: &str) -> Json<'a> {
+    f.peek(name).map_or(Json::NULL, |member| member.peek())
+}
+
+/// The only element of an array.
+fn only_element(value: &Json<'_>) -> Option<Json<'static>> {
+    let mut elements = value.iter_elements()?;
+    match (elements.next(), elements.next()) {
+        (Some(only), None) => Some(only.into_owned()),
+        _ => None,
+    }
 }
 
 /// Checks the row's `model_id`. EEE names a model `<developer>/<name>` (babel's export
 /// writes the run's model so): the row is of the run's model when its ID is that model,
 /// or that model under a developer prefix.
-fn check_model(f: &Fields, context: &ImportContext<'_>) -> Result<Option<String>, AdapterError> {
-    let model_id = f.peek("model_id").and_then(Value::as_str);
-    let own = model_id.filter(|id| {
+fn check_model(
+    f: &LineFields<'_>,
+    context: &ImportContext<'_>,
+) -> Result<Option<String>, AdapterError> {
+    let model_id = f
+        .peek("model_id")
+        .and_then(|member| member.peek().as_string().map(Cow::into_owned));
+    let own = model_id.as_deref().filter(|id| {
         *id != context.run.model
             && id.split_once('/').map(|(_, name)| name) != Some(context.run.model.as_str())
     });
@@ -129,16 +159,21 @@ fn check_model(f: &Fields, context: &ImportContext<'_>) -> Result<Option<String>
 /// The question ID without `--id-field`: the `sample_id`, run-local where babel's own
 /// export says it was, or where it is a position.
 fn identity(
-    f: &Fields,
+    f: &LineFields<'_>,
     sample_id: &str,
     context: &ImportContext<'_>,
     warnings: &mut Vec<String>,
 ) -> QuestionIdentity {
     let exported_run_local = f
         .peek("metadata")
-        .and_then(|m| m.get("identity_scope"))
-        .and_then(Value::as_str)
-        == Some("run-local");
+        .and_then(|metadata| {
+            metadata
+                .peek()
+                .get("identity_scope")?
+                .as_string()
+                .map(Cow::into_owned)
+        })
+        .is_some_and(|scope| scope == "run-local");
     if exported_run_local {
         warnings.push(format!(
             "sample_id {sample_id:?} was run-local where it was exported (metadata.identity_scope): it stays run-local"
@@ -154,46 +189,78 @@ fn identity(
     stable_id::run_local(context.source, sample_id)
 }
 
+/// The row's `input`, an object that must be present: refused otherwise, as
+/// [`crate::record::Fields::object`] refuses it.
+fn required_object<'a>(
+    f: &mut LineFields<'a>,
+    name: &str,
+) -> Result<(kit::ObjectFields<'a>, Member<'a>), AdapterError> {
+    let path = f.path(name);
+    let Some(member) = f.take(name) else {
+        return Err(AdapterError::new(path, "required field is missing"));
+    };
+    Ok((kit::ObjectFields::of_member(&member, path)?, member))
+}
+
 /// The question (`input.raw`), its choices and formatted prompt, and the reference as
-/// the target; the input's other fields are kept in `input` too.
-fn question(f: &mut Fields, record: &mut Record) -> Result<(), AdapterError> {
-    let input_path = f.path("input");
-    let mut input_fields = Fields::new(f.object("input", true)?, input_path);
-    let raw = input_fields.required_string("raw")?;
-    record.target = input_fields.required("reference")?;
-    let mut input = Map::new();
-    input.insert("question".into(), Value::String(raw));
-    for key in ["choices", "formatted"] {
-        if let Some(value) = input_fields.take(key).filter(|v| !v.is_null()) {
-            input.insert(key.into(), value);
-        }
+/// the target: the record's `input` and `target`. The input's other fields are kept in
+/// `input` too (an `input.question` of its own stands for the question).
+fn question<'a>(f: &mut LineFields<'a>) -> Result<(Json<'static>, Json<'a>), AdapterError> {
+    let (mut fields, _) = required_object(f, "input")?;
+    let raw = fields.required_string("raw")?;
+    let target = fields.required("reference")?;
+    let picked: Vec<_> = ["choices", "formatted"]
+        .into_iter()
+        .filter_map(|key| Some((key, fields.take(key).filter(|v| !v.is_null())?)))
+        .collect();
+    let mut input = ObjectWriter::new();
+    for (key, value) in fields.into_remaining() {
+        input.insert(key, value);
     }
-    input.extend(input_fields.into_rest());
-    record.input = Value::Object(input);
-    Ok(())
+    input.insert("question", raw);
+    for (key, value) in picked {
+        input.insert(key, value);
+    }
+    Ok((input.finish(), target))
+}
+
+/// What the row's `evaluation` (and `error`) give the record.
+struct Evaluation<'a> {
+    /// The evaluation object, for `extra`.
+    object: Json<'a>,
+    /// The row's error, unless null, for `extra`.
+    error: Option<Json<'a>>,
+    /// The score under the result's id.
+    metrics: Json<'static>,
+    correct: Option<bool>,
 }
 
 /// Reads the row's `evaluation` (its score into `metrics` under the result's id, and
-/// `correct`) and its `error`; returns both, for `extra`.
-fn evaluation(
-    f: &mut Fields,
+/// `correct`) and its `error`.
+fn evaluation<'a>(
+    f: &mut LineFields<'a>,
     result_id: Option<&str>,
     context: &ImportContext<'_>,
-    record: &mut Record,
     warnings: &mut Vec<String>,
-) -> Result<(Map<String, Value>, Option<Value>), AdapterError> {
-    let evaluation_path = f.path("evaluation");
-    let evaluation = f.object("evaluation", true)?;
-    let score = evaluation.get("score").cloned().unwrap_or(Value::Null);
-    if !score.is_number() {
+) -> Result<Evaluation<'a>, AdapterError> {
+    let (fields, member) = required_object(f, "evaluation")?;
+    let score = fields.peek("score").unwrap_or(Json::NULL);
+    if score.kind() != JsonKind::Number {
         return Err(AdapterError::new(
-            evaluation_path.key("score"),
-            format!("expected a number, found {}", describe(&score)),
+            fields.path("score"),
+            format!("expected a number, found {}", score.describe()),
         ));
     }
-    let claimed = evaluation.get("is_correct").and_then(Value::as_bool);
-    let error = f.take("error").filter(|e| !e.is_null());
-    record.correct = correctness(
+    let double = member.is_integral_double(&[PathSegment::Key("score".into())]);
+    let score = Score {
+        value: score.as_f64().expect("a number"),
+        shown: as_parsed(&score, double),
+        json: score,
+    };
+    let claimed = fields.peek("is_correct").and_then(|c| c.as_bool());
+    let error = f.take("error").filter(|e| !e.peek().is_null());
+    let error = error.map(|e| f.stored("error", &e)).transpose()?;
+    let correct = correctness(
         result_id,
         &score,
         claimed,
@@ -201,28 +268,66 @@ fn evaluation(
         context.run.correctness_metric.as_deref(),
         warnings,
     );
-    let metric = result_id.unwrap_or("score").to_owned();
-    record.metrics.insert(metric, score);
-    Ok((evaluation, error))
+    let mut metrics = ObjectWriter::new();
+    metrics.insert(result_id.unwrap_or("score").to_owned(), score.json);
+    Ok(Evaluation {
+        object: member.peek(),
+        error,
+        metrics: metrics.finish(),
+        correct,
+    })
+}
+
+/// A row's score: its value, its canonical text (stored), and the text its warnings
+/// quote.
+struct Score<'a> {
+    value: f64,
+    json: Json<'a>,
+    shown: String,
+}
+
+/// A number as a JSON parser prints it (EEE writes every score as a double, `2.0`): a
+/// number the parser reads as a double (`double`) is printed as one, though its canonical
+/// text is the integer `2`.
+fn as_parsed(number: &Json<'_>, double: bool) -> String {
+    let integer = number
+        .as_str()
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b == b'-');
+    match integer && !double {
+        true => number.as_str().to_owned(),
+        false => serde_json::Value::from(number.as_f64().expect("a number")).to_string(),
+    }
 }
 
 /// The repeat: `metadata.epoch` (from 1, a string or an integer) less one, else 0.
-fn repeat_id(f: &Fields) -> Result<u64, AdapterError> {
-    match f.peek("metadata").and_then(|m| m.get("epoch")) {
-        None | Some(Value::Null) => Ok(0),
-        Some(epoch) => epoch
-            .as_str()
-            .and_then(|e| e.parse::<u64>().ok())
-            .or_else(|| epoch.as_u64())
-            .filter(|e| *e >= 1)
-            .map(|e| e - 1)
-            .ok_or_else(|| {
-                AdapterError::new(
-                    f.path("metadata").key("epoch"),
-                    format!("expected an epoch from 1, found {epoch}"),
-                )
-            }),
-    }
+fn repeat_id(f: &LineFields<'_>) -> Result<u64, AdapterError> {
+    let Some(metadata) = f.peek("metadata") else {
+        return Ok(0);
+    };
+    let json = metadata.peek();
+    let epoch = match json.get("epoch") {
+        None => return Ok(0),
+        Some(epoch) if epoch.is_null() => return Ok(0),
+        Some(epoch) => epoch,
+    };
+    let double = metadata.is_integral_double(&[PathSegment::Key("epoch".into())]);
+    epoch
+        .as_string()
+        .and_then(|e| e.parse::<u64>().ok())
+        .or_else(|| epoch.as_u64().filter(|_| !double))
+        .filter(|e| *e >= 1)
+        .map(|e| e - 1)
+        .ok_or_else(|| {
+            let found = match epoch.kind() {
+                JsonKind::Number => as_parsed(&epoch, double),
+                _ => epoch.to_string(),
+            };
+            AdapterError::new(
+                f.path("metadata").key("epoch"),
+                format!("expected an epoch from 1, found {found}"),
+            )
+        })
 }
 
 /// Whether an evaluation result names an accuracy-like metric (any part, split at `:`, is
@@ -249,9 +354,9 @@ fn is_position(id: &str) -> bool {
 /// results are unknown.
 fn correctness(
     result_id: Option<&str>,
-    score: &Value,
+    score: &Score<'_>,
     claimed: Option<bool>,
-    error: Option<&Value>,
+    error: Option<&Json<'_>>,
     correctness_metric: Option<&str>,
     warnings: &mut Vec<String>,
 ) -> Option<bool> {
@@ -290,13 +395,14 @@ fn correctness(
         }
         None => {}
     }
-    let correct = match score.as_f64() {
-        Some(1.0) => Some(true),
-        Some(0.0) => Some(false),
+    let correct = match score.value {
+        1.0 => Some(true),
+        0.0 => Some(false),
         _ => {
             warnings.push(format!(
-                "score {score} is neither 1 nor 0: correctness is unknown (EEE's is_correct is {}, and its \
+                "score {} is neither 1 nor 0: correctness is unknown (EEE's is_correct is {}, and its \
                  converters disagree on what it means)",
+                score.shown,
                 claimed.map_or("missing".into(), |c| c.to_string())
             ));
             None
@@ -315,7 +421,164 @@ fn correctness(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::adapters::AdapterOptions;
+    use crate::adapters::kit::fixtures;
+    use crate::jsonl::NonFinitePolicy;
+    use crate::record::Record;
+    use serde_json::{Value, json};
+
+    /// One row, written as `members` (JSON text of the top-level members besides the
+    /// required ones), read as an import reads it.
+    fn import(members: &str) -> Result<Record, AdapterError> {
+        let run = fixtures::run("r1", "m1");
+        let options = AdapterOptions::default();
+        let context = fixtures::context(&run, &options, "runs/r1/raw/0001-e.jsonl", "e.jsonl");
+        let line = format!(
+            r#"{{"schema_version": "0.3.0", "sample_id": "q1", "evaluation_name": "mmlu", {members}}}"#
+        );
+        let mut records =
+            kit::records_of_line(normalize, &line, 4, NonFinitePolicy::Reject, &context)?;
+        assert_eq!(records.len(), 1, "one record per row");
+        Ok(records.remove(0))
+    }
+
+    const SCORED: &str =
+        r#""evaluation_result_id": "acc", "evaluation": {"score": 1.0, "is_correct": true}"#;
+
+    #[test]
+    fn a_row_lands_field_by_field() {
+        let record = import(&format!(
+            r#"{SCORED}, "model_id": "dev/m1", "input": {{"raw": "2+2?", "reference": ["4"], "choices": ["3", "4"],
+               "formatted": null, "lang": "en"}}, "output": {{"raw": ["4"], "reasoning_trace": null}},
+               "metadata": {{"epoch": "2"}}, "error": null"#
+        ))
+        .unwrap();
+        assert_eq!(
+            record.input,
+            json!({"question": "2+2?", "choices": ["3", "4"], "lang": "en"})
+        );
+        assert_eq!(record.target, json!(["4"]));
+        assert_eq!(
+            (record.response, record.prediction),
+            (json!(["4"]), json!("4"))
+        );
+        assert_eq!((record.filter.as_str(), record.repeat_id), ("acc", 1));
+        assert_eq!(record.correct, Some(true));
+        assert_eq!(Value::Object(record.metrics), json!({"acc": 1}));
+        assert_eq!(record.benchmark, "mmlu");
+        assert_eq!(
+            Value::Object(record.extra),
+            json!({"sample_id": "q1", "evaluation_name": "mmlu", "evaluation_result_id": "acc",
+                   "evaluation": {"score": 1, "is_correct": true}, "model_id": "dev/m1",
+                   "output": {"raw": ["4"], "reasoning_trace": null}, "metadata": {"epoch": "2"}}),
+            "schema_version is read, a null error dropped, everything else kept"
+        );
+    }
+
+    #[test]
+    fn an_input_question_of_its_own_stands_and_output_raw_of_several_is_the_prediction() {
+        let record = import(&format!(
+            r#"{SCORED}, "input": {{"raw": "r", "reference": null, "question": "own"}},
+               "output": {{"raw": ["a", "b"]}}"#
+        ))
+        .unwrap();
+        assert_eq!(record.input, json!({"question": "own"}));
+        assert_eq!(record.prediction, json!(["a", "b"]));
+    }
+
+    #[test]
+    fn warnings_quote_the_score_as_parsed_and_an_error_as_written() {
+        let two = import(
+            r#""evaluation_result_id": "acc", "evaluation": {"score": 2.0}, "input": {"raw": "r", "reference": 1}"#,
+        )
+        .unwrap();
+        assert!(
+            two.warnings[0].starts_with("score 2.0 is neither 1 nor 0"),
+            "{:?}",
+            two.warnings
+        );
+        assert_eq!(Value::Object(two.metrics), json!({"acc": 2}));
+        let failed = import(&format!(
+            r#"{SCORED}, "input": {{"raw": "r", "reference": 1}}, "error": "boom\n  at line 3""#
+        ))
+        .unwrap();
+        assert_eq!(failed.correct, None);
+        assert_eq!(
+            failed.warnings,
+            ["the sample failed (\"boom\\n  at line 3\"): correctness is unknown"]
+        );
+    }
+
+    #[test]
+    fn an_epoch_is_a_whole_number_from_one_and_required_parts_are_refused_at_their_path() {
+        let input = r#""input": {"raw": "r", "reference": 1}"#;
+        let refused = |members: String| import(&members).unwrap_err();
+        for (epoch, found) in [
+            ("1.0", "1.0"),
+            ("0", "0"),
+            ("\"x\"", "\"x\""),
+            ("1e2", "100.0"),
+        ] {
+            let error = refused(format!(
+                r#"{SCORED}, {input}, "metadata": {{"epoch": {epoch}}}"#
+            ));
+            assert_eq!(error.path.to_string(), "metadata.epoch");
+            assert!(
+                error.message.ends_with(&format!("found {found}")),
+                "{error:?}"
+            );
+        }
+        let cases = [
+            (SCORED.to_string(), "input", "required field is missing"),
+            (
+                format!(r#"{SCORED}, "input": null"#),
+                "input",
+                "expected an object, found null",
+            ),
+            (
+                format!(r#"{SCORED}, "input": {{"reference": 1}}"#),
+                "input.raw",
+                "required field is missing",
+            ),
+            (
+                format!(r#"{SCORED}, "input": {{"raw": ""}}"#),
+                "input.raw",
+                "expected a non-empty string, found the string \"\"",
+            ),
+            (
+                format!(r#"{SCORED}, "input": {{"raw": "r"}}"#),
+                "input.reference",
+                "required field is missing",
+            ),
+            (
+                format!(
+                    r#""evaluation_result_id": "acc", "evaluation": {{"score": "1"}}, {input}"#
+                ),
+                "evaluation.score",
+                "expected a number, found the string \"1\"",
+            ),
+            (
+                format!(r#"{SCORED}, {input}, "token_usage": {{"n": [9007199254740993]}}"#),
+                "token_usage.n[0]",
+                "the integer 9007199254740993 has no exact JSON double (RFC 8785 stores numbers as doubles)",
+            ),
+        ];
+        for (members, path, message) in cases {
+            let error = refused(members);
+            assert_eq!(
+                (error.path.to_string().as_str(), error.message.as_str()),
+                (path, message)
+            );
+        }
+    }
+
+    fn score(value: f64) -> Score<'static> {
+        Score {
+            value,
+            json: Json::of(&Value::from(value)).unwrap(),
+            shown: Value::from(value).to_string(),
+        }
+    }
 
     #[test]
     fn positions_are_digits_or_helm_ids() {
@@ -327,11 +590,11 @@ mod tests {
     fn only_a_score_of_one_or_zero_is_known_and_placeholders_are_unknown() {
         let mut w = Vec::new();
         assert_eq!(
-            correctness(Some("acc"), &json!(1.0), Some(true), None, None, &mut w),
+            correctness(Some("acc"), &score(1.0), Some(true), None, None, &mut w),
             Some(true)
         );
         assert_eq!(
-            correctness(Some("acc"), &json!(0), Some(false), None, None, &mut w),
+            correctness(Some("acc"), &score(0.0), Some(false), None, None, &mut w),
             Some(false)
         );
         assert!(w.is_empty());
@@ -339,7 +602,7 @@ mod tests {
         assert_eq!(
             correctness(
                 Some("graded:accuracy"),
-                &json!(0.5),
+                &score(0.5),
                 Some(true),
                 None,
                 None,
@@ -349,7 +612,7 @@ mod tests {
         );
         // The placeholder row of a sample without a score.
         assert_eq!(
-            correctness(None, &json!(0.0), Some(false), None, None, &mut w),
+            correctness(None, &score(0.0), Some(false), None, None, &mut w),
             None
         );
         assert_eq!(w.len(), 2);
@@ -358,7 +621,7 @@ mod tests {
         assert_eq!(
             correctness(
                 Some("perplexity"),
-                &json!(0.0),
+                &score(0.0),
                 Some(false),
                 None,
                 None,
@@ -374,7 +637,7 @@ mod tests {
         assert_eq!(
             correctness(
                 Some("acc_norm"),
-                &json!(1.0),
+                &score(1.0),
                 None,
                 None,
                 Some("acc"),
@@ -385,7 +648,7 @@ mod tests {
         assert_eq!(
             correctness(
                 Some("exact_match:strict-match"),
-                &json!(1.0),
+                &score(1.0),
                 None,
                 None,
                 Some("exact_match"),

@@ -159,6 +159,17 @@ impl<'a> LineFields<'a> {
         }
     }
 
+    /// A member that must be present: a non-empty string, or null (`None`).
+    pub fn required_nullable_string(
+        &mut self,
+        name: &str,
+    ) -> Result<Option<Cow<'a, str>>, FieldError> {
+        if self.peek(name).is_none() {
+            return Err(self.missing(name));
+        }
+        self.optional_string(name)
+    }
+
     /// Takes a member that must be a non-empty string or null (`None` when absent too);
     /// `expected` is what the error says was wanted.
     fn string(&mut self, name: &str, expected: &str) -> Result<Option<Cow<'a, str>>, FieldError> {
@@ -476,6 +487,13 @@ mod tests {
             assert_eq!(
                 l.required_string(name).map(Cow::into_owned),
                 t.required_string(name),
+                "{name}"
+            );
+            let (mut l, mut t) = (LineFields::new(&scanned), tree(&line));
+            assert_eq!(
+                l.required_nullable_string(name)
+                    .map(|s| s.map(Cow::into_owned)),
+                t.required_nullable_string(name),
                 "{name}"
             );
             let (mut l, mut t) = (LineFields::new(&scanned), tree(&line));

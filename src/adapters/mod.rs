@@ -121,9 +121,6 @@ pub enum Reader {
     /// JSON Lines, one nonblank line at a time, read in parallel batches into members:
     /// for a format that passes most of a line through to the record as it is.
     Lines(LinesHook),
-    /// JSON Lines read as [`Reader::Lines`] is, but each line parsed into a tree: for a
-    /// format that interprets most of a line (the Every Eval Ever rows).
-    TreeLines(TreeLinesHook),
     /// A structured file (a ZIP log, a JSON document): its header first, then its items.
     Items(Structured),
 }
@@ -135,10 +132,6 @@ pub type LinesHook = for<'a> fn(
     &'a ImportContext<'a>,
     &mut Vec<NewRecord<'a>>,
 ) -> Result<(), AdapterError>;
-
-/// A tree line adapter: one parsed line in, its records appended to `out`.
-pub type TreeLinesHook =
-    fn(crate::jsonl::Line, &ImportContext<'_>, &mut Vec<Record>) -> Result<(), AdapterError>;
 
 /// The hooks of a format whose input is not JSON Lines. The archive reads the file (with
 /// `inputs`) as [`Structured::layout`] says, hands the header to [`Structured::begin`],
@@ -450,7 +443,7 @@ impl Format {
     pub fn units(self) -> Option<PlanUnits> {
         match &self.0.reader {
             Reader::Items(structured) => structured.units,
-            Reader::Lines(_) | Reader::TreeLines(_) => None,
+            Reader::Lines(_) => None,
         }
     }
 
@@ -461,7 +454,7 @@ impl Format {
             Reader::Items(structured) => {
                 matches!((structured.layout)(""), Ok(Layout::Folder { .. }))
             }
-            Reader::Lines(_) | Reader::TreeLines(_) => false,
+            Reader::Lines(_) => false,
         }
     }
 

@@ -24,13 +24,10 @@ pub struct ObjectFields<'a> {
 }
 
 impl<'a> ObjectFields<'a> {
-    /// The object a line's `member` holds, at `path`. An integer in it that no double
-    /// holds is refused here (the tree path refused it where the record was stored, and
-    /// every member of the object is stored), and so is a member that is not an object.
+    /// The object a line's `member` holds, at `path`; a member that is not an object is
+    /// refused, and so is an integer in it that no double holds (the tree path refused it
+    /// where the record was stored: every member of the objects read so is stored).
     pub fn of_member(member: &Member<'a>, path: FieldPath) -> Result<Self, AdapterError> {
-        if let Some((below, written)) = member.unsafe_integer {
-            return Err(super::unsafe_integer(path, below, written));
-        }
         let Some(members) = ObjectMembers::of(member.value) else {
             return Err(FieldError::new(
                 path,
@@ -38,6 +35,9 @@ impl<'a> ObjectFields<'a> {
             )
             .into());
         };
+        if let Some((below, written)) = member.unsafe_integer {
+            return Err(super::unsafe_integer(path, below, written));
+        }
         Ok(Self {
             path,
             members: members.map(|(key, value)| (key, value, false)).collect(),
@@ -62,6 +62,32 @@ impl<'a> ObjectFields<'a> {
             .find(|(key, _, taken)| key == name && !*taken)?;
         *taken = true;
         Some(value.clone())
+    }
+
+    /// Looks at a member without taking it.
+    pub fn peek(&self, name: &str) -> Option<Json<'a>> {
+        self.members
+            .iter()
+            .find(|(key, _, taken)| key == name && !*taken)
+            .map(|(_, value, _)| value.clone())
+    }
+
+    fn missing(&self, name: &str) -> FieldError {
+        FieldError::new(self.path(name), "required field is missing")
+    }
+
+    /// A member that must be present (any JSON value, null included).
+    pub fn required(&mut self, name: &str) -> Result<Json<'a>, FieldError> {
+        self.take(name).ok_or_else(|| self.missing(name))
+    }
+
+    /// A non-empty string that must be present, as its canonical text.
+    pub fn required_string(&mut self, name: &str) -> Result<Json<'a>, FieldError> {
+        let value = self.required(name)?;
+        match value.kind() {
+            JsonKind::String if value.as_str().len() > 2 => Ok(value),
+            _ => Err(self.wrong(name, "a non-empty string", &value)),
+        }
     }
 
     /// Whether the number at `below` (a path inside member `name`) is a double to the tree
@@ -143,13 +169,19 @@ impl<'a> ObjectFields<'a> {
         }
     }
 
+    /// The members not taken, in canonical order.
+    pub fn into_remaining(self) -> impl Iterator<Item = (Cow<'a, str>, Json<'a>)> {
+        self.members
+            .into_iter()
+            .filter(|(_, _, taken)| !taken)
+            .map(|(key, value, _)| (key, value))
+    }
+
     /// The members not taken, as one object.
     pub fn into_rest(self) -> Json<'static> {
         let mut rest = ObjectWriter::new();
-        for (key, value, taken) in self.members {
-            if !taken {
-                rest.insert(key, value);
-            }
+        for (key, value) in self.into_remaining() {
+            rest.insert(key, value);
         }
         rest.finish()
     }
@@ -203,6 +235,19 @@ mod tests {
                 "{name}"
             );
             let (mut s, mut t) = both(&members);
+            assert_eq!(
+                s.required_string(name)
+                    .map(|json| json.as_string().unwrap().into_owned()),
+                t.required_string(name),
+                "{name}"
+            );
+            let (mut s, mut t) = both(&members);
+            assert_eq!(
+                s.required(name).map(|json| json.as_str().to_owned()),
+                t.required(name).map(canonical),
+                "{name}"
+            );
+            let (mut s, mut t) = both(&members);
             assert_eq!(s.optional_index(name), t.optional_index(name), "{name}");
             let (mut s, mut t) = both(&members);
             let tree_array = match t.take(name) {
@@ -230,7 +275,13 @@ mod tests {
         let members = scanned(OBJECT);
         let (mut s, mut t) = both(&members);
         for name in ["s", "one", "o", "missing"] {
+            assert_eq!(
+                s.peek(name).map(|json| json.as_str().to_owned()),
+                t.peek(name).cloned().map(canonical),
+                "{name}"
+            );
             assert_eq!(s.take(name).is_some(), t.take(name).is_some(), "{name}");
+            assert!(s.peek(name).is_none(), "{name} was taken");
         }
         assert!(s.take("s").is_none(), "a member is taken once");
         assert_eq!(

@@ -4,8 +4,8 @@
 //! batch is normalized on a worker thread and taken in file order by the [`Sink`], whose
 //! records a writer thread encodes and compresses.
 //!
-//! A [`LineHook::Members`] adapter is handed each line as the streaming reader's members
-//! (canonical text, no tree); a [`LineHook::Trees`] adapter gets the parsed tree.
+//! The adapter is handed each line as the streaming reader's members (canonical text, no
+//! tree).
 //!
 //! [`Sink`]: super::sink::Sink
 
@@ -15,7 +15,7 @@ use std::io::{self, Write};
 use super::identities::Identities;
 use super::sink::{Normalized, Place, Refusal};
 use super::{FileImport, FileOutcome, ImportReport, Progress};
-use crate::adapters::{ImportContext, JsonLine, LinesHook, TreeLinesHook};
+use crate::adapters::{ImportContext, JsonLine, LinesHook};
 use crate::archive::ArchiveError;
 use crate::archive::artifacts::contract::BankIndex;
 use crate::archive::records::ThreadedWriter;
@@ -24,19 +24,12 @@ use crate::jsonl::{self, LineBatch, Members, NonFinitePolicy, NonFiniteReplaceme
 use crate::parallel;
 use crate::record::NewRecord;
 
-/// How a line adapter reads its lines.
-#[derive(Clone, Copy)]
-pub(super) enum LineHook {
-    Members(LinesHook),
-    Trees(TreeLinesHook),
-}
-
 impl FileImport<'_, '_> {
     /// A JSON Lines file: read in batches of lines that are written to its raw file as
     /// they are read, normalized on worker threads and written in order.
     pub(super) fn lines(
         &self,
-        hook: LineHook,
+        hook: LinesHook,
         mut source: File,
         seen: &mut Identities,
         report: &mut ImportReport,
@@ -162,80 +155,42 @@ fn recycle<'b>(mut records: Vec<NewRecord<'_>>) -> Vec<NewRecord<'b>> {
 /// knowledge of the other lines, down to the encoded columns of every record.
 fn normalize_batch(
     batch: &LineBatch,
-    hook: LineHook,
+    hook: LinesHook,
     policy: NonFinitePolicy,
     context: &ImportContext<'_>,
     bank: Option<&BankIndex>,
 ) -> Normalized {
     let mut out = Normalized::with_capacity(batch.bytes(), batch.line_count() as usize);
-    match hook {
-        LineHook::Members(normalize) => MEMBERS.with_borrow_mut(|members| {
-            let mut spare = Vec::new();
-            for (number, bytes) in batch.lines() {
-                let bytes = match bytes {
-                    Ok(Some(bytes)) => bytes,
-                    Ok(None) => continue,
-                    Err(error) => {
-                        out.refuse(Refusal::of_line(error));
-                        continue;
-                    }
-                };
-                if let Err(error) = jsonl::scan_bytes(bytes, number, policy, members) {
+    MEMBERS.with_borrow_mut(|members| {
+        let mut spare = Vec::new();
+        for (number, bytes) in batch.lines() {
+            let bytes = match bytes {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => continue,
+                Err(error) => {
                     out.refuse(Refusal::of_line(error));
                     continue;
                 }
-                let mut records = recycle(std::mem::take(&mut spare));
-                let line = JsonLine { number, members };
-                match normalize(line, context, &mut records) {
-                    Err(error) => out.refuse(Refusal::of_adapter(Place::Line(number), error)),
-                    Ok(()) => {
-                        for record in records.drain(..) {
-                            let replaced = members.replaced();
-                            let place = Place::Line(number);
-                            out.finish_record(
-                                record,
-                                replaced,
-                                &non_finite_note,
-                                bank,
-                                context,
-                                place,
-                            );
-                        }
+            };
+            if let Err(error) = jsonl::scan_bytes(bytes, number, policy, members) {
+                out.refuse(Refusal::of_line(error));
+                continue;
+            }
+            let mut records = recycle(std::mem::take(&mut spare));
+            let line = JsonLine { number, members };
+            match hook(line, context, &mut records) {
+                Err(error) => out.refuse(Refusal::of_adapter(Place::Line(number), error)),
+                Ok(()) => {
+                    for record in records.drain(..) {
+                        let replaced = members.replaced();
+                        let place = Place::Line(number);
+                        out.finish_record(record, replaced, &non_finite_note, bank, context, place);
                     }
                 }
-                spare = recycle(records);
             }
-        }),
-        LineHook::Trees(normalize) => {
-            for (number, parsed) in batch.parse(policy) {
-                let mut line = match parsed {
-                    Ok(Some(line)) => line,
-                    Ok(None) => continue,
-                    Err(error) => {
-                        out.refuse(Refusal::of_line(error));
-                        continue;
-                    }
-                };
-                let replaced = std::mem::take(&mut line.replaced);
-                let mut records = Vec::new();
-                if let Err(error) = normalize(line, context, &mut records) {
-                    out.refuse(Refusal::of_adapter(Place::Line(number), error));
-                    continue;
-                }
-                for record in records {
-                    let place = Place::Line(number);
-                    out.finish_tree_record(
-                        record,
-                        &replaced,
-                        &non_finite_note,
-                        bank,
-                        context,
-                        place,
-                    );
-                }
-            }
+            spare = recycle(records);
         }
-    }
+    });
     out
 }
 

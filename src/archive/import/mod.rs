@@ -40,7 +40,6 @@ use crate::clock::now_rfc3339;
 use crate::durable::{CopiedFile, NewFile, io_at};
 use crate::jsonl::NonFinitePolicy;
 use identities::Identities;
-use lines::LineHook;
 use sink::{Origin, Place, Seen, Sink};
 
 /// How many problems an import reports in detail (all are counted).
@@ -740,16 +739,13 @@ impl FileImport<'_, '_> {
         // progress counts both passes.
         let passes = match self.options.format.adapter().reader {
             Reader::Items(_) => 2,
-            Reader::Lines(_) | Reader::TreeLines(_) => 1,
+            Reader::Lines(_) => 1,
         };
         self.progress
             .begin_file(self.plan.given_name, passes * input.bytes());
         let outcome = match (&self.options.format.adapter().reader, input) {
             (Reader::Lines(normalize), Input::File(file, _)) => {
-                self.lines(LineHook::Members(*normalize), file, seen, report)
-            }
-            (Reader::TreeLines(normalize), Input::File(file, _)) => {
-                self.lines(LineHook::Trees(*normalize), file, seen, report)
+                self.lines(*normalize, file, seen, report)
             }
             (Reader::Items(structured), Input::File(file, _)) => {
                 let source = (file, self.plan.given_path);
@@ -763,7 +759,7 @@ impl FileImport<'_, '_> {
                 seen,
                 report,
             ),
-            (Reader::Lines(_) | Reader::TreeLines(_), Input::Folder(_)) => {
+            (Reader::Lines(_), Input::Folder(_)) => {
                 unreachable!("only a format that reads folders opens one")
             }
         };
