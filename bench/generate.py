@@ -23,6 +23,16 @@
       archive of one Zstandard member (method 93, level 3) per sample, compact JSON, and
       the fixture's header members; at most 65,535 samples (no ZIP64 records). Needs the
       `zstandard` package (.ci/setup-data-tools).
+  python3 bench/generate.py paired OUT.jsonl N [--seed S]
+      N paired lines as the bundled example writes them (about 750 bytes each): a question
+      ID, language and rephrasing model, a shared correct_index, and `original` and
+      `rephrased` objects with a question, four choices (the rephrase's reordered in a
+      fifth of the lines, with its own correct_index), pred_acc, pred_acc_norm and
+      logprobs and logprobs_norm of four numbers each.
+  python3 bench/generate.py eee OUT.jsonl N
+      N Every Eval Ever 0.3 instance-level rows: the rows of the fixtures'
+      tests/fixtures/every-eval-ever-0.3.0 `_samples.jsonl` files repeated in file order,
+      each under its own sample_id (s0000000, ...), their model `dummy-a`.
   python3 bench/generate.py panel OUT.jsonl N --side K --sides S
       Side K of a panel of S sides over the same N questions (ten languages): a model of
       ability rising with K answers question q correctly with a logistic chance of its
@@ -149,6 +159,45 @@ def panel(path, n, side, sides):
                 "correct": None if rng.random() < 0.02 else right,
             }
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def paired(path, n, seed):
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n):
+            choices = [sentence(rng, rng.randint(1, 3)) for _ in range(4)]
+            key = rng.randrange(4)
+            def version(choices):
+                return {"question": sentence(rng, rng.randint(8, 16)) + "?", "choices": choices,
+                        "pred_acc": rng.randrange(4), "pred_acc_norm": rng.randrange(4),
+                        "logprobs": [round(-rng.random() * 6, 4) for _ in choices],
+                        "logprobs_norm": [round(-rng.random() * 2, 4) for _ in choices]}
+            line = {"question_id": f"p{i:07d}", "language": rng.choice(LANGS),
+                    "rephrasing_model": "bench-rephraser", "correct_index": key,
+                    "original": version(choices)}
+            if rng.random() < 0.2:
+                order = rng.sample(range(4), 4)
+                line["rephrased"] = version([choices[o] for o in order])
+                line["rephrased"]["correct_index"] = order.index(key)
+            else:
+                line["rephrased"] = version(choices)
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
+def eee(path, n):
+    import glob
+    import os
+    fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures",
+                           "every-eval-ever-0.3.0", "out")
+    rows = []
+    for samples in sorted(glob.glob(os.path.join(fixture, "**", "*_samples.jsonl"), recursive=True)):
+        with open(samples, encoding="utf-8") as f:
+            rows.extend(json.loads(line) for line in f if line.strip())
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n):
+            row = dict(rows[i % len(rows)])
+            row["sample_id"] = f"s{i:07d}"
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def inspect(path, n):
@@ -291,7 +340,7 @@ def helm(path, n):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=["canonical", "harness", "mixed", "panel", "inspect", "inspect-eval",
-                                         "lighteval", "helm"])
+                                         "lighteval", "helm", "paired", "eee"])
     parser.add_argument("out")
     parser.add_argument("n", nargs="?", type=int)
     parser.add_argument("--variant", default="original")
@@ -307,6 +356,10 @@ def main():
         lighteval(args.out, args.n)
     elif args.mode == "helm":
         helm(args.out, args.n)
+    elif args.mode == "paired":
+        paired(args.out, args.n, args.seed)
+    elif args.mode == "eee":
+        eee(args.out, args.n)
     elif args.mode == "inspect-eval":
         inspect_eval(args.out, args.n)
     elif args.mode == "panel":

@@ -29,11 +29,12 @@ SIZES = {
     "full": {"harness_bytes": 200_000_000, "harness_big_bytes": 1_000_000_000,
              "canonical": 1_000_000, "fewshot_lines": 39_506, "short_items": 200_000,
              "panel_sides": 100, "panel_items": 100_000, "inspect_samples": 25_000,
-             "lighteval_rows": 200_000, "helm_states": 20_000},
+             "lighteval_rows": 200_000, "helm_states": 20_000, "paired_lines": 200_000,
+             "eee_rows": 100_000},
     "smoke": {"harness_bytes": 1_000_000, "harness_big_bytes": 3_000_000,
               "canonical": 5_000, "fewshot_lines": 300, "short_items": 2_000,
               "panel_sides": 4, "panel_items": 500, "inspect_samples": 100,
-              "lighteval_rows": 500, "helm_states": 160},
+              "lighteval_rows": 500, "helm_states": 160, "paired_lines": 500, "eee_rows": 300},
 }
 
 
@@ -101,6 +102,8 @@ def generate(mode, work):
     make("inspect.eval", ["inspect-eval", str(size["inspect_samples"])])
     make("lighteval", ["lighteval", str(size["lighteval_rows"])])
     make("helm", ["helm", str(size["helm_states"])])
+    make("paired.jsonl", ["paired", str(size["paired_lines"])])
+    make("eee.jsonl", ["eee", str(size["eee_rows"])])
     return files
 
 
@@ -212,6 +215,16 @@ def main():
         subprocess.run(b("run", "create", name, "--model", model), check=True)
         import_row(label.format(n_items), name, ["--model", model], ["--format", name, files[name]],
                    lambda m, n_items=n_items: f"{m[0] / n_items * 1e6:.1f} µs per item")
+    # An EEE row names its benchmark (evaluation_name); a paired line here does not.
+    for name, label, fmt, create, count in [
+            ("paired.jsonl", "paired file, {:.0f} MB ({:,} lines)", "paired", ["--model", "m", "--benchmark", "bench"],
+             "paired_lines"),
+            ("eee.jsonl", "Every Eval Ever rows, {:.0f} MB ({:,} rows)", "eee", ["--model", "dummy-a"], "eee_rows")]:
+        path = files[name]
+        what = label.format(os.path.getsize(path) / 1e6, SIZES[mode][count])
+        sha_row(path, what)
+        subprocess.run(b("run", "create", fmt, *create), check=True)
+        import_row(what, fmt, create, ["--format", fmt, path], against_sha(path))
     subprocess.run(b("import", "cb", "--format", "canonical", cb), check=True)
     subprocess.run(python([os.path.join(HERE, "reference.py"), "import", cb, py_b]), check=True, stdout=subprocess.DEVNULL)
     subprocess.run(b("import", "fa", "--format", "harness", "--benchmark", "mmlu", files["fewshot-a.jsonl"]), check=True)
