@@ -109,6 +109,7 @@ pub fn run_log(format: Format, basename: &str, data: &[u8]) {
     // Built as the import builds them: only the members the adapter reads (the fuzzed
     // imports name no --id-field).
     let keep = |key: &str| structured.builds(key, &AdapterOptions::default());
+    let mut members = Members::new();
     for (number, line) in lines.enumerate() {
         let line_number = number as u64 + 2;
         let parsed =
@@ -117,8 +118,11 @@ pub fn run_log(format: Format, basename: &str, data: &[u8]) {
             (Some(indexed), Some(index), Some(parsed))
                 if parsed.object.contains_key("instance_id") =>
             {
+                // Index elements are read from their members, as the import reads them.
+                jsonl::scan_bytes(line, line_number, NonFinitePolicy::Null, &mut members)
+                    .expect("the tree reader read it");
                 // The archive refuses the whole run when an element is refused.
-                let added = (indexed.read)(item(parsed, number))
+                let added = (indexed.read)(&members)
                     .and_then(|kept| (indexed.add)(index.as_mut(), kept));
                 if added.is_err() {
                     return;

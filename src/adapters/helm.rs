@@ -9,13 +9,15 @@
 //! names another), a stat with `count: 0` unknown. The mapping is in FORMAT.md ("The HELM
 //! adapter"). No filesystem access: the archive reads the folder and hands over its files.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
 use super::stable_id::{self, QuestionIdentity};
 use super::{AdapterError, Begun, ImportContext, Item, Layout, kit};
-use crate::jsonl::FieldPath;
+use crate::canonical_json::{Json, JsonKind};
+use crate::jsonl::{FieldPath, Member, Members, PathSegment};
 use crate::record::Record;
 use crate::record::fields::describe;
 
@@ -95,46 +97,86 @@ impl Stats {
 }
 
 /// What the index keeps of one element of `per_instance_stats.json`: its key and each
-/// stat's mean, by name (read on a worker, so the element's tree never leaves it).
+/// stat's mean, by name (read on a worker from the element's canonical text: no tree).
 struct StatsEntry {
     key: StatsKey,
     values: Vec<(String, Mean)>,
 }
 
-/// Reads one element of `per_instance_stats.json` into what the index keeps of it.
-fn read_stats(item: Item) -> Result<super::IndexEntry, AdapterError> {
-    let at = FieldPath::root();
-    let entry = Value::Object(item.object);
-    let key = stats_key(&entry, &at)?;
+/// Reads one element of `per_instance_stats.json`, as the streaming reader wrote its
+/// members, into what the index keeps of it. What a JSON parser tells apart and canonical
+/// text does not is read from the scan: a count written `1.0` is no whole number, and a
+/// mean keeps the number the parser reads (`1.0` is printed so in a warning; an integer
+/// no double holds keeps its digits, to be refused where the record is stored).
+fn read_stats(members: &Members) -> Result<super::IndexEntry, AdapterError> {
+    let key = stats_key(members)?;
     let mut values: Vec<(String, Mean)> = Vec::new();
-    for stat in entry
-        .get("stats")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let Some(name) = stat
-            .get("name")
-            .and_then(|n| n.get("name"))
-            .and_then(Value::as_str)
-        else {
+    let Some(stats) = members.get("stats") else {
+        return Ok(Box::new(StatsEntry { key, values }));
+    };
+    let list = stats.peek();
+    for (i, stat) in list.iter_elements().into_iter().flatten().enumerate() {
+        let Some(name) = stat_name(&stat) else {
             continue;
         };
-        let mean = match (stat.get("count"), stat.get("mean")) {
-            (None | Some(Value::Null), _) => Mean::Unknown("has no count"),
-            (Some(count), _) if count.as_u64() == Some(0) => Mean::Unknown("has count 0"),
-            (Some(count), _) if count.as_u64().is_none() => {
+        let is_double = |field: &str| {
+            stats.integral_doubles.iter().any(|(_, below)| {
+                matches!(below.segments(), [PathSegment::Index(at), PathSegment::Key(key)] if *at == i && key == field)
+            })
+        };
+        let count = stat.get("count");
+        let whole_count = count
+            .as_ref()
+            .and_then(Json::as_u64)
+            .filter(|_| !is_double("count"));
+        let mean = stat.get("mean");
+        let mean = match (count.as_ref().map(Json::kind), mean) {
+            (None | Some(JsonKind::Null), _) => Mean::Unknown("has no count"),
+            (Some(_), _) if whole_count == Some(0) => Mean::Unknown("has count 0"),
+            (Some(_), _) if whole_count.is_none() => {
                 Mean::Unknown("has a count that is not a whole number")
             }
-            (_, None | Some(Value::Null)) => Mean::Unknown("has no mean"),
-            (_, Some(Value::Number(mean))) => Mean::Known(mean.clone()),
-            (_, Some(_)) => Mean::Unknown("has a mean that is not a number"),
+            (_, None) => Mean::Unknown("has no mean"),
+            (_, Some(mean)) => match mean.kind() {
+                JsonKind::Null => Mean::Unknown("has no mean"),
+                JsonKind::Number => Mean::Known(parsed_number(&stats, i, &mean, is_double("mean"))),
+                _ => Mean::Unknown("has a mean that is not a number"),
+            },
         };
         // As in a JSON object, a stat named twice keeps its last value.
-        values.retain(|(known, _)| known != name);
-        values.push((name.to_owned(), mean));
+        values.retain(|(known, _)| *known != name);
+        values.push((name, mean));
     }
     Ok(Box::new(StatsEntry { key, values }))
+}
+
+/// A stat's `name.name`, when it is a string.
+fn stat_name(stat: &Json<'_>) -> Option<String> {
+    let name = stat.get("name")?;
+    let name = name.get("name")?;
+    name.as_string().map(Cow::into_owned)
+}
+
+/// The mean of the `i`th stat as the number a JSON parser reads: a double where it reads
+/// one (`double`), the integer as written where no double holds it.
+fn parsed_number(
+    stats: &Member<'_>,
+    i: usize,
+    mean: &Json<'_>,
+    double: bool,
+) -> serde_json::Number {
+    let written = stats.unsafe_integers.iter().find_map(|(_, (below, written))| {
+        matches!(below.segments(), [PathSegment::Index(at), PathSegment::Key(key)] if *at == i && key == "mean")
+            .then_some(written)
+    });
+    let text = mean.as_str();
+    let integer = text.bytes().all(|b| b.is_ascii_digit() || b == b'-');
+    written
+        .map(String::as_str)
+        .or((integer && !double).then_some(text))
+        .and_then(|digits| digits.parse().ok())
+        .or_else(|| serde_json::Number::from_f64(mean.as_f64().expect("a number")))
+        .expect("a canonical number is finite")
 }
 
 /// Adds what [`read_stats`] kept of one element to the index, each stat name stored once;
@@ -315,32 +357,62 @@ fn is_position(id: &str) -> bool {
 }
 
 /// (instance id, train trial, perturbation name) of a stats entry or a request state.
-fn stats_key(entry: &Value, at: &FieldPath) -> Result<StatsKey, AdapterError> {
-    let id = entry
+/// The (instance, trial, perturbation) of a stats element.
+fn stats_key(members: &Members) -> Result<StatsKey, AdapterError> {
+    let at = FieldPath::root();
+    let id = members
         .get("instance_id")
-        .and_then(Value::as_str)
+        .and_then(|id| id.peek().as_string().map(Cow::into_owned))
         .ok_or_else(|| AdapterError::new(at.key("instance_id"), "expected a string"))?;
-    let trial = entry
+    let trial = members
         .get("train_trial_index")
-        .and_then(Value::as_u64)
+        .and_then(|trial| match trial.unsafe_integer {
+            Some((below, written)) if below.is_root() => written.parse().ok(),
+            _ => trial.peek().as_u64().filter(|_| !trial.written_as_fraction),
+        })
         .ok_or_else(|| AdapterError::new(at.key("train_trial_index"), "expected an integer ≥ 0"))?;
-    let perturbation = perturbation_name(entry.get("perturbation"), &at.key("perturbation"))?;
-    Ok((id.to_owned(), trial, perturbation))
+    let perturbation = match members.get("perturbation") {
+        None => None,
+        Some(p) if p.peek().is_null() => None,
+        Some(p) => {
+            let name = p
+                .peek()
+                .get("name")
+                .and_then(|name| name.as_string().map(Cow::into_owned));
+            named_perturbation(
+                name.as_deref(),
+                || kit::describe(&p),
+                &at.key("perturbation"),
+            )?
+        }
+    };
+    Ok((id, trial, perturbation))
 }
 
+/// A perturbation's name: none for an absent or null perturbation, else its `name`.
 fn perturbation_name(
     value: Option<&Value>,
     at: &FieldPath,
 ) -> Result<Option<String>, AdapterError> {
     match value {
         None | Some(Value::Null) => Ok(None),
-        Some(p) => match p.get("name").and_then(Value::as_str) {
-            Some(name) if !name.is_empty() => Ok(Some(name.to_owned())),
-            _ => Err(AdapterError::new(
-                at.key("name"),
-                format!("expected the perturbation's name, found {}", describe(p)),
-            )),
-        },
+        Some(p) => named_perturbation(p.get("name").and_then(Value::as_str), || describe(p), at),
+    }
+}
+
+/// A perturbation's `name`, which must be a non-empty string (`found` describes the
+/// perturbation otherwise).
+fn named_perturbation(
+    name: Option<&str>,
+    found: impl FnOnce() -> String,
+    at: &FieldPath,
+) -> Result<Option<String>, AdapterError> {
+    match name {
+        Some(name) if !name.is_empty() => Ok(Some(name.to_owned())),
+        _ => Err(AdapterError::new(
+            at.key("name"),
+            format!("expected the perturbation's name, found {}", found()),
+        )),
     }
 }
 
@@ -618,6 +690,145 @@ fn extra(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jsonl::NonFinitePolicy;
+
+    /// A stats element as the import's workers read it.
+    fn scanned(text: &str) -> Members {
+        let mut members = Members::new();
+        crate::jsonl::scan_bytes(text.as_bytes(), 1, NonFinitePolicy::Null, &mut members).unwrap();
+        members
+    }
+
+    /// What the index keeps of one element: its key, and each stat's mean as it prints
+    /// (or why there is none).
+    fn kept(text: &str) -> Result<(StatsKey, Vec<(String, String)>), String> {
+        let entry = read_stats(&scanned(text))
+            .map_err(|error| format!("{}: {}", error.path, error.message))?;
+        let StatsEntry { key, values } = *entry.downcast().unwrap();
+        let values = values
+            .into_iter()
+            .map(|(name, mean)| {
+                let mean = match mean {
+                    Mean::Known(number) => number.to_string(),
+                    Mean::Unknown(why) => why.to_owned(),
+                };
+                (name, mean)
+            })
+            .collect();
+        Ok((key, values))
+    }
+
+    /// Each stat's mean is the number a JSON parser reads, and a count must be a whole
+    /// number as a parser reads it: `1.0` is a double to it, not the count 1.
+    #[test]
+    fn the_index_keeps_each_stats_mean_as_a_json_parser_reads_it() {
+        let stat = |name: &str, rest: &str| {
+            format!(r#"{{"name": {{"name": "{name}", "split": "test"}}{rest}}}"#)
+        };
+        let stats = [
+            stat("a", r#", "count": 1, "mean": 1.0"#),
+            stat("b", r#", "count": 2, "mean": 0.5"#),
+            stat("c", r#", "count": 1, "mean": 3"#),
+            stat("d", r#", "count": 0, "mean": 1"#),
+            stat("e", r#", "count": 1.0, "mean": 1"#),
+            stat("f", r#", "mean": 1"#),
+            stat("g", r#", "count": null, "mean": 1"#),
+            stat("h", r#", "count": 1"#),
+            stat("i", r#", "count": 1, "mean": null"#),
+            stat("j", r#", "count": 1, "mean": "1""#),
+            stat("k", r#", "count": 1, "mean": 1e2"#),
+            stat("l", r#", "count": -1, "mean": 1"#),
+            stat(
+                "m",
+                r#", "count": 1, "mean": 9007199254740993, "sum": 9007199254740995"#,
+            ),
+            stat("n", r#", "count": 1, "mean": 9007199254740995"#),
+            stat("a", r#", "count": 1, "mean": 0"#),
+            r#"{"name": "o", "count": 1, "mean": 1}"#.to_owned(),
+            "[1]".to_owned(),
+        ];
+        let text = format!(
+            r#"{{"instance_id": "id7", "train_trial_index": 2, "perturbation": {{"name": "typos"}}, "stats": [{}]}}"#,
+            stats.join(", ")
+        );
+        let (key, values) = kept(&text).unwrap();
+        assert_eq!(key, ("id7".to_owned(), 2, Some("typos".to_owned())));
+        let expected = [
+            ("b", "0.5"),
+            ("c", "3"),
+            ("d", "has count 0"),
+            ("e", "has a count that is not a whole number"),
+            ("f", "has no count"),
+            ("g", "has no count"),
+            ("h", "has no mean"),
+            ("i", "has no mean"),
+            ("j", "has a mean that is not a number"),
+            ("k", "100.0"),
+            ("l", "has a count that is not a whole number"),
+            ("m", "9007199254740993"),
+            ("n", "9007199254740995"),
+            ("a", "0"),
+        ];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(n, m)| (n.to_string(), m.to_string()))
+            .collect();
+        assert_eq!(
+            values, expected,
+            "a stat named twice keeps its last value, at the end"
+        );
+        let (_, one) = kept(&format!(
+            r#"{{"instance_id": "x", "train_trial_index": 0, "stats": [{}]}}"#,
+            stats[0]
+        ))
+        .unwrap();
+        assert_eq!(
+            one,
+            [("a".to_owned(), "1.0".to_owned())],
+            "a mean written 1.0 is a double"
+        );
+    }
+
+    #[test]
+    fn an_elements_key_is_refused_at_its_field() {
+        for (text, expected) in [
+            (
+                r#"{"train_trial_index": 0}"#,
+                "instance_id: expected a string",
+            ),
+            (
+                r#"{"instance_id": 7, "train_trial_index": 0}"#,
+                "instance_id: expected a string",
+            ),
+            (
+                r#"{"instance_id": "x", "train_trial_index": 0.0}"#,
+                "train_trial_index: expected an integer ≥ 0",
+            ),
+            (
+                r#"{"instance_id": "x", "train_trial_index": -1}"#,
+                "train_trial_index: expected an integer ≥ 0",
+            ),
+            (
+                r#"{"instance_id": "x", "train_trial_index": 0, "perturbation": {"name": ""}}"#,
+                "perturbation.name: expected the perturbation's name, found an object",
+            ),
+            (
+                r#"{"instance_id": "x", "train_trial_index": 0, "perturbation": 1.0}"#,
+                "perturbation.name: expected the perturbation's name, found the number 1.0",
+            ),
+        ] {
+            assert_eq!(kept(text).unwrap_err(), expected, "{text}");
+        }
+        let (key, _) = kept(
+            r#"{"instance_id": "x", "train_trial_index": 9007199254740993, "perturbation": null}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            key,
+            ("x".to_owned(), 9007199254740993, None),
+            "the trial as written"
+        );
+    }
 
     #[test]
     fn a_choice_per_request_is_one_record_from_the_instance_stats() {
@@ -633,17 +844,10 @@ mod tests {
         let stat =
             json!([{"name": {"name": "exact_match", "split": "test"}, "count": 1, "mean": 1.0}]);
         let mut index: Box<dyn std::any::Any + Send + Sync> = Box::new(Stats::default());
-        let Value::Object(entry) =
-            json!({"instance_id": "h1", "train_trial_index": 0, "stats": stat})
-        else {
-            unreachable!()
-        };
-        let element = Item {
-            object: entry,
-            replaced: Vec::new(),
-            locator: crate::record::Locator::Pointer("/0".into()),
-        };
-        let read = || read_stats(element.clone()).unwrap();
+        let element = scanned(
+            &json!({"instance_id": "h1", "train_trial_index": 0, "stats": stat}).to_string(),
+        );
+        let read = || read_stats(&element).unwrap();
         add_stats(index.as_mut(), read()).unwrap();
         assert!(
             add_stats(index.as_mut(), read()).is_err(),

@@ -339,9 +339,9 @@ pub struct Indexed {
     pub file: &'static str,
     /// An empty index.
     pub new: fn() -> Box<dyn std::any::Any + Send + Sync>,
-    /// Reads one element (its pointer in `item.locator`) into what the index keeps of it,
-    /// on a worker thread: the element's tree is built and dropped there.
-    pub read: fn(Item) -> Result<IndexEntry, AdapterError>,
+    /// Reads one element, its members as the streaming reader wrote them (canonical text,
+    /// no tree), into what the index keeps of it, on a worker thread.
+    pub read: fn(&crate::jsonl::Members) -> Result<IndexEntry, AdapterError>,
     /// Adds what `read` kept of one element to the index, element after element in file
     /// order.
     pub add: fn(&mut (dyn std::any::Any + Send + Sync), IndexEntry) -> Result<(), AdapterError>,

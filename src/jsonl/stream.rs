@@ -61,7 +61,7 @@ pub struct Members {
     /// `1e2`): canonical text writes an integral one as an integer, and a field that must
     /// be an integer still refuses it, as the tree reader's `1.0` is no integer.
     written_as_fraction: Vec<usize>,
-    /// Members holding an integer no double holds: (member, the first such integer).
+    /// The integers no double holds: (member, the integer), in written order.
     unsafe_integers: Vec<(usize, UnsafeInteger)>,
     /// Numbers whose canonical text is an integer but that the tree reader reads as a
     /// double (`12.0`, `1e2`, `-0`, an integer beyond 64 bits): (member, path below it),
@@ -108,6 +108,9 @@ pub struct Member<'a> {
     pub key: &'a str,
     pub value: &'a str,
     pub unsafe_integer: Option<&'a UnsafeInteger>,
+    /// Every integer in it that no double holds, in written order (the first is
+    /// `unsafe_integer`); each one's canonical text is its nearest double.
+    pub unsafe_integers: &'a [(usize, UnsafeInteger)],
     /// The value is a number written with a fraction or an exponent.
     pub written_as_fraction: bool,
     /// The paths below the member of the numbers the tree reader reads as doubles though
@@ -178,14 +181,17 @@ impl Members {
         // boundaries.
         #[allow(unsafe_code)]
         let value = unsafe { std::str::from_utf8_unchecked(&self.text[value_start..value_end]) };
+        // Pushed in member order, so sorted.
+        let unsafe_integers = {
+            let from = self.unsafe_integers.partition_point(|(m, _)| *m < index);
+            let to = self.unsafe_integers.partition_point(|(m, _)| *m <= index);
+            &self.unsafe_integers[from..to]
+        };
         Member {
             key: &self.keys[key_start..key_end],
             value,
-            unsafe_integer: self
-                .unsafe_integers
-                .iter()
-                .find(|(member, _)| *member == index)
-                .map(|(_, found)| found),
+            unsafe_integer: unsafe_integers.first().map(|(_, found)| found),
+            unsafe_integers,
             // Pushed in member order, so sorted.
             written_as_fraction: self.written_as_fraction.binary_search(&index).is_ok(),
             integral_doubles: {
@@ -300,8 +306,8 @@ struct Scanner<'a> {
     policy: NonFinitePolicy,
     replaced: Vec<NonFiniteReplacement>,
     replaced_at: Vec<usize>,
-    /// The first integer of the current value that no double holds, and its full path.
-    unsafe_integer: Option<UnsafeInteger>,
+    /// The integers of the current value that no double holds, and their full paths.
+    unsafe_integers: Vec<UnsafeInteger>,
     /// The full paths of the current value's integral doubles.
     integral_doubles: Vec<FieldPath>,
 }
@@ -350,7 +356,7 @@ impl<'a> Scanner<'a> {
             policy,
             replaced: Vec::new(),
             replaced_at: Vec::new(),
-            unsafe_integer: None,
+            unsafe_integers: Vec::new(),
             integral_doubles: Vec::new(),
         }
     }
@@ -454,8 +460,8 @@ impl<'a> Scanner<'a> {
             if repeated {
                 return Err(self.duplicate(start, end));
             }
-            // The unsafe integer's path is relative to the member.
-            if let Some((path, value)) = self.unsafe_integer.take() {
+            // The unsafe integers' paths are relative to the member.
+            for (path, value) in self.unsafe_integers.drain(..) {
                 members
                     .unsafe_integers
                     .push((members.len(), (below_member(&path), value)));
@@ -1039,8 +1045,8 @@ impl<'a> Scanner<'a> {
         };
         let mut ryu = ryu_js::Buffer::new();
         let formatted = ryu.format_finite(as_double);
-        if formatted != decimal && self.unsafe_integer.is_none() {
-            self.unsafe_integer = Some((self.path(), decimal));
+        if formatted != decimal {
+            self.unsafe_integers.push((self.path(), decimal));
         }
         out.extend_from_slice(formatted.as_bytes());
         Ok(())

@@ -231,9 +231,10 @@ fn header_problem(error: adapters::AdapterError) -> FileProblem {
 
 /// Streams the [`adapters::Indexed`] file at `path` into its index; `Ok(Ok(None))` when the
 /// folder has no such file. A problem names the file and the element
-/// (`per_instance_stats.json#/12`). Elements are parsed and read in batches on the workers
-/// and added to the index in file order on this thread (done all here, a HELM run's
-/// `per_instance_stats.json` kept one core busy and the other idle).
+/// (`per_instance_stats.json#/12`). Elements are scanned into their canonical members (the
+/// streaming reader, no tree) and read in batches on the workers, and added to the index
+/// in file order on this thread (done all here, a HELM run's `per_instance_stats.json`
+/// kept one core busy and the other idle).
 fn read_index(
     indexed: &adapters::Indexed,
     path: &Path,
@@ -246,6 +247,7 @@ fn read_index(
         items: Items::TopLevel,
     };
     let read = |batch: Batch| -> Vec<_> {
+        let mut members = jsonl::Members::new();
         batch
             .items
             .into_iter()
@@ -254,13 +256,9 @@ fn read_index(
                     unreachable!("an array's items are JSON text")
                 };
                 let at = format!("{}{}", indexed.file, locator.suffix());
-                let kept = match jsonl::parse_bytes(&bytes, 1, NonFinitePolicy::Null) {
-                    Ok(parsed) => (indexed.read)(adapters::Item {
-                        object: parsed.object,
-                        replaced: parsed.replaced,
-                        locator,
-                    })
-                    .map_err(|error| (error.path, error.message, error.hint)),
+                let kept = match jsonl::scan_bytes(&bytes, 1, NonFinitePolicy::Null, &mut members) {
+                    Ok(()) => (indexed.read)(&members)
+                        .map_err(|error| (error.path, error.message, error.hint)),
                     Err(error) => Err((error.path.clone(), error.message(), None)),
                 };
                 (at, kept)
