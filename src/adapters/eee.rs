@@ -57,21 +57,21 @@ pub fn normalize<'a>(
             format!("EEE schema version {version:?}, but babel reads 0.3.x"),
         ));
     }
-    let sample_id = text_of(&f, "sample_id");
-    let sample_id_text = f.required_string("sample_id")?;
-    let evaluation_name = text_of(&f, "evaluation_name");
-    let evaluation_name_text = f.required_string("evaluation_name")?;
-    let result_id_json = text_of(&f, "evaluation_result_id");
+    let sample_id_json = json_of(&f, "sample_id");
+    let sample_id = f.required_string("sample_id")?;
+    let evaluation_name_json = json_of(&f, "evaluation_name");
+    let evaluation_name = f.required_string("evaluation_name")?;
+    let result_id_json = json_of(&f, "evaluation_result_id");
     let result_id = f.required_nullable_string("evaluation_result_id")?;
     let mut warnings = Vec::new();
     warnings.extend(check_model(&f, context)?);
     let identity = match selected {
         Some(found) => found,
-        None => identity(&f, &sample_id_text, context, &mut warnings),
+        None => identity(&f, &sample_id, context, &mut warnings),
     };
     let benchmark = super::named_benchmark(
         context,
-        Some(&evaluation_name_text),
+        Some(&evaluation_name),
         "the row's evaluation_name",
         "",
     )?;
@@ -82,12 +82,9 @@ pub fn normalize<'a>(
     let evaluation = evaluation(&mut f, result_id.as_deref(), context, &mut warnings)?;
     let repeat_id = repeat_id(&f)?;
     let mut also = vec![
-        (Cow::Borrowed("sample_id"), sample_id),
-        (Cow::Borrowed("evaluation_name"), evaluation_name),
-        (
-            Cow::Borrowed("evaluation_result_id"),
-            result_id.as_ref().map_or(Json::NULL, |_| result_id_json),
-        ),
+        (Cow::Borrowed("sample_id"), sample_id_json),
+        (Cow::Borrowed("evaluation_name"), evaluation_name_json),
+        (Cow::Borrowed("evaluation_result_id"), result_id_json),
         (Cow::Borrowed("evaluation"), evaluation.object),
     ];
     if !output.is_null() {
@@ -126,7 +123,7 @@ pub fn normalize<'a>(
 
 /// A member's value as it is, for `extra` (`null` when absent: the getter that reads it
 /// refuses that).
-fn text_of<'a>(f: &LineFields<'a>, name: &str) -> Json<'a> {
+fn json_of<'a>(f: &LineFields<'a>, name: &str) -> Json<'a> {
     f.peek(name).map_or(Json::NULL, |member| member.peek())
 }
 
@@ -189,8 +186,8 @@ fn identity(
     stable_id::run_local(context.source, sample_id)
 }
 
-/// The row's `input`, an object that must be present: refused otherwise, as
-/// [`crate::record::Fields::object`] refuses it.
+/// A member that must be an object (the row's `input`, its `evaluation`): refused
+/// otherwise, as [`crate::record::Fields::object`] refuses it.
 fn required_object<'a>(
     f: &mut LineFields<'a>,
     name: &str,
@@ -254,8 +251,8 @@ fn evaluation<'a>(
     let double = member.is_integral_double(&[PathSegment::Key("score".into())]);
     let score = Score {
         value: score.as_f64().expect("a number"),
-        shown: as_parsed(&score, double),
         json: score,
+        double,
     };
     let claimed = fields.peek("is_correct").and_then(|c| c.as_bool());
     let error = f.take("error").filter(|e| !e.peek().is_null());
@@ -278,26 +275,12 @@ fn evaluation<'a>(
     })
 }
 
-/// A row's score: its value, its canonical text (stored), and the text its warnings
-/// quote.
+/// A row's score: its value, its canonical text (stored), and whether a JSON parser
+/// reads it as a double (its warnings quote it as one: EEE writes every score so, `2.0`).
 struct Score<'a> {
     value: f64,
     json: Json<'a>,
-    shown: String,
-}
-
-/// A number as a JSON parser prints it (EEE writes every score as a double, `2.0`): a
-/// number the parser reads as a double (`double`) is printed as one, though its canonical
-/// text is the integer `2`.
-fn as_parsed(number: &Json<'_>, double: bool) -> String {
-    let integer = number
-        .as_str()
-        .bytes()
-        .all(|b| b.is_ascii_digit() || b == b'-');
-    match integer && !double {
-        true => number.as_str().to_owned(),
-        false => serde_json::Value::from(number.as_f64().expect("a number")).to_string(),
-    }
+    double: bool,
 }
 
 /// The repeat: `metadata.epoch` (from 1, a string or an integer) less one, else 0.
@@ -320,7 +303,7 @@ fn repeat_id(f: &LineFields<'_>) -> Result<u64, AdapterError> {
         .map(|e| e - 1)
         .ok_or_else(|| {
             let found = match epoch.kind() {
-                JsonKind::Number => as_parsed(&epoch, double),
+                JsonKind::Number => kit::parsed(&epoch, double).to_string(),
                 _ => epoch.to_string(),
             };
             AdapterError::new(
@@ -402,7 +385,7 @@ fn correctness(
             warnings.push(format!(
                 "score {} is neither 1 nor 0: correctness is unknown (EEE's is_correct is {}, and its \
                  converters disagree on what it means)",
-                score.shown,
+                kit::parsed(&score.json, score.double),
                 claimed.map_or("missing".into(), |c| c.to_string())
             ));
             None
@@ -487,7 +470,7 @@ mod tests {
     }
 
     #[test]
-    fn warnings_quote_the_score_as_parsed_and_an_error_as_written() {
+    fn warnings_quote_the_score_as_parsed_and_an_error_as_json() {
         let two = import(
             r#""evaluation_result_id": "acc", "evaluation": {"score": 2.0}, "input": {"raw": "r", "reference": 1}"#,
         )
@@ -506,6 +489,15 @@ mod tests {
         assert_eq!(
             failed.warnings,
             ["the sample failed (\"boom\\n  at line 3\"): correctness is unknown"]
+        );
+        // EEE writes a string; anything else is quoted in its canonical form.
+        let listed = import(&format!(
+            r#"{SCORED}, "input": {{"raw": "r", "reference": 1}}, "error": {{"b": [2.0], "a": 1e2}}"#
+        ))
+        .unwrap();
+        assert_eq!(
+            listed.warnings,
+            ["the sample failed ({\"a\":100,\"b\":[2]}): correctness is unknown"]
         );
     }
 
@@ -576,7 +568,7 @@ mod tests {
         Score {
             value,
             json: Json::of(&Value::from(value)).unwrap(),
-            shown: Value::from(value).to_string(),
+            double: true,
         }
     }
 

@@ -169,14 +169,11 @@ fn parsed_number(
         matches!(below.segments(), [PathSegment::Index(at), PathSegment::Key(key)] if *at == i && key == "mean")
             .then_some(written)
     });
-    let text = mean.as_str();
-    let integer = text.bytes().all(|b| b.is_ascii_digit() || b == b'-');
-    written
-        .map(String::as_str)
-        .or((integer && !double).then_some(text))
-        .and_then(|digits| digits.parse().ok())
-        .or_else(|| serde_json::Number::from_f64(mean.as_f64().expect("a number")))
-        .expect("a canonical number is finite")
+    match (written, kit::parsed(mean, double)) {
+        (Some(digits), _) => digits.parse().expect("an integer's digits"),
+        (None, Value::Number(number)) => number,
+        (None, other) => unreachable!("a mean is a number, not {other}"),
+    }
 }
 
 /// Adds what [`read_stats`] kept of one element to the index, each stat name stored once;

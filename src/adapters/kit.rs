@@ -372,12 +372,16 @@ pub fn describe(member: &Member<'_>) -> String {
     {
         return format!("the number {written}");
     }
-    let json = member.peek();
-    match json.as_f64() {
-        Some(number) if member.written_as_fraction => {
-            crate::record::fields::describe(&serde_json::Value::from(number))
-        }
-        _ => json.describe(),
+    crate::record::fields::describe(&parsed(&member.peek(), member.written_as_fraction))
+}
+
+/// The value as a JSON parser reads it: a number it reads as a double (`double`: written
+/// `1.0`, `1e2`, `-0` or beyond 64 bits) is one, though its canonical text is an integer.
+/// Messages and warnings that quote a value as the tree reader did print this.
+pub fn parsed(value: &Json<'_>, double: bool) -> serde_json::Value {
+    match value.as_f64() {
+        Some(number) if double => serde_json::Value::from(number),
+        _ => value.to_value(),
     }
 }
 

@@ -118,8 +118,8 @@ impl Adapter {
 
 /// How an adapter's input is read.
 pub enum Reader {
-    /// JSON Lines, one nonblank line at a time, read in parallel batches into members:
-    /// for a format that passes most of a line through to the record as it is.
+    /// JSON Lines, one nonblank line at a time, read in parallel batches into members
+    /// (canonical text, no tree): every line format.
     Lines(LinesHook),
     /// A structured file (a ZIP log, a JSON document): its header first, then its items.
     Items(Structured),

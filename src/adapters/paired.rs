@@ -418,14 +418,14 @@ pub fn normalize<'a>(
         shared_key,
         shared_asserted,
     )?;
-    let line = Line {
+    let pair = Pair {
         shared: &shared,
         context,
         number: line.number,
     };
-    let first = line.record(&mut original, original_key, ORIGINAL, None, extra.clone());
+    let first = pair.record(&mut original, original_key, ORIGINAL, None, extra.clone());
     let rephrased_id = context.options.variant.as_deref().unwrap_or(REPHRASED);
-    let second = line.record(
+    let second = pair.record(
         &mut rephrased,
         rephrased_key,
         rephrased_id,
@@ -487,13 +487,13 @@ fn keep_identity_fields<'a>(
 }
 
 /// What both records of a line are made from.
-struct Line<'s, 'a> {
+struct Pair<'s, 'a> {
     shared: &'s Shared<'a>,
     context: &'a ImportContext<'a>,
     number: u64,
 }
 
-impl<'a> Line<'_, 'a> {
+impl<'a> Pair<'_, 'a> {
     /// One version's record: what both share, and this version's own reading, scored
     /// against its own answer key.
     fn record(

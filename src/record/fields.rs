@@ -242,7 +242,9 @@ impl Fields {
         }
     }
 
-    /// What is left after the known fields were taken.
+    /// What is left after the known fields were taken (the reference the readers of
+    /// canonical text, `adapters::kit::ObjectFields`, are tested against).
+    #[cfg(test)]
     pub fn into_rest(self) -> Map<String, Value> {
         self.map
     }

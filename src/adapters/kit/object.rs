@@ -1,7 +1,7 @@
 //! [`ObjectFields`]: the typed, field-precise reading of an object nested in a line's
-//! member (a paired line's `original`), from its canonical text, as
-//! [`crate::record::Fields`] reads the same object from a tree: the same getters, the same
-//! messages, and what is not taken kept as it is.
+//! member (a paired line's `original`, an EEE row's `input` and `evaluation`), from its
+//! canonical text, as [`crate::record::Fields`] reads the same object from a tree: the
+//! same getters, the same messages, and what is not taken kept as it is.
 
 use std::borrow::Cow;
 
@@ -26,7 +26,8 @@ pub struct ObjectFields<'a> {
 impl<'a> ObjectFields<'a> {
     /// The object a line's `member` holds, at `path`; a member that is not an object is
     /// refused, and so is an integer in it that no double holds (the tree path refused it
-    /// where the record was stored: every member of the objects read so is stored).
+    /// where the record was stored, and the adapters that read objects so store every
+    /// number in them), before any other problem of the object.
     pub fn of_member(member: &Member<'a>, path: FieldPath) -> Result<Self, AdapterError> {
         let Some(members) = ObjectMembers::of(member.value) else {
             return Err(FieldError::new(
@@ -115,12 +116,8 @@ impl<'a> ObjectFields<'a> {
     /// A member's value as messages describe it: a number the tree reader reads as a
     /// double is named as one (`the number 1.0`).
     pub fn describe(&self, name: &str, value: &Json<'_>) -> String {
-        match value.as_f64() {
-            Some(number) if self.is_integral_double(name, &[]) => {
-                crate::record::fields::describe(&serde_json::Value::from(number))
-            }
-            _ => value.describe(),
-        }
+        let double = self.is_integral_double(name, &[]);
+        crate::record::fields::describe(&super::parsed(value, double))
     }
 
     fn wrong(&self, name: &str, expected: &str, found: &Json<'_>) -> FieldError {
