@@ -110,9 +110,11 @@ impl<'a> LineFields<'a> {
         FieldError::new(self.path(name), "required field is missing")
     }
 
-    /// Looks at a member without taking it.
+    /// Looks at a member without taking it (`None` once it was taken, as the tree
+    /// reader's [`crate::record::Fields`] says).
     pub fn peek(&self, name: &str) -> Option<Member<'a>> {
-        self.members.get(name)
+        let index = self.members.position(name)?;
+        (!self.taken.get(index)).then(|| self.members.at(index))
     }
 
     /// Takes a member out as it is, if present (and not taken before).
@@ -538,6 +540,30 @@ mod tests {
                     "{name}"
                 );
             }
+        }
+    }
+
+    /// A member taken is gone for every getter, as a field taken out of a tree is.
+    #[test]
+    fn a_taken_member_is_missing_to_every_getter() {
+        let line = json!({"s": "text", "n": null, "i": 3});
+        let scanned = members(&line);
+        for name in ["s", "n", "i"] {
+            let (mut l, mut t) = (LineFields::new(&scanned), tree(&line));
+            assert!(l.take(name).is_some() && t.take(name).is_some());
+            assert!(l.peek(name).is_none(), "{name}");
+            assert_eq!(
+                l.required_string(name).map(Cow::into_owned),
+                t.required_string(name),
+                "{name}"
+            );
+            assert_eq!(
+                l.required_nullable_string(name)
+                    .map(|s| s.map(Cow::into_owned)),
+                t.required_nullable_string(name),
+                "{name}"
+            );
+            assert_eq!(l.defaulted_index(name), t.defaulted_index(name), "{name}");
         }
     }
 
