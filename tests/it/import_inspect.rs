@@ -733,6 +733,51 @@ fn a_damaged_sample_member_stops_the_file_naming_it_wherever_it_is_inflated() {
 }
 
 #[test]
+fn a_sample_member_that_is_not_json_is_refused_at_its_line_and_column() {
+    // Inspect writes each sample as one line of JSON, but a member may span lines: the
+    // refusal names the member and the line and column inside it, as an editor counts
+    // them (the offending `@` opens the third line, after its two spaces of indent).
+    let original = log("mc", ".eval", false);
+    let mut zip =
+        babel::inputs::zip::ZipInput::new(std::fs::File::open(&original).unwrap()).unwrap();
+    let mut broken = None;
+    let members: Vec<ZipMember> = zip
+        .names()
+        .unwrap()
+        .into_iter()
+        .map(|name| {
+            let mut text = zip.read(&name, 1 << 30).unwrap();
+            if broken.is_none() && name.starts_with("samples/") {
+                let sample: Value = serde_json::from_slice(&text).unwrap();
+                let pretty = serde_json::to_string_pretty(&sample).unwrap();
+                let mut lines: Vec<&str> = pretty.lines().collect();
+                let third = format!("  @{}", &lines[2][2..]);
+                lines[2] = &third;
+                text = lines.join("\n").into_bytes();
+                broken = Some(name.clone());
+            }
+            ZipMember {
+                central: name.clone(),
+                local: name,
+                method: 93,
+                data: zstd::bulk::compress(&text, 3).unwrap(),
+                crc: crc32(&text),
+                size: text.len(),
+            }
+        })
+        .collect();
+    let broken = broken.expect("the log has samples");
+    let env = Env::with_archive();
+    env.babel(&["run", "create", "r", "--model", "mockllm/model"])
+        .assert()
+        .success();
+    let file = env.input("broken.eval", zip_of(&members));
+    let stderr = crate::common::refused_import(&env, "r", "inspect", &[], Path::new(&file));
+    let told = format!("broken.eval!{broken}:3:3: invalid JSON: key must be a string");
+    assert!(stderr.contains(&told), "{told:?} not in {stderr}");
+}
+
+#[test]
 fn a_zip_log_whose_headers_disagree_is_refused() {
     // "A duplicated ZIP member, a duplicated header.json, or a central-directory name that
     // differs from the local header are refused like duplicate JSON keys." (issue 18)

@@ -41,6 +41,15 @@ impl Place {
         }
     }
 
+    /// A line and column inside the item at `locator` (a ZIP member's JSON spans lines):
+    /// `!member:3:14`. A line of a JSON Lines file has its column on the refusal.
+    pub(super) fn within(locator: &crate::record::Locator, line: usize, column: usize) -> Self {
+        match Place::of(locator) {
+            Place::Other(item) => Place::Other(format!("{item}:{line}:{column}").into()),
+            line_place @ Place::Line(_) => line_place,
+        }
+    }
+
     /// `:N` for a line, `!member` or `#pointer` otherwise: what follows a file name.
     fn suffix(&self) -> String {
         match self {

@@ -516,13 +516,32 @@ fn adapter_item(
             locator,
         }),
         Err(error) => Err(Refusal {
-            place: Place::of(&locator),
+            place: syntax_position(bytes, &error).map_or_else(
+                || Place::of(&locator),
+                |(line, column)| Place::within(&locator, line, column),
+            ),
             column: None,
             field: (!error.path.is_root()).then(|| error.path.to_string()),
             message: error.message(),
             hint: None,
         }),
     }
+}
+
+/// Where in an item (a ZIP member's JSON, which may span lines) a syntax error is: line
+/// and column within the item. The strict reader counts columns within a line only, so
+/// the place is serde_json's, taken when it stopped at the same column for the same
+/// reason (before the syntax error it may have stopped at a `NaN` the import reads as
+/// null).
+fn syntax_position(bytes: &[u8], error: &jsonl::LineError) -> Option<(usize, usize)> {
+    let (jsonl::LineErrorKind::Syntax(message), Some(column)) = (&error.kind, error.column) else {
+        return None;
+    };
+    let stopped = serde_json::from_slice::<IgnoredAny>(bytes).err()?;
+    (stopped.line() > 0
+        && stopped.column() == column
+        && stopped.to_string().starts_with(message.as_str()))
+    .then(|| (stopped.line(), stopped.column()))
 }
 
 /// A batch of items normalized by the adapter (on a worker thread) into what the sink
