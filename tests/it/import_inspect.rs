@@ -664,27 +664,18 @@ fn members_of_every_method_are_inflated_and_checked_as_the_zip_crate_checks_them
     );
 }
 
-#[test]
-fn a_damaged_sample_member_stops_the_file_naming_it_wherever_it_is_inflated() {
-    // Sample members are inflated on the workers that parse them: a member whose bytes are
-    // not what the archive records still refuses the file as the reading thread did,
-    // naming the member once, and leaves nothing of the file in the archive. Each sample
-    // is padded past a batch's mebibyte, so that every sample is a batch of its own and
-    // the reader is still handing out batches when a middle one fails.
+/// The members of the mc `.eval` log, each inflated, changed by `edit` (given its name and
+/// text) and compressed again with Zstandard, as Inspect writes them.
+fn mc_members_edited(mut edit: impl FnMut(&str, &mut Vec<u8>)) -> Vec<ZipMember> {
     let original = log("mc", ".eval", false);
     let mut zip =
         babel::inputs::zip::ZipInput::new(std::fs::File::open(&original).unwrap()).unwrap();
-    let padding = format!("{{\"padding\": \"{}\", ", "x".repeat(1 << 20));
-    let members: Vec<ZipMember> = zip
-        .names()
+    zip.names()
         .unwrap()
         .into_iter()
         .map(|name| {
             let mut text = zip.read(&name, 1 << 30).unwrap();
-            if name.starts_with("samples/") {
-                assert_eq!(text.first(), Some(&b'{'), "{name}");
-                text.splice(..1, padding.bytes());
-            }
+            edit(&name, &mut text);
             ZipMember {
                 central: name.clone(),
                 local: name,
@@ -694,7 +685,23 @@ fn a_damaged_sample_member_stops_the_file_naming_it_wherever_it_is_inflated() {
                 size: text.len(),
             }
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn a_damaged_sample_member_stops_the_file_naming_it_wherever_it_is_inflated() {
+    // Sample members are inflated on the workers that parse them: a member whose bytes are
+    // not what the archive records still refuses the file as the reading thread did,
+    // naming the member once, and leaves nothing of the file in the archive. Each sample
+    // is padded past a batch's mebibyte, so that every sample is a batch of its own and
+    // the reader is still handing out batches when a middle one fails.
+    let padding = format!("{{\"padding\": \"{}\", ", "x".repeat(1 << 20));
+    let members = mc_members_edited(|name, text| {
+        if name.starts_with("samples/") {
+            assert_eq!(text.first(), Some(&b'{'), "{name}");
+            text.splice(..1, padding.bytes());
+        }
+    });
     let samples: Vec<usize> = (0..members.len())
         .filter(|&i| members[i].central.starts_with("samples/"))
         .collect();
@@ -737,35 +744,18 @@ fn a_sample_member_that_is_not_json_is_refused_at_its_line_and_column() {
     // Inspect writes each sample as one line of JSON, but a member may span lines: the
     // refusal names the member and the line and column inside it, as an editor counts
     // them (the offending `@` opens the third line, after its two spaces of indent).
-    let original = log("mc", ".eval", false);
-    let mut zip =
-        babel::inputs::zip::ZipInput::new(std::fs::File::open(&original).unwrap()).unwrap();
     let mut broken = None;
-    let members: Vec<ZipMember> = zip
-        .names()
-        .unwrap()
-        .into_iter()
-        .map(|name| {
-            let mut text = zip.read(&name, 1 << 30).unwrap();
-            if broken.is_none() && name.starts_with("samples/") {
-                let sample: Value = serde_json::from_slice(&text).unwrap();
-                let pretty = serde_json::to_string_pretty(&sample).unwrap();
-                let mut lines: Vec<&str> = pretty.lines().collect();
-                let third = format!("  @{}", &lines[2][2..]);
-                lines[2] = &third;
-                text = lines.join("\n").into_bytes();
-                broken = Some(name.clone());
-            }
-            ZipMember {
-                central: name.clone(),
-                local: name,
-                method: 93,
-                data: zstd::bulk::compress(&text, 3).unwrap(),
-                crc: crc32(&text),
-                size: text.len(),
-            }
-        })
-        .collect();
+    let members = mc_members_edited(|name, text| {
+        if broken.is_none() && name.starts_with("samples/") {
+            let sample: Value = serde_json::from_slice(text).unwrap();
+            let pretty = serde_json::to_string_pretty(&sample).unwrap();
+            let mut lines: Vec<&str> = pretty.lines().collect();
+            let third = format!("  @{}", &lines[2][2..]);
+            lines[2] = &third;
+            *text = lines.join("\n").into_bytes();
+            broken = Some(name.to_owned());
+        }
+    });
     let broken = broken.expect("the log has samples");
     let env = Env::with_archive();
     env.babel(&["run", "create", "r", "--model", "mockllm/model"])
