@@ -105,9 +105,10 @@ struct StatsEntry {
 
 /// Reads one element of `per_instance_stats.json`, as the streaming reader wrote its
 /// members, into what the index keeps of it. What a JSON parser tells apart and canonical
-/// text does not is read from the scan: a count written `1.0` is no whole number, and a
-/// mean keeps the number the parser reads (`1.0` is printed so in a warning; an integer
-/// no double holds keeps its digits, to be refused where the record is stored).
+/// text does not is read from the scan: a count written `1.0` is no whole number, a count
+/// beyond 2^53 is the whole number written, and a mean keeps the number the parser reads
+/// (`1.0` is printed so in a warning; an integer no double holds keeps its digits, to be
+/// refused where the record is stored; only `-0` is read as `0`, stored alike).
 fn read_stats(members: &Members) -> Result<super::IndexEntry, AdapterError> {
     let key = stats_key(members)?;
     let mut values: Vec<(String, Mean)> = Vec::new();
@@ -120,15 +121,19 @@ fn read_stats(members: &Members) -> Result<super::IndexEntry, AdapterError> {
             continue;
         };
         let is_double = |field: &str| {
-            stats.integral_doubles.iter().any(|(_, below)| {
-                matches!(below.segments(), [PathSegment::Index(at), PathSegment::Key(key)] if *at == i && key == field)
-            })
+            stats
+                .integral_doubles
+                .iter()
+                .any(|(_, below)| is_stat_field(below, i, field))
         };
         let count = stat.get("count");
-        let whole_count = count
-            .as_ref()
-            .and_then(Json::as_u64)
-            .filter(|_| !is_double("count"));
+        let whole_count = match written_integer(&stats, i, "count") {
+            Some(digits) => digits.parse::<u64>().ok(),
+            None => count
+                .as_ref()
+                .and_then(Json::as_u64)
+                .filter(|_| !is_double("count")),
+        };
         let mean = stat.get("mean");
         let mean = match (count.as_ref().map(Json::kind), mean) {
             (None | Some(JsonKind::Null), _) => Mean::Unknown("has no count"),
@@ -150,6 +155,21 @@ fn read_stats(members: &Members) -> Result<super::IndexEntry, AdapterError> {
     Ok(Box::new(StatsEntry { key, values }))
 }
 
+/// Whether `below` (a path inside the `stats` member) is `[i].field`.
+fn is_stat_field(below: &FieldPath, i: usize, field: &str) -> bool {
+    matches!(below.segments(), [PathSegment::Index(at), PathSegment::Key(key)] if *at == i && key == field)
+}
+
+/// The digits of `[i].field` of the `stats` member as written, when it is an integer no
+/// double holds (its canonical text is its nearest double).
+fn written_integer<'a>(stats: &Member<'a>, i: usize, field: &str) -> Option<&'a str> {
+    stats
+        .unsafe_integers
+        .iter()
+        .find(|(_, (below, _))| is_stat_field(below, i, field))
+        .map(|(_, (_, written))| written.as_str())
+}
+
 /// A stat's `name.name`, when it is a string.
 fn stat_name(stat: &Json<'_>) -> Option<String> {
     let name = stat.get("name")?;
@@ -165,11 +185,7 @@ fn parsed_number(
     mean: &Json<'_>,
     double: bool,
 ) -> serde_json::Number {
-    let written = stats.unsafe_integers.iter().find_map(|(_, (below, written))| {
-        matches!(below.segments(), [PathSegment::Index(at), PathSegment::Key(key)] if *at == i && key == "mean")
-            .then_some(written)
-    });
-    match (written, kit::parsed(mean, double)) {
+    match (written_integer(stats, i, "mean"), kit::parsed(mean, double)) {
         (Some(digits), _) => digits.parse().expect("an integer's digits"),
         (None, Value::Number(number)) => number,
         (None, other) => unreachable!("a mean is a number, not {other}"),
@@ -353,7 +369,6 @@ fn is_position(id: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// (instance id, train trial, perturbation name) of a stats entry or a request state.
 /// The (instance, trial, perturbation) of a stats element.
 fn stats_key(members: &Members) -> Result<StatsKey, AdapterError> {
     let at = FieldPath::root();
@@ -740,6 +755,9 @@ mod tests {
                 r#", "count": 1, "mean": 9007199254740993, "sum": 9007199254740995"#,
             ),
             stat("n", r#", "count": 1, "mean": 9007199254740995"#),
+            stat("p", r#", "count": 18446744073709551615, "mean": 1"#),
+            stat("q", r#", "count": -9007199254740993, "mean": 1"#),
+            stat("r", r#", "count": 18446744073709551616, "mean": 1"#),
             stat("a", r#", "count": 1, "mean": 0"#),
             r#"{"name": "o", "count": 1, "mean": 1}"#.to_owned(),
             "[1]".to_owned(),
@@ -764,6 +782,9 @@ mod tests {
             ("l", "has a count that is not a whole number"),
             ("m", "9007199254740993"),
             ("n", "9007199254740995"),
+            ("p", "1"),
+            ("q", "has a count that is not a whole number"),
+            ("r", "has a count that is not a whole number"),
             ("a", "0"),
         ];
         let expected: Vec<(String, String)> = expected
@@ -784,6 +805,9 @@ mod tests {
             [("a".to_owned(), "1.0".to_owned())],
             "a mean written 1.0 is a double"
         );
+        let (_, none) =
+            kept(r#"{"instance_id": "x", "train_trial_index": 0, "stats": {"a": 1}}"#).unwrap();
+        assert!(none.is_empty(), "stats that are no array hold no stat");
     }
 
     #[test]

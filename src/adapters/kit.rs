@@ -378,8 +378,9 @@ pub fn describe(member: &Member<'_>) -> String {
 }
 
 /// The value as a JSON parser reads it: a number it reads as a double (`double`: written
-/// `1.0`, `1e2`, `-0` or beyond 64 bits) is one, though its canonical text is an integer.
-/// Messages and warnings that quote a value as the tree reader did print this.
+/// `1.0`, `1e2`, `-0` or beyond 64 bits) is one, though its canonical text is an integer
+/// (`-0` comes back as `0.0`: canonical text keeps no sign of zero). Messages and warnings
+/// that quote a value as the tree reader did print this.
 pub fn parsed(value: &Json<'_>, double: bool) -> serde_json::Value {
     match value.as_f64() {
         Some(number) if double => serde_json::Value::from(number),

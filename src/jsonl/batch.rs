@@ -48,6 +48,7 @@ impl LineBatch {
             let error = LineError {
                 line: self.first_line,
                 column: None,
+                index: None,
                 path: FieldPath::root(),
                 kind: LineErrorKind::TooLong,
             };
@@ -97,6 +98,7 @@ fn line_bytes(raw: &[u8], number: u64) -> Result<Option<&[u8]>, LineError> {
             return Err(LineError {
                 line: number,
                 column: Some(1),
+                index: Some(1),
                 path: FieldPath::root(),
                 kind: LineErrorKind::MisplacedBom,
             });

@@ -84,12 +84,23 @@ pub struct LineError {
     pub line: u64,
     /// One-based byte column, when known.
     pub column: Option<usize>,
+    /// Where in the line's text the reader stopped, when known: the byte index the column
+    /// counts up to (the column is this index less the start of its line). Text that
+    /// spans lines (a structured item) is located by it: [`LineError::position_in`].
+    pub index: Option<usize>,
     /// The field being read; the root path when the problem is the line itself.
     pub path: FieldPath,
     pub kind: LineErrorKind,
 }
 
 impl LineError {
+    /// The one-based line and byte column, within `text` (the bytes that were read, which
+    /// may span lines: a ZIP member's JSON), where the reader stopped; `None` when that is
+    /// not known.
+    pub fn position_in(&self, text: &[u8]) -> Option<(usize, usize)> {
+        position_at(text, self.index.filter(|&i| i <= text.len())?)
+    }
+
     /// What the user can do about it.
     pub fn hint(&self) -> Option<&'static str> {
         match self.kind {
@@ -299,6 +310,7 @@ fn utf8_text(bytes: &[u8], number: u64) -> Result<&str, LineError> {
         LineError {
             line: number,
             column: Some(valid_up_to + 1),
+            index: Some(valid_up_to + 1),
             path: FieldPath::root(),
             kind: LineErrorKind::InvalidUtf8,
         }
@@ -315,6 +327,7 @@ fn line_error(number: u64, failure: ParseFailure) -> LineError {
     LineError {
         line: number,
         column: failure.column,
+        index: failure.index,
         path: failure.path,
         kind,
     }
@@ -396,11 +409,25 @@ pub fn parse_bytes_keeping(
         Err(mut failure) => {
             // A position in the patched text is mapped back to the original's.
             if let (Some(at), false) = (failure.index, patches.is_empty()) {
-                failure.column = column_at(text, original_index(at, &patches));
+                let at = original_index(at, &patches);
+                failure.column = column_at(text, at);
+                failure.index = failure.column.map(|_| at);
             }
             Err(to_line_error(failure))
         }
     }
+}
+
+/// The one-based line and byte column of byte index `index` of `text`, the column as the
+/// tree parser counts it (up to the index; `None` at a line's start).
+pub fn position_at(text: &[u8], index: usize) -> Option<(usize, usize)> {
+    let index = index.min(text.len());
+    let start = text[..index]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |newline| newline + 1);
+    let line = text[..start].iter().filter(|&&b| b == b'\n').count() + 1;
+    Some((line, index - start)).filter(|&(_, column)| column > 0)
 }
 
 /// The column of byte `index` of `text` in its line, as the tree parser counts (`None` at
@@ -503,6 +530,7 @@ pub fn parse_bytes_patching_each(
                         }
                     }
                     failure.column = column_at(text, index);
+                    failure.index = failure.column.map(|_| index);
                 }
                 return Err(line_error(number, failure));
             }
@@ -555,6 +583,13 @@ pub fn differential(bytes: &[u8], policy: NonFinitePolicy) -> Result<(), String>
                 .collect();
             (listed, members.replaced().to_vec())
         });
+    // Only the tree reader notes the index it stopped at (to locate an error in text
+    // that spans lines); the streaming reader reads lines, located by their column.
+    let without_index = |mut error: LineError| {
+        error.index = None;
+        error
+    };
+    let (tree, stream) = (tree.map_err(without_index), stream.map_err(without_index));
     if tree != stream {
         return Err(format!(
             "input {:?}\n  tree:   {tree:?}\n  stream: {stream:?}",

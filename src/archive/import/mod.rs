@@ -110,7 +110,8 @@ pub struct Rejection {
     pub file: String,
     pub line: Option<u64>,
     pub column: Option<usize>,
-    /// The item at fault in a structured file: `!member` or `#pointer`.
+    /// The item at fault in a structured file: `!member` or `#pointer`, followed by the
+    /// line and byte column inside the item (`!member:3:14`) when its JSON is broken.
     pub item: Option<String>,
     /// The field at fault, as a path (`doc.choices[2]`).
     pub field: Option<String>,

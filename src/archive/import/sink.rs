@@ -41,13 +41,10 @@ impl Place {
         }
     }
 
-    /// A line and column inside the item at `locator` (a ZIP member's JSON spans lines):
-    /// `!member:3:14`. A line of a JSON Lines file has its column on the refusal.
+    /// A line and byte column inside the structured item at `locator` (its JSON may span
+    /// lines): `!member:3:14`, `#/samples/3:1:2`, counted from the item's own start.
     pub(super) fn within(locator: &crate::record::Locator, line: usize, column: usize) -> Self {
-        match Place::of(locator) {
-            Place::Other(item) => Place::Other(format!("{item}:{line}:{column}").into()),
-            line_place @ Place::Line(_) => line_place,
-        }
+        Place::Other(format!("{}:{line}:{column}", Place::of(locator).suffix()).into())
     }
 
     /// `:N` for a line, `!member` or `#pointer` otherwise: what follows a file name.

@@ -9,7 +9,6 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 
 use super::identities::Identities;
@@ -300,7 +299,8 @@ fn read_index(
 /// wrapper and adds members of its own is not one value, and is refused.
 fn parse_value(bytes: &[u8], what: &str) -> Result<Value, FileProblem> {
     let bytes = bytes.strip_prefix(jsonl::BOM).unwrap_or(bytes);
-    let mut wrapped = b"{\"v\":".to_vec();
+    const WRAPPER: &[u8] = b"{\"v\":";
+    let mut wrapped = WRAPPER.to_vec();
     wrapped.extend_from_slice(bytes);
     wrapped.push(b'}');
     let mut line = jsonl::parse_bytes(&wrapped, 1, NonFinitePolicy::Null).map_err(|e| {
@@ -314,13 +314,14 @@ fn parse_value(bytes: &[u8], what: &str) -> Result<Value, FileProblem> {
                 },
             );
         let field = (!inside.is_root()).then(|| format!(" field {inside}:"));
-        // Where in the file: a syntax error is where serde_json stops in the file itself
-        // (the strict reader is serde_json's, and reports only a column of the wrapper).
+        // Where in the file a syntax error is: where the strict reader stopped in the
+        // wrapper, less the wrapper's opening (a file cut short stops at its end).
         let place = match &e.kind {
-            jsonl::LineErrorKind::Syntax(_) => serde_json::from_slice::<IgnoredAny>(bytes)
-                .err()
-                .filter(|error| error.line() > 0)
-                .map(|error| format!(" line {}, column {}:", error.line(), error.column())),
+            jsonl::LineErrorKind::Syntax(_) => e
+                .index
+                .and_then(|index| index.checked_sub(WRAPPER.len()))
+                .and_then(|index| jsonl::position_at(bytes, index))
+                .map(|(line, column)| format!(" line {line}, column {column}:")),
             _ => None,
         };
         (
@@ -516,7 +517,7 @@ fn adapter_item(
             locator,
         }),
         Err(error) => Err(Refusal {
-            place: syntax_position(bytes, &error).map_or_else(
+            place: error.position_in(bytes).map_or_else(
                 || Place::of(&locator),
                 |(line, column)| Place::within(&locator, line, column),
             ),
@@ -526,22 +527,6 @@ fn adapter_item(
             hint: None,
         }),
     }
-}
-
-/// Where in an item (a ZIP member's JSON, which may span lines) a syntax error is: line
-/// and column within the item. The strict reader counts columns within a line only, so
-/// the place is serde_json's, taken when it stopped at the same column for the same
-/// reason (before the syntax error it may have stopped at a `NaN` the import reads as
-/// null).
-fn syntax_position(bytes: &[u8], error: &jsonl::LineError) -> Option<(usize, usize)> {
-    let (jsonl::LineErrorKind::Syntax(message), Some(column)) = (&error.kind, error.column) else {
-        return None;
-    };
-    let stopped = serde_json::from_slice::<IgnoredAny>(bytes).err()?;
-    (stopped.line() > 0
-        && stopped.column() == column
-        && stopped.to_string().starts_with(message.as_str()))
-    .then(|| (stopped.line(), stopped.column()))
 }
 
 /// A batch of items normalized by the adapter (on a worker thread) into what the sink
@@ -926,6 +911,40 @@ mod tests {
             parse_value(b"{\"a\": [0, {\"b\": 1, \"b\": 2}]}", "run_spec.json").unwrap_err();
         assert_eq!(message, "run_spec.json: field a[1].b: duplicate key \"b\"");
         assert!(parse_value(b"{\"a\": 1} {\"b\": 2}", "scenario.json").is_err());
+    }
+
+    /// Where broken JSON that spans lines is: the line and byte column the strict reader
+    /// stopped at, even when a `NaN` it reads as null stands at the same column of an
+    /// earlier line (where serde_json alone would stop).
+    #[test]
+    fn broken_json_that_spans_lines_is_placed_where_the_strict_reader_stopped() {
+        let header = b"{\"a\":\n  NaN,\n  \"b\": 1,\n  @}";
+        let (message, _) = parse_value(header, "run_spec.json").unwrap_err();
+        assert!(
+            message.starts_with("run_spec.json: line 4, column 3:"),
+            "{message}"
+        );
+        let (message, _) = parse_value(b"{\"a\": [1,\n 2", "run_spec.json").unwrap_err();
+        assert!(
+            message.starts_with("run_spec.json: line 2, column 2:"),
+            "a file cut short is placed at its end: {message}"
+        );
+        let locator = Locator::Member("samples/q1_epoch_1.json".into());
+        let refusal = adapter_item(locator, None, header, &|_| true).unwrap_err();
+        let Place::Other(place) = refusal.place else {
+            panic!("an item's place")
+        };
+        assert_eq!(&*place, "!samples/q1_epoch_1.json:4:3");
+        let one_line = adapter_item(
+            Locator::Member("m.json".into()),
+            None,
+            b"{\"a\" 1}",
+            &|_| true,
+        );
+        let Place::Other(place) = one_line.unwrap_err().place else {
+            panic!("an item's place")
+        };
+        assert_eq!(&*place, "!m.json:1:6");
     }
 
     #[test]
