@@ -36,6 +36,12 @@ use crate::record::fields::MAX_SAFE_INTEGER;
 /// serde_json's nesting limit: the 128th nested array or object is refused.
 pub(crate) const DEPTH_LIMIT: usize = 128;
 
+/// The places of numbers a JSON parser reads differently from their canonical text are
+/// noted with their field paths; the keys of those paths may take at most this many times
+/// the line's bytes (and a mebibyte) before the line is refused: a line of many such
+/// numbers below a long key would otherwise hold the key once per number.
+pub(crate) const NOTED_KEY_BYTES_PER_BYTE: usize = 16;
+
 /// Objects with more members than this check for repeated keys through a set.
 const LINEAR_KEY_CHECK: usize = 32;
 
@@ -252,6 +258,28 @@ pub(crate) fn scan_object(
     policy: NonFinitePolicy,
     members: &mut Members,
 ) -> Result<(), ParseFailure> {
+    scan(text, policy, members, usize::MAX)
+}
+
+/// [`scan_object`] for an input's line (or item) on its way into records: the paths it
+/// notes are bounded by the line's length ([`NOTED_KEY_BYTES_PER_BYTE`]), so a line of
+/// many numbers below a long key cannot take memory far beyond its own. Stored text,
+/// babel's own and checked against its manifest's digests, is read by the unbounded scan.
+pub(crate) fn scan_line(
+    text: &str,
+    policy: NonFinitePolicy,
+    members: &mut Members,
+) -> Result<(), ParseFailure> {
+    let budget = text.len().saturating_mul(NOTED_KEY_BYTES_PER_BYTE) + (1 << 20);
+    scan(text, policy, members, budget)
+}
+
+fn scan(
+    text: &str,
+    policy: NonFinitePolicy,
+    members: &mut Members,
+    note_budget: usize,
+) -> Result<(), ParseFailure> {
     members.clear();
     if let Some(found) = super::strict::non_object_kind(text.as_bytes()) {
         return Err(ParseFailure {
@@ -262,6 +290,7 @@ pub(crate) fn scan_object(
         });
     }
     let mut scanner = Scanner::new(text, policy, std::mem::take(&mut members.buffers));
+    scanner.note_budget = note_budget;
     let scanned = scanner.top_level(members).and_then(|()| scanner.end());
     members.replaced = std::mem::take(&mut scanner.replaced);
     members.replaced_at = std::mem::take(&mut scanner.replaced_at);
@@ -308,6 +337,10 @@ struct Scanner<'a> {
     replaced_at: Vec<usize>,
     /// The integers of the current value that no double holds, and their full paths.
     unsafe_integers: Vec<UnsafeInteger>,
+    /// The key bytes of the paths noted so far on this line (integral doubles and unsafe
+    /// integers), and how many it may note ([`scan_line`]: [`NOTED_KEY_BYTES_PER_BYTE`]).
+    noted_key_bytes: usize,
+    note_budget: usize,
     /// The full paths of the current value's integral doubles.
     integral_doubles: Vec<FieldPath>,
 }
@@ -357,8 +390,33 @@ impl<'a> Scanner<'a> {
             replaced: Vec::new(),
             replaced_at: Vec::new(),
             unsafe_integers: Vec::new(),
+            noted_key_bytes: 0,
+            note_budget: usize::MAX,
             integral_doubles: Vec::new(),
         }
+    }
+
+    /// The path of the current number, to be noted; refused once the keys of the paths
+    /// noted on this line would take more than its `note_budget`.
+    fn noted_path(&mut self) -> Result<FieldPath, ParseFailure> {
+        let key_bytes: usize = self
+            .frames
+            .iter()
+            .map(|frame| match *frame {
+                Frame::Key(start, end) => end - start,
+                Frame::Index(_) => 0,
+            })
+            .sum();
+        self.noted_key_bytes += key_bytes;
+        if self.noted_key_bytes > self.note_budget {
+            return Err(ParseFailure {
+                column: None,
+                index: None,
+                path: self.path(),
+                kind: FailureKind::TooManyNoted,
+            });
+        }
+        Ok(self.path())
     }
 
     /// The field path to where the scanner is.
@@ -941,7 +999,8 @@ impl<'a> Scanner<'a> {
             if digits.len() <= 15 {
                 if literal == "-0" {
                     // serde_json reads `-0` as the double -0.0.
-                    self.integral_doubles.push(self.path());
+                    let path = self.noted_path()?;
+                    self.integral_doubles.push(path);
                     out.push(b'0');
                 } else {
                     out.extend_from_slice(literal.as_bytes());
@@ -969,7 +1028,8 @@ impl<'a> Scanner<'a> {
         let mut ryu = ryu_js::Buffer::new();
         let formatted = ryu.format_finite(value);
         if formatted.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
-            self.integral_doubles.push(self.path());
+            let path = self.noted_path()?;
+            self.integral_doubles.push(path);
         }
         out.extend_from_slice(formatted.as_bytes());
         Ok(())
@@ -1046,7 +1106,8 @@ impl<'a> Scanner<'a> {
         let mut ryu = ryu_js::Buffer::new();
         let formatted = ryu.format_finite(as_double);
         if formatted != decimal {
-            self.unsafe_integers.push((self.path(), decimal));
+            let path = self.noted_path()?;
+            self.unsafe_integers.push((path, decimal));
         }
         out.extend_from_slice(formatted.as_bytes());
         Ok(())

@@ -39,6 +39,9 @@ pub(crate) enum FailureKind {
     },
     NotAnObject(&'static str),
     Syntax(String),
+    /// The streaming reader's limit on the places it notes (see
+    /// `stream::NOTED_KEY_BYTES_PER_BYTE`); the tree reader has none.
+    TooManyNoted,
 }
 
 struct State {
