@@ -302,13 +302,12 @@ fn repeat_id(f: &LineFields<'_>) -> Result<u64, AdapterError> {
         .filter(|e| *e >= 1)
         .map(|e| e - 1)
         .ok_or_else(|| {
-            let found = match epoch.kind() {
-                JsonKind::Number => kit::parsed(&epoch, double).to_string(),
-                _ => epoch.to_string(),
-            };
             AdapterError::new(
                 f.path("metadata").key("epoch"),
-                format!("expected an epoch from 1, found {found}"),
+                format!(
+                    "expected an epoch from 1, found {}",
+                    kit::parsed(&epoch, double)
+                ),
             )
         })
 }

@@ -127,13 +127,11 @@ fn read_stats(members: &Members) -> Result<super::IndexEntry, AdapterError> {
                 .any(|(_, below)| is_stat_field(below, i, field))
         };
         let count = stat.get("count");
-        let whole_count = match written_integer(&stats, i, "count") {
-            Some(digits) => digits.parse::<u64>().ok(),
-            None => count
-                .as_ref()
-                .and_then(Json::as_u64)
-                .filter(|_| !is_double("count")),
-        };
+        let whole_count = whole_number(
+            count.as_ref(),
+            written_integer(&stats, i, "count"),
+            is_double("count"),
+        );
         let mean = stat.get("mean");
         let mean = match (count.as_ref().map(Json::kind), mean) {
             (None | Some(JsonKind::Null), _) => Mean::Unknown("has no count"),
@@ -153,6 +151,15 @@ fn read_stats(members: &Members) -> Result<super::IndexEntry, AdapterError> {
         values.push((name, mean));
     }
     Ok(Box::new(StatsEntry { key, values }))
+}
+
+/// The whole number a JSON parser reads from `value`: its digits as `written` when no
+/// double holds it, none when the parser reads a double (`double`: `1.0`, `1e2`, `-0`).
+fn whole_number(value: Option<&Json<'_>>, written: Option<&str>, double: bool) -> Option<u64> {
+    match written {
+        Some(digits) => digits.parse().ok(),
+        None => value.and_then(Json::as_u64).filter(|_| !double),
+    }
 }
 
 /// Whether `below` (a path inside the `stats` member) is `[i].field`.
@@ -378,9 +385,12 @@ fn stats_key(members: &Members) -> Result<StatsKey, AdapterError> {
         .ok_or_else(|| AdapterError::new(at.key("instance_id"), "expected a string"))?;
     let trial = members
         .get("train_trial_index")
-        .and_then(|trial| match trial.unsafe_integer {
-            Some((below, written)) if below.is_root() => written.parse().ok(),
-            _ => trial.peek().as_u64().filter(|_| !trial.written_as_fraction),
+        .and_then(|trial| {
+            let written = trial
+                .unsafe_integer
+                .filter(|(below, _)| below.is_root())
+                .map(|(_, digits)| digits.as_str());
+            whole_number(Some(&trial.peek()), written, trial.written_as_fraction)
         })
         .ok_or_else(|| AdapterError::new(at.key("train_trial_index"), "expected an integer ≥ 0"))?;
     let perturbation = match members.get("perturbation") {

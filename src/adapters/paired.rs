@@ -88,8 +88,9 @@ struct Variant<'a> {
     generated_text: Option<Json<'a>>,
     /// Every other field: additional producer metrics, kept as given.
     metrics: Json<'static>,
-    /// The number of choices and the field that states it, when any field does.
-    choice_count: Option<(usize, FieldPath)>,
+    /// The number of choices and the field of this version that states it, when any
+    /// field does.
+    choice_count: Option<(usize, &'static str)>,
 }
 
 impl<'a> Variant<'a> {
@@ -114,7 +115,7 @@ impl<'a> Variant<'a> {
         for (slot, name) in scores.iter_mut().zip(SCORE_ARRAYS) {
             *slot = f.optional_array(name)?;
             if let Some(values) = slot {
-                check_numbers(values, &f.path(name))?;
+                check_numbers(values, &f, name)?;
             }
         }
         let generated_text = match f.take("generated_text") {
@@ -136,12 +137,13 @@ impl<'a> Variant<'a> {
         };
         let mut choice_count = choices
             .as_ref()
-            .map(|choices| (count(&choices.text), path.key("choices")));
+            .map(|choices| (count(&choices.text), "choices"));
         for (values, name) in scores.iter().zip(SCORE_ARRAYS) {
             let Some(values) = values else { continue };
             let entries = count(values);
             match &choice_count {
                 Some((count, from)) if *count != entries => {
+                    let from = path.key(from);
                     return Err(AdapterError::new(
                         path.key(name),
                         format!(
@@ -150,7 +152,7 @@ impl<'a> Variant<'a> {
                     ));
                 }
                 Some(_) => {}
-                None => choice_count = Some((entries, path.key(name))),
+                None => choice_count = Some((entries, name)),
             }
         }
         let variant = Self {
@@ -177,7 +179,8 @@ impl<'a> Variant<'a> {
             (Some(index), Some((count, from))) if index >= *count as u64 => Err(AdapterError::new(
                 self.path.key(name),
                 format!(
-                    "index {index} is out of range: {from} has {count} choices (indices are zero-based)"
+                    "index {index} is out of range: {} has {count} choices (indices are zero-based)",
+                    self.path.key(from)
                 ),
             )),
             _ => Ok(()),
@@ -233,8 +236,13 @@ fn count(array: &Json<'_>) -> usize {
     array.iter_elements().map_or(0, Iterator::count)
 }
 
-/// Score arrays hold numbers, or null for an unknown value.
-fn check_numbers(values: &Json<'_>, path: &FieldPath) -> Result<(), AdapterError> {
+/// Score arrays hold numbers, or null for an unknown value (`values` is member `name` of
+/// the version `f` reads).
+fn check_numbers(
+    values: &Json<'_>,
+    f: &kit::ObjectFields<'_>,
+    name: &str,
+) -> Result<(), AdapterError> {
     let found = values
         .iter_elements()
         .into_iter()
@@ -244,7 +252,7 @@ fn check_numbers(values: &Json<'_>, path: &FieldPath) -> Result<(), AdapterError
     match found {
         None => Ok(()),
         Some((i, value)) => Err(AdapterError::new(
-            path.index(i),
+            f.path(name).index(i),
             format!("expected a number or null, found {}", value.describe()),
         )),
     }
@@ -325,7 +333,8 @@ fn answer_key(
         return Err(AdapterError::new(
             FieldPath::root().key("correct_index"),
             format!(
-                "the shared correct_index {index} is out of range for {name}: {from} has {count} choices"
+                "the shared correct_index {index} is out of range for {name}: {} has {count} choices",
+                name.key(from)
             ),
         ));
     }

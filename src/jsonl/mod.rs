@@ -454,11 +454,7 @@ pub fn position_at(text: &[u8], index: usize) -> Option<(usize, usize)> {
 /// The column of byte `index` of `text` in its line, as the tree parser counts (`None` at
 /// a line's start).
 fn column_at(text: &str, index: usize) -> Option<usize> {
-    let start = text.as_bytes()[..index.min(text.len())]
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |newline| newline + 1);
-    Some(index - start).filter(|&c| c > 0)
+    position_at(text.as_bytes(), index).map(|(_, column)| column)
 }
 
 /// The index in the original text of `at`, an index in the text where each of `patches`
@@ -795,7 +791,11 @@ mod tests {
             let error =
                 scan_bytes(line.as_bytes(), 4, NonFinitePolicy::Null, &mut members).unwrap_err();
             assert_eq!(error.kind, LineErrorKind::TooManyNoted, "{number}");
-            assert_eq!((error.line, error.path.segments().len()), (4, 3));
+            assert_eq!(
+                (error.line, error.path.is_root()),
+                (4, true),
+                "the line is named"
+            );
             assert!(error.hint().is_some());
             assert_eq!(differential(line.as_bytes(), NonFinitePolicy::Null), Ok(()));
             // A structured item's tree parse looks for its non-finite tokens the same way.

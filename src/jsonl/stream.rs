@@ -409,10 +409,11 @@ impl<'a> Scanner<'a> {
             .sum();
         self.noted_key_bytes += key_bytes;
         if self.noted_key_bytes > self.note_budget {
+            // The keys are what is too long: the line is named, not their path.
             return Err(ParseFailure {
                 column: None,
                 index: None,
-                path: self.path(),
+                path: FieldPath::root(),
                 kind: FailureKind::TooManyNoted,
             });
         }

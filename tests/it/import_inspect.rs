@@ -742,8 +742,8 @@ fn a_damaged_sample_member_stops_the_file_naming_it_wherever_it_is_inflated() {
 #[test]
 fn a_sample_member_that_is_not_json_is_refused_at_its_line_and_column() {
     // Inspect writes each sample as one line of JSON, but a member may span lines: the
-    // refusal names the member and the line and column inside it, as an editor counts
-    // them (the offending `@` opens the third line, after its two spaces of indent).
+    // refusal names the member and the line and byte column inside it (the offending `@`
+    // opens the third line, after its two spaces of indent).
     let mut broken = None;
     let members = mc_members_edited(|name, text| {
         if broken.is_none() && name.starts_with("samples/") {

@@ -55,22 +55,24 @@ impl<'a> ObjectFields<'a> {
         self.path.key(name)
     }
 
+    /// Where member `name` is, unless absent or taken.
+    fn position(&self, name: &str) -> Option<usize> {
+        self.members
+            .iter()
+            .position(|(key, _, taken)| key == name && !taken)
+    }
+
     /// Takes a member out as it is, if present (and not taken before).
     pub fn take(&mut self, name: &str) -> Option<Json<'a>> {
-        let (_, value, taken) = self
-            .members
-            .iter_mut()
-            .find(|(key, _, taken)| key == name && !*taken)?;
+        let at = self.position(name)?;
+        let (_, value, taken) = &mut self.members[at];
         *taken = true;
         Some(value.clone())
     }
 
     /// Looks at a member without taking it.
     pub fn peek(&self, name: &str) -> Option<Json<'a>> {
-        self.members
-            .iter()
-            .find(|(key, _, taken)| key == name && !*taken)
-            .map(|(_, value, _)| value.clone())
+        Some(self.members[self.position(name)?].1.clone())
     }
 
     fn missing(&self, name: &str) -> FieldError {
