@@ -3,8 +3,8 @@
 //! file that reads back as the same record (compared as canonical JSON, the form stored).
 
 use babel::adapters::{
-    AdapterOptions, Format, Header, ImportContext, Item, JsonLine, Layout, Reader, RunContext,
-    SourceFile,
+    AdapterOptions, Format, Header, ImportContext, Item, JsonLine, Layout, MembersItem, Normalize,
+    Reader, RunContext, SourceFile,
 };
 use babel::archive::records::{Columns, EncodedBatch, RecordsFile, RecordsWriter};
 use babel::canonical_json::to_canonical_bytes;
@@ -81,10 +81,7 @@ pub fn run_items(format: Format, basename: &str, data: &[u8]) {
         members,
         index: None,
     };
-    let items = lines.enumerate().map(|(index, line)| {
-        jsonl::parse_bytes(line, index as u64 + 2, NonFinitePolicy::Null).ok()
-    });
-    structured_items(format, basename, header, items);
+    structured_items(format, basename, header, lines);
 }
 
 /// A log or a run folder (Inspect, HELM): the first line holds the header's members as
@@ -128,7 +125,7 @@ pub fn run_log(format: Format, basename: &str, data: &[u8]) {
                     return;
                 }
             }
-            (_, _, parsed) => items.push(parsed),
+            _ => items.push(line),
         }
     }
     let header = Header {
@@ -145,22 +142,14 @@ fn header_line(data: &[u8]) -> Option<(jsonl::Line, impl Iterator<Item = &[u8]>)
     Some((header, lines.take(MAX_LINES)))
 }
 
-/// An item made of a parsed line, located by its position in the input.
-fn item(parsed: jsonl::Line, index: usize) -> Item {
-    Item {
-        object: parsed.object,
-        replaced: parsed.replaced,
-        locator: babel::record::Locator::Pointer(format!("/{index}")),
-    }
-}
-
-/// Begins a structured import with `header` and normalizes each item (`None`, a line that
-/// is no JSON object, is skipped); every record must round-trip.
-fn structured_items(
+/// Begins a structured import with `header` and normalizes each item (each line read as
+/// the adapter reads items, as a tree or as members; a line that is no JSON object is
+/// skipped); every record must round-trip.
+fn structured_items<'d>(
     format: Format,
     basename: &str,
     header: Header,
-    items: impl Iterator<Item = Option<jsonl::Line>>,
+    items: impl Iterator<Item = &'d [u8]>,
 ) {
     let run = RunContext {
         run_id: "r".into(),
@@ -191,16 +180,46 @@ fn structured_items(
     };
     let mut batch = EncodedBatch::new();
     let mut kept: Vec<Record> = Vec::new();
-    for (index, parsed) in items.enumerate() {
-        let Some(parsed) = parsed else {
-            continue;
-        };
-        let mut records = Vec::new();
-        let _ = (structured.normalize)(&begun, item(parsed, index), &context, &mut records);
-        for record in records {
-            if let Ok(new) = NewRecord::from_record(record.clone()) {
-                batch.push(&new);
-                kept.push(record);
+    // Built as the import builds them: only the members the adapter reads (the fuzzed
+    // imports name no --id-field).
+    let keep = |key: &str| structured.builds(key, &AdapterOptions::default());
+    let mut members = Members::new();
+    for (index, line) in items.enumerate() {
+        let locator = babel::record::Locator::Pointer(format!("/{index}"));
+        match structured.normalize {
+            Normalize::Tree(normalize) => {
+                let Ok(parsed) = jsonl::parse_bytes_keeping(line, 1, NonFinitePolicy::Null, &keep)
+                else {
+                    continue;
+                };
+                let item = Item {
+                    object: parsed.object,
+                    replaced: parsed.replaced,
+                    locator,
+                };
+                let mut records = Vec::new();
+                let _ = normalize(&begun, item, &context, &mut records);
+                for record in records {
+                    if let Ok(new) = NewRecord::from_record(record.clone()) {
+                        batch.push(&new);
+                        kept.push(record);
+                    }
+                }
+            }
+            Normalize::Members(normalize) => {
+                if jsonl::scan_bytes(line, 1, NonFinitePolicy::Null, &mut members).is_err() {
+                    continue;
+                }
+                let item = MembersItem {
+                    members: &members,
+                    locator: &locator,
+                };
+                let mut records = Vec::new();
+                let _ = normalize(&begun, item, &context, &mut records);
+                for record in records {
+                    batch.push(&record);
+                    kept.push(record.to_record());
+                }
             }
         }
     }

@@ -26,7 +26,11 @@ pub const ADAPTER: super::Adapter = super::Adapter::new(
     "helm",
     "a HELM run folder (benchmark_output/runs/<suite>/<run>)",
     "helm/1",
-    super::Reader::Items(super::Structured::new(layout, begin, kit::normalize::<Run>)),
+    super::Reader::Items(super::Structured::new(
+        layout,
+        begin,
+        super::Normalize::Tree(kit::normalize::<Run>),
+    )),
 )
 .with_option_rules(check_options);
 

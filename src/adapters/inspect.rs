@@ -23,10 +23,11 @@ pub const ADAPTER: super::Adapter = super::Adapter::new(
     "Inspect AI eval logs (.eval or .json, log format 2)",
     "inspect/1",
     super::Reader::Items(
-        super::Structured::new(layout, begin, kit::normalize::<Log>).reading(&[
-            "id", "epoch", "input", "choices", "target", "output", "scores", "error", "uuid",
-            "metadata",
-        ]),
+        super::Structured::new(layout, begin, super::Normalize::Tree(kit::normalize::<Log>))
+            .reading(&[
+                "id", "epoch", "input", "choices", "target", "output", "scores", "error", "uuid",
+                "metadata",
+            ]),
     ),
 );
 

@@ -3,9 +3,11 @@
 //!
 //! - [`record()`], the record builder: the fields every record of an import shares (run,
 //!   model, `--language`, `--variant`, the schema's defaults of filter `none` and repeat
-//!   0, the source), filled from the import context; the adapter sets the rest. A
-//!   structured format's `begin` makes an [`Items`], whose method turns each item into
-//!   its record ([`normalize`] is the hook that calls it). The identity checks are
+//!   0, the source), filled from the import context; the adapter sets the rest
+//!   ([`new_record`] is the same builder for a record of canonical text). A structured
+//!   format's `begin` makes an [`Items`], whose method turns each item (a tree) into its
+//!   record ([`normalize`] is the hook that calls it), or an [`ItemMembers`], the same
+//!   for an item read as members ([`normalize_members`]). The identity checks are
 //!   [`super::stable_id`]'s, the checks of a line's own context (`benchmark`,
 //!   `language`, the strict run's `script`) the functions beside [`super::Adapter`].
 //! - [`LineFields`], the typed, field-precise reading of a line's members (each getter
@@ -25,7 +27,10 @@ mod object;
 mod record;
 
 pub use object::ObjectFields;
-pub use record::{ItemResult, Items, ORIGINAL, add_facts, normalize, record};
+pub use record::{
+    ItemMembers, ItemResult, Items, ORIGINAL, add_facts, new_record, normalize, normalize_members,
+    record,
+};
 
 use std::borrow::Cow;
 
@@ -386,6 +391,11 @@ pub fn parsed(value: &Json<'_>, double: bool) -> serde_json::Value {
         Some(number) if double => serde_json::Value::from(number),
         _ => value.to_value(),
     }
+}
+
+/// The text of a member that is a string, `None` for any other value.
+pub fn text<'a>(member: &Member<'a>) -> Option<Cow<'a, str>> {
+    (member.peek().kind() == JsonKind::String).then(|| string_of(member))
 }
 
 /// The text of a member known to be a string.

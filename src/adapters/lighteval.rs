@@ -25,7 +25,12 @@ pub const ADAPTER: super::Adapter = super::Adapter::new(
     "lighteval output (out/<run>/ or one details_<task>|<n>_<date>.parquet)",
     "lighteval/1",
     super::Reader::Items(
-        super::Structured::new(layout, begin, kit::normalize::<Details>).with_units(units),
+        super::Structured::new(
+            layout,
+            begin,
+            super::Normalize::Tree(kit::normalize::<Details>),
+        )
+        .with_units(units),
     ),
 );
 

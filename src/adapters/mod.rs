@@ -12,7 +12,7 @@
 //! hooks) and joins the registry with one line. Nothing else matches on formats: a new
 //! format is one new file here plus that line (and its `mod` line). What every adapter
 //! shares is in [`kit`] (the record builder, the line reader, the structured formats'
-//! [`kit::Items`]), in [`stable_id`] (the identity checks) and here (the checks of the
+//! [`kit::Items`] and [`kit::ItemMembers`]), in [`stable_id`] (the identity checks) and here (the checks of the
 //! run's context: benchmark, language, script, model), so an adapter file holds only its
 //! mapping decisions.
 
@@ -147,8 +147,7 @@ pub struct Structured {
     /// manifest keeps.
     pub begin: fn(Header, &ImportContext<'_>) -> Result<Begun, AdapterError>,
     /// Normalizes one item into records, appended to `out`.
-    pub normalize:
-        fn(&Begun, Item, &ImportContext<'_>, &mut Vec<Record>) -> Result<(), AdapterError>,
+    pub normalize: Normalize,
     /// For a format whose input is a producer's output folder holding many result files
     /// (lighteval, OpenCompass): splits the input into [`Unit`]s, one import each. `None`
     /// for a format whose input is one file or one run folder.
@@ -169,12 +168,7 @@ impl Structured {
     pub const fn new(
         layout: fn(&str) -> Result<Layout, String>,
         begin: fn(Header, &ImportContext<'_>) -> Result<Begun, AdapterError>,
-        normalize: fn(
-            &Begun,
-            Item,
-            &ImportContext<'_>,
-            &mut Vec<Record>,
-        ) -> Result<(), AdapterError>,
+        normalize: Normalize,
     ) -> Self {
         Self {
             layout,
@@ -214,6 +208,41 @@ impl Structured {
         self.units = Some(units);
         self
     }
+}
+
+/// How a structured format's items are handed to its adapter ([`Structured::normalize`]).
+#[derive(Clone, Copy)]
+pub enum Normalize {
+    /// Each item as a tree ([`Item`]), its records as trees: the formats not yet moved to
+    /// the streaming reader, and every format whose items are Parquet rows.
+    Tree(TreeHook),
+    /// Each item's top-level members as the streaming reader wrote them (canonical text,
+    /// no tree), its records borrowing from them, as a line adapter's do. Only for items
+    /// that are JSON text (a document's elements or members, a ZIP log's members).
+    Members(MembersHook),
+}
+
+/// A structured format's adapter of one item read as a tree ([`Normalize::Tree`]): its
+/// records appended to `out`, or the first problem.
+pub type TreeHook =
+    fn(&Begun, Item, &ImportContext<'_>, &mut Vec<Record>) -> Result<(), AdapterError>;
+
+/// A structured format's adapter of one item read as members ([`Normalize::Members`]):
+/// its records appended to `out`, or the first problem.
+pub type MembersHook = for<'a> fn(
+    &'a Begun,
+    MembersItem<'a>,
+    &'a ImportContext<'a>,
+    &mut Vec<NewRecord<'a>>,
+) -> Result<(), AdapterError>;
+
+/// One item of a structured file as the streaming reader read it.
+#[derive(Debug, Clone, Copy)]
+pub struct MembersItem<'a> {
+    /// The item's top-level members, each value as canonical text.
+    pub members: &'a crate::jsonl::Members,
+    /// Where it is in the file.
+    pub locator: &'a crate::record::Locator,
 }
 
 /// The check of a whole file after its items ([`Structured::finish`]).

@@ -10,16 +10,22 @@
 //! each of its three shapes, unknown where there is none (free generation); an option
 //! letter the evaluator parsed from a reply that does not contain it is flagged. The
 //! mapping is in FORMAT.md ("The OpenCompass adapter"). No filesystem access.
+//!
+//! Items are read as the streaming reader's members (canonical text): the prompt, reply
+//! and gold are copied into the record as written; the results file, read whole into a
+//! tree as a header, gives each item's `details` entry.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value};
 
 use super::stable_id::{self, QuestionIdentity};
-use super::{AdapterError, Begun, ImportContext, Item, Layout, Listing, Rows, Unit, kit};
-use crate::jsonl::FieldPath;
-use crate::record::Record;
-use crate::record::fields::describe;
+use super::{AdapterError, Begun, ImportContext, Layout, Listing, MembersItem, Rows, Unit, kit};
+use crate::canonical_json::{CanonicalError, Json, ObjectMembers, ObjectWriter};
+use crate::jsonl::{FieldPath, Member, Members, PathSegment};
+use crate::record::fields::{MAX_SAFE_INTEGER, describe};
+use crate::record::{Locator, NewRecord};
 
 /// OpenCompass predictions, one JSON file per dataset.
 pub const ADAPTER: super::Adapter = super::Adapter::new(
@@ -27,9 +33,13 @@ pub const ADAPTER: super::Adapter = super::Adapter::new(
     "OpenCompass output (outputs/<timestamp>/ or one predictions/<model>/<abbr>.json)",
     "opencompass/1",
     super::Reader::Items(
-        super::Structured::new(layout, begin, kit::normalize::<Dataset>)
-            .with_units(units)
-            .with_finish(finish),
+        super::Structured::new(
+            layout,
+            begin,
+            super::Normalize::Members(kit::normalize_members::<Dataset>),
+        )
+        .with_units(units)
+        .with_finish(finish),
     ),
 );
 
@@ -311,7 +321,7 @@ fn details_by_position(
 /// repeat (`n` = 1).
 fn check_join(
     detail: &Map<String, Value>,
-    prediction: &Map<String, Value>,
+    gold: Option<&str>,
     key: &str,
     results_file: &str,
 ) -> Result<(), AdapterError> {
@@ -338,8 +348,7 @@ fn check_join(
         return refuse(format!("is {abbr:?}, another item"));
     }
     let reference = first(detail.get("refr")).or_else(|| detail.get("references"));
-    if let (Some(Value::String(reference)), Some(Value::String(gold))) =
-        (reference, prediction.get("gold"))
+    if let (Some(Value::String(reference)), Some(gold)) = (reference, gold)
         && reference != gold
     {
         return refuse(format!(
@@ -357,10 +366,14 @@ fn first(value: Option<&Value>) -> Option<&Value> {
     }
 }
 
-impl kit::Items for Dataset {
-    fn record(&self, item: Item, context: &ImportContext<'_>) -> kit::ItemResult {
-        let object = item.object;
-        let crate::record::Locator::Pointer(pointer) = &item.locator else {
+impl kit::ItemMembers for Dataset {
+    fn record<'a>(
+        &'a self,
+        item: MembersItem<'a>,
+        context: &'a ImportContext<'a>,
+    ) -> Result<Option<NewRecord<'a>>, AdapterError> {
+        let members = item.members;
+        let Locator::Pointer(pointer) = item.locator else {
             unreachable!("an OpenCompass item is located by its key")
         };
         let key = pointer.trim_start_matches('/');
@@ -378,12 +391,15 @@ impl kit::Items for Dataset {
         if let Some(joined) = self.joined.get(&position) {
             joined.store(true, Ordering::Relaxed);
         }
+        let gold = members.get("gold");
         let detail = self.details.get(&position);
         if let Some(detail) = detail {
-            check_join(detail, &object, key, &self.results_file)?;
+            let gold = gold.as_ref().and_then(kit::text);
+            check_join(detail, gold.as_deref(), key, &self.results_file)?;
         }
-        let prompt = object.get("origin_prompt").and_then(Value::as_str);
-        let identity = self.identity(question, key, prompt, context, &mut warnings)?;
+        let prompt = members.get("origin_prompt");
+        let prompt = prompt.as_ref().and_then(kit::text);
+        let identity = self.identity(question, key, prompt.as_deref(), context, &mut warnings)?;
         let Some(detail) = detail else {
             return Err(AdapterError::new(
                 FieldPath::root(),
@@ -393,20 +409,45 @@ impl kit::Items for Dataset {
                 "the results file must be the one OpenCompass wrote with these predictions",
             ));
         };
-        let mut record = kit::record(context, &self.benchmark, identity, item.locator);
-        record.variant_id = variant(rotation, context);
+        let locator = item.locator.clone();
+        let mut record =
+            kit::new_record(context, Cow::Borrowed(&self.benchmark), identity, locator);
+        record.variant_id = Cow::Owned(variant(rotation, context));
         record.correct = correctness(detail, self.scored, &mut warnings);
-        reply(&object, detail, &mut record, &mut warnings);
-        record.target = object.get("gold").cloned().unwrap_or(Value::Null);
+        reply(members, detail, &mut record, &mut warnings)?;
+        record.target = stored(gold.as_ref())?;
         record.warnings = warnings;
-        record
-            .extra
-            .insert("dataset".into(), self.abbr.clone().into());
-        record.extra.insert("position".into(), position.into());
+        let mut extra = ObjectWriter::new();
+        extra.insert("dataset", Json::string(&self.abbr));
+        extra.insert("position", safe(position, "position")?);
         if let Some(r) = rotation {
-            record.extra.insert("rotation".into(), r.into());
+            extra.insert("rotation", safe(r, "rotation")?);
         }
+        record.extra = extra.finish();
         Ok(Some(record))
+    }
+}
+
+/// A member's value for the record (`null` when absent), refused if it holds an integer
+/// no double holds.
+fn stored<'a>(member: Option<&Member<'a>>) -> Result<Json<'a>, AdapterError> {
+    match member {
+        None => Ok(Json::NULL),
+        Some(member) => member.json().map_err(|(below, value)| {
+            kit::unsafe_integer(FieldPath::root().key(member.key), below, value)
+        }),
+    }
+}
+
+/// An item's position (or rotation) for `extra`, refused beyond what a double holds.
+fn safe(number: u64, name: &str) -> Result<Json<'static>, AdapterError> {
+    match number <= MAX_SAFE_INTEGER {
+        true => Ok(Json::unsigned(number)),
+        false => Err(kit::unsafe_integer(
+            FieldPath::root().key("extra").key(name),
+            &FieldPath::root(),
+            &number.to_string(),
+        )),
     }
 }
 
@@ -538,47 +579,76 @@ fn correctness(
 /// perplexity per label, else the prompt and the reply; the prediction is the option the
 /// evaluator parsed from the reply (flagged when the reply does not contain it), else the
 /// reply.
-fn reply(
-    object: &Map<String, Value>,
+fn reply<'a>(
+    members: &'a Members,
     detail: &Map<String, Value>,
-    record: &mut Record,
+    record: &mut NewRecord<'a>,
     warnings: &mut Vec<String>,
-) {
-    let reply = object.get("prediction").cloned().unwrap_or(Value::Null);
-    let parsed = first(detail.get("parsed")).cloned();
-    let ppl = object.keys().any(|k| k.starts_with("label: "));
-    if let (Some(Value::String(letter)), Some(text)) = (&parsed, reply.as_str())
+) -> Result<(), AdapterError> {
+    let reply = members.get("prediction");
+    let parsed = first(detail.get("parsed"));
+    if let (Some(Value::String(letter)), Some(text)) = (parsed, reply.as_ref().and_then(kit::text))
         && !text.contains(letter.as_str())
     {
         warnings.push(format!(
             "the evaluator mapped the reply {text:?} to option {letter}, a letter the reply does not contain (OpenCompass's option-similarity fallback maps any reply to some option)"
         ));
     }
-    let mut input = Map::new();
-    if ppl {
-        let mut prompts = Map::new();
-        let mut perplexities = Map::new();
-        for (label, value) in object
+    let labels = || {
+        members
             .iter()
-            .filter_map(|(k, v)| Some((k.strip_prefix("label: ")?, v)))
-        {
-            if let Some(prompt) = value.get("prompt") {
-                prompts.insert(label.into(), prompt.clone());
-            }
-            if let Some(ppl) = value.get("PPL") {
-                perplexities.insert(label.into(), ppl.clone());
+            .filter_map(|member| Some((member.key.strip_prefix("label: ")?, member)))
+    };
+    let mut input = ObjectWriter::new();
+    let ppl = labels().next().is_some();
+    if ppl {
+        let mut prompts = ObjectWriter::new();
+        let mut perplexities = ObjectWriter::new();
+        for (label, member) in labels() {
+            for (key, value) in ObjectMembers::of(member.value).into_iter().flatten() {
+                let into = match &*key {
+                    "prompt" => &mut prompts,
+                    "PPL" => &mut perplexities,
+                    _ => continue,
+                };
+                refuse_unsafe_below(&member, &key)?;
+                into.insert(label, value);
             }
         }
-        input.insert("prompts".into(), Value::Object(prompts));
-        record
-            .scores
-            .insert("ppl".into(), Value::Object(perplexities));
-    } else if let Some(prompt) = object.get("origin_prompt") {
-        input.insert("prompt".into(), prompt.clone());
+        input.insert("prompts", prompts.finish());
+        let mut scores = ObjectWriter::new();
+        scores.insert("ppl", perplexities.finish());
+        record.scores = scores.finish();
+    } else if let Some(prompt) = members.get("origin_prompt") {
+        input.insert("prompt", stored(Some(&prompt))?);
     }
-    record.input = Value::Object(input);
-    record.prediction = parsed.unwrap_or_else(|| reply.clone());
+    record.input = input.finish();
+    record.prediction = match parsed {
+        Some(parsed) => Json::of(parsed).map_err(|error| match error {
+            CanonicalError::UnsafeInteger { path, value } => {
+                kit::unsafe_integer(path.under("prediction"), &FieldPath::root(), &value)
+            }
+            other => AdapterError::new(FieldPath::root().key("prediction"), other.to_string()),
+        })?,
+        None => stored(reply.as_ref())?,
+    };
     if !ppl {
-        record.response = reply;
+        record.response = stored(reply.as_ref())?;
+    }
+    Ok(())
+}
+
+/// Refuses the first integer no double holds inside the value of `member` at `key`.
+fn refuse_unsafe_below(member: &Member<'_>, key: &str) -> Result<(), AdapterError> {
+    let found = member.unsafe_integers.iter().find(|(_, (below, _))| {
+        matches!(below.segments().first(), Some(PathSegment::Key(first)) if first == key)
+    });
+    match found {
+        None => Ok(()),
+        Some((_, (below, value))) => Err(kit::unsafe_integer(
+            FieldPath::root().key(member.key),
+            below,
+            value,
+        )),
     }
 }

@@ -599,3 +599,52 @@ fn a_results_file_of_numbers_is_held_once_not_copied() {
     );
     assert_eq!(env.records("n").len(), 40_000);
 }
+
+/// Items are read as members, not trees: FORMAT.md, "An integer no double holds is refused
+/// at its own path in the line" (here, in the item), and only where the record keeps it.
+#[test]
+fn an_integer_no_double_holds_is_refused_where_the_item_holds_it_and_only_if_kept() {
+    let env = Env::with_archive();
+    let outputs = copy_of_outputs(&env);
+    let ppl = outputs.join(format!("predictions/{MODEL}/babel_mc_ppl.json"));
+    let original: Value = read_json(&ppl);
+    let big = serde_json::json!(12345678901234567890u64);
+    let write = |edit: &dyn Fn(&mut Value)| {
+        let mut document = original.clone();
+        edit(&mut document);
+        std::fs::write(&ppl, serde_json::to_vec_pretty(&document).unwrap()).unwrap();
+    };
+
+    // A member of a label the record does not keep (OpenCompass's `testing input`).
+    write(&|d| d["0"]["label: A"]["testing input"] = big.clone());
+    let records = import(&env, "kept", &[], &ppl);
+    assert_eq!(records.len(), 20);
+    assert_eq!(
+        records[0]["input"]["prompts"]["A"],
+        original["0"]["label: A"]["prompt"]
+    );
+
+    // The same integer where the record keeps it: the gold, and a label's perplexity.
+    env.babel(&["run", "create", "refused", "--model", MODEL])
+        .assert()
+        .success();
+    for (edit, field) in [
+        (
+            &(|d: &mut Value| d["3"]["gold"] = serde_json::json!([1, big.clone()]))
+                as &dyn Fn(&mut Value),
+            "#/3: field gold[1]: the integer 12345678901234567890 has no exact JSON double",
+        ),
+        (
+            &|d: &mut Value| d["5"]["label: C"]["PPL"] = big.clone(),
+            "#/5: field [\"label: C\"].PPL: the integer 12345678901234567890 has no exact JSON double",
+        ),
+    ] {
+        write(edit);
+        let stderr = refused(&env, "refused", &[], &ppl);
+        assert!(stderr.contains(field), "{field}: {stderr}");
+        assert!(
+            stderr.contains("write integers beyond 2^53 as strings"),
+            "{stderr}"
+        );
+    }
+}

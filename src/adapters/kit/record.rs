@@ -1,11 +1,14 @@
 //! The record builder: the fields every record of an import shares, filled once from the
 //! import context, so that an adapter sets only what its format decides.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::adapters::stable_id::QuestionIdentity;
-use crate::adapters::{AdapterError, Begun, ImportContext, Item};
-use crate::record::{DEFAULT_FILTER, Locator, Record, SCHEMA_VERSION, Source};
+use crate::adapters::{AdapterError, Begun, ImportContext, Item, MembersItem};
+use crate::canonical_json::Json;
+use crate::record::{DEFAULT_FILTER, Locator, NewRecord, Record, SCHEMA_VERSION, Source};
 
 /// The variant of a record whose format has no variants of its own, unless `--variant`
 /// names another.
@@ -55,6 +58,40 @@ pub fn record(
     }
 }
 
+/// [`record()`] for an adapter that reads members ([`ItemMembers`]): the same fields,
+/// borrowed from the context, the nested ones canonical text.
+pub fn new_record<'a>(
+    context: &'a ImportContext<'a>,
+    benchmark: Cow<'a, str>,
+    identity: QuestionIdentity,
+    locator: Locator,
+) -> NewRecord<'a> {
+    NewRecord {
+        run_id: Cow::Borrowed(&context.run.run_id),
+        benchmark,
+        script: None,
+        language: context.options.language.as_deref().map(Cow::Borrowed),
+        question_id: Cow::Owned(identity.question_id),
+        variant_id: Cow::Borrowed(context.options.variant.as_deref().unwrap_or(ORIGINAL)),
+        filter: Cow::Borrowed(DEFAULT_FILTER),
+        repeat_id: 0,
+        identity_scope: identity.scope,
+        model: Cow::Borrowed(&context.run.model),
+        rephrasing_model: None,
+        input: Json::EMPTY_OBJECT,
+        target: Json::NULL,
+        prediction: Json::NULL,
+        correct: None,
+        scores: Json::EMPTY_OBJECT,
+        metrics: Json::EMPTY_OBJECT,
+        response: Json::NULL,
+        source_path: Cow::Borrowed(context.source.raw_path),
+        locator,
+        warnings: Vec::new(),
+        extra: Json::EMPTY_OBJECT,
+    }
+}
+
 /// Adds to `producer` (what the manifest keeps about the producer) each fact the
 /// producer's files give and do not leave null.
 pub fn add_facts<'v>(
@@ -86,10 +123,37 @@ pub fn normalize<S: Items>(
     context: &ImportContext<'_>,
     out: &mut Vec<Record>,
 ) -> Result<(), AdapterError> {
-    let state: &S = begun
+    out.extend(state::<S>(begun).record(item, context)?);
+    Ok(())
+}
+
+/// What a structured format's `begin` makes for the items of one input when it reads each
+/// item's members ([`crate::adapters::Normalize::Members`]): it turns each item into its
+/// record.
+pub trait ItemMembers: Send + Sync + 'static {
+    /// The record of one item, or `None` for an item that makes none.
+    fn record<'a>(
+        &'a self,
+        item: MembersItem<'a>,
+        context: &'a ImportContext<'a>,
+    ) -> Result<Option<NewRecord<'a>>, AdapterError>;
+}
+
+/// The [`crate::adapters::MembersHook`] of a format whose `begin` makes an `S`.
+pub fn normalize_members<'a, S: ItemMembers>(
+    begun: &'a Begun,
+    item: MembersItem<'a>,
+    context: &'a ImportContext<'a>,
+    out: &mut Vec<NewRecord<'a>>,
+) -> Result<(), AdapterError> {
+    out.extend(state::<S>(begun).record(item, context)?);
+    Ok(())
+}
+
+/// The state `begin` made, of the adapter that normalizes.
+fn state<S: 'static>(begun: &Begun) -> &S {
+    begun
         .state
         .downcast_ref()
-        .expect("begun by the adapter that normalizes");
-    out.extend(state.record(item, context)?);
-    Ok(())
+        .expect("begun by the adapter that normalizes")
 }

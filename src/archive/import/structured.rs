@@ -15,7 +15,7 @@ use super::identities::Identities;
 use super::memory;
 use super::sink::{Normalized, Place, Refusal};
 use super::{Companion, FileImport, FileOutcome, ImportReport};
-use crate::adapters::{self, ImportContext, Layout};
+use crate::adapters::{self, ImportContext, Layout, Normalize};
 use crate::archive::ArchiveError;
 use crate::archive::artifacts::contract::BankIndex;
 use crate::archive::records::ThreadedWriter;
@@ -495,37 +495,71 @@ fn adapter_item(
     bytes: &[u8],
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<adapters::Item, Refusal> {
-    if let Some(key) = member
-        && !bytes.trim_ascii_start().starts_with(b"{")
-    {
-        let found = parse_value(bytes, "").map_or_else(
-            |_| "not JSON".to_owned(),
-            |v| crate::record::fields::describe(&v),
-        );
-        return Err(Refusal {
-            place: Place::of(&locator),
-            column: None,
-            field: None,
-            message: format!("member {key:?} is {found}, not an object"),
-            hint: None,
-        });
-    }
+    not_an_object(&locator, member, bytes)?;
     match jsonl::parse_bytes_keeping(bytes, 1, NonFinitePolicy::Null, keep) {
         Ok(parsed) => Ok(adapters::Item {
             object: parsed.object,
             replaced: parsed.replaced,
             locator,
         }),
-        Err(error) => Err(Refusal {
-            place: error.position_in(bytes).map_or_else(
-                || Place::of(&locator),
-                |(line, column)| Place::within(&locator, line, column),
-            ),
-            column: None,
-            field: (!error.path.is_root()).then(|| error.path.to_string()),
-            message: error.message(),
-            hint: None,
-        }),
+        Err(error) => Err(item_refusal(&locator, bytes, error)),
+    }
+}
+
+/// An item's JSON text (as [`adapter_item`] takes it) read into `members` by the
+/// streaming reader, or why it is refused: the refusal [`adapter_item`] makes of it.
+fn item_members(
+    locator: &Locator,
+    member: Option<&str>,
+    bytes: &[u8],
+    members: &mut jsonl::Members,
+) -> Result<(), Refusal> {
+    not_an_object(locator, member, bytes)?;
+    let Err(error) = jsonl::scan_bytes(bytes, 1, NonFinitePolicy::Null, members) else {
+        return Ok(());
+    };
+    // The tree reader fails where the streaming reader does, with the same error
+    // (`stream_vs_tree`), and knows where in the item: an item may span lines. Only the
+    // streaming reader's bound on the places it notes is its own.
+    let error = jsonl::parse_bytes(bytes, 1, NonFinitePolicy::Null)
+        .err()
+        .unwrap_or(error);
+    Err(item_refusal(locator, bytes, error))
+}
+
+/// The member `member` of an object whose members are the items is refused unless it is
+/// an object.
+fn not_an_object(locator: &Locator, member: Option<&str>, bytes: &[u8]) -> Result<(), Refusal> {
+    match member {
+        Some(key) if !bytes.trim_ascii_start().starts_with(b"{") => {
+            let found = parse_value(bytes, "").map_or_else(
+                |_| "not JSON".to_owned(),
+                |v| crate::record::fields::describe(&v),
+            );
+            Err(Refusal {
+                place: Place::of(locator),
+                column: None,
+                field: None,
+                message: format!("member {key:?} is {found}, not an object"),
+                hint: None,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The refusal of an item at `locator` whose JSON text `bytes` the reader refused: at the
+/// line and column in the item where the reader stopped, when it says.
+fn item_refusal(locator: &Locator, bytes: &[u8], error: jsonl::LineError) -> Refusal {
+    Refusal {
+        place: error.position_in(bytes).map_or_else(
+            || Place::of(locator),
+            |(line, column)| Place::within(locator, line, column),
+        ),
+        column: None,
+        field: (!error.path.is_root()).then(|| error.path.to_string()),
+        message: error.message(),
+        hint: None,
     }
 }
 
@@ -538,6 +572,10 @@ fn normalize_batch(
     context: &ImportContext<'_>,
     bank: Option<&BankIndex>,
 ) -> Worked {
+    let hook = match structured.normalize {
+        Normalize::Tree(hook) => hook,
+        Normalize::Members(hook) => return normalize_members(hook, begun, batch, context, bank),
+    };
     let mut out = Normalized::default();
     let keep = |key: &str| structured.builds(key, context.options);
     for (locator, owned) in batch.items {
@@ -559,15 +597,71 @@ fn normalize_batch(
                 Err(error) => return (out, Some((error.to_string(), Some(DAMAGED_MEMBER.into())))),
             },
         };
-        normalize_item(&mut out, structured, begun, item, context, bank);
+        normalize_item(&mut out, hook, begun, item, context, bank);
     }
     (out, None)
 }
 
-/// One item normalized by the adapter into `out`: its records, finished, or its refusal.
+/// [`normalize_batch`] for an adapter that reads each item's members
+/// ([`Normalize::Members`]).
+fn normalize_members(
+    hook: adapters::MembersHook,
+    begun: &adapters::Begun,
+    batch: Batch,
+    context: &ImportContext<'_>,
+    bank: Option<&BankIndex>,
+) -> Worked {
+    let mut out = Normalized::default();
+    let mut members = jsonl::Members::new();
+    for (locator, owned) in batch.items {
+        let read = match owned {
+            Owned::Json(bytes) => item_members(&locator, None, &bytes, &mut members),
+            Owned::Member { key, value } => {
+                item_members(&locator, Some(&key), &value, &mut members)
+            }
+            Owned::Packed(packed) => match packed.inflate() {
+                Ok(bytes) => item_members(&locator, None, &bytes, &mut members),
+                // The items before it are handed out, then the file is stopped.
+                Err(error) => return (out, Some((error.to_string(), Some(DAMAGED_MEMBER.into())))),
+            },
+            Owned::Row(_) => unreachable!("a Parquet format's items are trees (Normalize::Tree)"),
+        };
+        if let Err(refusal) = read {
+            out.refuse(refusal);
+            continue;
+        }
+        let place = Place::of(&locator);
+        let item = adapters::MembersItem {
+            members: &members,
+            locator: &locator,
+        };
+        let mut records = Vec::new();
+        match hook(begun, item, context, &mut records) {
+            Err(error) => out.refuse(Refusal::of_adapter(place, error)),
+            Ok(()) => {
+                for record in records {
+                    let replaced = members.replaced();
+                    out.finish_record(record, replaced, &item_note, bank, context, place.clone());
+                }
+            }
+        }
+    }
+    (out, None)
+}
+
+/// Says how a non-finite token of an item was read.
+fn item_note(replaced: &jsonl::NonFiniteReplacement) -> String {
+    format!(
+        "non-finite number {} at {} was read as null",
+        replaced.token, replaced.path
+    )
+}
+
+/// One item normalized by the adapter's `hook` into `out`: its records, finished, or its
+/// refusal.
 fn normalize_item(
     out: &mut Normalized,
-    structured: &adapters::Structured,
+    hook: adapters::TreeHook,
     begun: &adapters::Begun,
     item: Result<adapters::Item, Refusal>,
     context: &ImportContext<'_>,
@@ -580,17 +674,11 @@ fn normalize_item(
     let place = Place::of(&item.locator);
     let replaced = item.replaced.clone();
     let mut records = Vec::new();
-    match (structured.normalize)(begun, item, context, &mut records) {
+    match hook(begun, item, context, &mut records) {
         Err(error) => out.refuse(Refusal::of_adapter(place, error)),
         Ok(()) => {
-            let note = |r: &jsonl::NonFiniteReplacement| {
-                format!(
-                    "non-finite number {} at {} was read as null",
-                    r.token, r.path
-                )
-            };
             for record in records {
-                out.finish_tree_record(record, &replaced, &note, bank, context, place.clone());
+                out.finish_tree_record(record, &replaced, &item_note, bank, context, place.clone());
             }
         }
     }
@@ -945,6 +1033,28 @@ mod tests {
             panic!("an item's place")
         };
         assert_eq!(&*place, "!m.json:1:6");
+        // Read as members, the same items are refused at the same places, for the same.
+        let mut members = jsonl::Members::new();
+        for (member, bytes, at) in [
+            (
+                "samples/q1_epoch_1.json",
+                &header[..],
+                "!samples/q1_epoch_1.json:4:3",
+            ),
+            ("m.json", b"{\"a\" 1}", "!m.json:1:6"),
+        ] {
+            let locator = Locator::Member(member.into());
+            let tree = adapter_item(locator.clone(), None, bytes, &|_| true).unwrap_err();
+            let streamed = item_members(&locator, None, bytes, &mut members).unwrap_err();
+            let Place::Other(place) = streamed.place else {
+                panic!("an item's place")
+            };
+            assert_eq!(&*place, at);
+            assert_eq!(
+                (streamed.field, streamed.message),
+                (tree.field, tree.message)
+            );
+        }
     }
 
     #[test]
