@@ -8,6 +8,11 @@
 //! correctness from one 0/1 stat (`exact_match` unless the run's `correctness_metric`
 //! names another), a stat with `count: 0` unknown. The mapping is in FORMAT.md ("The HELM
 //! adapter"). No filesystem access: the archive reads the folder and hands over its files.
+//!
+//! Request states and stats elements are read as the streaming reader's members
+//! (canonical text): a value the record keeps is copied as written, and what a JSON
+//! parser tells apart and canonical text does not (`1.0`, an integer no double holds) is
+//! read from the scan.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -15,10 +20,10 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::stable_id::{self, QuestionIdentity};
-use super::{AdapterError, Begun, ImportContext, Item, Layout, kit};
-use crate::canonical_json::{Json, JsonKind};
+use super::{AdapterError, Begun, ImportContext, Layout, MembersItem, kit};
+use crate::canonical_json::{CanonicalError, Json, JsonKind, ObjectWriter};
 use crate::jsonl::{FieldPath, Member, Members, PathSegment};
-use crate::record::Record;
+use crate::record::NewRecord;
 use crate::record::fields::describe;
 
 /// A HELM run folder.
@@ -29,7 +34,7 @@ pub const ADAPTER: super::Adapter = super::Adapter::new(
     super::Reader::Items(super::Structured::new(
         layout,
         begin,
-        super::Normalize::Tree(kit::normalize::<Run>),
+        super::Normalize::Members(kit::normalize_members::<Run>),
     )),
 )
 .with_option_rules(check_options);
@@ -415,17 +420,6 @@ fn stats_key(members: &Members) -> Result<StatsKey, AdapterError> {
     Ok((id, trial, perturbation))
 }
 
-/// A perturbation's name: none for an absent or null perturbation, else its `name`.
-fn perturbation_name(
-    value: Option<&Value>,
-    at: &FieldPath,
-) -> Result<Option<String>, AdapterError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(p) => named_perturbation(p.get("name").and_then(Value::as_str), || describe(p), at),
-    }
-}
-
 /// A perturbation's `name`, which must be a non-empty string (`found` describes the
 /// perturbation otherwise).
 fn named_perturbation(
@@ -442,18 +436,25 @@ fn named_perturbation(
     }
 }
 
-impl kit::Items for Run {
-    fn record(&self, item: Item, context: &ImportContext<'_>) -> kit::ItemResult {
-        let object = item.object;
+impl kit::ItemMembers for Run {
+    fn record<'a>(
+        &'a self,
+        item: MembersItem<'a>,
+        context: &'a ImportContext<'a>,
+    ) -> Result<Option<NewRecord<'a>>, AdapterError> {
+        let members = item.members;
+        let top = |key: &str| Found::top(members, key);
         // Multiple choice asked one request per choice (`multiple_choice_separate_*`): the
         // instance is one item, carried by its first choice's request; the other choices'
         // requests and the calibration requests make no record (they stay in the raw file).
-        let per_choice = object.get("reference_index").and_then(Value::as_u64);
-        let calibration = object.get("request_mode").and_then(Value::as_str) == Some("calibration");
+        let per_choice = members
+            .get("reference_index")
+            .and_then(|m| whole_member(&m));
+        let calibration = top("request_mode").is_some_and(|mode| mode.is_string("calibration"));
         if calibration || per_choice.is_some_and(|index| index > 0) {
             return Ok(None);
         }
-        let (instance, key) = request(&object)?;
+        let (instance, key) = request(members)?;
         let mut warnings: Vec<String> = self.model_warning.iter().cloned().collect();
         if !self.first_window(&key, &mut warnings) {
             return Ok(None);
@@ -466,7 +467,7 @@ impl kit::Items for Run {
             );
         }
         let (id, trial, perturbation) = &key;
-        let identity = match stable_id::selected(&object, context.options)? {
+        let identity = match stable_id::selected(members, context.options)? {
             Some(selected) => selected,
             None if self.positional_ids => {
                 warnings.push(format!(
@@ -476,54 +477,207 @@ impl kit::Items for Run {
             }
             None => QuestionIdentity::stable(id.clone()),
         };
-        let mut record = kit::record(context, &self.benchmark, identity, item.locator);
-        record.variant_id = perturbation
-            .clone()
-            .unwrap_or_else(|| kit::ORIGINAL.to_owned());
+        let locator = item.locator.clone();
+        let mut record =
+            kit::new_record(context, Cow::Borrowed(&self.benchmark), identity, locator);
+        record.variant_id = Cow::Owned(
+            perturbation
+                .clone()
+                .unwrap_or_else(|| kit::ORIGINAL.to_owned()),
+        );
         // The test split is HELM's headline; instances of another split (valid) are items of
         // their own filter, so accuracy per filter is HELM's per split.
-        if let Some(split) = instance.get("split").and_then(Value::as_str)
+        if let Some(split) = instance.key("split").and_then(|split| split.string())
             && split != "test"
         {
-            record.filter = split.to_owned();
+            record.filter = Cow::Owned(split);
         }
         record.repeat_id = *trial;
-        question(instance, &object, per_choice.is_some(), &mut record);
-        let completions = reply(&object, per_choice.is_some(), &mut record);
-        record.correct = self.correctness(
-            &key,
-            object.get("result"),
-            &mut record.metrics,
-            &mut warnings,
-        );
+        let output_mapping = top("output_mapping").filter(Found::is_object);
+        let result = top("result");
+        let completions = completions(result.as_ref());
+        let (input, target) = question(&instance, top("request"), &output_mapping, per_choice);
+        let response = match per_choice {
+            Some(_) => None,
+            None => completions.first().cloned(),
+        };
+        let prediction = match (&output_mapping, &response) {
+            (Some(mapping), Some(text)) => text
+                .string()
+                .and_then(|text| mapping.key(text.trim()))
+                .or_else(|| response.clone()),
+            _ => response.clone(),
+        };
+        let (correct, metrics) = self.correctness(&key, result.as_ref(), &mut warnings);
+        record.correct = correct;
+        record.input = input?;
+        record.target = target?;
+        record.prediction = prediction.map_or(Ok(Json::NULL), |p| p.stored())?;
+        record.metrics = stored_metrics(metrics)?;
+        record.response = response.map_or(Ok(Json::NULL), |r| r.stored())?;
         record.warnings = warnings;
-        record.extra = extra(instance, &object, completions);
+        record.extra = extra(&instance, &top, completions)?;
         Ok(Some(record))
     }
 }
 
+/// A value inside one of a request state's top-level members, and where it is: what a
+/// JSON parser tells apart and canonical text does not (a number written `1.0`, an
+/// integer no double holds) is read from the member's scan.
+#[derive(Clone)]
+struct Found<'a> {
+    member: Member<'a>,
+    below: Vec<PathSegment>,
+    value: Json<'a>,
+}
+
+impl<'a> Found<'a> {
+    /// The top-level member `key`.
+    fn top(members: &'a Members, key: &str) -> Option<Self> {
+        let member = members.get(key)?;
+        Some(Self {
+            value: member.peek(),
+            member,
+            below: Vec::new(),
+        })
+    }
+
+    /// The member `key` of this object (`None`: absent, or this is no object).
+    fn key(&self, key: &str) -> Option<Self> {
+        let value = self.value.member(key)?;
+        Some(self.below(PathSegment::Key(key.to_owned()), value))
+    }
+
+    /// The elements of this array (none when it is no array).
+    fn elements(&self) -> Vec<Self> {
+        let elements = self.value.element_values().unwrap_or_default();
+        let elements = elements.into_iter().enumerate();
+        elements
+            .map(|(i, value)| self.below(PathSegment::Index(i), value))
+            .collect()
+    }
+
+    fn below(&self, step: PathSegment, value: Json<'a>) -> Self {
+        let mut below = self.below.clone();
+        below.push(step);
+        Self {
+            member: self.member,
+            below,
+            value,
+        }
+    }
+
+    fn is_object(&self) -> bool {
+        self.value.kind() == JsonKind::Object
+    }
+
+    /// The text of a string.
+    fn string(&self) -> Option<String> {
+        self.value.as_string().map(Cow::into_owned)
+    }
+
+    /// Whether this is the string `text`.
+    fn is_string(&self, text: &str) -> bool {
+        self.value.as_string().is_some_and(|found| found == text)
+    }
+
+    /// Where this is in the request state.
+    fn path(&self) -> FieldPath {
+        self.path_to(&self.below)
+    }
+
+    /// Where the value at `below` (a path inside the member) is in the request state.
+    fn path_to(&self, below: &[PathSegment]) -> FieldPath {
+        let path = FieldPath::root().key(self.member.key);
+        below.iter().fold(path, |path, step| match step {
+            PathSegment::Key(key) => path.key(key),
+            PathSegment::Index(index) => path.index(*index),
+        })
+    }
+
+    /// The value as messages describe it, as a JSON parser reads it.
+    fn describe(&self) -> String {
+        if let Some((_, written)) = self
+            .unsafe_integers()
+            .find(|(below, _)| below.len() == self.below.len())
+        {
+            return format!("the number {written}");
+        }
+        let double = self.member.is_integral_double(&self.below);
+        describe(&kit::parsed(&self.value, double))
+    }
+
+    /// The integers no double holds inside this value: the path below the member, the
+    /// digits.
+    fn unsafe_integers(&self) -> impl Iterator<Item = (&'a [PathSegment], &'a str)> + '_ {
+        self.member
+            .unsafe_integers
+            .iter()
+            .map(|(_, (below, written))| (below.segments(), written.as_str()))
+            .filter(|(below, _)| below.starts_with(&self.below))
+    }
+
+    /// The value for the record, refused if it holds an integer no double holds.
+    fn stored(&self) -> Result<Json<'a>, AdapterError> {
+        match self.unsafe_integers().next() {
+            None => Ok(self.value.clone()),
+            Some((below, written)) => Err(kit::unsafe_integer(
+                self.path_to(below),
+                &FieldPath::root(),
+                written,
+            )),
+        }
+    }
+}
+
+/// The whole number a JSON parser reads from a top-level member (none for `1.0`, `-0`, a
+/// negative number or one beyond 64 bits).
+fn whole_member(member: &Member<'_>) -> Option<u64> {
+    let written = member
+        .unsafe_integer
+        .filter(|(below, _)| below.is_root())
+        .map(|(_, digits)| digits.as_str());
+    whole_number(Some(&member.peek()), written, member.written_as_fraction)
+}
+
 /// A request state's instance and the key that joins it with its stats.
-fn request(object: &Map<String, Value>) -> Result<(&Map<String, Value>, StatsKey), AdapterError> {
+fn request(members: &Members) -> Result<(Found<'_>, StatsKey), AdapterError> {
     let root = FieldPath::root();
     let at_instance = root.key("instance");
-    let Some(Value::Object(instance)) = object.get("instance") else {
+    let Some(instance) = Found::top(members, "instance").filter(Found::is_object) else {
         return Err(AdapterError::new(at_instance, "required object is missing"));
     };
-    let id = super::required_text(
-        instance.get("id"),
-        at_instance.key("id"),
-        "the instance's id",
-    )?;
-    let trial = object
+    let id = match instance.key("id") {
+        Some(id) => match id.string() {
+            Some(text) if !text.is_empty() => text,
+            _ => {
+                return Err(AdapterError::new(
+                    id.path(),
+                    format!("expected the instance's id, found {}", id.describe()),
+                ));
+            }
+        },
+        None => {
+            return Err(AdapterError::new(
+                at_instance.key("id"),
+                "expected the instance's id, found nothing",
+            ));
+        }
+    };
+    let trial = members
         .get("train_trial_index")
-        .and_then(Value::as_u64)
+        .and_then(|trial| whole_member(&trial))
         .ok_or_else(|| {
             AdapterError::new(root.key("train_trial_index"), "expected an integer ≥ 0")
         })?;
-    let perturbation = perturbation_name(
-        instance.get("perturbation"),
-        &at_instance.key("perturbation"),
-    )?;
+    let perturbation = match instance.key("perturbation") {
+        None => None,
+        Some(p) if p.value.is_null() => None,
+        Some(p) => {
+            let name = p.key("name").and_then(|name| name.string());
+            named_perturbation(name.as_deref(), || p.describe(), &p.path())?
+        }
+    };
     Ok((instance, (id, trial, perturbation)))
 }
 
@@ -555,29 +709,42 @@ impl Run {
     fn correctness(
         &self,
         key: &StatsKey,
-        result: Option<&Value>,
-        metrics: &mut Map<String, Value>,
+        result: Option<&Found<'_>>,
+        warnings: &mut Vec<String>,
+    ) -> (Option<bool>, Map<String, Value>) {
+        let found = self.stats.metrics(key);
+        let (metrics, unknown_because) = found.clone().unwrap_or_default();
+        let correct = self.correct(
+            found.is_some(),
+            &metrics,
+            &unknown_because,
+            result,
+            warnings,
+        );
+        (correct, metrics)
+    }
+
+    /// [`Run::correctness`] of a request whose stats entry was `found` with `metrics`.
+    fn correct(
+        &self,
+        found: bool,
+        metrics: &Map<String, Value>,
+        unknown_because: &HashMap<&str, &'static str>,
+        result: Option<&Found<'_>>,
         warnings: &mut Vec<String>,
     ) -> Option<bool> {
-        let found = self.stats.metrics(key);
-        let (found_metrics, unknown_because) = found.clone().unwrap_or_default();
-        *metrics = found_metrics;
         let stat = &self.correctness_stat;
-        let succeeded = result
-            .and_then(|r| r.get("success"))
-            .and_then(Value::as_bool)
-            != Some(false);
+        let field = |name: &str| result.and_then(|r| r.key(name));
+        let succeeded = field("success").and_then(|s| s.value.as_bool()) != Some(false);
         if !succeeded {
-            let error = result
-                .and_then(|r| r.get("error"))
-                .and_then(Value::as_str)
-                .unwrap_or("no message");
+            let error = field("error").and_then(|e| e.string());
             warnings.push(format!(
-                "the request failed ({error}): correctness is unknown"
+                "the request failed ({}): correctness is unknown",
+                error.as_deref().unwrap_or("no message")
             ));
             return None;
         }
-        if found.is_none() {
+        if !found {
             warnings.push(
                 "per_instance_stats.json has no entry for this instance, trial and perturbation: correctness is unknown"
                     .to_owned(),
@@ -606,95 +773,101 @@ impl Run {
 
 /// The target: the text of every reference tagged correct (one text alone, several as a
 /// list).
-fn target(references: &[&Value]) -> Value {
-    let mut correct_texts: Vec<Value> = references
-        .iter()
-        .filter(|r| {
-            r.get("tags")
-                .and_then(Value::as_array)
-                .is_some_and(|tags| tags.iter().any(|t| t == "correct"))
-        })
-        .filter_map(|r| reference_text(r))
-        .collect();
-    match correct_texts.len() {
-        0 => Value::Null,
-        1 => correct_texts.remove(0),
-        _ => Value::Array(correct_texts),
+fn target(references: &[Found<'_>]) -> Result<Json<'static>, AdapterError> {
+    let correct = |reference: &&Found<'_>| {
+        let tags = reference.key("tags").map(|tags| tags.elements());
+        tags.is_some_and(|tags| tags.iter().any(|tag| tag.is_string("correct")))
+    };
+    let mut texts = Vec::new();
+    for text in references.iter().filter(correct).filter_map(reference_text) {
+        texts.push(text.stored()?);
     }
+    Ok(match texts.len() {
+        0 => Json::NULL,
+        1 => texts.remove(0).into_owned(),
+        _ => array(texts),
+    })
+}
+
+/// The canonical array of `elements`.
+fn array(elements: Vec<Json<'_>>) -> Json<'static> {
+    let texts: Vec<&str> = elements.iter().map(Json::as_str).collect();
+    Json::canonical_owned(format!("[{}]", texts.join(",")))
 }
 
 /// A reference's text.
-fn reference_text(reference: &Value) -> Option<Value> {
-    reference.get("output").and_then(|o| o.get("text")).cloned()
+fn reference_text<'a>(reference: &Found<'a>) -> Option<Found<'a>> {
+    reference.key("output")?.key("text")
 }
 
-/// What the model was asked: the instance's text, the choices (of a multiple-choice
-/// request), the prompt; and the target among the references.
+/// What the model was asked (the instance's text, the choices of a multiple-choice
+/// request, the prompt) and the target among the references.
 fn question(
-    instance: &Map<String, Value>,
-    object: &Map<String, Value>,
-    per_choice: bool,
-    record: &mut Record,
+    instance: &Found<'_>,
+    request: Option<Found<'_>>,
+    output_mapping: &Option<Found<'_>>,
+    per_choice: Option<u64>,
+) -> (
+    Result<Json<'static>, AdapterError>,
+    Result<Json<'static>, AdapterError>,
 ) {
-    let references: Vec<&Value> = instance
-        .get("references")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().collect())
+    let references = instance
+        .key("references")
+        .map(|r| r.elements())
         .unwrap_or_default();
-    record.target = target(&references);
-    let mut input = Map::new();
-    if let Some(text) = instance.get("input").and_then(|i| i.get("text")) {
-        input.insert("question".into(), text.clone());
-    }
-    if object.get("output_mapping").is_some_and(Value::is_object) || per_choice {
-        let choices: Vec<Value> = references
-            .iter()
-            .filter_map(|r| reference_text(r))
-            .collect();
-        input.insert("choices".into(), Value::Array(choices));
-    }
-    if let Some(prompt) = object.get("request").and_then(|r| r.get("prompt")) {
-        input.insert("prompt".into(), prompt.clone());
-    }
-    record.input = Value::Object(input);
+    let input = || {
+        let mut input = ObjectWriter::new();
+        if let Some(text) = instance.key("input").and_then(|i| i.key("text")) {
+            input.insert("question", text.stored()?);
+        }
+        if output_mapping.is_some() || per_choice.is_some() {
+            let mut choices = Vec::new();
+            for text in references.iter().filter_map(reference_text) {
+                choices.push(text.stored()?);
+            }
+            input.insert("choices", array(choices));
+        }
+        if let Some(prompt) = request.as_ref().and_then(|r| r.key("prompt")) {
+            input.insert("prompt", prompt.stored()?);
+        }
+        Ok(input.finish())
+    };
+    (input(), target(&references))
 }
 
-/// The reply: the first completion (none for a request that scored one choice: HELM's
-/// answer is the likeliest of all of them), and the prediction, a multiple-choice letter
-/// mapped through `output_mapping` to the choice it names. Returns every completion.
-fn reply(object: &Map<String, Value>, per_choice: bool, record: &mut Record) -> Vec<Value> {
-    let completions: Vec<Value> = object
-        .get("result")
-        .and_then(|r| r.get("completions"))
-        .and_then(Value::as_array)
-        .map(|c| c.iter().filter_map(|c| c.get("text").cloned()).collect())
-        .unwrap_or_default();
-    if !per_choice {
-        record.response = completions.first().cloned().unwrap_or(Value::Null);
-    }
-    let output_mapping = object.get("output_mapping").filter(|m| m.is_object());
-    record.prediction = match (output_mapping, record.response.as_str()) {
-        (Some(mapping), Some(text)) => mapping
-            .get(text.trim())
-            .cloned()
-            .unwrap_or(record.response.clone()),
-        _ => record.response.clone(),
-    };
+/// The text of every completion of the result.
+fn completions<'a>(result: Option<&Found<'a>>) -> Vec<Found<'a>> {
+    let completions = result.and_then(|r| r.key("completions"));
     completions
+        .map(|c| c.elements())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|c| c.key("text"))
+        .collect()
+}
+
+/// The metrics for the record, refused where a mean is an integer no double holds.
+fn stored_metrics(metrics: Map<String, Value>) -> Result<Json<'static>, AdapterError> {
+    Json::of(&Value::Object(metrics)).map_err(|error| match error {
+        CanonicalError::UnsafeInteger { path, value } => {
+            kit::unsafe_integer(path.under("metrics"), &FieldPath::root(), &value)
+        }
+        other => AdapterError::new(FieldPath::root().key("metrics"), other.to_string()),
+    })
 }
 
 /// What the record keeps of the request state besides: the split, the perturbation, the
 /// trial, the output mapping, the prompt's facts and, when there are several, every
 /// completion.
-fn extra(
-    instance: &Map<String, Value>,
-    object: &Map<String, Value>,
-    completions: Vec<Value>,
-) -> Map<String, Value> {
-    let mut extra = Map::new();
+fn extra<'a>(
+    instance: &Found<'a>,
+    top: &dyn Fn(&str) -> Option<Found<'a>>,
+    completions: Vec<Found<'a>>,
+) -> Result<Json<'static>, AdapterError> {
+    let mut extra = ObjectWriter::new();
     for key in ["split", "perturbation"] {
-        if let Some(value) = instance.get(key) {
-            extra.insert(key.into(), value.clone());
+        if let Some(value) = instance.key(key) {
+            extra.insert(key, value.stored()?);
         }
     }
     for key in [
@@ -703,14 +876,18 @@ fn extra(
         "num_train_instances",
         "prompt_truncated",
     ] {
-        if let Some(value) = object.get(key) {
-            extra.insert(key.into(), value.clone());
+        if let Some(value) = top(key) {
+            extra.insert(key, value.stored()?);
         }
     }
     if completions.len() > 1 {
-        extra.insert("completions".into(), Value::Array(completions));
+        let mut texts = Vec::new();
+        for text in &completions {
+            texts.push(text.stored()?);
+        }
+        extra.insert("completions", array(texts));
     }
-    extra
+    Ok(extra.finish())
 }
 
 #[cfg(test)]
@@ -904,15 +1081,15 @@ mod tests {
         ] {
             let state = json!({"instance": instance, "train_trial_index": 0, "reference_index": index,
                 "request_mode": mode, "result": {"success": true, "completions": [{"text": " runs"}]}});
-            let Value::Object(object) = state else {
-                unreachable!()
+            let members = scanned(&state.to_string());
+            let locator = crate::record::Locator::Pointer(format!("/request_states/{index}"));
+            let item = MembersItem {
+                members: &members,
+                locator: &locator,
             };
-            let item = Item {
-                object,
-                replaced: Vec::new(),
-                locator: crate::record::Locator::Pointer(format!("/request_states/{index}")),
-            };
-            kit::normalize::<Run>(&begun, item, &context, &mut out).unwrap();
+            let mut records = Vec::new();
+            kit::normalize_members::<Run>(&begun, item, &context, &mut records).unwrap();
+            out.extend(records.iter().map(NewRecord::to_record));
         }
         assert_eq!(out.len(), 1, "one instance, one record");
         assert_eq!(out[0].correct, Some(true));

@@ -173,14 +173,24 @@ impl<'a> Json<'a> {
     /// The value of one key of an object; `None` if absent or if the value is not an
     /// object. Canonical keys are in order: the walk ends at the first key past `key`.
     pub fn get(&self, key: &str) -> Option<Json<'_>> {
-        for (found, value) in self.iter_members()? {
-            match utf16_order(&found, key) {
-                Ordering::Less => {}
-                Ordering::Equal => return Some(value),
-                Ordering::Greater => return None,
-            }
+        member_of(self.iter_members()?, key)
+    }
+
+    /// [`Json::get`], the value borrowing from the text this value borrows from (so it
+    /// may outlive this value), or a copy when this value owns its text.
+    pub fn member(&self, key: &str) -> Option<Json<'a>> {
+        match &self.0 {
+            Cow::Borrowed(text) => member_of(ObjectMembers::of(text)?, key),
+            Cow::Owned(_) => self.get(key).map(Json::into_owned),
         }
-        None
+    }
+
+    /// [`Json::elements`], borrowing as [`Json::member`] does.
+    pub fn element_values(&self) -> Option<Vec<Json<'a>>> {
+        match &self.0 {
+            Cow::Borrowed(text) => Some(ArrayElements::of(text)?.collect()),
+            Cow::Owned(_) => Some(self.iter_elements()?.map(Json::into_owned).collect()),
+        }
     }
 
     /// The elements of an array, each canonical; `None` if the value is not an array.
@@ -191,13 +201,7 @@ impl<'a> Json<'a> {
     /// The elements of an array one at a time, as [`Json::elements`] lists them, with
     /// nothing allocated: `None` if the value is not an array.
     pub fn iter_elements(&self) -> Option<ArrayElements<'_>> {
-        if self.kind() != Kind::Array {
-            return None;
-        }
-        let mut walker = Walker::new(self.as_str());
-        walker.expect(b'[');
-        let done = walker.peek() == b']';
-        Some(ArrayElements { walker, done })
+        ArrayElements::of(self.as_str())
     }
 }
 
@@ -207,6 +211,32 @@ pub struct ArrayElements<'t> {
     walker: Walker<'t>,
     /// The closing bracket has been read.
     done: bool,
+}
+
+impl<'t> ArrayElements<'t> {
+    /// The elements of the canonical `text`, or `None` if it is not an array.
+    fn of(text: &'t str) -> Option<Self> {
+        if !text.starts_with('[') {
+            return None;
+        }
+        let mut walker = Walker::new(text);
+        walker.expect(b'[');
+        let done = walker.peek() == b']';
+        Some(ArrayElements { walker, done })
+    }
+}
+
+/// The value of `key` among an object's `members`: canonical keys are in order, so the
+/// walk ends at the first key past `key`.
+fn member_of<'t>(members: ObjectMembers<'t>, key: &str) -> Option<Json<'t>> {
+    for (found, value) in members {
+        match utf16_order(&found, key) {
+            Ordering::Less => {}
+            Ordering::Equal => return Some(value),
+            Ordering::Greater => return None,
+        }
+    }
+    None
 }
 
 impl<'t> Iterator for ArrayElements<'t> {

@@ -702,3 +702,48 @@ fn a_header_file_beyond_what_the_memory_cgroup_leaves_is_refused_naming_the_budg
         .success();
     assert!(!env.records("outside").is_empty());
 }
+
+/// Request states are read as members, not trees: FORMAT.md, "An integer no double holds
+/// is refused at its own path in the line" (here, in the request state), and only where
+/// the record keeps it.
+#[test]
+fn an_integer_no_double_holds_is_refused_where_the_state_holds_it_and_only_if_kept() {
+    let env = Env::with_archive();
+    let folder = copy_of_run(&env, "big");
+    let state_path = folder.join("scenario_state.json");
+    let original = read_json(&state_path);
+    let big = serde_json::json!(12345678901234567890u64);
+    let write = |edit: &dyn Fn(&mut Value)| {
+        let mut state = original.clone();
+        edit(&mut state["request_states"]);
+        std::fs::write(&state_path, serde_json::to_vec_pretty(&state).unwrap()).unwrap();
+    };
+
+    // A request field the record does not keep (HELM's sampling temperature).
+    write(&|states| states[0]["request"]["temperature"] = big.clone());
+    let records = import(&env, "kept", &folder, &[]);
+    assert_eq!(
+        records.len(),
+        original["request_states"].as_array().unwrap().len()
+    );
+
+    // The same integer where the record keeps it: a choice's text, and the output mapping.
+    env.babel(&["run", "create", "refused", "--model", "simple/model1"])
+        .assert()
+        .success();
+    for (edit, field) in [
+        (
+            &(|s: &mut Value| s[2]["instance"]["references"][1]["output"]["text"] = big.clone())
+                as &dyn Fn(&mut Value),
+            "#/request_states/2: field instance.references[1].output.text: the integer 12345678901234567890",
+        ),
+        (
+            &|s: &mut Value| s[3]["output_mapping"]["B"] = serde_json::json!([big.clone()]),
+            "#/request_states/3: field output_mapping.B[0]: the integer 12345678901234567890",
+        ),
+    ] {
+        write(edit);
+        let stderr = crate::common::refused_import(&env, "refused", "helm", &[], &folder);
+        assert!(stderr.contains(field), "{field}: {stderr}");
+    }
+}
