@@ -103,21 +103,16 @@ pub fn run_log(format: Format, basename: &str, data: &[u8]) {
     };
     let mut index = indexed.map(|indexed| (indexed.new)());
     let mut items = Vec::new();
-    // Built as the import builds them: only the members the adapter reads (the fuzzed
-    // imports name no --id-field).
-    let keep = |key: &str| structured.builds(key, &AdapterOptions::default());
     let mut members = Members::new();
     for (number, line) in lines.enumerate() {
         let line_number = number as u64 + 2;
-        let parsed =
-            jsonl::parse_bytes_keeping(line, line_number, NonFinitePolicy::Null, &keep).ok();
-        match (indexed, index.as_mut(), parsed) {
-            (Some(indexed), Some(index), Some(parsed))
-                if parsed.object.contains_key("instance_id") =>
+        let scanned =
+            jsonl::scan_bytes(line, line_number, NonFinitePolicy::Null, &mut members).is_ok();
+        match (indexed, index.as_mut()) {
+            (Some(indexed), Some(index))
+                if scanned && members.get("instance_id").is_some() =>
             {
                 // Index elements are read from their members, as the import reads them.
-                jsonl::scan_bytes(line, line_number, NonFinitePolicy::Null, &mut members)
-                    .expect("the tree reader read it");
                 // The archive refuses the whole run when an element is refused.
                 let added = (indexed.read)(&members)
                     .and_then(|kept| (indexed.add)(index.as_mut(), kept));
@@ -180,16 +175,12 @@ fn structured_items<'d>(
     };
     let mut batch = EncodedBatch::new();
     let mut kept: Vec<Record> = Vec::new();
-    // Built as the import builds them: only the members the adapter reads (the fuzzed
-    // imports name no --id-field).
-    let keep = |key: &str| structured.builds(key, &AdapterOptions::default());
     let mut members = Members::new();
     for (index, line) in items.enumerate() {
         let locator = babel::record::Locator::Pointer(format!("/{index}"));
         match structured.normalize {
-            Normalize::Tree(normalize) => {
-                let Ok(parsed) = jsonl::parse_bytes_keeping(line, 1, NonFinitePolicy::Null, &keep)
-                else {
+            Normalize::Rows(normalize) => {
+                let Ok(parsed) = jsonl::parse_bytes(line, 1, NonFinitePolicy::Null) else {
                     continue;
                 };
                 let item = Item {

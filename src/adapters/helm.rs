@@ -19,12 +19,12 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
+use super::kit::{self, Found, whole_member, whole_number};
 use super::stable_id::{self, QuestionIdentity};
-use super::{AdapterError, Begun, ImportContext, Layout, MembersItem, kit};
+use super::{AdapterError, Begun, ImportContext, Layout, MembersItem};
 use crate::canonical_json::{CanonicalError, Json, JsonKind, ObjectWriter};
 use crate::jsonl::{FieldPath, Member, Members, PathSegment};
 use crate::record::NewRecord;
-use crate::record::fields::describe;
 
 /// A HELM run folder.
 pub const ADAPTER: super::Adapter = super::Adapter::new(
@@ -160,15 +160,6 @@ fn read_stats(members: &Members) -> Result<super::IndexEntry, AdapterError> {
         values.push((name, mean));
     }
     Ok(Box::new(StatsEntry { key, values }))
-}
-
-/// The whole number a JSON parser reads from `value`: its digits as `written` when no
-/// double holds it, none when the parser reads a double (`double`: `1.0`, `1e2`, `-0`).
-fn whole_number(value: Option<&Json<'_>>, written: Option<&str>, double: bool) -> Option<u64> {
-    match written {
-        Some(digits) => digits.parse().ok(),
-        None => value.and_then(Json::as_u64).filter(|_| !double),
-    }
 }
 
 /// Whether `below` (a path inside the `stats` member) is `[i].field`.
@@ -519,125 +510,6 @@ impl kit::ItemMembers for Run {
         record.extra = extra(&instance, &top, completions)?;
         Ok(Some(record))
     }
-}
-
-/// A value inside one of a request state's top-level members, and where it is: what a
-/// JSON parser tells apart and canonical text does not (a number written `1.0`, an
-/// integer no double holds) is read from the member's scan.
-#[derive(Clone)]
-struct Found<'a> {
-    member: Member<'a>,
-    below: Vec<PathSegment>,
-    value: Json<'a>,
-}
-
-impl<'a> Found<'a> {
-    /// The top-level member `key`.
-    fn top(members: &'a Members, key: &str) -> Option<Self> {
-        let member = members.get(key)?;
-        Some(Self {
-            value: member.peek(),
-            member,
-            below: Vec::new(),
-        })
-    }
-
-    /// The member `key` of this object (`None`: absent, or this is no object).
-    fn key(&self, key: &str) -> Option<Self> {
-        let value = self.value.member(key)?;
-        Some(self.below(PathSegment::Key(key.to_owned()), value))
-    }
-
-    /// The elements of this array (none when it is no array).
-    fn elements(&self) -> Vec<Self> {
-        let elements = self.value.element_values().unwrap_or_default();
-        let elements = elements.into_iter().enumerate();
-        elements
-            .map(|(i, value)| self.below(PathSegment::Index(i), value))
-            .collect()
-    }
-
-    fn below(&self, step: PathSegment, value: Json<'a>) -> Self {
-        let mut below = self.below.clone();
-        below.push(step);
-        Self {
-            member: self.member,
-            below,
-            value,
-        }
-    }
-
-    fn is_object(&self) -> bool {
-        self.value.kind() == JsonKind::Object
-    }
-
-    /// The text of a string.
-    fn string(&self) -> Option<String> {
-        self.value.as_string().map(Cow::into_owned)
-    }
-
-    /// Whether this is the string `text`.
-    fn is_string(&self, text: &str) -> bool {
-        self.value.as_string().is_some_and(|found| found == text)
-    }
-
-    /// Where this is in the request state.
-    fn path(&self) -> FieldPath {
-        self.path_to(&self.below)
-    }
-
-    /// Where the value at `below` (a path inside the member) is in the request state.
-    fn path_to(&self, below: &[PathSegment]) -> FieldPath {
-        let path = FieldPath::root().key(self.member.key);
-        below.iter().fold(path, |path, step| match step {
-            PathSegment::Key(key) => path.key(key),
-            PathSegment::Index(index) => path.index(*index),
-        })
-    }
-
-    /// The value as messages describe it, as a JSON parser reads it.
-    fn describe(&self) -> String {
-        if let Some((_, written)) = self
-            .unsafe_integers()
-            .find(|(below, _)| below.len() == self.below.len())
-        {
-            return format!("the number {written}");
-        }
-        let double = self.member.is_integral_double(&self.below);
-        describe(&kit::parsed(&self.value, double))
-    }
-
-    /// The integers no double holds inside this value: the path below the member, the
-    /// digits.
-    fn unsafe_integers(&self) -> impl Iterator<Item = (&'a [PathSegment], &'a str)> + '_ {
-        self.member
-            .unsafe_integers
-            .iter()
-            .map(|(_, (below, written))| (below.segments(), written.as_str()))
-            .filter(|(below, _)| below.starts_with(&self.below))
-    }
-
-    /// The value for the record, refused if it holds an integer no double holds.
-    fn stored(&self) -> Result<Json<'a>, AdapterError> {
-        match self.unsafe_integers().next() {
-            None => Ok(self.value.clone()),
-            Some((below, written)) => Err(kit::unsafe_integer(
-                self.path_to(below),
-                &FieldPath::root(),
-                written,
-            )),
-        }
-    }
-}
-
-/// The whole number a JSON parser reads from a top-level member (none for `1.0`, `-0`, a
-/// negative number or one beyond 64 bits).
-fn whole_member(member: &Member<'_>) -> Option<u64> {
-    let written = member
-        .unsafe_integer
-        .filter(|(below, _)| below.is_root())
-        .map(|(_, digits)| digits.as_str());
-    whole_number(Some(&member.peek()), written, member.written_as_fraction)
 }
 
 /// A request state's instance and the key that joins it with its stats.

@@ -10,25 +10,28 @@
 //! one. The field mapping and the traps are in FORMAT.md ("The Inspect adapter"). No
 //! filesystem access: the archive reads the log and hands over its header and samples.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
+use super::kit::{self, Found, whole_member};
 use super::stable_id::{self, QuestionIdentity};
-use super::{AdapterError, Begun, ImportContext, Item, Layout, kit};
-use crate::jsonl::FieldPath;
-use crate::record::fields::describe;
+use super::{AdapterError, Begun, ImportContext, Layout, MembersItem};
+use crate::canonical_json::{Json, JsonKind, ObjectWriter};
+use crate::jsonl::{FieldPath, Members};
+use crate::record::NewRecord;
+use crate::record::fields::{MAX_SAFE_INTEGER, describe};
 
 /// Inspect AI eval logs.
 pub const ADAPTER: super::Adapter = super::Adapter::new(
     "inspect",
     "Inspect AI eval logs (.eval or .json, log format 2)",
     "inspect/1",
-    super::Reader::Items(
-        super::Structured::new(layout, begin, super::Normalize::Tree(kit::normalize::<Log>))
-            .reading(&[
-                "id", "epoch", "input", "choices", "target", "output", "scores", "error", "uuid",
-                "metadata",
-            ]),
-    ),
+    super::Reader::Items(super::Structured::new(
+        layout,
+        begin,
+        super::Normalize::Members(kit::normalize_members::<Log>),
+    )),
 );
 
 /// The header of a `.eval` log (`header.json` once the run has ended; only
@@ -274,122 +277,147 @@ fn producer(
     producer
 }
 
-impl kit::Items for Log {
+impl kit::ItemMembers for Log {
     /// Normalizes one sample (of one epoch) into one record.
-    fn record(&self, item: Item, context: &ImportContext<'_>) -> kit::ItemResult {
-        let mut object = item.object;
+    fn record<'a>(
+        &'a self,
+        item: MembersItem<'a>,
+        context: &'a ImportContext<'a>,
+    ) -> Result<Option<NewRecord<'a>>, AdapterError> {
+        let members = item.members;
+        let top = |key: &str| Found::top(members, key);
         let mut warnings = self.warnings.clone();
-        let identity = identity(&object, context, &mut warnings)?;
-        let epoch = epoch(&object)?;
-        let input = question(&mut object)?;
-        let target = object.shift_remove("target").unwrap_or(Value::Null);
-        let completion = object
-            .get("output")
-            .and_then(|o| o.get("completion"))
-            .cloned()
-            .unwrap_or(Value::Null);
-        let scores = scores(&mut object)?;
-        let error = object.shift_remove("error").filter(|e| !e.is_null());
+        let identity = identity(members, context, &mut warnings)?;
+        let epoch = epoch(members)?;
+        let input = question(members)?;
+        let completion = top("output").and_then(|o| o.key("completion"));
+        let scores = scores(members)?;
+        let error = top("error").filter(|e| !e.value.is_null());
         if let Some(error) = &error {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("(no message)");
-            warnings.push(format!("the sample failed with an error: {message}"));
+            let message = error.key("message").and_then(|m| m.string());
+            warnings.push(format!(
+                "the sample failed with an error: {}",
+                message.as_deref().unwrap_or("(no message)")
+            ));
         }
-        let mut record = kit::record(context, &self.benchmark, identity, item.locator);
+        let locator = item.locator.clone();
+        let mut record =
+            kit::new_record(context, Cow::Borrowed(&self.benchmark), identity, locator);
         record.repeat_id = epoch - 1;
-        record.input = Value::Object(input);
-        record.target = target;
-        record.metrics = scores
-            .iter()
-            .filter_map(|(name, score)| Some((name.clone(), score.get("value")?.clone())))
-            .collect();
-        let (correct, answer) = self.score(&scores, error.is_some(), &mut warnings);
+        record.input = input;
+        record.target = stored(top("target"))?;
+        record.metrics = metrics(scores.as_ref())?;
+        let (correct, answer) = self.score(scores.as_ref(), error.is_some(), &mut warnings);
         record.correct = correct;
-        record.prediction = answer.unwrap_or_else(|| completion.clone());
-        record.response = completion;
+        record.prediction = stored(answer.or_else(|| completion.clone()))?;
+        record.response = stored(completion)?;
         record.warnings = warnings;
-        record.extra = extra(object, epoch, scores, error);
+        record.extra = extra(members, epoch, scores, error)?;
         Ok(Some(record))
     }
 }
 
+/// A value for the record (`null` when absent), refused if it holds an integer no double
+/// holds.
+fn stored(found: Option<Found<'_>>) -> Result<Json<'_>, AdapterError> {
+    found.map_or(Ok(Json::NULL), |found| found.stored())
+}
+
 /// The sample's epoch, from 1 (a log of one epoch may leave it out).
-fn epoch(object: &Map<String, Value>) -> Result<u64, AdapterError> {
-    match object.get("epoch") {
-        None | Some(Value::Null) => Ok(1),
-        Some(value) => value.as_u64().filter(|e| *e >= 1).ok_or_else(|| {
+fn epoch(members: &Members) -> Result<u64, AdapterError> {
+    match members.get("epoch") {
+        None => Ok(1),
+        Some(epoch) if epoch.peek().is_null() => Ok(1),
+        Some(epoch) => whole_member(&epoch).filter(|e| *e >= 1).ok_or_else(|| {
+            let double = epoch.written_as_fraction || epoch.is_integral_double(&[]);
             AdapterError::new(
                 FieldPath::root().key("epoch"),
-                format!("expected an epoch from 1, found {value}"),
+                format!(
+                    "expected an epoch from 1, found {}",
+                    kit::parsed(&epoch.peek(), double)
+                ),
             )
         }),
     }
 }
 
-/// The question (a string, or a list of messages) and its choices, taken from the sample.
-fn question(object: &mut Map<String, Value>) -> Result<Map<String, Value>, AdapterError> {
-    let mut input = Map::new();
-    match object.shift_remove("input") {
-        Some(Value::String(question)) => input.insert("question".into(), Value::String(question)),
-        Some(Value::Array(messages)) => input.insert("messages".into(), Value::Array(messages)),
-        other => {
+/// The question (a string, or a list of messages) and its choices, from the sample.
+fn question(members: &Members) -> Result<Json<'static>, AdapterError> {
+    let mut input = ObjectWriter::new();
+    let question = Found::top(members, "input");
+    match question.as_ref().map(|q| q.value.kind()) {
+        Some(JsonKind::String) => input.insert("question", stored(question)?),
+        Some(JsonKind::Array) => input.insert("messages", stored(question)?),
+        _ => {
             return Err(AdapterError::new(
                 FieldPath::root().key("input"),
                 format!(
                     "expected the question (a string or a list of messages), found {}",
-                    other.as_ref().map_or("nothing".into(), describe)
+                    question.map_or("nothing".into(), |q| q.describe())
                 ),
             ));
         }
     };
-    if let Some(choices) = object.shift_remove("choices").filter(|c| !c.is_null()) {
-        input.insert("choices".into(), choices);
+    if let Some(choices) = Found::top(members, "choices").filter(|c| !c.value.is_null()) {
+        input.insert("choices", choices.stored()?);
     }
-    Ok(input)
+    Ok(input.finish())
 }
 
-/// The sample's scores by scorer, taken from the sample.
-fn scores(object: &mut Map<String, Value>) -> Result<Map<String, Value>, AdapterError> {
-    match object.shift_remove("scores") {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(scores)) => Ok(scores),
+/// The sample's scores by scorer (`None` when it has none).
+fn scores(members: &Members) -> Result<Option<Found<'_>>, AdapterError> {
+    match Found::top(members, "scores") {
+        None => Ok(None),
+        Some(scores) if scores.value.is_null() => Ok(None),
+        Some(scores) if scores.is_object() => Ok(Some(scores)),
         Some(other) => Err(AdapterError::new(
             FieldPath::root().key("scores"),
             format!(
                 "expected an object of scores by scorer, found {}",
-                describe(&other)
+                other.describe()
             ),
         )),
     }
 }
 
+/// Each scorer's value.
+fn metrics(scores: Option<&Found<'_>>) -> Result<Json<'static>, AdapterError> {
+    let mut metrics = ObjectWriter::new();
+    for (name, score) in scores.map(Found::members).unwrap_or_default() {
+        if let Some(value) = score.key("value") {
+            metrics.insert(name, value.stored()?.into_owned());
+        }
+    }
+    Ok(metrics.finish())
+}
+
 impl Log {
     /// `correct` from the chosen scorer's value, and its answer, if any. `failed` (the
     /// sample has an error) explains a missing score without a warning.
-    fn score(
+    fn score<'a>(
         &self,
-        scores: &Map<String, Value>,
+        scores: Option<&Found<'a>>,
         failed: bool,
         warnings: &mut Vec<String>,
-    ) -> (Option<bool>, Option<Value>) {
+    ) -> (Option<bool>, Option<Found<'a>>) {
+        let listed = scores.map(Found::members).unwrap_or_default();
         let name = match &self.scorer {
             Scorer::Chosen(name) => name,
             Scorer::Ambiguous(_) => return (None, None),
-            Scorer::OnlyOfEachSample => match scores.keys().collect::<Vec<_>>()[..] {
-                [only] => only,
+            Scorer::OnlyOfEachSample => match &listed[..] {
+                [(only, _)] => only,
                 [] => return (None, None),
-                ref several => {
+                several => {
+                    let names: Vec<&str> = several.iter().map(|(name, _)| name.as_str()).collect();
                     warnings.push(format!(
                         "the sample has several scores ({}) and the run's correctness_metric names none of them: correctness is unknown",
-                        several.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                        names.join(", ")
                     ));
                     return (None, None);
                 }
             },
         };
-        let Some(score) = scores.get(name) else {
+        let Some((_, score)) = listed.iter().find(|(scorer, _)| scorer == name) else {
             if !failed {
                 warnings.push(format!(
                     "scorer {name} gave this sample no score: correctness is unknown"
@@ -397,38 +425,48 @@ impl Log {
             }
             return (None, None);
         };
+        let value = score.key("value").map_or(Value::Null, |value| {
+            let double = value.member.is_integral_double(&value.below);
+            kit::parsed(&value.value, double)
+        });
         (
-            correctness(score.get("value").unwrap_or(&Value::Null), name, warnings),
-            score.get("answer").filter(|a| !a.is_null()).cloned(),
+            correctness(&value, name, warnings),
+            score.key("answer").filter(|a| !a.value.is_null()),
         )
     }
 }
 
 /// What the record keeps of the sample besides: its epoch, uuid and metadata, every score,
 /// and the error's message.
-fn extra(
-    mut object: Map<String, Value>,
+fn extra<'a>(
+    members: &'a Members,
     epoch: u64,
-    scores: Map<String, Value>,
-    error: Option<Value>,
-) -> Map<String, Value> {
-    let mut extra = Map::new();
-    extra.insert("epoch".into(), epoch.into());
+    scores: Option<Found<'a>>,
+    error: Option<Found<'a>>,
+) -> Result<Json<'static>, AdapterError> {
+    let mut extra = ObjectWriter::new();
+    if epoch > MAX_SAFE_INTEGER {
+        let at = FieldPath::root().key("epoch");
+        return Err(kit::unsafe_integer(
+            at,
+            &FieldPath::root(),
+            &epoch.to_string(),
+        ));
+    }
+    extra.insert("epoch", Json::unsigned(epoch));
     for key in ["uuid", "metadata"] {
-        if let Some(value) = object.shift_remove(key).filter(|v| !v.is_null()) {
-            extra.insert(key.into(), value);
+        if let Some(value) = Found::top(members, key).filter(|v| !v.value.is_null()) {
+            extra.insert(key, value.stored()?);
         }
     }
-    if !scores.is_empty() {
-        extra.insert("scores".into(), Value::Object(scores));
+    if let Some(scores) = scores.filter(|s| s.value.as_str() != "{}") {
+        extra.insert("scores", scores.stored()?);
     }
     if let Some(error) = error {
-        extra.insert(
-            "error".into(),
-            error.get("message").cloned().unwrap_or(error),
-        );
+        let message = error.key("message").unwrap_or(error);
+        extra.insert("error", message.stored()?);
     }
-    extra
+    Ok(extra.finish())
 }
 
 /// The sample's question ID: `--id-field`, else `id`. An integer `id` is run-local: Inspect
@@ -437,27 +475,38 @@ fn extra(
 /// names and positions, and a slice of it starts anywhere). `--id-field id` declares them
 /// the data's own.
 fn identity(
-    object: &Map<String, Value>,
+    members: &Members,
     context: &ImportContext<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<QuestionIdentity, AdapterError> {
-    if let Some(selected) = stable_id::selected(object, context.options)? {
+    if let Some(selected) = stable_id::selected(members, context.options)? {
         return Ok(selected);
     }
-    match object.get("id") {
-        Some(Value::String(id)) if !id.is_empty() => Ok(QuestionIdentity::stable(id.clone())),
-        Some(Value::Number(id)) if id.is_u64() || id.is_i64() => {
+    let id = members.get("id");
+    // An integer to a JSON parser: no fraction, exponent or `-0`, and within 64 bits.
+    let integer =
+        |id: &crate::jsonl::Member<'_>| !id.written_as_fraction && !id.is_integral_double(&[]);
+    match id.as_ref().map(|id| (id, id.peek().kind())) {
+        Some((id, JsonKind::String)) if id.value.len() > 2 => {
+            let text = kit::text(id).expect("a string");
+            Ok(QuestionIdentity::stable(text.into_owned()))
+        }
+        Some((id, JsonKind::Number)) if integer(id) => {
+            let digits = match id.unsafe_integer {
+                Some((below, written)) if below.is_root() => written.as_str(),
+                _ => id.value,
+            };
             warnings.push(format!(
-                "sample id {id} is an integer, which Inspect gives a sample without an id (its position): \
+                "sample id {digits} is an integer, which Inspect gives a sample without an id (its position): \
                  run-local, it never pairs; if the dataset's own ids are these integers, import with --id-field id"
             ));
-            Ok(stable_id::run_local(context.source, format!("id={id}")))
+            Ok(stable_id::run_local(context.source, format!("id={digits}")))
         }
-        other => Err(AdapterError::new(
+        _ => Err(AdapterError::new(
             FieldPath::root().key("id"),
             format!(
                 "expected the sample's id (a non-empty string or an integer), found {}",
-                other.map_or("nothing".into(), describe)
+                id.as_ref().map_or("nothing".into(), kit::describe)
             ),
         )),
     }

@@ -23,9 +23,11 @@
 
 #[cfg(test)]
 pub(crate) mod fixtures;
+mod found;
 mod object;
 mod record;
 
+pub use found::{Found, whole_member, whole_number};
 pub use object::ObjectFields;
 pub use record::{
     ItemMembers, ItemResult, Items, ORIGINAL, add_facts, new_record, normalize, normalize_members,

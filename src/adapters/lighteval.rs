@@ -28,7 +28,7 @@ pub const ADAPTER: super::Adapter = super::Adapter::new(
         super::Structured::new(
             layout,
             begin,
-            super::Normalize::Tree(kit::normalize::<Details>),
+            super::Normalize::Rows(kit::normalize::<Details>),
         )
         .with_units(units),
     ),

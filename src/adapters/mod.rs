@@ -156,11 +156,6 @@ pub struct Structured {
     /// OpenCompass results file scoring items its predictions file does not hold). `None`
     /// when there is nothing to check.
     pub finish: Option<Finish>,
-    /// The members of an item the adapter reads, when it reads only a few: the others
-    /// (with `--id-field`, all but its first key) are checked by every rule as the item is
-    /// read but never built into values. `None`: the adapter gets every member (it keeps
-    /// the rest, or reads members by a name the file gives).
-    pub reads: Option<&'static [&'static str]>,
 }
 
 impl Structured {
@@ -176,25 +171,7 @@ impl Structured {
             normalize,
             units: None,
             finish: None,
-            reads: None,
         }
-    }
-
-    /// The hooks of a format whose items are read only in the members `reads` names.
-    pub const fn reading(mut self, reads: &'static [&'static str]) -> Self {
-        self.reads = Some(reads);
-        self
-    }
-
-    /// Whether an item's top-level member `key` is built into a value for the adapter:
-    /// one it reads ([`Structured::reads`]), or the first key of `--id-field`.
-    pub fn builds(&self, key: &str, options: &AdapterOptions) -> bool {
-        let named = || match options.id_field.as_ref().map(|field| field.segments()) {
-            Some([crate::jsonl::PathSegment::Key(first), ..]) => first == key,
-            _ => false,
-        };
-        self.reads
-            .is_none_or(|reads| reads.contains(&key) || named())
     }
 
     /// The hooks of a format with a check of the whole file after its items.
@@ -210,20 +187,22 @@ impl Structured {
     }
 }
 
-/// How a structured format's items are handed to its adapter ([`Structured::normalize`]).
+/// How a structured format's items are handed to its adapter ([`Structured::normalize`]),
+/// which follows from its [`Layout`]: Parquet rows are read as trees, every item of JSON
+/// text as members.
 #[derive(Clone, Copy)]
 pub enum Normalize {
-    /// Each item as a tree ([`Item`]), its records as trees: the formats not yet moved to
-    /// the streaming reader, and every format whose items are Parquet rows.
-    Tree(TreeHook),
+    /// Each Parquet row ([`Layout::Rows`] of [`Rows::Parquet`]) as a tree ([`Item`]), its
+    /// records as trees (lighteval's details).
+    Rows(TreeHook),
     /// Each item's top-level members as the streaming reader wrote them (canonical text,
-    /// no tree), its records borrowing from them, as a line adapter's do. Only for items
-    /// that are JSON text (a document's elements or members, a ZIP log's members).
+    /// no tree), its records borrowing from them, as a line adapter's do: every item that
+    /// is JSON text (a document's elements or members, a ZIP log's members).
     Members(MembersHook),
 }
 
-/// A structured format's adapter of one item read as a tree ([`Normalize::Tree`]): its
-/// records appended to `out`, or the first problem.
+/// A structured format's adapter of one Parquet row read as a tree ([`Normalize::Rows`]):
+/// its records appended to `out`, or the first problem.
 pub type TreeHook =
     fn(&Begun, Item, &ImportContext<'_>, &mut Vec<Record>) -> Result<(), AdapterError>;
 

@@ -185,6 +185,18 @@ impl<'a> Json<'a> {
         }
     }
 
+    /// [`Json::members`], borrowing as [`Json::member`] does.
+    pub fn member_values(&self) -> Option<Vec<(Cow<'a, str>, Json<'a>)>> {
+        match &self.0 {
+            Cow::Borrowed(text) => Some(ObjectMembers::of(text)?.collect()),
+            Cow::Owned(_) => Some(
+                self.iter_members()?
+                    .map(|(key, value)| (Cow::Owned(key.into_owned()), value.into_owned()))
+                    .collect(),
+            ),
+        }
+    }
+
     /// [`Json::elements`], borrowing as [`Json::member`] does.
     pub fn element_values(&self) -> Option<Vec<Json<'a>>> {
         match &self.0 {

@@ -2,16 +2,12 @@
 //! every failure tracked, non-finite tokens recognised so they can be named (or replaced).
 //!
 //! serde_json's own `Value` keeps the last duplicate key silently, so the walk is ours: a
-//! `DeserializeSeed` that builds the value while it checks each object's keys.
-//!
-//! An object's top-level members may be read only in part ([`parse_object_keeping`]): a
-//! member left out is walked by the same parser with a seed that checks every rule and
-//! builds nothing, so every failure is the one the whole parse reports, at the same place.
+//! `DeserializeSeed` that builds the value while it checks each object's keys. It is the
+//! reference the streaming reader (`stream`) is held to, and reads stored JSON columns,
+//! header files and Parquet rows' JSON back; no input item is read with it.
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
-use std::borrow::Cow;
-use std::collections::HashSet;
 use std::fmt;
 
 use super::path::{FieldPath, PathSegment};
@@ -51,16 +47,6 @@ struct State {
 
 /// Parses `text`, already checked to be UTF-8, as one JSON object, strictly.
 pub(crate) fn parse_object(text: &str) -> Result<Map<String, Value>, ParseFailure> {
-    parse_object_keeping(text, &|_| true)
-}
-
-/// [`parse_object`], building only the top-level members whose key `keep` admits: the
-/// others are checked by every rule (a failure in one is reported as the whole parse
-/// reports it) and left out of the map.
-pub(crate) fn parse_object_keeping(
-    text: &str,
-    keep: &dyn Fn(&str) -> bool,
-) -> Result<Map<String, Value>, ParseFailure> {
     if let Some(found) = non_object_kind(text.as_bytes()) {
         return Err(ParseFailure {
             column: None,
@@ -69,21 +55,10 @@ pub(crate) fn parse_object_keeping(
             kind: FailureKind::NotAnObject(found),
         });
     }
-    let mut state = State {
-        path: FieldPath::root(),
-        duplicate: None,
-    };
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let parsed = ValueSeed {
-        state: &mut state,
-        keep: Some(keep),
-    }
-    .deserialize(&mut deserializer)
-    .and_then(|value| deserializer.end().map(|()| value));
-    match parsed {
+    match parse_value(text) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => unreachable!("non_object_kind admits only text starting with '{{'"),
-        Err(error) => Err(classify(text, error, state)),
+        Err(failure) => Err(failure),
     }
 }
 
@@ -95,13 +70,10 @@ pub(crate) fn parse_value(text: &str) -> Result<Value, ParseFailure> {
         duplicate: None,
     };
     let mut deserializer = serde_json::Deserializer::from_str(text);
-    ValueSeed {
-        state: &mut state,
-        keep: None,
-    }
-    .deserialize(&mut deserializer)
-    .and_then(|value| deserializer.end().map(|()| value))
-    .map_err(|error| classify(text, error, state))
+    ValueSeed { state: &mut state }
+        .deserialize(&mut deserializer)
+        .and_then(|value| deserializer.end().map(|()| value))
+        .map_err(|error| classify(text, error, state))
 }
 
 fn classify(text: &str, error: serde_json::Error, state: State) -> ParseFailure {
@@ -189,29 +161,24 @@ pub(crate) fn non_object_kind(text: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// Builds a value. `keep`, at the top level only: which of its members to build.
-struct ValueSeed<'s, 'k> {
+/// Builds a value.
+struct ValueSeed<'s> {
     state: &'s mut State,
-    keep: Option<&'k dyn Fn(&str) -> bool>,
 }
 
-impl<'de> DeserializeSeed<'de> for ValueSeed<'_, '_> {
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        deserializer.deserialize_any(ValueVisitor {
-            state: self.state,
-            keep: self.keep,
-        })
+        deserializer.deserialize_any(ValueVisitor { state: self.state })
     }
 }
 
-struct ValueVisitor<'s, 'k> {
+struct ValueVisitor<'s> {
     state: &'s mut State,
-    keep: Option<&'k dyn Fn(&str) -> bool>,
 }
 
-impl<'de> Visitor<'de> for ValueVisitor<'_, '_> {
+impl<'de> Visitor<'de> for ValueVisitor<'_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -255,7 +222,6 @@ impl<'de> Visitor<'de> for ValueVisitor<'_, '_> {
             self.state.path.push(PathSegment::Index(items.len()));
             let next = seq.next_element_seed(ValueSeed {
                 state: &mut *self.state,
-                keep: None,
             })?;
             self.state.path.pop_segment();
             match next {
@@ -267,198 +233,27 @@ impl<'de> Visitor<'de> for ValueVisitor<'_, '_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
         let mut map = Map::new();
-        // The keys of the members left out (at the top level, when some are). `keep` looks
-        // at nothing but the key, so a repeated key is left out, or built, as its first was.
-        let mut left_out: HashSet<String> = HashSet::new();
-        // One walk for every member left out: its stacks are empty again after each.
-        let mut check = Check::default();
         while let Some(key) = access.next_key::<String>()? {
-            let built = self.keep.is_none_or(|keep| keep(&key));
             self.state.path.push(PathSegment::Key(key));
-            let value = if built {
-                Some(access.next_value_seed(ValueSeed {
-                    state: &mut *self.state,
-                    keep: None,
-                })?)
-            } else {
-                if let Err(error) = access.next_value_seed(CheckSeed(&mut check)) {
-                    check.report(self.state);
-                    return Err(error);
-                }
-                None
-            };
+            let value = access.next_value_seed(ValueSeed {
+                state: &mut *self.state,
+            })?;
             let Some(PathSegment::Key(key)) = self.state.path.pop_segment() else {
                 unreachable!("the key pushed above is the last segment");
             };
-            let repeated = match value {
-                Some(value) => match map.entry(key) {
-                    serde_json::map::Entry::Vacant(slot) => {
-                        slot.insert(value);
-                        None
-                    }
-                    serde_json::map::Entry::Occupied(slot) => Some(slot.key().clone()),
-                },
-                None if left_out.contains(&key) => Some(key),
-                None => {
-                    left_out.insert(key);
-                    None
+            match map.entry(key) {
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(value);
                 }
-            };
-            if let Some(key) = repeated {
-                self.state.path.push(PathSegment::Key(key.clone()));
-                self.state.duplicate = Some(key);
-                return Err(de::Error::custom("duplicate key"));
+                serde_json::map::Entry::Occupied(slot) => {
+                    let key = slot.key().clone();
+                    self.state.path.push(PathSegment::Key(key.clone()));
+                    self.state.duplicate = Some(key);
+                    return Err(de::Error::custom("duplicate key"));
+                }
             }
         }
         Ok(Value::Object(map))
-    }
-}
-
-/// Objects with more keys than this check a key against a set of the others, not each.
-const LINEAR_KEYS: usize = 32;
-
-/// The walk of values that are checked, not built: the path below the member and the keys
-/// of every open object (of one with more than [`LINEAR_KEYS`], in a set of its own), each
-/// key borrowed from the text unless it needed unescaping. One walk serves every member
-/// an object leaves out, so that once its stacks have grown, reading a member whose keys
-/// have no escapes allocates only for objects of more than [`LINEAR_KEYS`] keys.
-#[derive(Default)]
-struct Check<'de> {
-    below: Vec<Segment<'de>>,
-    keys: Vec<Cow<'de, str>>,
-    duplicate: Option<String>,
-}
-
-enum Segment<'de> {
-    Key(Cow<'de, str>),
-    Index(usize),
-}
-
-impl Check<'_> {
-    /// Hands the place of the failure to the parse's state, as the building walk would
-    /// have left it.
-    fn report(self, state: &mut State) {
-        for segment in self.below {
-            state.path.push(match segment {
-                Segment::Key(key) => PathSegment::Key(key.into_owned()),
-                Segment::Index(index) => PathSegment::Index(index),
-            });
-        }
-        state.duplicate = self.duplicate;
-    }
-}
-
-struct CheckSeed<'c, 'de>(&'c mut Check<'de>);
-
-impl<'de> DeserializeSeed<'de> for CheckSeed<'_, 'de> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for CheckSeed<'_, 'de> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_f64<E: de::Error>(self, value: f64) -> Result<(), E> {
-        match value.is_finite() {
-            true => Ok(()),
-            false => Err(E::custom("number out of range")),
-        }
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let mut index = 0;
-        loop {
-            self.0.below.push(Segment::Index(index));
-            let more = seq.next_element_seed(CheckSeed(&mut *self.0))?.is_some();
-            self.0.below.pop();
-            if !more {
-                return Ok(());
-            }
-            index += 1;
-        }
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<(), A::Error> {
-        let first = self.0.keys.len();
-        let mut set: Option<HashSet<Cow<'de, str>>> = None;
-        while let Some(key) = access.next_key_seed(KeySeed)? {
-            self.0.below.push(Segment::Key(key));
-            access.next_value_seed(CheckSeed(&mut *self.0))?;
-            let Some(Segment::Key(key)) = self.0.below.pop() else {
-                unreachable!("the key pushed above is the last segment");
-            };
-            let repeated = match &mut set {
-                Some(set) => !set.insert(key.clone()),
-                None => self.0.keys[first..].contains(&key),
-            };
-            if repeated {
-                self.0.duplicate = Some(key.clone().into_owned());
-                self.0.below.push(Segment::Key(key));
-                return Err(de::Error::custom("duplicate key"));
-            }
-            if set.is_none() {
-                self.0.keys.push(key);
-                if self.0.keys.len() - first > LINEAR_KEYS {
-                    set = Some(self.0.keys.drain(first..).collect());
-                }
-            }
-        }
-        self.0.keys.truncate(first);
-        Ok(())
-    }
-}
-
-/// An object's key, borrowed from the text when it needs no unescaping.
-struct KeySeed;
-
-impl<'de> DeserializeSeed<'de> for KeySeed {
-    type Value = Cow<'de, str>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeySeed {
-    type Value = Cow<'de, str>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a string")
-    }
-
-    fn visit_borrowed_str<E>(self, key: &'de str) -> Result<Self::Value, E> {
-        Ok(Cow::Borrowed(key))
-    }
-
-    fn visit_str<E>(self, key: &str) -> Result<Self::Value, E> {
-        Ok(Cow::Owned(key.to_owned()))
     }
 }
 

@@ -1109,3 +1109,42 @@ fn a_sample_longer_than_the_item_limit_refuses_the_json_log_naming_its_byte() {
     let expected = format!("byte {start}: a value longer than {LIMIT} bytes");
     assert!(stderr.contains(&expected), "{expected:?} not in {stderr}");
 }
+
+/// Samples are read as members, not trees: FORMAT.md, "An integer no double holds is
+/// refused at its own path in the line" (here, in the sample), and only where the record
+/// keeps it.
+#[test]
+fn an_integer_no_double_holds_is_refused_where_the_sample_holds_it_and_only_if_kept() {
+    let env = Env::with_archive();
+    let text = std::fs::read_to_string(log("mc", ".json", false)).unwrap();
+    let samples = text.find("\"samples\": [").unwrap();
+    let edited = |from: &str, to: &str| {
+        let at = samples + text[samples..].find(from).unwrap();
+        let path = env.path().join("edited.json");
+        std::fs::write(
+            &path,
+            format!("{}{to}{}", &text[..at], &text[at + from.len()..]),
+        )
+        .unwrap();
+        path
+    };
+    // The first sample's token usage, which the record does not keep.
+    let unkept = edited(
+        "\"input_tokens\": 68,",
+        "\"input_tokens\": 12345678901234567890,",
+    );
+    let records = import(&env, "kept", &unkept, &[], &[]);
+    assert_eq!(records.len(), 20);
+    // Its scorer's answer, which is the record's prediction.
+    let kept = edited("\"answer\": \"B\",", "\"answer\": [12345678901234567890],");
+    env.babel(&["run", "create", "refused", "--model", "mockllm/model"])
+        .assert()
+        .success();
+    let stderr = crate::common::refused_import(&env, "refused", "inspect", &[], &kept);
+    assert!(
+        stderr.contains(
+            "#/samples/0: field scores.choice.answer[0]: the integer 12345678901234567890 has no exact JSON double"
+        ),
+        "{stderr}"
+    );
+}

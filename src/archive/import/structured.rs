@@ -1,9 +1,10 @@
 //! Structured inputs (a ZIP log, a JSON document, a run folder): the file is copied
 //! whole into the archive first (a document's header members read from its bytes as they
 //! are copied), then read from that copy as its format lays it out, header first, then
-//! item by item. Items are copied off the reader in batches, parsed and normalized on
+//! item by item. Items are copied off the reader in batches, read and normalized on
 //! worker threads, taken in file order by the sink, and their records encoded and
-//! compressed on a writer thread, as JSON Lines inputs are.
+//! compressed on a writer thread, as JSON Lines inputs are. An item of JSON text is read
+//! by the streaming reader into its members, as a line is; a Parquet row into a tree.
 
 use std::fs::File;
 use std::io::Read;
@@ -487,27 +488,8 @@ fn read_header(
 }
 
 /// An item's JSON text (of the top-level member `member` of an object whose members are
-/// the items, when it is one) parsed into an adapter's item (only the members `keep`
-/// admits built into values), or why it is refused.
-fn adapter_item(
-    locator: Locator,
-    member: Option<&str>,
-    bytes: &[u8],
-    keep: &dyn Fn(&str) -> bool,
-) -> Result<adapters::Item, Refusal> {
-    not_an_object(&locator, member, bytes)?;
-    match jsonl::parse_bytes_keeping(bytes, 1, NonFinitePolicy::Null, keep) {
-        Ok(parsed) => Ok(adapters::Item {
-            object: parsed.object,
-            replaced: parsed.replaced,
-            locator,
-        }),
-        Err(error) => Err(item_refusal(&locator, bytes, error)),
-    }
-}
-
-/// An item's JSON text (as [`adapter_item`] takes it) read into `members` by the
-/// streaming reader, or why it is refused: the refusal [`adapter_item`] makes of it.
+/// the items, when it is one) read into `members` by the streaming reader, or why it is
+/// refused.
 fn item_members(
     locator: &Locator,
     member: Option<&str>,
@@ -573,29 +555,22 @@ fn normalize_batch(
     bank: Option<&BankIndex>,
 ) -> Worked {
     let hook = match structured.normalize {
-        Normalize::Tree(hook) => hook,
+        Normalize::Rows(hook) => hook,
         Normalize::Members(hook) => return normalize_members(hook, begun, batch, context, bank),
     };
     let mut out = Normalized::default();
-    let keep = |key: &str| structured.builds(key, context.options);
     for (locator, owned) in batch.items {
-        let item = match owned {
-            Owned::Row(row) => match row.read() {
-                Ok(Row { object, replaced }) => Ok(adapters::Item {
-                    object,
-                    replaced,
-                    locator,
-                }),
-                // The items before it are handed out, then the file is stopped.
-                Err(error) => return (out, Some((error, None))),
-            },
-            Owned::Json(bytes) => adapter_item(locator, None, &bytes, &keep),
-            Owned::Member { key, value } => adapter_item(locator, Some(&key), &value, &keep),
-            Owned::Packed(packed) => match packed.inflate() {
-                Ok(bytes) => adapter_item(locator, None, &bytes, &keep),
-                // The items before it are handed out, then the file is stopped.
-                Err(error) => return (out, Some((error.to_string(), Some(DAMAGED_MEMBER.into())))),
-            },
+        let Owned::Row(row) = owned else {
+            unreachable!("a format whose items are JSON text reads them as members (Normalize)")
+        };
+        let item = match row.read() {
+            Ok(Row { object, replaced }) => Ok(adapters::Item {
+                object,
+                replaced,
+                locator,
+            }),
+            // The items before it are handed out, then the file is stopped.
+            Err(error) => return (out, Some((error, None))),
         };
         normalize_item(&mut out, hook, begun, item, context, bank);
     }
@@ -624,7 +599,7 @@ fn normalize_members(
                 // The items before it are handed out, then the file is stopped.
                 Err(error) => return (out, Some((error.to_string(), Some(DAMAGED_MEMBER.into())))),
             },
-            Owned::Row(_) => unreachable!("a Parquet format's items are trees (Normalize::Tree)"),
+            Owned::Row(_) => unreachable!("a Parquet format's rows are read as trees (Normalize)"),
         };
         if let Err(refusal) = read {
             out.refuse(refusal);
@@ -657,8 +632,8 @@ fn item_note(replaced: &jsonl::NonFiniteReplacement) -> String {
     )
 }
 
-/// One item normalized by the adapter's `hook` into `out`: its records, finished, or its
-/// refusal.
+/// One Parquet row normalized by the adapter's `hook` into `out`: its records, finished,
+/// or its refusal.
 fn normalize_item(
     out: &mut Normalized,
     hook: adapters::TreeHook,
@@ -1017,23 +992,8 @@ mod tests {
             message.starts_with("run_spec.json: line 2, column 2:"),
             "a file cut short is placed at its end: {message}"
         );
-        let locator = Locator::Member("samples/q1_epoch_1.json".into());
-        let refusal = adapter_item(locator, None, header, &|_| true).unwrap_err();
-        let Place::Other(place) = refusal.place else {
-            panic!("an item's place")
-        };
-        assert_eq!(&*place, "!samples/q1_epoch_1.json:4:3");
-        let one_line = adapter_item(
-            Locator::Member("m.json".into()),
-            None,
-            b"{\"a\" 1}",
-            &|_| true,
-        );
-        let Place::Other(place) = one_line.unwrap_err().place else {
-            panic!("an item's place")
-        };
-        assert_eq!(&*place, "!m.json:1:6");
-        // Read as members, the same items are refused at the same places, for the same.
+        // An item is placed within itself, as the tree reader (which tells where it
+        // stopped) places it, and refused for what the tree reader says.
         let mut members = jsonl::Members::new();
         for (member, bytes, at) in [
             (
@@ -1044,16 +1004,14 @@ mod tests {
             ("m.json", b"{\"a\" 1}", "!m.json:1:6"),
         ] {
             let locator = Locator::Member(member.into());
-            let tree = adapter_item(locator.clone(), None, bytes, &|_| true).unwrap_err();
             let streamed = item_members(&locator, None, bytes, &mut members).unwrap_err();
             let Place::Other(place) = streamed.place else {
                 panic!("an item's place")
             };
             assert_eq!(&*place, at);
-            assert_eq!(
-                (streamed.field, streamed.message),
-                (tree.field, tree.message)
-            );
+            let tree = jsonl::parse_bytes(bytes, 1, NonFinitePolicy::Null).unwrap_err();
+            let field = (!tree.path.is_root()).then(|| tree.path.to_string());
+            assert_eq!((streamed.field, streamed.message), (field, tree.message()));
         }
     }
 

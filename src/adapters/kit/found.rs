@@ -1,0 +1,154 @@
+//! [`Found`]: a value read out of an item's top-level member by the adapters that walk
+//! nested objects (HELM's request states, Inspect's samples), with what a JSON parser
+//! would have made of it.
+
+use std::borrow::Cow;
+
+use crate::canonical_json::{Json, JsonKind};
+use crate::jsonl::{FieldPath, Member, Members, PathSegment};
+use crate::record::fields::describe;
+
+use super::super::AdapterError;
+
+/// A value inside one of an item's top-level members, and where it is: what a JSON
+/// parser tells apart and canonical text does not (a number written `1.0`, an integer no
+/// double holds) is read from the member's scan.
+#[derive(Clone)]
+pub struct Found<'a> {
+    /// The top-level member the value is in.
+    pub member: Member<'a>,
+    /// Where the value is inside it.
+    pub below: Vec<PathSegment>,
+    /// The value's canonical text.
+    pub value: Json<'a>,
+}
+
+impl<'a> Found<'a> {
+    /// The top-level member `key`.
+    pub fn top(members: &'a Members, key: &str) -> Option<Self> {
+        let member = members.get(key)?;
+        Some(Self {
+            value: member.peek(),
+            member,
+            below: Vec::new(),
+        })
+    }
+
+    /// The member `key` of this object (`None`: absent, or this is no object).
+    pub fn key(&self, key: &str) -> Option<Self> {
+        let value = self.value.member(key)?;
+        Some(self.below(PathSegment::Key(key.to_owned()), value))
+    }
+
+    /// The members of this object, in canonical order (none when it is no object).
+    pub fn members(&self) -> Vec<(String, Self)> {
+        let members = self.value.member_values().unwrap_or_default();
+        members
+            .into_iter()
+            .map(|(key, value)| {
+                let found = self.below(PathSegment::Key(key.to_string()), value);
+                (key.into_owned(), found)
+            })
+            .collect()
+    }
+
+    /// The elements of this array (none when it is no array).
+    pub fn elements(&self) -> Vec<Self> {
+        let elements = self.value.element_values().unwrap_or_default();
+        let elements = elements.into_iter().enumerate();
+        elements
+            .map(|(i, value)| self.below(PathSegment::Index(i), value))
+            .collect()
+    }
+
+    fn below(&self, step: PathSegment, value: Json<'a>) -> Self {
+        let mut below = self.below.clone();
+        below.push(step);
+        Self {
+            member: self.member,
+            below,
+            value,
+        }
+    }
+
+    pub fn is_object(&self) -> bool {
+        self.value.kind() == JsonKind::Object
+    }
+
+    /// The text of a string.
+    pub fn string(&self) -> Option<String> {
+        self.value.as_string().map(Cow::into_owned)
+    }
+
+    /// Whether this is the string `text`.
+    pub fn is_string(&self, text: &str) -> bool {
+        self.value.as_string().is_some_and(|found| found == text)
+    }
+
+    /// Where this is in the request state.
+    pub fn path(&self) -> FieldPath {
+        self.path_to(&self.below)
+    }
+
+    /// Where the value at `below` (a path inside the member) is in the request state.
+    fn path_to(&self, below: &[PathSegment]) -> FieldPath {
+        let path = FieldPath::root().key(self.member.key);
+        below.iter().fold(path, |path, step| match step {
+            PathSegment::Key(key) => path.key(key),
+            PathSegment::Index(index) => path.index(*index),
+        })
+    }
+
+    /// The value as messages describe it, as a JSON parser reads it.
+    pub fn describe(&self) -> String {
+        if let Some((_, written)) = self
+            .unsafe_integers()
+            .find(|(below, _)| below.len() == self.below.len())
+        {
+            return format!("the number {written}");
+        }
+        let double = self.member.is_integral_double(&self.below);
+        describe(&super::parsed(&self.value, double))
+    }
+
+    /// The integers no double holds inside this value: the path below the member, the
+    /// digits.
+    pub fn unsafe_integers(&self) -> impl Iterator<Item = (&'a [PathSegment], &'a str)> + '_ {
+        self.member
+            .unsafe_integers
+            .iter()
+            .map(|(_, (below, written))| (below.segments(), written.as_str()))
+            .filter(|(below, _)| below.starts_with(&self.below))
+    }
+
+    /// The value for the record, refused if it holds an integer no double holds.
+    pub fn stored(&self) -> Result<Json<'a>, AdapterError> {
+        match self.unsafe_integers().next() {
+            None => Ok(self.value.clone()),
+            Some((below, written)) => Err(super::unsafe_integer(
+                self.path_to(below),
+                &FieldPath::root(),
+                written,
+            )),
+        }
+    }
+}
+
+/// The whole number a JSON parser reads from `value`: its digits as `written` when no
+/// double holds it, none when the parser reads a double (`double`: `1.0`, `1e2`, `-0`).
+pub fn whole_number(value: Option<&Json<'_>>, written: Option<&str>, double: bool) -> Option<u64> {
+    match written {
+        Some(digits) => digits.parse().ok(),
+        None => value.and_then(Json::as_u64).filter(|_| !double),
+    }
+}
+
+/// The whole number a JSON parser reads from a top-level member (none for `1.0`, `-0`, a
+/// negative number or one beyond 64 bits).
+pub fn whole_member(member: &Member<'_>) -> Option<u64> {
+    let written = member
+        .unsafe_integer
+        .filter(|(below, _)| below.is_root())
+        .map(|(_, digits)| digits.as_str());
+    whole_number(Some(&member.peek()), written, member.written_as_fraction)
+}
