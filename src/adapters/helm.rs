@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use super::kit::{self, Found, whole_member, whole_number};
 use super::stable_id::{self, QuestionIdentity};
 use super::{AdapterError, Begun, ImportContext, Layout, MembersItem};
-use crate::canonical_json::{CanonicalError, Json, JsonKind, ObjectWriter};
+use crate::canonical_json::{Json, JsonKind, ObjectWriter};
 use crate::jsonl::{FieldPath, Member, Members, PathSegment};
 use crate::record::NewRecord;
 
@@ -504,7 +504,7 @@ impl kit::ItemMembers for Run {
         record.input = input?;
         record.target = target?;
         record.prediction = prediction.map_or(Ok(Json::NULL), |p| p.stored())?;
-        record.metrics = stored_metrics(metrics)?;
+        record.metrics = kit::stored_tree("metrics", &Value::Object(metrics))?;
         record.response = response.map_or(Ok(Json::NULL), |r| r.stored())?;
         record.warnings = warnings;
         record.extra = extra(&instance, &top, completions)?;
@@ -716,16 +716,6 @@ fn completions<'a>(result: Option<&Found<'a>>) -> Vec<Found<'a>> {
         .iter()
         .filter_map(|c| c.key("text"))
         .collect()
-}
-
-/// The metrics for the record, refused where a mean is an integer no double holds.
-fn stored_metrics(metrics: Map<String, Value>) -> Result<Json<'static>, AdapterError> {
-    Json::of(&Value::Object(metrics)).map_err(|error| match error {
-        CanonicalError::UnsafeInteger { path, value } => {
-            kit::unsafe_integer(path.under("metrics"), &FieldPath::root(), &value)
-        }
-        other => AdapterError::new(FieldPath::root().key("metrics"), other.to_string()),
-    })
 }
 
 /// What the record keeps of the request state besides: the split, the perturbation, the

@@ -434,6 +434,18 @@ pub fn unsafe_integer(at: FieldPath, below: &FieldPath, value: &str) -> AdapterE
     .with_hint("write integers beyond 2^53 as strings; as numbers every JSON reader may round them")
 }
 
+/// A value the adapter built as a tree (from a header file or an index: an OpenCompass
+/// parsed letter, HELM's stats) as the record's `field`, refused where it holds an integer
+/// no double holds (at its path under `field`).
+pub fn stored_tree(field: &str, value: &serde_json::Value) -> Result<Json<'static>, AdapterError> {
+    Json::of(value).map_err(|error| match error {
+        crate::canonical_json::CanonicalError::UnsafeInteger { path, value } => {
+            unsafe_integer(path.under(field), &FieldPath::root(), &value)
+        }
+        other => AdapterError::new(FieldPath::root().key(field), other.to_string()),
+    })
+}
+
 /// Runs a line adapter on one line of JSON text, as an import would: its records, as
 /// trees (for the adapters' tests).
 #[cfg(test)]

@@ -375,10 +375,10 @@ pub struct Begun {
     pub producer: serde_json::Map<String, Value>,
 }
 
-/// One item of a structured file.
+/// One Parquet row of a structured file, as a tree ([`Normalize::Rows`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
-    /// The item's JSON object.
+    /// The row's JSON object.
     pub object: serde_json::Map<String, Value>,
     /// Non-finite tokens (`NaN`) read as null.
     pub replaced: Vec<crate::jsonl::NonFiniteReplacement>,

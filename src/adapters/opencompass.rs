@@ -20,10 +20,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Map, Value};
 
+use super::kit::{self, Found};
 use super::stable_id::{self, QuestionIdentity};
-use super::{AdapterError, Begun, ImportContext, Layout, Listing, MembersItem, Rows, Unit, kit};
-use crate::canonical_json::{CanonicalError, Json, ObjectMembers, ObjectWriter};
-use crate::jsonl::{FieldPath, Member, Members, PathSegment};
+use super::{AdapterError, Begun, ImportContext, Layout, Listing, MembersItem, Rows, Unit};
+use crate::canonical_json::{Json, ObjectWriter};
+use crate::jsonl::{FieldPath, Members};
 use crate::record::fields::{MAX_SAFE_INTEGER, describe};
 use crate::record::{Locator, NewRecord};
 
@@ -391,14 +392,13 @@ impl kit::ItemMembers for Dataset {
         if let Some(joined) = self.joined.get(&position) {
             joined.store(true, Ordering::Relaxed);
         }
-        let gold = members.get("gold");
+        let gold = Found::top(members, "gold");
         let detail = self.details.get(&position);
         if let Some(detail) = detail {
-            let gold = gold.as_ref().and_then(kit::text);
+            let gold = gold.as_ref().and_then(Found::string);
             check_join(detail, gold.as_deref(), key, &self.results_file)?;
         }
-        let prompt = members.get("origin_prompt");
-        let prompt = prompt.as_ref().and_then(kit::text);
+        let prompt = Found::top(members, "origin_prompt").and_then(|p| p.string());
         let identity = self.identity(question, key, prompt.as_deref(), context, &mut warnings)?;
         let Some(detail) = detail else {
             return Err(AdapterError::new(
@@ -415,7 +415,7 @@ impl kit::ItemMembers for Dataset {
         record.variant_id = Cow::Owned(variant(rotation, context));
         record.correct = correctness(detail, self.scored, &mut warnings);
         reply(members, detail, &mut record, &mut warnings)?;
-        record.target = stored(gold.as_ref())?;
+        record.target = stored(gold)?;
         record.warnings = warnings;
         let mut extra = ObjectWriter::new();
         extra.insert("dataset", Json::string(&self.abbr));
@@ -428,15 +428,10 @@ impl kit::ItemMembers for Dataset {
     }
 }
 
-/// A member's value for the record (`null` when absent), refused if it holds an integer
-/// no double holds.
-fn stored<'a>(member: Option<&Member<'a>>) -> Result<Json<'a>, AdapterError> {
-    match member {
-        None => Ok(Json::NULL),
-        Some(member) => member.json().map_err(|(below, value)| {
-            kit::unsafe_integer(FieldPath::root().key(member.key), below, value)
-        }),
-    }
+/// A value for the record (`null` when absent), refused if it holds an integer no double
+/// holds.
+fn stored(found: Option<Found<'_>>) -> Result<Json<'_>, AdapterError> {
+    found.map_or(Ok(Json::NULL), |found| found.stored())
 }
 
 /// An item's position (or rotation) for `extra`, refused beyond what a double holds.
@@ -585,9 +580,10 @@ fn reply<'a>(
     record: &mut NewRecord<'a>,
     warnings: &mut Vec<String>,
 ) -> Result<(), AdapterError> {
-    let reply = members.get("prediction");
+    let reply = Found::top(members, "prediction");
     let parsed = first(detail.get("parsed"));
-    if let (Some(Value::String(letter)), Some(text)) = (parsed, reply.as_ref().and_then(kit::text))
+    if let (Some(Value::String(letter)), Some(text)) =
+        (parsed, reply.as_ref().and_then(Found::string))
         && !text.contains(letter.as_str())
     {
         warnings.push(format!(
@@ -595,60 +591,38 @@ fn reply<'a>(
         ));
     }
     let labels = || {
-        members
-            .iter()
-            .filter_map(|member| Some((member.key.strip_prefix("label: ")?, member)))
+        members.iter().filter_map(|member| {
+            let label = member.key.strip_prefix("label: ")?;
+            Some((label, Found::top(members, member.key)?))
+        })
     };
     let mut input = ObjectWriter::new();
     let ppl = labels().next().is_some();
     if ppl {
         let mut prompts = ObjectWriter::new();
         let mut perplexities = ObjectWriter::new();
-        for (label, member) in labels() {
-            for (key, value) in ObjectMembers::of(member.value).into_iter().flatten() {
-                let into = match &*key {
-                    "prompt" => &mut prompts,
-                    "PPL" => &mut perplexities,
-                    _ => continue,
-                };
-                refuse_unsafe_below(&member, &key)?;
-                into.insert(label, value);
+        for (label, value) in labels() {
+            if let Some(prompt) = value.key("prompt") {
+                prompts.insert(label, prompt.stored()?);
+            }
+            if let Some(perplexity) = value.key("PPL") {
+                perplexities.insert(label, perplexity.stored()?);
             }
         }
         input.insert("prompts", prompts.finish());
         let mut scores = ObjectWriter::new();
         scores.insert("ppl", perplexities.finish());
         record.scores = scores.finish();
-    } else if let Some(prompt) = members.get("origin_prompt") {
-        input.insert("prompt", stored(Some(&prompt))?);
+    } else if let Some(prompt) = Found::top(members, "origin_prompt") {
+        input.insert("prompt", prompt.stored()?);
     }
     record.input = input.finish();
     record.prediction = match parsed {
-        Some(parsed) => Json::of(parsed).map_err(|error| match error {
-            CanonicalError::UnsafeInteger { path, value } => {
-                kit::unsafe_integer(path.under("prediction"), &FieldPath::root(), &value)
-            }
-            other => AdapterError::new(FieldPath::root().key("prediction"), other.to_string()),
-        })?,
-        None => stored(reply.as_ref())?,
+        Some(parsed) => kit::stored_tree("prediction", parsed)?,
+        None => stored(reply.clone())?,
     };
     if !ppl {
-        record.response = stored(reply.as_ref())?;
+        record.response = stored(reply)?;
     }
     Ok(())
-}
-
-/// Refuses the first integer no double holds inside the value of `member` at `key`.
-fn refuse_unsafe_below(member: &Member<'_>, key: &str) -> Result<(), AdapterError> {
-    let found = member.unsafe_integers.iter().find(|(_, (below, _))| {
-        matches!(below.segments().first(), Some(PathSegment::Key(first)) if first == key)
-    });
-    match found {
-        None => Ok(()),
-        Some((_, (below, value))) => Err(kit::unsafe_integer(
-            FieldPath::root().key(member.key),
-            below,
-            value,
-        )),
-    }
 }
