@@ -20,7 +20,7 @@ use super::{AdapterError, Begun, ImportContext, Layout, MembersItem};
 use crate::canonical_json::{Json, JsonKind, ObjectWriter};
 use crate::jsonl::{FieldPath, Members};
 use crate::record::NewRecord;
-use crate::record::fields::{MAX_SAFE_INTEGER, describe};
+use crate::record::fields::describe;
 
 /// Inspect AI eval logs.
 pub const ADAPTER: super::Adapter = super::Adapter::new(
@@ -289,9 +289,11 @@ impl kit::ItemMembers for Log {
         let mut warnings = self.warnings.clone();
         let identity = identity(members, context, &mut warnings)?;
         let epoch = epoch(members)?;
-        let input = question(members)?;
+        let question = question(members)?;
         let completion = top("output").and_then(|o| o.key("completion"));
         let scores = scores(members)?;
+        // Every problem of the sample's shape is told before a number no double holds.
+        let input = input(question)?;
         let error = top("error").filter(|e| !e.value.is_null());
         if let Some(error) = &error {
             let message = error.key("message").and_then(|m| m.string());
@@ -329,25 +331,28 @@ fn epoch(members: &Members) -> Result<u64, AdapterError> {
         None => Ok(1),
         Some(epoch) if epoch.peek().is_null() => Ok(1),
         Some(epoch) => whole_member(&epoch).filter(|e| *e >= 1).ok_or_else(|| {
-            let double = epoch.written_as_fraction || epoch.is_integral_double(&[]);
+            // An integer no double holds as written; any other value as a parser reads it.
+            let found = match epoch.unsafe_integer {
+                Some((below, written)) if below.is_root() => written.clone(),
+                _ => {
+                    let double = epoch.written_as_fraction || epoch.is_integral_double(&[]);
+                    kit::parsed(&epoch.peek(), double).to_string()
+                }
+            };
             AdapterError::new(
                 FieldPath::root().key("epoch"),
-                format!(
-                    "expected an epoch from 1, found {}",
-                    kit::parsed(&epoch.peek(), double)
-                ),
+                format!("expected an epoch from 1, found {found}"),
             )
         }),
     }
 }
 
 /// The question (a string, or a list of messages) and its choices, from the sample.
-fn question(members: &Members) -> Result<Json<'static>, AdapterError> {
-    let mut input = ObjectWriter::new();
+fn question(members: &Members) -> Result<Question<'_>, AdapterError> {
     let question = Found::top(members, "input");
-    match question.as_ref().map(|q| q.value.kind()) {
-        Some(JsonKind::String) => input.insert("question", stored(question)?),
-        Some(JsonKind::Array) => input.insert("messages", stored(question)?),
+    let name = match question.as_ref().map(|q| q.value.kind()) {
+        Some(JsonKind::String) => "question",
+        Some(JsonKind::Array) => "messages",
         _ => {
             return Err(AdapterError::new(
                 FieldPath::root().key("input"),
@@ -358,7 +363,18 @@ fn question(members: &Members) -> Result<Json<'static>, AdapterError> {
             ));
         }
     };
-    if let Some(choices) = Found::top(members, "choices").filter(|c| !c.value.is_null()) {
+    let choices = Found::top(members, "choices").filter(|c| !c.value.is_null());
+    Ok((name, question, choices))
+}
+
+/// What [`question`] found: the question's name in the record, the question, the choices.
+type Question<'a> = (&'static str, Option<Found<'a>>, Option<Found<'a>>);
+
+/// The record's input: the question and its choices.
+fn input((name, question, choices): Question<'_>) -> Result<Json<'static>, AdapterError> {
+    let mut input = ObjectWriter::new();
+    input.insert(name, stored(question)?);
+    if let Some(choices) = choices {
         input.insert("choices", choices.stored()?);
     }
     Ok(input.finish())
@@ -445,15 +461,7 @@ fn extra<'a>(
     error: Option<Found<'a>>,
 ) -> Result<Json<'static>, AdapterError> {
     let mut extra = ObjectWriter::new();
-    if epoch > MAX_SAFE_INTEGER {
-        let at = FieldPath::root().key("epoch");
-        return Err(kit::unsafe_integer(
-            at,
-            &FieldPath::root(),
-            &epoch.to_string(),
-        ));
-    }
-    extra.insert("epoch", Json::unsigned(epoch));
+    extra.insert("epoch", kit::whole(epoch, FieldPath::root().key("epoch"))?);
     for key in ["uuid", "metadata"] {
         if let Some(value) = Found::top(members, key).filter(|v| !v.value.is_null()) {
             extra.insert(key, value.stored()?);
@@ -570,6 +578,60 @@ mod tests {
             assert_eq!(read(unknown, &mut warnings), None);
         }
         assert_eq!(warnings.len(), 6, "every unknown says why");
+    }
+
+    fn scanned(text: &str) -> Members {
+        let mut members = Members::new();
+        crate::jsonl::scan_bytes(
+            text.as_bytes(),
+            1,
+            crate::jsonl::NonFinitePolicy::Null,
+            &mut members,
+        )
+        .unwrap();
+        members
+    }
+
+    #[test]
+    fn an_epoch_is_read_as_inspect_wrote_it() {
+        let epoch_of = |text: &str| epoch(&scanned(text)).map_err(|e| e.message);
+        assert_eq!(epoch_of(r#"{"epoch": 9007199254740992}"#), Ok(1 << 53));
+        assert_eq!(epoch_of(r#"{"epoch": null}"#), Ok(1));
+        for (written, found) in [
+            ("-9007199254740993", "-9007199254740993"),
+            ("1.0", "1.0"),
+            ("0", "0"),
+            ("\"2\"", "\"2\""),
+        ] {
+            let text = format!(r#"{{"epoch": {written}}}"#);
+            assert_eq!(
+                epoch_of(&text),
+                Err(format!("expected an epoch from 1, found {found}"))
+            );
+        }
+    }
+
+    /// The sample's shape is checked whole before any number no double holds is refused.
+    #[test]
+    fn a_problem_of_the_samples_shape_comes_before_an_unsafe_integer() {
+        use crate::adapters::{AdapterOptions, kit::fixtures};
+        let run = fixtures::run("r", "m");
+        let options = AdapterOptions::default();
+        let context = fixtures::context(&run, &options, "runs/r/raw/0001-x/x.json", "x.json");
+        let log = Log {
+            benchmark: "b".into(),
+            scorer: Scorer::Chosen("choice".into()),
+            warnings: Vec::new(),
+        };
+        let members =
+            scanned(r#"{"id": "q1", "input": [{"content": 9007199254740993}], "scores": "x"}"#);
+        let locator = crate::record::Locator::Pointer("/samples/0".into());
+        let item = MembersItem {
+            members: &members,
+            locator: &locator,
+        };
+        let error = kit::ItemMembers::record(&log, item, &context).unwrap_err();
+        assert_eq!(error.path.to_string(), "scores");
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //!   model, `--language`, `--variant`, the schema's defaults of filter `none` and repeat
 //!   0, the source), filled from the import context; the adapter sets the rest
 //!   ([`new_record`] is the same builder for a record of canonical text). A structured
-//!   format's `begin` makes an [`Items`], whose method turns each item (a tree) into its
-//!   record ([`normalize`] is the hook that calls it), or an [`ItemMembers`], the same
-//!   for an item read as members ([`normalize_members`]). The identity checks are
+//!   format's `begin` makes an [`ItemMembers`], whose method turns each item, read as
+//!   members, into its record ([`normalize_members`] is the hook that calls it), or, for
+//!   Parquet rows (lighteval), an [`Items`], the same for a row read as a tree
+//!   ([`normalize`]); [`Found`] reads a value nested in a member. The identity checks are
 //!   [`super::stable_id`]'s, the checks of a line's own context (`benchmark`,
 //!   `language`, the strict run's `script`) the functions beside [`super::Adapter`].
 //! - [`LineFields`], the typed, field-precise reading of a line's members (each getter
@@ -446,6 +447,14 @@ pub fn stored_tree(field: &str, value: &serde_json::Value) -> Result<Json<'stati
     })
 }
 
+/// A whole number the record stores that the item gave or implies (an epoch, a
+/// position), refused at `at` when canonical JSON cannot hold it: a number whose double
+/// prints with other digits (2^53 + 1; 2^53 and 2^53 + 2 are doubles).
+pub fn whole(value: u64, at: FieldPath) -> Result<Json<'static>, AdapterError> {
+    Json::of(&serde_json::Value::from(value))
+        .map_err(|_| unsafe_integer(at, &FieldPath::root(), &value.to_string()))
+}
+
 /// Runs a line adapter on one line of JSON text, as an import would: its records, as
 /// trees (for the adapters' tests).
 #[cfg(test)]
@@ -477,6 +486,21 @@ mod tests {
     use crate::jsonl::{NonFinitePolicy, scan_bytes};
     use crate::record::Fields;
     use serde_json::{Value, json};
+
+    /// "Numbers are doubles": a whole number is stored when its double prints as its
+    /// digits, as canonical JSON writes it.
+    #[test]
+    fn a_whole_number_is_refused_only_where_its_double_prints_other_digits() {
+        let at = || FieldPath::root().key("epoch");
+        assert_eq!(whole(1 << 53, at()).unwrap().as_str(), "9007199254740992");
+        assert_eq!(
+            whole((1 << 53) + 2, at()).unwrap().as_str(),
+            "9007199254740994"
+        );
+        let refused = whole((1 << 53) + 1, at()).unwrap_err();
+        assert_eq!(refused.path.to_string(), "epoch");
+        assert!(refused.message.contains("9007199254740993"));
+    }
 
     fn members(value: &Value) -> Members {
         let mut members = Members::new();

@@ -12,9 +12,9 @@
 //! hooks) and joins the registry with one line. Nothing else matches on formats: a new
 //! format is one new file here plus that line (and its `mod` line). What every adapter
 //! shares is in [`kit`] (the record builder, the line reader, the structured formats'
-//! [`kit::Items`] and [`kit::ItemMembers`]), in [`stable_id`] (the identity checks) and here (the checks of the
-//! run's context: benchmark, language, script, model), so an adapter file holds only its
-//! mapping decisions.
+//! [`kit::ItemMembers`] and [`kit::Items`]), in [`stable_id`] (the identity checks) and
+//! here (the checks of the run's context: benchmark, language, script, model), so an
+//! adapter file holds only its mapping decisions.
 
 pub mod canonical;
 pub mod eee;
@@ -715,5 +715,30 @@ pub fn agree<'a>(
         )),
         (Some(own), _) => Ok(Some(own)),
         (None, given) => Ok(given.map(Cow::Borrowed)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The structured path reads a Parquet row as a tree and any other item as members
+    /// (`archive::import::structured`): each format's hook must be the one its layout
+    /// hands items to, whatever the input's name.
+    #[test]
+    fn each_structured_format_reads_its_items_as_its_layout_hands_them_out() {
+        for format in Format::all() {
+            let Reader::Items(structured) = &format.adapter().reader else {
+                continue;
+            };
+            for name in ["", "x.eval", "x.json", "x.parquet", "details_t|0_d.parquet"] {
+                let Ok(layout) = (structured.layout)(name) else {
+                    continue;
+                };
+                let rows = matches!(layout, Layout::Rows(Rows::Parquet));
+                let reads_rows = matches!(structured.normalize, Normalize::Rows(_));
+                assert_eq!(rows, reads_rows, "{} of {name:?}", format.name());
+            }
+        }
     }
 }

@@ -25,7 +25,7 @@ use super::stable_id::{self, QuestionIdentity};
 use super::{AdapterError, Begun, ImportContext, Layout, Listing, MembersItem, Rows, Unit};
 use crate::canonical_json::{Json, ObjectWriter};
 use crate::jsonl::{FieldPath, Members};
-use crate::record::fields::{MAX_SAFE_INTEGER, describe};
+use crate::record::fields::describe;
 use crate::record::{Locator, NewRecord};
 
 /// OpenCompass predictions, one JSON file per dataset.
@@ -419,9 +419,10 @@ impl kit::ItemMembers for Dataset {
         record.warnings = warnings;
         let mut extra = ObjectWriter::new();
         extra.insert("dataset", Json::string(&self.abbr));
-        extra.insert("position", safe(position, "position")?);
+        let at = FieldPath::root().key("extra");
+        extra.insert("position", kit::whole(position, at.key("position"))?);
         if let Some(r) = rotation {
-            extra.insert("rotation", safe(r, "rotation")?);
+            extra.insert("rotation", kit::whole(r, at.key("rotation"))?);
         }
         record.extra = extra.finish();
         Ok(Some(record))
@@ -432,18 +433,6 @@ impl kit::ItemMembers for Dataset {
 /// holds.
 fn stored(found: Option<Found<'_>>) -> Result<Json<'_>, AdapterError> {
     found.map_or(Ok(Json::NULL), |found| found.stored())
-}
-
-/// An item's position (or rotation) for `extra`, refused beyond what a double holds.
-fn safe(number: u64, name: &str) -> Result<Json<'static>, AdapterError> {
-    match number <= MAX_SAFE_INTEGER {
-        true => Ok(Json::unsigned(number)),
-        false => Err(kit::unsafe_integer(
-            FieldPath::root().key("extra").key(name),
-            &FieldPath::root(),
-            &number.to_string(),
-        )),
-    }
 }
 
 /// A results file must score only the items of its predictions file: an entry no item

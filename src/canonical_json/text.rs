@@ -508,6 +508,37 @@ mod tests {
         Json::of(&value).unwrap()
     }
 
+    /// A value looked up in a borrowed text borrows from that text (it outlives the
+    /// lookup); in an owned one it is a copy; both read the same.
+    #[test]
+    fn nested_values_borrow_from_the_text_they_were_read_from() {
+        let text = of(json!({"a": {"b": [1, "x", {"c": null}]}, "z": 2}))
+            .as_str()
+            .to_owned();
+        let borrowed = Json::canonical(&text);
+        let owned = Json::canonical_owned(text.clone());
+        for whole in [borrowed, owned] {
+            let a = whole.member("a").unwrap();
+            let elements = a.member("b").unwrap().element_values().unwrap();
+            let texts: Vec<&str> = elements.iter().map(Json::as_str).collect();
+            assert_eq!(texts, ["1", "\"x\"", "{\"c\":null}"]);
+            let members = whole.member_values().unwrap();
+            let keys: Vec<&str> = members.iter().map(|(key, _)| key.as_ref()).collect();
+            assert_eq!(keys, ["a", "z"]);
+            assert_eq!(members[1].1.as_str(), "2");
+            assert!(whole.member("y").is_none() && a.member("b").unwrap().member("c").is_none());
+            assert!(a.element_values().is_none() && elements[0].member_values().is_none());
+        }
+        let inner = {
+            let whole = Json::canonical(&text);
+            whole.member("a").unwrap()
+        };
+        assert!(
+            text.contains(inner.as_str()),
+            "borrowed from the text itself"
+        );
+    }
+
     #[test]
     fn get_finds_every_key_and_no_other_though_it_stops_at_the_first_past_it() {
         // Keys sorted by UTF-16 units: "\u{1f600}" (a surrogate pair, 0xD83D) sorts

@@ -85,12 +85,12 @@ impl<'a> Found<'a> {
         self.value.as_string().is_some_and(|found| found == text)
     }
 
-    /// Where this is in the request state.
+    /// Where this is in the item.
     pub fn path(&self) -> FieldPath {
         self.path_to(&self.below)
     }
 
-    /// Where the value at `below` (a path inside the member) is in the request state.
+    /// Where the value at `below` (a path inside the member) is in the item.
     fn path_to(&self, below: &[PathSegment]) -> FieldPath {
         let path = FieldPath::root().key(self.member.key);
         below.iter().fold(path, |path, step| match step {
@@ -151,4 +151,50 @@ pub fn whole_member(member: &Member<'_>) -> Option<u64> {
         .filter(|(below, _)| below.is_root())
         .map(|(_, digits)| digits.as_str());
     whole_number(Some(&member.peek()), written, member.written_as_fraction)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonl::{NonFinitePolicy, scan_bytes};
+
+    /// What a JSON parser makes of a nested value is read from the scan: an integer no
+    /// double holds is named as written and refused where it is, and only inside the value
+    /// stored; a `1.0` is a double.
+    #[test]
+    fn a_nested_value_is_described_and_stored_as_a_parser_reads_it() {
+        let mut members = Members::new();
+        let line = br#"{"a": {"b": 9007199254740993, "c": 1.0, "bb": [2]}}"#;
+        scan_bytes(line, 1, NonFinitePolicy::Reject, &mut members).unwrap();
+        let a = Found::top(&members, "a").unwrap();
+        let b = a.key("b").unwrap();
+        assert_eq!(b.describe(), "the number 9007199254740993");
+        assert_eq!(a.key("c").unwrap().describe(), "the number 1.0");
+        assert_eq!(a.describe(), "an object");
+        let refused = b.stored().unwrap_err();
+        assert_eq!(refused.path.to_string(), "a.b");
+        assert!(
+            refused.message.contains("9007199254740993"),
+            "{}",
+            refused.message
+        );
+        assert_eq!(a.stored().unwrap_err().path.to_string(), "a.b");
+        // A sibling whose key begins the same is not inside `b`.
+        let bb = a.key("bb").unwrap();
+        assert_eq!(bb.stored().unwrap().as_str(), "[2]");
+        assert_eq!(bb.elements()[0].path().to_string(), "a.bb[0]");
+        assert_eq!(a.key("c").unwrap().stored().unwrap().as_str(), "1");
+    }
+
+    #[test]
+    fn whole_numbers_are_what_a_parser_reads_as_unsigned_integers() {
+        let mut members = Members::new();
+        let line = br#"{"a": 3, "b": 3.0, "c": -0, "d": -1, "e": 9007199254740993, "f": 18446744073709551616}"#;
+        scan_bytes(line, 1, NonFinitePolicy::Reject, &mut members).unwrap();
+        let whole: Vec<Option<u64>> = members.iter().map(|m| whole_member(&m)).collect();
+        assert_eq!(
+            whole,
+            [Some(3), None, None, None, Some(9007199254740993), None]
+        );
+    }
 }
