@@ -34,7 +34,7 @@ pub const ADAPTER: super::Adapter = super::Adapter::new(
     super::Reader::Items(super::Structured::new(
         layout,
         begin,
-        super::Normalize::Members(kit::normalize_members::<Run>),
+        kit::normalize_members::<Run>,
     )),
 )
 .with_option_rules(check_options);
@@ -657,14 +657,8 @@ fn target(references: &[Found<'_>]) -> Result<Json<'static>, AdapterError> {
     Ok(match texts.len() {
         0 => Json::NULL,
         1 => texts.remove(0).into_owned(),
-        _ => array(texts),
+        _ => kit::array(texts),
     })
-}
-
-/// The canonical array of `elements`.
-fn array(elements: Vec<Json<'_>>) -> Json<'static> {
-    let texts: Vec<&str> = elements.iter().map(Json::as_str).collect();
-    Json::canonical_owned(format!("[{}]", texts.join(",")))
 }
 
 /// A reference's text.
@@ -697,7 +691,7 @@ fn question(
             for text in references.iter().filter_map(reference_text) {
                 choices.push(text.stored()?);
             }
-            input.insert("choices", array(choices));
+            input.insert("choices", kit::array(choices));
         }
         if let Some(prompt) = request.as_ref().and_then(|r| r.key("prompt")) {
             input.insert("prompt", prompt.stored()?);
@@ -747,7 +741,7 @@ fn extra<'a>(
         for text in &completions {
             texts.push(text.stored()?);
         }
-        extra.insert("completions", array(texts));
+        extra.insert("completions", kit::array(texts));
     }
     Ok(extra.finish())
 }

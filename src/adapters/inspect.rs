@@ -30,7 +30,7 @@ pub const ADAPTER: super::Adapter = super::Adapter::new(
     super::Reader::Items(super::Structured::new(
         layout,
         begin,
-        super::Normalize::Members(kit::normalize_members::<Log>),
+        kit::normalize_members::<Log>,
     )),
 );
 

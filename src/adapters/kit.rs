@@ -1,16 +1,15 @@
 //! What every adapter is built from, so that an adapter file holds only its mapping
 //! decisions:
 //!
-//! - [`record()`], the record builder: the fields every record of an import shares (run,
-//!   model, `--language`, `--variant`, the schema's defaults of filter `none` and repeat
-//!   0, the source), filled from the import context; the adapter sets the rest
-//!   ([`new_record`] is the same builder for a record of canonical text). A structured
-//!   format's `begin` makes an [`ItemMembers`], whose method turns each item, read as
-//!   members, into its record ([`normalize_members`] is the hook that calls it), or, for
-//!   Parquet rows (lighteval), an [`Items`], the same for a row read as a tree
-//!   ([`normalize`]); [`Found`] reads a value nested in a member. The identity checks are
-//!   [`super::stable_id`]'s, the checks of a line's own context (`benchmark`,
-//!   `language`, the strict run's `script`) the functions beside [`super::Adapter`].
+//! - [`new_record`], the record builder: the fields every record of an import shares
+//!   (run, model, `--language`, `--variant`, the schema's defaults of filter `none` and
+//!   repeat 0, the source), filled from the import context; the adapter sets the rest. A
+//!   structured format's `begin` makes an [`ItemMembers`], whose method turns each item,
+//!   read as members (a Parquet row's columns too), into its record
+//!   ([`normalize_members`] is the hook that calls it); [`Found`] reads a value nested in
+//!   a member. The identity checks are [`super::stable_id`]'s, the checks of a line's own
+//!   context (`benchmark`, `language`, the strict run's `script`) the functions beside
+//!   [`super::Adapter`].
 //! - [`LineFields`], the typed, field-precise reading of a line's members (each getter
 //!   takes one member and says exactly what was wrong with it), and [`JsonLine`], the line
 //!   a line adapter is handed; [`ObjectFields`], the same reading of an object nested in
@@ -30,10 +29,7 @@ mod record;
 
 pub use found::{Found, whole_member, whole_number};
 pub use object::ObjectFields;
-pub use record::{
-    ItemMembers, ItemResult, Items, ORIGINAL, add_facts, new_record, normalize, normalize_members,
-    record,
-};
+pub use record::{ItemMembers, ORIGINAL, add_facts, new_record, normalize_members};
 
 use std::borrow::Cow;
 
@@ -445,6 +441,12 @@ pub fn stored_tree(field: &str, value: &serde_json::Value) -> Result<Json<'stati
         }
         other => AdapterError::new(FieldPath::root().key(field), other.to_string()),
     })
+}
+
+/// The canonical array of `elements`.
+pub fn array(elements: Vec<Json<'_>>) -> Json<'static> {
+    let texts: Vec<&str> = elements.iter().map(Json::as_str).collect();
+    Json::canonical_owned(format!("[{}]", texts.join(",")))
 }
 
 /// A whole number the record stores that the item gave or implies (an epoch, a

@@ -9,15 +9,19 @@
 //! ever joined on row order. Correctness is `metric.acc` or `metric.em` (0/1 integers), or
 //! the run's `correctness_metric`; continuous metrics stay in `metrics`; no multiple-choice
 //! answer is inferred from the logprobs. The mapping is in FORMAT.md ("The lighteval
-//! adapter"). No filesystem access: the archive reads the files and hands over rows.
+//! adapter"). No filesystem access: the archive reads the files and hands over rows, each
+//! as its columns' canonical text (`inputs::parquet`), read here through [`kit::Found`].
+
+use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
+use super::kit::{self, Found};
 use super::stable_id::{self, QuestionIdentity};
-use super::{AdapterError, Begun, ImportContext, Item, Layout, Listing, Rows, Unit, kit};
-use crate::jsonl::{FieldPath, PathSegment};
-use crate::record::fields::describe;
-use crate::record::{IdentityScope, Record};
+use super::{AdapterError, Begun, ImportContext, Layout, Listing, MembersItem, Rows, Unit};
+use crate::canonical_json::{Json, JsonKind, ObjectWriter};
+use crate::jsonl::{FieldPath, Members, PathSegment};
+use crate::record::{IdentityScope, NewRecord};
 
 /// lighteval details, one Parquet file per task.
 pub const ADAPTER: super::Adapter = super::Adapter::new(
@@ -25,12 +29,7 @@ pub const ADAPTER: super::Adapter = super::Adapter::new(
     "lighteval output (out/<run>/ or one details_<task>|<n>_<date>.parquet)",
     "lighteval/1",
     super::Reader::Items(
-        super::Structured::new(
-            layout,
-            begin,
-            super::Normalize::Rows(kit::normalize::<Details>),
-        )
-        .with_units(units),
+        super::Structured::new(layout, begin, kit::normalize_members::<Details>).with_units(units),
     ),
 );
 
@@ -211,55 +210,84 @@ fn producer(
     producer
 }
 
-impl kit::Items for Details {
-    fn record(&self, item: Item, context: &ImportContext<'_>) -> kit::ItemResult {
-        let object = item.object;
-        let doc = doc_of_task(&object, &self.task)?;
-        let empty = Map::new();
-        let member = |name: &str| {
-            object
-                .get(name)
-                .and_then(Value::as_object)
-                .unwrap_or(&empty)
-        };
-        let (metric, response) = (member("metric"), member("model_response"));
+impl kit::ItemMembers for Details {
+    fn record<'a>(
+        &'a self,
+        item: MembersItem<'a>,
+        context: &'a ImportContext<'a>,
+    ) -> Result<Option<NewRecord<'a>>, AdapterError> {
+        let members = item.members;
+        let doc = Fields::of(Some(&doc_of_task(members, &self.task)?));
+        let object = |name: &str| Found::top(members, name).filter(Found::is_object);
+        let (metric, response) = (object("metric"), object("model_response"));
+        let response = response.as_ref().map(|r| Fields::of(Some(r)));
         let mut warnings: Vec<String> = self.model_warning.iter().cloned().collect();
-        let row_id = super::required_text(
-            doc.get("id"),
-            FieldPath::root().key("doc").key("id"),
-            "lighteval's doc.id",
-        )?;
-        let identity = identity(&object, &row_id, context, &mut warnings)?;
-        let mut record = kit::record(context, &self.benchmark, identity, item.locator);
-        record.correct = correctness(metric, self.metric.as_deref(), &mut warnings);
-        record.target = target(doc)?;
-        reply(doc, response, &mut record);
-        record.metrics = metric.clone();
+        let row_id = match doc.get("id") {
+            Some(id) => id.string().filter(|id| !id.is_empty()).ok_or_else(|| {
+                AdapterError::new(
+                    id.path(),
+                    format!("expected lighteval's doc.id, found {}", id.describe()),
+                )
+            })?,
+            None => {
+                return Err(AdapterError::new(
+                    FieldPath::root().key("doc").key("id"),
+                    "expected lighteval's doc.id, found nothing",
+                ));
+            }
+        };
+        let identity = identity(members, &row_id, context, &mut warnings)?;
+        let locator = item.locator.clone();
+        let mut record =
+            kit::new_record(context, Cow::Borrowed(&self.benchmark), identity, locator);
+        record.correct = correctness(metric.as_ref(), self.metric.as_deref(), &mut warnings);
+        let target = target(&doc)?;
+        reply(&doc, response.as_ref(), &mut record)?;
+        record.target = target;
+        record.metrics = metric.map_or(Ok(Json::EMPTY_OBJECT), |m| m.stored())?;
         record.warnings = warnings;
-        record.extra = extra(self, doc, row_id);
+        record.extra = extra(self, &doc, row_id)?;
         Ok(Some(record))
     }
 }
 
-/// The row's `doc` struct, which must be of the file's task.
-fn doc_of_task<'o>(
-    object: &'o Map<String, Value>,
-    task: &str,
-) -> Result<&'o Map<String, Value>, AdapterError> {
-    let at = FieldPath::root().key("doc");
-    let doc = match object.get("doc") {
-        Some(Value::Object(doc)) => doc,
-        other => {
-            return Err(AdapterError::new(
-                at,
-                format!(
-                    "expected lighteval's doc struct, found {}",
-                    other.map_or("nothing".into(), describe)
-                ),
-            ));
+/// A struct's fields, read out of its canonical text once: a lookup in the text walks
+/// every member before the one it finds, and a row's `doc` and `model_response` hold the
+/// prompt, long, before the fields read after it.
+struct Fields<'a> {
+    of: Option<Found<'a>>,
+    values: Vec<(Cow<'a, str>, Json<'a>)>,
+}
+
+impl<'a> Fields<'a> {
+    fn of(found: Option<&Found<'a>>) -> Self {
+        let values = found.and_then(|f| f.value.member_values());
+        Self {
+            of: found.cloned(),
+            values: values.unwrap_or_default(),
         }
+    }
+
+    fn get(&self, key: &str) -> Option<Found<'a>> {
+        let (_, value) = self.values.iter().find(|(name, _)| name == key)?;
+        Some(self.of.as_ref()?.child(key, value.clone()))
+    }
+}
+
+/// The row's `doc` struct, which must be of the file's task.
+fn doc_of_task<'a>(members: &'a Members, task: &str) -> Result<Found<'a>, AdapterError> {
+    let at = FieldPath::root().key("doc");
+    let doc = Found::top(members, "doc");
+    let Some(doc) = doc.clone().filter(Found::is_object) else {
+        return Err(AdapterError::new(
+            at,
+            format!(
+                "expected lighteval's doc struct, found {}",
+                doc.map_or("nothing".into(), |d| d.describe())
+            ),
+        ));
     };
-    if let Some(named) = doc.get("task_name").and_then(Value::as_str)
+    if let Some(named) = doc.key("task_name").and_then(|n| n.string())
         && named != task
     {
         return Err(AdapterError::new(
@@ -273,7 +301,7 @@ fn doc_of_task<'o>(
 /// The row's question ID: `--id-field`, unless it names `doc.id`, which, like no
 /// `--id-field`, gives the run-local row position.
 fn identity(
-    object: &Map<String, Value>,
+    members: &Members,
     row_id: &str,
     context: &ImportContext<'_>,
     warnings: &mut Vec<String>,
@@ -288,7 +316,7 @@ fn identity(
     if let Some(field) = &context.options.id_field
         && !positional_field(field)
     {
-        return stable_id::at_field(object, field);
+        return stable_id::at_field(members, field);
     }
     warnings.push(format!(
         "doc.id {row_id} is lighteval's row position in the evaluated split (it replaces the dataset's id): run-local, it never pairs; --id-field names an id the task kept (e.g. doc.specific.id)"
@@ -303,102 +331,126 @@ fn identity(
 }
 
 /// The target: the text of each `doc.gold_index` among `doc.choices`.
-fn target(doc: &Map<String, Value>) -> Result<Value, AdapterError> {
-    let choices = doc.get("choices").and_then(Value::as_array);
+fn target(doc: &Fields<'_>) -> Result<Json<'static>, AdapterError> {
+    let choices = doc
+        .get("choices")
+        .filter(|c| c.value.kind() == JsonKind::Array)
+        .map(|c| c.elements());
     let at_gold = FieldPath::root().key("doc").key("gold_index");
-    let text_of = |index: &Value| {
-        index
-            .as_u64()
-            .and_then(|i| choices.and_then(|c| c.get(i as usize)))
-            .cloned()
-            .ok_or_else(|| {
-                AdapterError::new(
-                    at_gold.clone(),
-                    format!(
-                        "{index} is not an index of doc.choices ({} choices)",
-                        choices.map_or(0, Vec::len)
-                    ),
-                )
-            })
+    let text_of = |index: &Found<'_>| {
+        let choice = index
+            .whole()
+            .and_then(|i| choices.as_ref().and_then(|c| c.get(i as usize)));
+        let Some(choice) = choice else {
+            return Err(AdapterError::new(
+                at_gold.clone(),
+                format!(
+                    "{} is not an index of doc.choices ({} choices)",
+                    index.parsed(),
+                    choices.as_ref().map_or(0, Vec::len)
+                ),
+            ));
+        };
+        Ok(choice.stored()?.into_owned())
     };
-    Ok(match doc.get("gold_index") {
-        Some(Value::Array(indices)) => {
-            Value::Array(indices.iter().map(text_of).collect::<Result<Vec<_>, _>>()?)
+    let gold = doc.get("gold_index");
+    Ok(match gold.as_ref().map(|g| g.value.kind()) {
+        Some(JsonKind::Array) => {
+            let indices = gold.map(|g| g.elements()).unwrap_or_default();
+            kit::array(indices.iter().map(text_of).collect::<Result<Vec<_>, _>>()?)
         }
-        None | Some(Value::Null) => Value::Null,
-        Some(index) => text_of(index)?,
+        None | Some(JsonKind::Null) => Json::NULL,
+        Some(_) => text_of(gold.as_ref().expect("a gold index"))?,
     })
 }
 
 /// What the model was asked and answered: the question, the choices it scored (multiple
 /// choice scores each choice's logprob; generation's choices are references), the
 /// prompt, the logprobs, the generated text and its post-processed prediction.
-fn reply(doc: &Map<String, Value>, response: &Map<String, Value>, record: &mut Record) {
+fn reply<'a>(
+    doc: &Fields<'a>,
+    response: Option<&Fields<'a>>,
+    record: &mut NewRecord<'a>,
+) -> Result<(), AdapterError> {
     let first_text = |key: &str| {
-        response
-            .get(key)
-            .and_then(Value::as_array)
-            .and_then(|texts| texts.first())
-            .filter(|text| text.is_string())
-            .cloned()
+        let texts = response?.get(key)?;
+        (texts.value.kind() == JsonKind::Array)
+            .then(|| texts.elements().into_iter().next())
+            .flatten()
+            .filter(|text| text.value.kind() == JsonKind::String)
     };
     let generated = first_text("text");
     let logprobs = response
-        .get("logprobs")
-        .filter(|l| l.as_array().is_some_and(|a| !a.is_empty()));
-    let mut input = Map::new();
+        .and_then(|r| r.get("logprobs"))
+        .filter(|l| l.value.kind() == JsonKind::Array && l.value.as_str() != "[]");
+    let mut input = ObjectWriter::new();
     if let Some(query) = doc.get("query") {
-        input.insert("question".into(), query.clone());
+        input.insert("question", query.stored()?);
     }
     if generated.is_none()
         && logprobs.is_some()
-        && let Some(choices) = doc.get("choices").and_then(Value::as_array)
+        && let Some(choices) = doc
+            .get("choices")
+            .filter(|c| c.value.kind() == JsonKind::Array)
     {
-        input.insert("choices".into(), Value::Array(choices.clone()));
+        input.insert("choices", choices.stored()?);
     }
-    if let Some(prompt) = response.get("input").filter(|p| p.is_string()) {
-        input.insert("prompt".into(), prompt.clone());
+    if let Some(prompt) = response
+        .and_then(|r| r.get("input"))
+        .filter(|p| p.value.kind() == JsonKind::String)
+    {
+        input.insert("prompt", prompt.stored()?);
     }
     if let Some(logprobs) = logprobs {
-        record.scores.insert("logprobs".into(), logprobs.clone());
+        let mut scores = ObjectWriter::new();
+        scores.insert("logprobs", logprobs.stored()?);
+        record.scores = scores.finish();
     }
-    record.input = Value::Object(input);
-    record.prediction = first_text("text_post_processed")
-        .or_else(|| generated.clone())
-        .unwrap_or(Value::Null);
-    record.response = generated.unwrap_or(Value::Null);
+    record.input = input.finish();
+    record.prediction = match first_text("text_post_processed").or_else(|| generated.clone()) {
+        Some(prediction) => prediction.stored()?,
+        None => Json::NULL,
+    };
+    record.response = match generated {
+        Some(generated) => generated.stored()?,
+        None => Json::NULL,
+    };
+    Ok(())
 }
 
 /// What the record keeps of the row besides: the task, its few-shot count, the row
 /// position, the gold indices and the task's own fields.
-fn extra(details: &Details, doc: &Map<String, Value>, row_id: String) -> Map<String, Value> {
-    let mut extra = Map::new();
-    extra.insert("task".into(), details.task.clone().into());
+fn extra(
+    details: &Details,
+    doc: &Fields<'_>,
+    row_id: String,
+) -> Result<Json<'static>, AdapterError> {
+    let mut extra = ObjectWriter::new();
+    extra.insert("task", Json::string(&details.task));
     if let Some(fewshot) = details.fewshot {
-        extra.insert("num_fewshot".into(), fewshot.into());
+        let at = FieldPath::root().key("extra").key("num_fewshot");
+        extra.insert("num_fewshot", kit::whole(fewshot, at)?);
     }
-    extra.insert("doc_id".into(), row_id.into());
+    extra.insert("doc_id", Json::string(&row_id));
     for key in ["gold_index", "specific"] {
-        if let Some(value) = doc.get(key).filter(|v| !v.is_null()) {
-            extra.insert(key.into(), value.clone());
+        if let Some(value) = doc.get(key).filter(|v| !v.value.is_null()) {
+            extra.insert(key, value.stored()?.into_owned());
         }
     }
-    extra
+    Ok(extra.finish())
 }
 
 /// `correct` from the run's `correctness_metric`, else the first of
 /// [`CORRECTNESS_METRICS`] the row has: 1 is right, 0 wrong, anything else unknown.
 fn correctness(
-    metric: &Map<String, Value>,
+    metric: Option<&Found<'_>>,
     named: Option<&str>,
     warnings: &mut Vec<String>,
 ) -> Option<bool> {
+    let value = |name: &str| metric.and_then(|m| m.key(name));
     let name = match named {
         Some(name) => name,
-        None => match CORRECTNESS_METRICS
-            .iter()
-            .find(|m| metric.contains_key(**m))
-        {
+        None => match CORRECTNESS_METRICS.iter().find(|m| value(m).is_some()) {
             Some(name) => name,
             None => {
                 warnings.push(format!(
@@ -409,7 +461,7 @@ fn correctness(
             }
         },
     };
-    match metric.get(name).map(|v| (v, v.as_f64())) {
+    match value(name).map(|v| v.parsed()).map(|v| (v.as_f64(), v)) {
         // 1 and 0, whether the column is int64 or double.
         None => {
             warnings.push(format!(
@@ -417,9 +469,9 @@ fn correctness(
             ));
             None
         }
-        Some((_, Some(1.0))) => Some(true),
-        Some((_, Some(0.0))) => Some(false),
-        Some((value, _)) => {
+        Some((Some(1.0), _)) => Some(true),
+        Some((Some(0.0), _)) => Some(false),
+        Some((_, value)) => {
             warnings.push(format!(
                 "metric {name} is {value}, not 0 or 1: correctness is unknown"
             ));

@@ -12,7 +12,7 @@
 //! hooks) and joins the registry with one line. Nothing else matches on formats: a new
 //! format is one new file here plus that line (and its `mod` line). What every adapter
 //! shares is in [`kit`] (the record builder, the line reader, the structured formats'
-//! [`kit::ItemMembers`] and [`kit::Items`]), in [`stable_id`] (the identity checks) and
+//! [`kit::ItemMembers`]), in [`stable_id`] (the identity checks) and
 //! here (the checks of the run's context: benchmark, language, script, model), so an
 //! adapter file holds only its mapping decisions.
 
@@ -35,7 +35,7 @@ use serde_json::Value;
 pub use kit::{JsonLine, LineFields};
 
 use crate::jsonl::FieldPath;
-use crate::record::{FieldError, NewRecord, Record, fields::describe};
+use crate::record::{FieldError, NewRecord, fields::describe};
 
 /// Every input format `babel import --format` accepts, in the order `--help` lists them.
 pub const REGISTRY: &[&Adapter] = &[
@@ -146,8 +146,9 @@ pub struct Structured {
     /// [`Indexed`] file) into what every item needs, and the producer's facts the
     /// manifest keeps.
     pub begin: fn(Header, &ImportContext<'_>) -> Result<Begun, AdapterError>,
-    /// Normalizes one item into records, appended to `out`.
-    pub normalize: Normalize,
+    /// Normalizes one item, read as members (a Parquet row's columns are its members),
+    /// into records appended to `out`.
+    pub normalize: MembersHook,
     /// For a format whose input is a producer's output folder holding many result files
     /// (lighteval, OpenCompass): splits the input into [`Unit`]s, one import each. `None`
     /// for a format whose input is one file or one run folder.
@@ -163,7 +164,7 @@ impl Structured {
     pub const fn new(
         layout: fn(&str) -> Result<Layout, String>,
         begin: fn(Header, &ImportContext<'_>) -> Result<Begun, AdapterError>,
-        normalize: Normalize,
+        normalize: MembersHook,
     ) -> Self {
         Self {
             layout,
@@ -187,27 +188,9 @@ impl Structured {
     }
 }
 
-/// How a structured format's items are handed to its adapter ([`Structured::normalize`]),
-/// which follows from its [`Layout`]: Parquet rows are read as trees, every item of JSON
-/// text as members.
-#[derive(Clone, Copy)]
-pub enum Normalize {
-    /// Each Parquet row ([`Layout::Rows`] of [`Rows::Parquet`]) as a tree ([`Item`]), its
-    /// records as trees (lighteval's details).
-    Rows(TreeHook),
-    /// Each item's top-level members as the streaming reader wrote them (canonical text,
-    /// no tree), its records borrowing from them, as a line adapter's do: every item that
-    /// is JSON text (a document's elements or members, a ZIP log's members).
-    Members(MembersHook),
-}
-
-/// A structured format's adapter of one Parquet row read as a tree ([`Normalize::Rows`]):
-/// its records appended to `out`, or the first problem.
-pub type TreeHook =
-    fn(&Begun, Item, &ImportContext<'_>, &mut Vec<Record>) -> Result<(), AdapterError>;
-
-/// A structured format's adapter of one item read as members ([`Normalize::Members`]):
-/// its records appended to `out`, or the first problem.
+/// A structured format's adapter of one item, read as members (canonical text, no tree,
+/// as a line adapter's): its records, borrowing from them, appended to `out`, or the
+/// first problem.
 pub type MembersHook = for<'a> fn(
     &'a Begun,
     MembersItem<'a>,
@@ -373,17 +356,6 @@ pub struct Begun {
     /// The producer's facts (framework and version, model, task, dataset, revision), kept
     /// in the import's manifest entry as `producer`.
     pub producer: serde_json::Map<String, Value>,
-}
-
-/// One Parquet row of a structured file, as a tree ([`Normalize::Rows`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Item {
-    /// The row's JSON object.
-    pub object: serde_json::Map<String, Value>,
-    /// Non-finite tokens (`NaN`) read as null.
-    pub replaced: Vec<crate::jsonl::NonFiniteReplacement>,
-    /// Where it is in the file.
-    pub locator: crate::record::Locator,
 }
 
 /// A format: a reference into [`REGISTRY`].
@@ -715,30 +687,5 @@ pub fn agree<'a>(
         )),
         (Some(own), _) => Ok(Some(own)),
         (None, given) => Ok(given.map(Cow::Borrowed)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The structured path reads a Parquet row as a tree and any other item as members
-    /// (`archive::import::structured`): each format's hook must be the one its layout
-    /// hands items to, whatever the input's name.
-    #[test]
-    fn each_structured_format_reads_its_items_as_its_layout_hands_them_out() {
-        for format in Format::all() {
-            let Reader::Items(structured) = &format.adapter().reader else {
-                continue;
-            };
-            for name in ["", "x.eval", "x.json", "x.parquet", "details_t|0_d.parquet"] {
-                let Ok(layout) = (structured.layout)(name) else {
-                    continue;
-                };
-                let rows = matches!(layout, Layout::Rows(Rows::Parquet));
-                let reads_rows = matches!(structured.normalize, Normalize::Rows(_));
-                assert_eq!(rows, reads_rows, "{} of {name:?}", format.name());
-            }
-        }
     }
 }

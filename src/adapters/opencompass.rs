@@ -34,13 +34,9 @@ pub const ADAPTER: super::Adapter = super::Adapter::new(
     "OpenCompass output (outputs/<timestamp>/ or one predictions/<model>/<abbr>.json)",
     "opencompass/1",
     super::Reader::Items(
-        super::Structured::new(
-            layout,
-            begin,
-            super::Normalize::Members(kit::normalize_members::<Dataset>),
-        )
-        .with_units(units)
-        .with_finish(finish),
+        super::Structured::new(layout, begin, kit::normalize_members::<Dataset>)
+            .with_units(units)
+            .with_finish(finish),
     ),
 );
 

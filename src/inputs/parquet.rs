@@ -1,9 +1,11 @@
 //! Parquet inputs (lighteval's details files) read row by row as JSON objects: each
-//! top-level column is a member, structs are objects, lists are arrays. The schema may
+//! top-level column is a member, structs are objects, lists are arrays, each written as
+//! canonical text into the streaming reader's [`Members`] (no tree: the tree walk is kept
+//! in tests, as the reference the members are checked against). The schema may
 //! differ from file to file (a column typed `null` where every value was None, a metric
 //! `int64` in one file and `double` in another); every file is read by its own schema.
 //! The reading thread measures each row and copies it out of its decoded batch with its
-//! group ([`read_rows`]); the thread that normalizes it reads it into an object
+//! group ([`read_rows`]); the thread that normalizes it reads it into its members
 //! ([`RowAt::read`]), with the same walk (a group whose copy would outweigh its rows is
 //! read on the reading thread).
 //!
@@ -32,13 +34,15 @@ use parquet::column::page::{Page, PageReader};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
 use parquet::file::serialized_reader::SerializedPageReader;
-use serde_json::{Map, Number, Value};
+#[cfg(test)]
+use serde_json::Map;
+use serde_json::{Number, Value};
 
 use super::document::Items;
 use super::shape::{
     Content, Index, Item, ItemVisit, MAX_ITEM_BYTES, Reading, Shape, ShapeError, Stop,
 };
-use crate::jsonl::{DEPTH_LIMIT, FieldPath, NonFiniteReplacement};
+use crate::jsonl::{DEPTH_LIMIT, FieldPath, Members, NonFiniteReplacement};
 use crate::record::Locator;
 
 mod pages;
@@ -386,7 +390,9 @@ pub enum ParquetInputError<E> {
     Visit(E),
 }
 
-/// One row as a JSON object, with the non-finite floats it held (read as null).
+/// One row as a JSON object, with the non-finite floats it held (read as null): the tree
+/// reader's, the reference the members of a row are checked against in tests.
+#[cfg(test)]
 pub struct Row {
     pub object: Map<String, Value>,
     pub replaced: Vec<NonFiniteReplacement>,
@@ -394,7 +400,7 @@ pub struct Row {
 
 /// A row handed out by [`read_rows`]: measured on the reading thread (its JSON size
 /// counted and every value checked, so it is a row babel holds) and, most often, read
-/// into an object by the thread that normalizes it ([`RowAt::read`]). Built on the
+/// into its members by the thread that normalizes it ([`RowAt::read`]). Built on the
 /// reading thread and freed on a worker, the objects of 200,000 rows kept both fighting
 /// over the allocator's lock, and the workers waiting.
 ///
@@ -421,7 +427,7 @@ enum Held {
     /// The row already read, on the reading thread, where a copy would hold far more than
     /// the rows' JSON ([`copy_bound`]) or Arrow does not copy what the Parquet reader
     /// decoded.
-    Read(Row),
+    Read(Box<Members>),
 }
 
 impl RowAt {
@@ -446,16 +452,66 @@ impl RowAt {
         self.ends_group
     }
 
-    /// The row as a JSON object. It was measured with the same walk, so an error here is
-    /// one the Arrow reader panicked with (the text of [`ParquetInputError::Format`]).
-    pub fn read(self) -> Result<Row, String> {
+    /// The row's members, as the streaming reader reads a line's: each column's value as
+    /// canonical text, with what a JSON parser tells apart in it. It was measured with the
+    /// same walk, so an error here is one the Arrow reader panicked with (the text of
+    /// [`ParquetInputError::Format`]).
+    pub fn read(self, members: &mut Members) -> Result<(), String> {
         match self.held {
             Held::Copy { rows, row, .. } => {
-                tree_row::<Infallible>(&rows, row, self.position).map_err(|e| e.to_string())
+                members_row::<Infallible>(&rows, row, self.position, members)
+                    .map_err(|e| e.to_string())
             }
-            Held::Read(row) => Ok(row),
+            Held::Read(read) => {
+                *members = *read;
+                Ok(())
+            }
         }
     }
+}
+
+#[cfg(test)]
+impl RowAt {
+    /// The row as the tree reader reads it, rebuilt from its members: what a JSON parser
+    /// tells apart and canonical text does not (a double `1.0`, an integer no double
+    /// holds) restored from what the members note. Tests compare rows as trees.
+    pub fn read_tree(self) -> Result<Row, String> {
+        let mut members = Members::new();
+        self.read(&mut members)?;
+        Ok(Row {
+            object: parsed_tree(&members),
+            replaced: members.replaced().to_vec(),
+        })
+    }
+}
+
+/// The tree a JSON parser reads from `members` (see [`RowAt::read_tree`]).
+#[cfg(test)]
+fn parsed_tree(members: &Members) -> Map<String, Value> {
+    use crate::jsonl::PathSegment;
+    fn at<'v>(mut value: &'v mut Value, path: &[PathSegment]) -> &'v mut Value {
+        for step in path {
+            value = match step {
+                PathSegment::Key(key) => &mut value[key.as_str()],
+                PathSegment::Index(index) => &mut value[*index],
+            };
+        }
+        value
+    }
+    members
+        .iter()
+        .map(|member| {
+            let mut value = member.peek().to_value();
+            for (_, below) in member.integral_doubles {
+                let number = at(&mut value, below.segments());
+                *number = Value::from(number.as_f64().expect("a number"));
+            }
+            for (_, (below, digits)) in member.unsafe_integers {
+                *at(&mut value, below.segments()) = serde_json::from_str(digits).unwrap();
+            }
+            (member.key.to_owned(), value)
+        })
+        .collect()
 }
 
 /// Rows are handed out in groups of at most this many rows (as many as a batch of other
@@ -475,7 +531,65 @@ fn copy_bound(json: usize) -> usize {
     json.saturating_mul(2).saturating_add(1 << 20)
 }
 
+/// Row `row` of `batch` (at `position` in the file) read into `members` (emptied first),
+/// contained. A column named twice keeps its last value where its first was, as a JSON
+/// object read by a parser does.
+fn members_row<E>(
+    batch: &RecordBatch,
+    row: usize,
+    position: u64,
+    members: &mut Members,
+) -> Result<(), ParquetInputError<E>> {
+    let read = contained(|| {
+        let mut walk = Walk::of(position);
+        let mut columns: Vec<(&str, Column)> = Vec::new();
+        for (field, column) in batch.schema_ref().fields().iter().zip(batch.columns()) {
+            walk.count(field.name().len())?;
+            walk.at.push(Step::Field(Arc::clone(field)));
+            let text = json_of::<Canonical, E>(column, row, 1, &mut walk)?;
+            walk.at.pop();
+            let float = matches!(column.data_type(), DataType::Float32 | DataType::Float64);
+            let read = Column {
+                double: float && text != "null",
+                text,
+                unsafe_integers: std::mem::take(&mut walk.unsafe_integers),
+                integral_doubles: std::mem::take(&mut walk.integral_doubles),
+            };
+            match columns.iter_mut().find(|(key, _)| key == field.name()) {
+                Some((_, first)) => *first = read,
+                None => columns.push((field.name(), read)),
+            }
+        }
+        Ok((columns, walk.replaced))
+    });
+    let (columns, replaced) = read.map_err(ParquetInputError::Format)??;
+    members.clear();
+    for (key, column) in columns {
+        members.push_read(
+            key,
+            &column.text,
+            column.double,
+            column.unsafe_integers,
+            column.integral_doubles,
+        );
+    }
+    for replaced in replaced {
+        members.push_replaced(replaced);
+    }
+    Ok(())
+}
+
+/// One column of a row read as canonical text ([`members_row`]).
+struct Column {
+    text: String,
+    /// A JSON parser reads the value as a double (a float column's number).
+    double: bool,
+    unsafe_integers: Vec<(FieldPath, String)>,
+    integral_doubles: Vec<FieldPath>,
+}
+
 /// Row `row` of `batch` (at `position` in the file) read into an object, contained.
+#[cfg(test)]
 fn tree_row<E>(
     batch: &RecordBatch,
     row: usize,
@@ -619,7 +733,11 @@ impl Group {
                     row,
                     share: copied.div_ceil(count),
                 },
-                None => Held::Read(tree_row(batch, self.first + row, self.position)?),
+                None => {
+                    let mut members = Box::new(Members::new());
+                    members_row(batch, self.first + row, self.position, &mut members)?;
+                    Held::Read(members)
+                }
             };
             let at = RowAt {
                 position: self.position,
@@ -644,7 +762,7 @@ trait Make {
     type Array;
     type Object;
     /// A null, a boolean or a finite number.
-    fn scalar(value: Value) -> Self::Value;
+    fn scalar(value: Value, walk: &mut Walk) -> Self::Value;
     /// A NaN or an infinity, read as null (a tree notes where).
     fn non_finite(value: f64, walk: &mut Walk) -> Self::Value;
     fn text(value: &str) -> Self::Value;
@@ -656,30 +774,22 @@ trait Make {
     fn end_object(object: Self::Object) -> Self::Value;
 }
 
-/// A row's JSON object.
+/// A row's JSON object: the tree reader's, the reference in tests.
+#[cfg(test)]
 enum Tree {}
 
+#[cfg(test)]
 impl Make for Tree {
     type Value = Value;
     type Array = Vec<Value>;
     type Object = Map<String, Value>;
 
-    fn scalar(value: Value) -> Value {
+    fn scalar(value: Value, _: &mut Walk) -> Value {
         value
     }
 
     fn non_finite(value: f64, walk: &mut Walk) -> Value {
-        let path = walk.path();
-        walk.replaced.push(NonFiniteReplacement {
-            path,
-            token: if value.is_nan() {
-                "NaN"
-            } else if value > 0.0 {
-                "Infinity"
-            } else {
-                "-Infinity"
-            },
-        });
+        walk.replace(value);
         Value::Null
     }
 
@@ -715,6 +825,109 @@ impl Make for Tree {
     }
 }
 
+/// Each value's canonical text (RFC 8785, as `canonical_json` writes the value a tree
+/// would hold), noting on the walk what a JSON parser tells apart and canonical text does
+/// not: an integer no double holds (its text is then its nearest double's, as the
+/// streaming reader writes it) and a double whose text is an integer.
+enum Canonical {}
+
+impl Make for Canonical {
+    type Value = String;
+    type Array = Vec<String>;
+    type Object = Vec<(String, String)>;
+
+    fn scalar(value: Value, walk: &mut Walk) -> String {
+        let mut out = Vec::new();
+        let text = match crate::canonical_json::write_value(&value, &mut out) {
+            Ok(()) => String::from_utf8(out).expect("canonical JSON is UTF-8"),
+            Err(_) => {
+                walk.unsafe_integers.push((walk.path(), value.to_string()));
+                let nearest = value.as_f64().expect("an integer");
+                let mut out = Vec::new();
+                crate::canonical_json::write_value(&Value::from(nearest), &mut out)
+                    .expect("a finite double");
+                String::from_utf8(out).expect("canonical JSON is UTF-8")
+            }
+        };
+        if value.as_number().is_some_and(serde_json::Number::is_f64)
+            && text.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+        {
+            walk.integral_doubles.push(walk.path());
+        }
+        text
+    }
+
+    fn non_finite(value: f64, walk: &mut Walk) -> String {
+        walk.replace(value);
+        "null".to_owned()
+    }
+
+    fn text(value: &str) -> String {
+        let mut out = String::with_capacity(value.len() + 2);
+        crate::canonical_json::push_string(value, &mut out);
+        out
+    }
+
+    fn array(len: usize) -> Vec<String> {
+        Vec::with_capacity(len.min(1 << 12))
+    }
+
+    fn push(array: &mut Vec<String>, value: String) {
+        array.push(value);
+    }
+
+    fn end_array(array: Vec<String>) -> String {
+        let mut out = String::with_capacity(array.iter().map(|v| v.len() + 1).sum::<usize>() + 2);
+        out.push('[');
+        for (index, value) in array.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            out.push_str(value);
+        }
+        out.push(']');
+        out
+    }
+
+    fn object(len: usize) -> Vec<(String, String)> {
+        Vec::with_capacity(len)
+    }
+
+    fn insert(object: &mut Vec<(String, String)>, key: &str, value: String) {
+        object.push((key.to_owned(), value));
+    }
+
+    fn end_object(mut object: Vec<(String, String)>) -> String {
+        use crate::canonical_json::utf16_order;
+        // Sorted stably, a field named twice has its values side by side in field order:
+        // the last is kept, as a JSON object keeps a repeated key's last value.
+        if !object.is_sorted_by(|a, b| utf16_order(&a.0, &b.0) == std::cmp::Ordering::Less) {
+            object.sort_by(|a, b| utf16_order(&a.0, &b.0));
+            let mut kept: Vec<(String, String)> = Vec::with_capacity(object.len());
+            for member in object {
+                match kept.last_mut() {
+                    Some(last) if last.0 == member.0 => *last = member,
+                    _ => kept.push(member),
+                }
+            }
+            object = kept;
+        }
+        let size: usize = object.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
+        let mut out = String::with_capacity(size + 2);
+        out.push('{');
+        for (index, (key, value)) in object.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            crate::canonical_json::push_string(key, &mut out);
+            out.push(':');
+            out.push_str(value);
+        }
+        out.push('}');
+        out
+    }
+}
+
 /// Nothing built: the walk's count and checks only.
 enum Measure {}
 
@@ -723,7 +936,7 @@ impl Make for Measure {
     type Array = ();
     type Object = ();
 
-    fn scalar(_: Value) {}
+    fn scalar(_: Value, _: &mut Walk) {}
     fn non_finite(_: f64, _: &mut Walk) {}
     fn text(_: &str) {}
     fn array(_: usize) {}
@@ -741,12 +954,7 @@ fn walk_row<M: Make, E>(
     row: usize,
     position: u64,
 ) -> Result<(M::Object, Walk), ParquetInputError<E>> {
-    let mut walk = Walk {
-        row: position,
-        replaced: Vec::new(),
-        bytes: 0,
-        at: Vec::new(),
-    };
+    let mut walk = Walk::of(position);
     let object = members::<M, E>(
         batch.schema_ref().fields(),
         batch.columns(),
@@ -787,6 +995,10 @@ struct Walk {
     /// The fields and elements down to the value being read, made a [`FieldPath`] only
     /// when one is needed: a path built for every value was a sixth of an import.
     at: Vec<Step>,
+    /// Where the integers no double holds are, with their digits ([`Canonical`]).
+    unsafe_integers: Vec<(FieldPath, String)>,
+    /// Where the doubles whose canonical text is an integer are ([`Canonical`]).
+    integral_doubles: Vec<FieldPath>,
 }
 
 /// One step of a [`Walk`]'s place: a struct field (its name is the schema's: the field is
@@ -798,6 +1010,33 @@ enum Step {
 }
 
 impl Walk {
+    /// The walk of the row at `position` in the file.
+    fn of(position: u64) -> Self {
+        Walk {
+            row: position,
+            replaced: Vec::new(),
+            bytes: 0,
+            at: Vec::new(),
+            unsafe_integers: Vec::new(),
+            integral_doubles: Vec::new(),
+        }
+    }
+
+    /// Notes that the non-finite `value` here was read as null.
+    fn replace(&mut self, value: f64) {
+        let path = self.path();
+        self.replaced.push(NonFiniteReplacement {
+            path,
+            token: if value.is_nan() {
+                "NaN"
+            } else if value > 0.0 {
+                "Infinity"
+            } else {
+                "-Infinity"
+            },
+        });
+    }
+
     /// Counts `bytes` more of the row, refusing a row past [`MAX_ITEM_BYTES`] as soon as
     /// it is.
     fn count<E>(&mut self, bytes: usize) -> Result<(), ParquetInputError<E>> {
@@ -829,7 +1068,7 @@ fn json_of<M: Make, E>(
 ) -> Result<M::Value, ParquetInputError<E>> {
     if array.is_null(row) {
         walk.count(SCALAR_BYTES)?;
-        return Ok(M::scalar(Value::Null));
+        return Ok(M::scalar(Value::Null, walk));
     }
     let nested = matches!(
         array.data_type(),
@@ -847,20 +1086,20 @@ fn json_of<M: Make, E>(
         walk.count(2)?;
     }
     let float = |value: f64, walk: &mut Walk| match Number::from_f64(value) {
-        Some(number) => M::scalar(Value::Number(number)),
+        Some(number) => M::scalar(Value::Number(number), walk),
         None => M::non_finite(value, walk),
     };
     let value = match array.data_type() {
-        DataType::Null => M::scalar(Value::Null),
-        DataType::Boolean => M::scalar(Value::Bool(array.as_boolean().value(row))),
-        DataType::Int8 => M::scalar(array.as_primitive::<Int8Type>().value(row).into()),
-        DataType::Int16 => M::scalar(array.as_primitive::<Int16Type>().value(row).into()),
-        DataType::Int32 => M::scalar(array.as_primitive::<Int32Type>().value(row).into()),
-        DataType::Int64 => M::scalar(array.as_primitive::<Int64Type>().value(row).into()),
-        DataType::UInt8 => M::scalar(array.as_primitive::<UInt8Type>().value(row).into()),
-        DataType::UInt16 => M::scalar(array.as_primitive::<UInt16Type>().value(row).into()),
-        DataType::UInt32 => M::scalar(array.as_primitive::<UInt32Type>().value(row).into()),
-        DataType::UInt64 => M::scalar(array.as_primitive::<UInt64Type>().value(row).into()),
+        DataType::Null => M::scalar(Value::Null, walk),
+        DataType::Boolean => M::scalar(Value::Bool(array.as_boolean().value(row)), walk),
+        DataType::Int8 => M::scalar(array.as_primitive::<Int8Type>().value(row).into(), walk),
+        DataType::Int16 => M::scalar(array.as_primitive::<Int16Type>().value(row).into(), walk),
+        DataType::Int32 => M::scalar(array.as_primitive::<Int32Type>().value(row).into(), walk),
+        DataType::Int64 => M::scalar(array.as_primitive::<Int64Type>().value(row).into(), walk),
+        DataType::UInt8 => M::scalar(array.as_primitive::<UInt8Type>().value(row).into(), walk),
+        DataType::UInt16 => M::scalar(array.as_primitive::<UInt16Type>().value(row).into(), walk),
+        DataType::UInt32 => M::scalar(array.as_primitive::<UInt32Type>().value(row).into(), walk),
+        DataType::UInt64 => M::scalar(array.as_primitive::<UInt64Type>().value(row).into(), walk),
         DataType::Float32 => float(
             f64::from(array.as_primitive::<Float32Type>().value(row)),
             walk,
@@ -970,6 +1209,105 @@ pub(crate) mod tests {
             "{what}, {}: pages {paged}, footer {said}, stored {stored}",
             chunk.column_path()
         );
+    }
+
+    /// Every row's members are the tree reader's row (kept here as the reference): each
+    /// column's canonical text is what `canonical_json` writes of the tree's value, and
+    /// what a parser tells apart and canonical text does not is noted (`1.0`, `-0.0`, an
+    /// integer no double holds, a NaN read as null), on lighteval's own files and on
+    /// columns of every kind.
+    #[test]
+    fn a_rows_members_are_the_tree_readers_row() {
+        use arrow_array::builder::{Float64Builder, ListBuilder};
+        use arrow_array::{Float32Array, Float64Array, Int64Array, StringArray, UInt64Array};
+        let mut lists = ListBuilder::new(Float64Builder::new());
+        for values in [
+            [0.5, 1.0],
+            [-0.0, f64::NAN],
+            [1e300, 3.0],
+            [f64::INFINITY, 2.5],
+        ] {
+            lists.values().append_slice(&values);
+            lists.append(true);
+        }
+        let column = |array: ArrayRef| array;
+        let crafted = RecordBatch::try_from_iter([
+            (
+                "i",
+                column(Arc::new(Int64Array::from(vec![
+                    1,
+                    9_007_199_254_740_993,
+                    -9_007_199_254_740_993,
+                    i64::MIN,
+                ]))),
+            ),
+            (
+                "u",
+                column(Arc::new(UInt64Array::from(vec![
+                    u64::MAX,
+                    1 << 53,
+                    (1 << 53) + 1,
+                    0,
+                ]))),
+            ),
+            (
+                "f",
+                column(Arc::new(Float64Array::from(vec![1.0, -0.0, 0.1, f64::NAN]))),
+            ),
+            (
+                "g",
+                column(Arc::new(Float32Array::from(vec![2.0, 0.25, 1e30, -3.0]))),
+            ),
+            ("l", column(Arc::new(lists.finish()))),
+            (
+                "s",
+                column(Arc::new(StringArray::from(vec![
+                    "a \"q\" \\ \n",
+                    "\u{2028}é🎉",
+                    "",
+                    "\u{1}",
+                ]))),
+            ),
+        ])
+        .unwrap();
+        let mut batches = vec![crafted];
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lighteval-0.13.0");
+        let mut files = vec![root];
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            } else if path.extension().is_some_and(|e| e == "parquet") {
+                let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap())
+                    .unwrap()
+                    .build()
+                    .unwrap();
+                batches.extend(reader.map(Result::unwrap));
+            }
+        }
+        let mut members = Members::new();
+        let mut rows = 0;
+        for batch in &batches {
+            for row in 0..batch.num_rows() {
+                let tree = tree_row::<()>(batch, row, 7).unwrap();
+                members_row::<()>(batch, row, 7, &mut members).unwrap();
+                assert_eq!(parsed_tree(&members), tree.object, "row {row}");
+                assert_eq!(members.replaced(), &tree.replaced[..]);
+                for member in members.iter().filter(|m| m.unsafe_integers.is_empty()) {
+                    let written = crate::canonical_json::Json::of(&tree.object[member.key]);
+                    assert_eq!(member.value, written.unwrap().as_str());
+                }
+                rows += 1;
+            }
+        }
+        assert!(rows > 20, "{rows} rows");
+        let unsafe_rows = {
+            members_row::<()>(&batches[0], 2, 0, &mut members).unwrap();
+            members
+                .iter()
+                .map(|m| m.unsafe_integers.len())
+                .sum::<usize>()
+        };
+        assert_eq!(unsafe_rows, 2, "-(2^53 + 1) as i64 and 2^53 + 1 as u64");
     }
 
     #[test]
@@ -1158,7 +1496,7 @@ pub(crate) mod tests {
         let batch = RecordBatch::try_from_iter([("metric", Arc::new(metric) as ArrayRef)]).unwrap();
         let mut rows = Vec::new();
         read_rows(parquet_file(&batch), |position, row| {
-            rows.push((position, row.read().unwrap()));
+            rows.push((position, row.read_tree().unwrap()));
             Ok::<(), ()>(())
         })
         .unwrap();
@@ -1254,7 +1592,7 @@ pub(crate) mod tests {
             let json: usize = group.iter().map(RowAt::bytes).sum();
             assert!(json - 180_003 < GROUP_BYTES, "a group ends once it passes");
         }
-        let row = groups.pop().unwrap().pop().unwrap().read().unwrap();
+        let row = groups.pop().unwrap().pop().unwrap().read_tree().unwrap();
         assert!(row.replaced.is_empty());
         assert_eq!(row.object["l"], Value::Array(vec![Value::Null; 20_000]));
     }
@@ -1287,7 +1625,7 @@ pub(crate) mod tests {
                     copy_of(&row).column(0).to_data().buffers()[1].as_ptr(),
                     copy.column(0).to_data().buffers()[1].as_ptr()
                 ));
-                let row = row.read().unwrap();
+                let row = row.read_tree().unwrap();
                 assert_eq!(row.object["s"], Value::String(texts[position].clone()));
                 position += 1;
             }
@@ -1322,7 +1660,7 @@ pub(crate) mod tests {
         assert!(matches!(row.held, Held::Read(_)));
         assert_eq!((row.bytes(), row.weight()), (9_003, 9_003));
         assert_eq!(
-            row.read().unwrap().object["l"],
+            row.read_tree().unwrap().object["l"],
             Value::Array(vec![Value::Null; 1_000])
         );
 
@@ -1372,7 +1710,7 @@ pub(crate) mod tests {
         let row = groups.pop().unwrap().pop().unwrap();
         assert!(matches!(row.held, Held::Read(_)));
         assert_eq!(
-            row.read().unwrap().object["l"],
+            row.read_tree().unwrap().object["l"],
             Value::Array(vec![Value::Null; 3])
         );
     }
@@ -1419,7 +1757,7 @@ pub(crate) mod tests {
         for group in groups {
             for row in group {
                 read_here += usize::from(matches!(row.held, Held::Read(_)));
-                let object = row.read().unwrap().object;
+                let object = row.read_tree().unwrap().object;
                 assert_eq!(object["id"], Value::from(position));
                 assert_eq!(
                     object["l"],
@@ -1446,7 +1784,7 @@ pub(crate) mod tests {
         .unwrap();
         let mut handed = Vec::new();
         let error = read_rows(parquet_file(&batch), |position, row| {
-            handed.push((position, row.read().unwrap().object["id"].clone()));
+            handed.push((position, row.read_tree().unwrap().object["id"].clone()));
             Ok::<(), Stop>(())
         })
         .unwrap_err();

@@ -235,6 +235,39 @@ impl Members {
         self.tags.push(key_tag(key));
     }
 
+    /// Appends a member read by another reader than the scanner (a Parquet row's column):
+    /// its value's canonical text, whether a JSON parser reads the value as a double, and
+    /// the places in it, as full paths (the member's key first), of the integers no double
+    /// holds and of the doubles whose canonical text is an integer, as the scanner notes
+    /// them. A key already there is the caller's to avoid.
+    pub(crate) fn push_read(
+        &mut self,
+        key: &str,
+        text: &str,
+        double: bool,
+        unsafe_integers: Vec<UnsafeInteger>,
+        integral_doubles: Vec<FieldPath>,
+    ) {
+        let index = self.len();
+        self.text.extend_from_slice(text.as_bytes());
+        if double {
+            self.written_as_fraction.push(index);
+        }
+        for (path, value) in unsafe_integers {
+            self.unsafe_integers
+                .push((index, (below_member(&path), value)));
+        }
+        for path in integral_doubles {
+            self.integral_doubles.push((index, below_member(&path)));
+        }
+        self.push(key);
+    }
+
+    /// Notes a non-finite number another reader read as null (see [`Members::push_read`]).
+    pub(crate) fn push_replaced(&mut self, replaced: NonFiniteReplacement) {
+        self.replaced.push(replaced);
+    }
+
     /// The member with this key.
     pub fn get(&self, key: &str) -> Option<Member<'_>> {
         self.position(key).map(|index| self.at(index))
@@ -246,7 +279,8 @@ impl Members {
     }
 
     /// The byte offset in the text of each of [`Members::replaced`]: also of those read
-    /// before a failure (a line that failed keeps the tokens read up to it).
+    /// before a failure (a line that failed keeps the tokens read up to it). None for
+    /// members read by another reader ([`Members::push_read`]), which has no text.
     pub(crate) fn replaced_at(&self) -> &[usize] {
         &self.replaced_at
     }

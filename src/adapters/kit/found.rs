@@ -37,7 +37,12 @@ impl<'a> Found<'a> {
     /// The member `key` of this object (`None`: absent, or this is no object).
     pub fn key(&self, key: &str) -> Option<Self> {
         let value = self.value.member(key)?;
-        Some(self.below(PathSegment::Key(key.to_owned()), value))
+        Some(self.child(key, value))
+    }
+
+    /// The member `key` of this object, whose `value` the caller read out of it.
+    pub fn child(&self, key: &str, value: Json<'a>) -> Self {
+        self.below(PathSegment::Key(key.to_owned()), value)
     }
 
     /// The members of this object, in canonical order (none when it is no object).
@@ -99,16 +104,33 @@ impl<'a> Found<'a> {
         })
     }
 
-    /// The value as messages describe it, as a JSON parser reads it.
-    pub fn describe(&self) -> String {
+    /// The value as a JSON parser reads it: a double where it reads one (`1.0`), an
+    /// integer no double holds with its digits.
+    pub fn parsed(&self) -> serde_json::Value {
         if let Some((_, written)) = self
             .unsafe_integers()
             .find(|(below, _)| below.len() == self.below.len())
         {
-            return format!("the number {written}");
+            return serde_json::from_str(written).expect("an integer's digits");
         }
         let double = self.member.is_integral_double(&self.below);
-        describe(&super::parsed(&self.value, double))
+        super::parsed(&self.value, double)
+    }
+
+    /// The whole number a JSON parser reads (none for `1.0`, `-0`, a negative number or
+    /// one beyond 64 bits).
+    pub fn whole(&self) -> Option<u64> {
+        let written = self
+            .unsafe_integers()
+            .find(|(below, _)| below.len() == self.below.len())
+            .map(|(_, digits)| digits);
+        let double = self.member.is_integral_double(&self.below);
+        whole_number(Some(&self.value), written, double)
+    }
+
+    /// The value as messages describe it, as a JSON parser reads it.
+    pub fn describe(&self) -> String {
+        describe(&self.parsed())
     }
 
     /// The integers no double holds inside this value: the path below the member, the

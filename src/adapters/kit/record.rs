@@ -6,9 +6,9 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use crate::adapters::stable_id::QuestionIdentity;
-use crate::adapters::{AdapterError, Begun, ImportContext, Item, MembersItem};
+use crate::adapters::{AdapterError, Begun, ImportContext, MembersItem};
 use crate::canonical_json::Json;
-use crate::record::{DEFAULT_FILTER, Locator, NewRecord, Record, SCHEMA_VERSION, Source};
+use crate::record::{DEFAULT_FILTER, Locator, NewRecord};
 
 /// The variant of a record whose format has no variants of its own, unless `--variant`
 /// names another.
@@ -17,49 +17,8 @@ pub const ORIGINAL: &str = "original";
 /// A record of this import, at `locator` in the archived raw file, for a question of
 /// `benchmark`: the run's id and model, `--language`, the variant `--variant` names (else
 /// [`ORIGINAL`]), filter `none`, repeat 0, no script or rephrasing model, and nothing
-/// observed yet (null values, empty objects, no warnings). The adapter then sets what its
-/// format decides.
-pub fn record(
-    context: &ImportContext<'_>,
-    benchmark: &str,
-    identity: QuestionIdentity,
-    locator: Locator,
-) -> Record {
-    Record {
-        schema_version: SCHEMA_VERSION,
-        run_id: context.run.run_id.clone(),
-        benchmark: benchmark.to_owned(),
-        script: None,
-        language: context.options.language.clone(),
-        question_id: identity.question_id,
-        variant_id: context
-            .options
-            .variant
-            .clone()
-            .unwrap_or_else(|| ORIGINAL.to_owned()),
-        filter: DEFAULT_FILTER.to_owned(),
-        repeat_id: 0,
-        identity_scope: identity.scope,
-        model: context.run.model.clone(),
-        rephrasing_model: None,
-        input: Value::Object(Map::new()),
-        target: Value::Null,
-        prediction: Value::Null,
-        correct: None,
-        scores: Map::new(),
-        metrics: Map::new(),
-        response: Value::Null,
-        source: Source {
-            path: context.source.raw_path.to_owned(),
-            locator,
-        },
-        warnings: Vec::new(),
-        extra: Map::new(),
-    }
-}
-
-/// [`record()`] for an adapter that reads members ([`ItemMembers`]): the same fields,
-/// borrowed from the context, the nested ones canonical text.
+/// observed yet (null values, empty objects, no warnings), borrowed from the context. The
+/// adapter then sets what its format decides.
 pub fn new_record<'a>(
     context: &'a ImportContext<'a>,
     benchmark: Cow<'a, str>,
@@ -105,31 +64,8 @@ pub fn add_facts<'v>(
     }
 }
 
-/// What [`Items::record`] makes of an item: its record, none, or why it cannot.
-pub type ItemResult = Result<Option<Record>, AdapterError>;
-
 /// What a structured format's `begin` makes for the items of one input: it turns each
-/// item into its record.
-pub trait Items: Send + Sync + 'static {
-    /// The record of one item, or `None` for an item that makes none.
-    fn record(&self, item: Item, context: &ImportContext<'_>) -> ItemResult;
-}
-
-/// The [`Structured::normalize`](crate::adapters::Structured::normalize) hook of a format
-/// whose `begin` makes an `S`.
-pub fn normalize<S: Items>(
-    begun: &Begun,
-    item: Item,
-    context: &ImportContext<'_>,
-    out: &mut Vec<Record>,
-) -> Result<(), AdapterError> {
-    out.extend(state::<S>(begun).record(item, context)?);
-    Ok(())
-}
-
-/// What a structured format's `begin` makes for the items of one input when it reads each
-/// item's members ([`crate::adapters::Normalize::Members`]): it turns each item into its
-/// record.
+/// item, read as members, into its record.
 pub trait ItemMembers: Send + Sync + 'static {
     /// The record of one item, or `None` for an item that makes none.
     fn record<'a>(

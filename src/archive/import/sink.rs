@@ -12,9 +12,8 @@ use crate::adapters::ImportContext;
 use crate::archive::artifacts::contract::BankIndex;
 use crate::archive::manifest::BreakdownCounter;
 use crate::archive::records::EncodedBatch;
-use crate::canonical_json::CanonicalError;
-use crate::jsonl::{FieldPath, LineError, NonFiniteReplacement};
-use crate::record::{KeyDigest, NewRecord, Record};
+use crate::jsonl::{LineError, NonFiniteReplacement};
+use crate::record::{KeyDigest, NewRecord};
 
 /// Where an identity was first seen: the import and the place in its file (for
 /// duplicate messages).
@@ -163,32 +162,6 @@ impl Normalized {
 
     pub(super) fn refuse(&mut self, refusal: Refusal) {
         self.outcomes.push(Outcome::Refused(refusal));
-    }
-
-    /// [`Normalized::finish_record`] for a record an adapter built as a tree.
-    pub(super) fn finish_tree_record(
-        &mut self,
-        record: Record,
-        replaced: &[NonFiniteReplacement],
-        note: &dyn Fn(&NonFiniteReplacement) -> String,
-        bank: Option<&BankIndex>,
-        context: &ImportContext<'_>,
-        place: Place,
-    ) {
-        match NewRecord::from_record(record) {
-            Ok(record) => self.finish_record(record, replaced, note, bank, context, place),
-            Err(CanonicalError::UnsafeInteger { path, value }) => {
-                let error = crate::adapters::kit::unsafe_integer(path, &FieldPath::root(), &value);
-                self.refuse(Refusal::of_adapter(place, error));
-            }
-            Err(other) => self.refuse(Refusal {
-                place,
-                column: None,
-                field: None,
-                message: other.to_string(),
-                hint: None,
-            }),
-        }
     }
 
     /// The last steps of every record, whatever its input: a warning for each non-finite

@@ -3,8 +3,9 @@
 //! are copied), then read from that copy as its format lays it out, header first, then
 //! item by item. Items are copied off the reader in batches, read and normalized on
 //! worker threads, taken in file order by the sink, and their records encoded and
-//! compressed on a writer thread, as JSON Lines inputs are. An item of JSON text is read
-//! by the streaming reader into its members, as a line is; a Parquet row into a tree.
+//! compressed on a writer thread, as JSON Lines inputs are. Every item is read into its
+//! members, as a line is: an item of JSON text by the streaming reader, a Parquet row
+//! column by column ([`RowAt::read`]).
 
 use std::fs::File;
 use std::io::Read;
@@ -16,13 +17,13 @@ use super::identities::Identities;
 use super::memory;
 use super::sink::{Normalized, Place, Refusal};
 use super::{Companion, FileImport, FileOutcome, ImportReport};
-use crate::adapters::{self, ImportContext, Layout, Normalize};
+use crate::adapters::{self, ImportContext, Layout};
 use crate::archive::ArchiveError;
 use crate::archive::artifacts::contract::BankIndex;
 use crate::archive::records::ThreadedWriter;
 use crate::durable::{Copied, NewFile, io_at};
 use crate::inputs::document::{ArrayItems, Items, SpannedItems, Spans};
-use crate::inputs::parquet::{Row, RowAt};
+use crate::inputs::parquet::RowAt;
 use crate::inputs::zip::Packed;
 use crate::inputs::{Content, HeaderVisit, Item, Shape, ShapeError, Stop};
 use crate::jsonl::{self, FieldPath, NonFinitePolicy, PathSegment};
@@ -554,38 +555,6 @@ fn normalize_batch(
     context: &ImportContext<'_>,
     bank: Option<&BankIndex>,
 ) -> Worked {
-    let hook = match structured.normalize {
-        Normalize::Rows(hook) => hook,
-        Normalize::Members(hook) => return normalize_members(hook, begun, batch, context, bank),
-    };
-    let mut out = Normalized::default();
-    for (locator, owned) in batch.items {
-        let Owned::Row(row) = owned else {
-            unreachable!("a format whose items are JSON text reads them as members (Normalize)")
-        };
-        let item = match row.read() {
-            Ok(Row { object, replaced }) => Ok(adapters::Item {
-                object,
-                replaced,
-                locator,
-            }),
-            // The items before it are handed out, then the file is stopped.
-            Err(error) => return (out, Some((error, None))),
-        };
-        normalize_item(&mut out, hook, begun, item, context, bank);
-    }
-    (out, None)
-}
-
-/// [`normalize_batch`] for an adapter that reads each item's members
-/// ([`Normalize::Members`]).
-fn normalize_members(
-    hook: adapters::MembersHook,
-    begun: &adapters::Begun,
-    batch: Batch,
-    context: &ImportContext<'_>,
-    bank: Option<&BankIndex>,
-) -> Worked {
     let mut out = Normalized::default();
     let mut members = jsonl::Members::new();
     for (locator, owned) in batch.items {
@@ -599,7 +568,11 @@ fn normalize_members(
                 // The items before it are handed out, then the file is stopped.
                 Err(error) => return (out, Some((error.to_string(), Some(DAMAGED_MEMBER.into())))),
             },
-            Owned::Row(_) => unreachable!("a Parquet format's rows are read as trees (Normalize)"),
+            Owned::Row(row) => match row.read(&mut members) {
+                Ok(()) => Ok(()),
+                // The items before it are handed out, then the file is stopped.
+                Err(error) => return (out, Some((error, None))),
+            },
         };
         if let Err(refusal) = read {
             out.refuse(refusal);
@@ -611,7 +584,7 @@ fn normalize_members(
             locator: &locator,
         };
         let mut records = Vec::new();
-        match hook(begun, item, context, &mut records) {
+        match (structured.normalize)(begun, item, context, &mut records) {
             Err(error) => out.refuse(Refusal::of_adapter(place, error)),
             Ok(()) => {
                 for record in records {
@@ -630,33 +603,6 @@ fn item_note(replaced: &jsonl::NonFiniteReplacement) -> String {
         "non-finite number {} at {} was read as null",
         replaced.token, replaced.path
     )
-}
-
-/// One Parquet row normalized by the adapter's `hook` into `out`: its records, finished,
-/// or its refusal.
-fn normalize_item(
-    out: &mut Normalized,
-    hook: adapters::TreeHook,
-    begun: &adapters::Begun,
-    item: Result<adapters::Item, Refusal>,
-    context: &ImportContext<'_>,
-    bank: Option<&BankIndex>,
-) {
-    let item = match item {
-        Ok(item) => item,
-        Err(refusal) => return out.refuse(refusal),
-    };
-    let place = Place::of(&item.locator);
-    let replaced = item.replaced.clone();
-    let mut records = Vec::new();
-    match hook(begun, item, context, &mut records) {
-        Err(error) => out.refuse(Refusal::of_adapter(place, error)),
-        Ok(()) => {
-            for record in records {
-                out.finish_tree_record(record, &replaced, &item_note, bank, context, place.clone());
-            }
-        }
-    }
 }
 
 /// A batch is handed to a worker once it holds this many items or this many bytes: small
