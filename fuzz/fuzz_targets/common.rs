@@ -3,13 +3,13 @@
 //! file that reads back as the same record (compared as canonical JSON, the form stored).
 
 use babel::adapters::{
-    AdapterOptions, Format, Header, ImportContext, Item, JsonLine, Layout, MembersItem, Normalize,
-    Reader, RunContext, SourceFile,
+    AdapterOptions, Format, Header, ImportContext, JsonLine, Layout, MembersItem, Reader,
+    RunContext, SourceFile,
 };
 use babel::archive::records::{Columns, EncodedBatch, RecordsFile, RecordsWriter};
 use babel::canonical_json::to_canonical_bytes;
 use babel::jsonl::{self, Members, NonFinitePolicy};
-use babel::record::{NewRecord, Record};
+use babel::record::Record;
 use std::io::{Seek, Write};
 
 /// At most this many lines per input, so one run stays fast.
@@ -138,8 +138,8 @@ fn header_line(data: &[u8]) -> Option<(jsonl::Line, impl Iterator<Item = &[u8]>)
 }
 
 /// Begins a structured import with `header` and normalizes each item (each line read as
-/// the adapter reads items, as a tree or as members; a line that is no JSON object is
-/// skipped); every record must round-trip.
+/// the import reads items, as members; a line that is no JSON object is skipped); every
+/// record must round-trip.
 fn structured_items<'d>(
     format: Format,
     basename: &str,
@@ -178,40 +178,18 @@ fn structured_items<'d>(
     let mut members = Members::new();
     for (index, line) in items.enumerate() {
         let locator = babel::record::Locator::Pointer(format!("/{index}"));
-        match structured.normalize {
-            Normalize::Rows(normalize) => {
-                let Ok(parsed) = jsonl::parse_bytes(line, 1, NonFinitePolicy::Null) else {
-                    continue;
-                };
-                let item = Item {
-                    object: parsed.object,
-                    replaced: parsed.replaced,
-                    locator,
-                };
-                let mut records = Vec::new();
-                let _ = normalize(&begun, item, &context, &mut records);
-                for record in records {
-                    if let Ok(new) = NewRecord::from_record(record.clone()) {
-                        batch.push(&new);
-                        kept.push(record);
-                    }
-                }
-            }
-            Normalize::Members(normalize) => {
-                if jsonl::scan_bytes(line, 1, NonFinitePolicy::Null, &mut members).is_err() {
-                    continue;
-                }
-                let item = MembersItem {
-                    members: &members,
-                    locator: &locator,
-                };
-                let mut records = Vec::new();
-                let _ = normalize(&begun, item, &context, &mut records);
-                for record in records {
-                    batch.push(&record);
-                    kept.push(record.to_record());
-                }
-            }
+        if jsonl::scan_bytes(line, 1, NonFinitePolicy::Null, &mut members).is_err() {
+            continue;
+        }
+        let item = MembersItem {
+            members: &members,
+            locator: &locator,
+        };
+        let mut records = Vec::new();
+        let _ = (structured.normalize)(&begun, item, &context, &mut records);
+        for record in records {
+            batch.push(&record);
+            kept.push(record.to_record());
         }
     }
     round_trip(batch, kept);
