@@ -199,25 +199,15 @@ fn classify(member: &Member<'_>, value: &Json<'_>, below: &[PathSegment]) -> Can
     match value.kind() {
         JsonKind::Null => Candidate::Null,
         JsonKind::String => Candidate::Text(value.as_string().expect("a string").into_owned()),
+        // An integer no double holds: the exact decimal as written, as the tree reader's
+        // u64 gives it (the scan notes every one of a member).
         JsonKind::Number
-            if member
-                .unsafe_integer
-                .is_some_and(|(at, _)| at.segments() == below) =>
+            if let Some((_, (_, decimal))) = member
+                .unsafe_integers
+                .iter()
+                .find(|(_, (at, _))| at.segments() == below) =>
         {
-            // The exact decimal as written, as the tree reader's u64 gives it.
-            let (_, decimal) = member.unsafe_integer.expect("checked");
             Candidate::Integer(decimal.clone())
-        }
-        // Only the first integer beyond 2^53 of a member is kept exactly: another one's
-        // canonical text may be rounded, so it is refused rather than guessed.
-        JsonKind::Number
-            if member.unsafe_integer.is_some()
-                && value.as_str().trim_start_matches('-').len() > 15 =>
-        {
-            Candidate::Other(format!(
-                "the integer {}, which no JSON double holds exactly (write it as a string)",
-                value.as_str()
-            ))
         }
         JsonKind::Number if below.is_empty() && member.written_as_fraction => {
             Candidate::Other(super::kit::describe(member))
@@ -519,6 +509,9 @@ mod readers {
             r#"{"doc": {"id": 7, "x": 3.0}}"#,
             r#"{"doc": {"id": 18446744073709551617}}"#,
             r#"{"doc": {"id": 9007199254740993}}"#,
+            // Every integer beyond 2^53 is noted exactly, not only a member's first.
+            r#"{"doc": {"a": 9007199254740993, "id": 9007199254740995}}"#,
+            r#"{"doc": {"a": 9007199254740993, "id": 9007199254740994}}"#,
             r#"{"doc": {"id": "q1"}}"#,
         ];
         let mut members = Members::new();

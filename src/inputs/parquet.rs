@@ -542,6 +542,7 @@ fn members_row<E>(
 ) -> Result<(), ParquetInputError<E>> {
     let read = contained(|| {
         let mut walk = Walk::of(position);
+        let repeated = has_repeated_names(batch.schema_ref().fields());
         let mut columns: Vec<(&str, Column)> = Vec::new();
         for (field, column) in batch.schema_ref().fields().iter().zip(batch.columns()) {
             walk.count(field.name().len())?;
@@ -555,7 +556,10 @@ fn members_row<E>(
                 unsafe_integers: std::mem::take(&mut walk.unsafe_integers),
                 integral_doubles: std::mem::take(&mut walk.integral_doubles),
             };
-            match columns.iter_mut().find(|(key, _)| key == field.name()) {
+            match repeated
+                .then(|| columns.iter_mut().find(|(key, _)| key == field.name()))
+                .flatten()
+            {
                 Some((_, first)) => *first = read,
                 None => columns.push((field.name(), read)),
             }
@@ -975,14 +979,34 @@ fn members<M: Make, E>(
     walk: &mut Walk,
 ) -> Result<M::Object, ParquetInputError<E>> {
     let mut object = M::object(fields.len());
+    // Where each field's notes begin on the walk (a stack shared by nested structs).
+    let base = walk.field_notes.len();
     for (field, column) in fields.iter().zip(columns) {
         walk.count(field.name().len())?;
         walk.at.push(Step::Field(Arc::clone(field)));
+        walk.field_notes
+            .push((walk.unsafe_integers.len(), walk.integral_doubles.len()));
         let value = json_of::<M, E>(column, row, depth + 1, walk)?;
         walk.at.pop();
         M::insert(&mut object, field.name(), value);
     }
+    let noted = (walk.unsafe_integers.len(), walk.integral_doubles.len());
+    // Only a struct with notes and a field named twice has notes to forget (rare: of a
+    // repeated name, a JSON object's last value wins).
+    let first = walk.field_notes.get(base).copied();
+    if first.is_some_and(|first| first != noted) && has_repeated_names(fields) {
+        let starts = walk.field_notes[base..].to_vec();
+        walk.forget_replaced(fields, &starts, noted);
+    }
+    walk.field_notes.truncate(base);
     Ok(object)
+}
+
+/// Whether some field of `fields` has the name of another.
+fn has_repeated_names(fields: &Fields) -> bool {
+    let mut names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
+    names.sort_unstable();
+    names.windows(2).any(|pair| pair[0] == pair[1])
 }
 
 /// The walk of one row's values: what it counted, the non-finite numbers it read as
@@ -999,6 +1023,9 @@ struct Walk {
     unsafe_integers: Vec<(FieldPath, String)>,
     /// Where the doubles whose canonical text is an integer are ([`Canonical`]).
     integral_doubles: Vec<FieldPath>,
+    /// For each field of the structs being walked, innermost last, the lengths of the two
+    /// lists above when its value began.
+    field_notes: Vec<(usize, usize)>,
 }
 
 /// One step of a [`Walk`]'s place: a struct field (its name is the schema's: the field is
@@ -1019,6 +1046,27 @@ impl Walk {
             at: Vec::new(),
             unsafe_integers: Vec::new(),
             integral_doubles: Vec::new(),
+            field_notes: Vec::new(),
+        }
+    }
+
+    /// Drops the notes of the values a later field of the same name replaced (a JSON
+    /// object keeps a repeated key's last value): `starts` holds where each field's notes
+    /// began, `end` where the last one's ended. A non-finite number read as null stays
+    /// noted, as the tree reader notes it.
+    fn forget_replaced(&mut self, fields: &Fields, starts: &[(usize, usize)], end: (usize, usize)) {
+        let ends = starts.iter().skip(1).copied().chain([end]);
+        let ranges: Vec<((usize, usize), (usize, usize))> =
+            starts.iter().copied().zip(ends).collect();
+        // From the last, so the earlier ranges stay where they are.
+        for (i, ((unsafe_from, doubles_from), (unsafe_to, doubles_to))) in
+            ranges.into_iter().enumerate().rev()
+        {
+            let name = fields[i].name();
+            if fields.iter().skip(i + 1).any(|later| later.name() == name) {
+                self.unsafe_integers.drain(unsafe_from..unsafe_to);
+                self.integral_doubles.drain(doubles_from..doubles_to);
+            }
         }
     }
 
@@ -1231,7 +1279,36 @@ pub(crate) mod tests {
             lists.append(true);
         }
         let column = |array: ArrayRef| array;
+        // A struct naming `x` twice: the last value wins, and the first's integer beyond
+        // 2^53 is no longer in the row.
+        let x = || Arc::new(arrow_schema::Field::new("x", DataType::Int64, false));
+        let repeated = arrow_array::StructArray::from(vec![
+            (
+                x(),
+                column(Arc::new(Int64Array::from(vec![
+                    9_007_199_254_740_993,
+                    1,
+                    2,
+                    3,
+                ]))),
+            ),
+            (x(), column(Arc::new(Int64Array::from(vec![5, 6, 7, 8])))),
+            (
+                Arc::new(arrow_schema::Field::new("y", DataType::Float64, false)),
+                column(Arc::new(Float64Array::from(vec![1.0, 0.5, -0.0, 2.0]))),
+            ),
+        ]);
         let crafted = RecordBatch::try_from_iter([
+            ("d", column(Arc::new(repeated))),
+            (
+                "h",
+                column(Arc::new(Float32Array::from(vec![
+                    f32::NAN,
+                    -0.0,
+                    16_777_216.0,
+                    0.1,
+                ]))),
+            ),
             (
                 "i",
                 column(Arc::new(Int64Array::from(vec![
@@ -1292,6 +1369,10 @@ pub(crate) mod tests {
                 members_row::<()>(batch, row, 7, &mut members).unwrap();
                 assert_eq!(parsed_tree(&members), tree.object, "row {row}");
                 assert_eq!(members.replaced(), &tree.replaced[..]);
+                for member in members.iter() {
+                    let double = tree.object[member.key].is_f64();
+                    assert_eq!(member.written_as_fraction, double, "{}", member.key);
+                }
                 for member in members.iter().filter(|m| m.unsafe_integers.is_empty()) {
                     let written = crate::canonical_json::Json::of(&tree.object[member.key]);
                     assert_eq!(member.value, written.unwrap().as_str());

@@ -807,7 +807,7 @@ fn structured_items(
         Err(error) => return Ok(Err(header_problem(error))),
     };
     // Items are read and copied on this thread, parsed and normalized in batches on the
-    // workers (which inflate Zstandard ZIP members and read Parquet rows into objects),
+    // workers (which inflate Zstandard ZIP members and read Parquet rows into members),
     // and handed to `take` in file order.
     let read = in_batches(
         shape.as_ref(),
