@@ -24,7 +24,6 @@ use super::stable_id::{self, QuestionIdentity};
 use super::{AdapterError, Begun, ImportContext, Layout, MembersItem};
 use crate::canonical_json::{Json, JsonKind, ObjectWriter};
 use crate::jsonl::{FieldPath, Member, Members, PathSegment};
-use crate::record::NewRecord;
 
 /// A HELM run folder.
 pub const ADAPTER: super::Adapter = super::Adapter::new(
@@ -385,13 +384,7 @@ fn stats_key(members: &Members) -> Result<StatsKey, AdapterError> {
         .ok_or_else(|| AdapterError::new(at.key("instance_id"), "expected a string"))?;
     let trial = members
         .get("train_trial_index")
-        .and_then(|trial| {
-            let written = trial
-                .unsafe_integer
-                .filter(|(below, _)| below.is_root())
-                .map(|(_, digits)| digits.as_str());
-            whole_number(Some(&trial.peek()), written, trial.written_as_fraction)
-        })
+        .and_then(|trial| whole_member(&trial))
         .ok_or_else(|| AdapterError::new(at.key("train_trial_index"), "expected an integer ≥ 0"))?;
     let perturbation = match members.get("perturbation") {
         None => None,
@@ -432,7 +425,7 @@ impl kit::ItemMembers for Run {
         &'a self,
         item: MembersItem<'a>,
         context: &'a ImportContext<'a>,
-    ) -> Result<Option<NewRecord<'a>>, AdapterError> {
+    ) -> kit::ItemRecord<'a> {
         let members = item.members;
         let top = |key: &str| Found::top(members, key);
         // Multiple choice asked one request per choice (`multiple_choice_separate_*`): the
@@ -503,9 +496,9 @@ impl kit::ItemMembers for Run {
         record.correct = correct;
         record.input = input?;
         record.target = target?;
-        record.prediction = prediction.map_or(Ok(Json::NULL), |p| p.stored())?;
+        record.prediction = kit::stored(prediction)?;
         record.metrics = kit::stored_tree("metrics", &Value::Object(metrics))?;
-        record.response = response.map_or(Ok(Json::NULL), |r| r.stored())?;
+        record.response = kit::stored(response)?;
         record.warnings = warnings;
         record.extra = extra(&instance, &top, completions)?;
         Ok(Some(record))
@@ -519,23 +512,11 @@ fn request(members: &Members) -> Result<(Found<'_>, StatsKey), AdapterError> {
     let Some(instance) = Found::top(members, "instance").filter(Found::is_object) else {
         return Err(AdapterError::new(at_instance, "required object is missing"));
     };
-    let id = match instance.key("id") {
-        Some(id) => match id.string() {
-            Some(text) if !text.is_empty() => text,
-            _ => {
-                return Err(AdapterError::new(
-                    id.path(),
-                    format!("expected the instance's id, found {}", id.describe()),
-                ));
-            }
-        },
-        None => {
-            return Err(AdapterError::new(
-                at_instance.key("id"),
-                "expected the instance's id, found nothing",
-            ));
-        }
-    };
+    let id = kit::required_string(
+        instance.key("id"),
+        at_instance.key("id"),
+        "the instance's id",
+    )?;
     let trial = members
         .get("train_trial_index")
         .and_then(|trial| whole_member(&trial))
@@ -945,7 +926,7 @@ mod tests {
             };
             let mut records = Vec::new();
             kit::normalize_members::<Run>(&begun, item, &context, &mut records).unwrap();
-            out.extend(records.iter().map(NewRecord::to_record));
+            out.extend(records.iter().map(crate::record::NewRecord::to_record));
         }
         assert_eq!(out.len(), 1, "one instance, one record");
         assert_eq!(out[0].correct, Some(true));

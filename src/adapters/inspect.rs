@@ -14,12 +14,11 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use super::kit::{self, Found, whole_member};
+use super::kit::{self, Found};
 use super::stable_id::{self, QuestionIdentity};
 use super::{AdapterError, Begun, ImportContext, Layout, MembersItem};
 use crate::canonical_json::{Json, JsonKind, ObjectWriter};
 use crate::jsonl::{FieldPath, Members};
-use crate::record::NewRecord;
 use crate::record::fields::describe;
 
 /// Inspect AI eval logs.
@@ -283,7 +282,7 @@ impl kit::ItemMembers for Log {
         &'a self,
         item: MembersItem<'a>,
         context: &'a ImportContext<'a>,
-    ) -> Result<Option<NewRecord<'a>>, AdapterError> {
+    ) -> kit::ItemRecord<'a> {
         let members = item.members;
         let top = |key: &str| Found::top(members, key);
         let mut warnings = self.warnings.clone();
@@ -307,41 +306,26 @@ impl kit::ItemMembers for Log {
             kit::new_record(context, Cow::Borrowed(&self.benchmark), identity, locator);
         record.repeat_id = epoch - 1;
         record.input = input;
-        record.target = stored(top("target"))?;
+        record.target = kit::stored(top("target"))?;
         record.metrics = metrics(scores.as_ref())?;
         let (correct, answer) = self.score(scores.as_ref(), error.is_some(), &mut warnings);
         record.correct = correct;
-        record.prediction = stored(answer.or_else(|| completion.clone()))?;
-        record.response = stored(completion)?;
+        record.prediction = kit::stored(answer.or_else(|| completion.clone()))?;
+        record.response = kit::stored(completion)?;
         record.warnings = warnings;
         record.extra = extra(members, epoch, scores, error)?;
         Ok(Some(record))
     }
 }
 
-/// A value for the record (`null` when absent), refused if it holds an integer no double
-/// holds.
-fn stored(found: Option<Found<'_>>) -> Result<Json<'_>, AdapterError> {
-    found.map_or(Ok(Json::NULL), |found| found.stored())
-}
-
 /// The sample's epoch, from 1 (a log of one epoch may leave it out).
 fn epoch(members: &Members) -> Result<u64, AdapterError> {
-    match members.get("epoch") {
+    match Found::top(members, "epoch").filter(|epoch| !epoch.value.is_null()) {
         None => Ok(1),
-        Some(epoch) if epoch.peek().is_null() => Ok(1),
-        Some(epoch) => whole_member(&epoch).filter(|e| *e >= 1).ok_or_else(|| {
-            // An integer no double holds as written; any other value as a parser reads it.
-            let found = match epoch.unsafe_integer {
-                Some((below, written)) if below.is_root() => written.clone(),
-                _ => {
-                    let double = epoch.written_as_fraction || epoch.is_integral_double(&[]);
-                    kit::parsed(&epoch.peek(), double).to_string()
-                }
-            };
+        Some(epoch) => epoch.whole().filter(|e| *e >= 1).ok_or_else(|| {
             AdapterError::new(
                 FieldPath::root().key("epoch"),
-                format!("expected an epoch from 1, found {found}"),
+                format!("expected an epoch from 1, found {}", epoch.parsed()),
             )
         }),
     }
@@ -373,7 +357,7 @@ type Question<'a> = (&'static str, Option<Found<'a>>, Option<Found<'a>>);
 /// The record's input: the question and its choices.
 fn input((name, question, choices): Question<'_>) -> Result<Json<'static>, AdapterError> {
     let mut input = ObjectWriter::new();
-    input.insert(name, stored(question)?);
+    input.insert(name, kit::stored(question)?);
     if let Some(choices) = choices {
         input.insert("choices", choices.stored()?);
     }

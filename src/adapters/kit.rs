@@ -27,9 +27,9 @@ mod found;
 mod object;
 mod record;
 
-pub use found::{Found, whole_member, whole_number};
+pub use found::{Found, required_string, stored, whole_member, whole_number};
 pub use object::ObjectFields;
-pub use record::{ItemMembers, ORIGINAL, add_facts, new_record, normalize_members};
+pub use record::{ItemMembers, ItemRecord, ORIGINAL, add_facts, new_record, normalize_members};
 
 use std::borrow::Cow;
 

@@ -215,27 +215,15 @@ impl kit::ItemMembers for Details {
         &'a self,
         item: MembersItem<'a>,
         context: &'a ImportContext<'a>,
-    ) -> Result<Option<NewRecord<'a>>, AdapterError> {
+    ) -> kit::ItemRecord<'a> {
         let members = item.members;
         let doc = Fields::of(Some(&doc_of_task(members, &self.task)?));
         let object = |name: &str| Found::top(members, name).filter(Found::is_object);
         let (metric, response) = (object("metric"), object("model_response"));
         let response = response.as_ref().map(|r| Fields::of(Some(r)));
         let mut warnings: Vec<String> = self.model_warning.iter().cloned().collect();
-        let row_id = match doc.get("id") {
-            Some(id) => id.string().filter(|id| !id.is_empty()).ok_or_else(|| {
-                AdapterError::new(
-                    id.path(),
-                    format!("expected lighteval's doc.id, found {}", id.describe()),
-                )
-            })?,
-            None => {
-                return Err(AdapterError::new(
-                    FieldPath::root().key("doc").key("id"),
-                    "expected lighteval's doc.id, found nothing",
-                ));
-            }
-        };
+        let at_id = FieldPath::root().key("doc").key("id");
+        let row_id = kit::required_string(doc.get("id"), at_id, "lighteval's doc.id")?;
         let identity = identity(members, &row_id, context, &mut warnings)?;
         let locator = item.locator.clone();
         let mut record =
@@ -407,14 +395,9 @@ fn reply<'a>(
         record.scores = scores.finish();
     }
     record.input = input.finish();
-    record.prediction = match first_text("text_post_processed").or_else(|| generated.clone()) {
-        Some(prediction) => prediction.stored()?,
-        None => Json::NULL,
-    };
-    record.response = match generated {
-        Some(generated) => generated.stored()?,
-        None => Json::NULL,
-    };
+    record.prediction =
+        kit::stored(first_text("text_post_processed").or_else(|| generated.clone()))?;
+    record.response = kit::stored(generated)?;
     Ok(())
 }
 

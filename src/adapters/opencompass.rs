@@ -368,7 +368,7 @@ impl kit::ItemMembers for Dataset {
         &'a self,
         item: MembersItem<'a>,
         context: &'a ImportContext<'a>,
-    ) -> Result<Option<NewRecord<'a>>, AdapterError> {
+    ) -> kit::ItemRecord<'a> {
         let members = item.members;
         let Locator::Pointer(pointer) = item.locator else {
             unreachable!("an OpenCompass item is located by its key")
@@ -411,7 +411,7 @@ impl kit::ItemMembers for Dataset {
         record.variant_id = Cow::Owned(variant(rotation, context));
         record.correct = correctness(detail, self.scored, &mut warnings);
         reply(members, detail, &mut record, &mut warnings)?;
-        record.target = stored(gold)?;
+        record.target = kit::stored(gold)?;
         record.warnings = warnings;
         let mut extra = ObjectWriter::new();
         extra.insert("dataset", Json::string(&self.abbr));
@@ -423,12 +423,6 @@ impl kit::ItemMembers for Dataset {
         record.extra = extra.finish();
         Ok(Some(record))
     }
-}
-
-/// A value for the record (`null` when absent), refused if it holds an integer no double
-/// holds.
-fn stored(found: Option<Found<'_>>) -> Result<Json<'_>, AdapterError> {
-    found.map_or(Ok(Json::NULL), |found| found.stored())
 }
 
 /// A results file must score only the items of its predictions file: an entry no item
@@ -604,10 +598,10 @@ fn reply<'a>(
     record.input = input.finish();
     record.prediction = match parsed {
         Some(parsed) => kit::stored_tree("prediction", parsed)?,
-        None => stored(reply.clone())?,
+        None => kit::stored(reply.clone())?,
     };
     if !ppl {
-        record.response = stored(reply)?;
+        record.response = kit::stored(reply)?;
     }
     Ok(())
 }

@@ -156,6 +156,35 @@ impl<'a> Found<'a> {
     }
 }
 
+/// A value for the record (`null` when absent), refused if it holds an integer no double
+/// holds.
+pub fn stored(found: Option<Found<'_>>) -> Result<Json<'_>, AdapterError> {
+    found.map_or(Ok(Json::NULL), |found| found.stored())
+}
+
+/// A non-empty string the producer must give at `at` (`what` names it in the error).
+pub fn required_string(
+    found: Option<Found<'_>>,
+    at: FieldPath,
+    what: &str,
+) -> Result<String, AdapterError> {
+    match found {
+        None => Err(AdapterError::new(
+            at,
+            format!("expected {what}, found nothing"),
+        )),
+        Some(found) => found
+            .string()
+            .filter(|text| !text.is_empty())
+            .ok_or_else(|| {
+                AdapterError::new(
+                    found.path(),
+                    format!("expected {what}, found {}", found.describe()),
+                )
+            }),
+    }
+}
+
 /// The whole number a JSON parser reads from `value`: its digits as `written` when no
 /// double holds it, none when the parser reads a double (`double`: `1.0`, `1e2`, `-0`).
 pub fn whole_number(value: Option<&Json<'_>>, written: Option<&str>, double: bool) -> Option<u64> {

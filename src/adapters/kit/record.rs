@@ -64,6 +64,9 @@ pub fn add_facts<'v>(
     }
 }
 
+/// What [`ItemMembers::record`] makes of an item: its record, none, or why it cannot.
+pub type ItemRecord<'a> = Result<Option<NewRecord<'a>>, AdapterError>;
+
 /// What a structured format's `begin` makes for the items of one input: it turns each
 /// item, read as members, into its record.
 pub trait ItemMembers: Send + Sync + 'static {
@@ -72,7 +75,7 @@ pub trait ItemMembers: Send + Sync + 'static {
         &'a self,
         item: MembersItem<'a>,
         context: &'a ImportContext<'a>,
-    ) -> Result<Option<NewRecord<'a>>, AdapterError>;
+    ) -> ItemRecord<'a>;
 }
 
 /// The [`crate::adapters::MembersHook`] of a format whose `begin` makes an `S`.
