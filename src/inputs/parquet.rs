@@ -23,8 +23,8 @@ use arrow_array::types::{
     Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type,
     UInt32Type, UInt64Type,
 };
-use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array};
-use arrow_schema::{DataType, FieldRef, Fields};
+use arrow_array::{Array, ArrayRef, OffsetSizeTrait, RecordBatch, UInt32Array};
+use arrow_schema::{DataType, Fields};
 use arrow_select::take::take_record_batch;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
@@ -459,7 +459,7 @@ impl RowAt {
     pub fn read(self, members: &mut Members) -> Result<(), String> {
         match self.held {
             Held::Copy { rows, row, .. } => {
-                members_row::<Infallible>(&rows, row, self.position, members)
+                members_row::<Infallible>(&rows, row, self.position, self.bytes, members)
                     .map_err(|e| e.to_string())
             }
             Held::Read(read) => {
@@ -531,28 +531,31 @@ fn copy_bound(json: usize) -> usize {
     json.saturating_mul(2).saturating_add(1 << 20)
 }
 
-/// Row `row` of `batch` (at `position` in the file) read into `members` (emptied first),
-/// contained. A column named twice keeps its last value where its first was, as a JSON
-/// object read by a parser does.
+/// Row `row` of `batch` (at `position` in the file, `bytes` as measured) read into
+/// `members` (emptied first), contained. A column named twice keeps its last value where
+/// its first was, as a JSON object read by a parser does.
 fn members_row<E>(
     batch: &RecordBatch,
     row: usize,
     position: u64,
+    bytes: usize,
     members: &mut Members,
 ) -> Result<(), ParquetInputError<E>> {
     let read = contained(|| {
         let mut walk = Walk::of(position);
+        walk.out.reserve(text_bound(bytes));
         let repeated = has_repeated_names(batch.schema_ref().fields());
-        let mut columns: Vec<(&str, Column)> = Vec::new();
+        let mut columns: Vec<(&str, Column)> = Vec::with_capacity(batch.num_columns());
         for (field, column) in batch.schema_ref().fields().iter().zip(batch.columns()) {
             walk.count(field.name().len())?;
-            walk.at.push(Step::Field(Arc::clone(field)));
-            let text = json_of::<Canonical, E>(column, row, 1, &mut walk)?;
+            walk.at.push(Step::Field(field.name()));
+            let start = walk.out.len();
+            json_of::<Canonical, E>(column, row, 1, &mut walk)?;
             walk.at.pop();
             let float = matches!(column.data_type(), DataType::Float32 | DataType::Float64);
             let read = Column {
-                double: float && text != "null",
-                text,
+                double: float && &walk.out[start..] != b"null",
+                text: start..walk.out.len(),
                 unsafe_integers: std::mem::take(&mut walk.unsafe_integers),
                 integral_doubles: std::mem::take(&mut walk.integral_doubles),
             };
@@ -564,14 +567,14 @@ fn members_row<E>(
                 None => columns.push((field.name(), read)),
             }
         }
-        Ok((columns, walk.replaced))
+        Ok((columns, walk.replaced, walk.out))
     });
-    let (columns, replaced) = read.map_err(ParquetInputError::Format)??;
+    let (columns, replaced, text) = read.map_err(ParquetInputError::Format)??;
     members.clear();
     for (key, column) in columns {
         members.push_read(
             key,
-            &column.text,
+            canonical_text(&text[column.text]),
             column.double,
             column.unsafe_integers,
             column.integral_doubles,
@@ -585,13 +588,25 @@ fn members_row<E>(
 
 /// One column of a row read as canonical text ([`members_row`]).
 struct Column {
-    text: String,
+    /// Where its text is in the walk's.
+    text: std::ops::Range<usize>,
     /// A JSON parser reads the value as a double (a float column's number).
     double: bool,
     unsafe_integers: Vec<(FieldPath, String)>,
     integral_doubles: Vec<FieldPath>,
 }
 
+/// Room for the canonical text of a row measured at `bytes` (keys and strings are quoted,
+/// a number may be longer than the eight bytes it counts): sized once, as a buffer grown
+/// by doubling for every row was a tenth of a lighteval import.
+fn text_bound(bytes: usize) -> usize {
+    bytes.saturating_add(bytes / 2).saturating_add(64)
+}
+
+/// Canonical text the walk wrote: strings copied whole and ASCII around them.
+fn canonical_text(text: &[u8]) -> &str {
+    std::str::from_utf8(text).expect("canonical text of strings and ASCII is UTF-8")
+}
 /// Row `row` of `batch` (at `position` in the file) read into an object, contained.
 #[cfg(test)]
 fn tree_row<E>(
@@ -599,7 +614,8 @@ fn tree_row<E>(
     row: usize,
     position: u64,
 ) -> Result<Row, ParquetInputError<E>> {
-    let (object, walk) = contained(|| walk_row::<Tree, E>(batch, row, position))
+    let mut walk = Walk::of(position);
+    let object = contained(|| walk_row::<Tree, E>(batch, row, &mut walk))
         .map_err(ParquetInputError::Format)??;
     Ok(Row {
         object,
@@ -664,12 +680,15 @@ pub fn read_rows<E>(
         while let Some(batch) = contained(|| reader.next()).map_err(ParquetInputError::Format)? {
             let batch = batch.map_err(|e| ParquetInputError::Format(e.to_string()))?;
             let mut group = Group::new(position);
+            // One walk for the batch's rows, so that its places are not made again for each.
+            let mut walk = Walk::of(position);
             for row in 0..batch.num_rows() {
-                let measured = contained(|| walk_row::<Measure, E>(&batch, row, position))
+                walk.start(position);
+                let measured = contained(|| walk_row::<Measure, E>(&batch, row, &mut walk))
                     .map_err(ParquetInputError::Format)
                     .and_then(std::convert::identity);
-                let walk = match measured {
-                    Ok(((), walk)) => walk,
+                match measured {
+                    Ok(()) => {}
                     // The rows before it are handed out first.
                     Err(error) => {
                         group.hand_out(&batch, &mut visit)?;
@@ -739,7 +758,7 @@ impl Group {
                 },
                 None => {
                     let mut members = Box::new(Members::new());
-                    members_row(batch, self.first + row, self.position, &mut members)?;
+                    members_row(batch, self.first + row, self.position, bytes, &mut members)?;
                     Held::Read(members)
                 }
             };
@@ -758,9 +777,10 @@ impl Group {
     }
 }
 
-/// What a walk over a row's values makes of them: the row's JSON object ([`Tree`]), or
-/// nothing but the count and the checks ([`Measure`]). One walk, so that a row measured
-/// on the reading thread reads the same on a worker.
+/// What a walk over a row's values makes of them: the row's JSON object ([`Tree`]), its
+/// canonical text ([`Canonical`]), or nothing but the count and the checks ([`Measure`]).
+/// One walk, so that a row measured on the reading thread reads the same on a worker.
+/// Each step is told before a field's or an element's value is walked, and after.
 trait Make {
     type Value;
     type Array;
@@ -769,13 +789,17 @@ trait Make {
     fn scalar(value: Value, walk: &mut Walk) -> Self::Value;
     /// A NaN or an infinity, read as null (a tree notes where).
     fn non_finite(value: f64, walk: &mut Walk) -> Self::Value;
-    fn text(value: &str) -> Self::Value;
-    fn array(len: usize) -> Self::Array;
+    fn text(value: &str, walk: &mut Walk) -> Self::Value;
+    fn array(len: usize, walk: &mut Walk) -> Self::Array;
+    /// Element `index` is walked next.
+    fn element(array: &mut Self::Array, index: usize, walk: &mut Walk);
     fn push(array: &mut Self::Array, value: Self::Value);
-    fn end_array(array: Self::Array) -> Self::Value;
-    fn object(len: usize) -> Self::Object;
-    fn insert(object: &mut Self::Object, key: &str, value: Self::Value);
-    fn end_object(object: Self::Object) -> Self::Value;
+    fn end_array(array: Self::Array, walk: &mut Walk) -> Self::Value;
+    fn object(len: usize, walk: &mut Walk) -> Self::Object;
+    /// The value of field `key` is walked next.
+    fn field<'a>(object: &mut Self::Object, key: &'a str, walk: &mut Walk<'a>);
+    fn insert(object: &mut Self::Object, key: &str, value: Self::Value, walk: &mut Walk);
+    fn end_object(object: Self::Object, walk: &mut Walk) -> Self::Value;
 }
 
 /// A row's JSON object: the tree reader's, the reference in tests.
@@ -797,139 +821,169 @@ impl Make for Tree {
         Value::Null
     }
 
-    fn text(value: &str) -> Value {
+    fn text(value: &str, _: &mut Walk) -> Value {
         value.into()
     }
 
-    fn array(len: usize) -> Vec<Value> {
+    fn array(len: usize, _: &mut Walk) -> Vec<Value> {
         // Room for a list's elements up to a bound: a list of millions of nulls is
         // refused once their count passes what a row may hold, and room for all of them
         // first would be gigabytes.
         Vec::with_capacity(len.min(1 << 12))
     }
 
+    fn element(_: &mut Vec<Value>, _: usize, _: &mut Walk) {}
+
     fn push(array: &mut Vec<Value>, value: Value) {
         array.push(value);
     }
 
-    fn end_array(array: Vec<Value>) -> Value {
+    fn end_array(array: Vec<Value>, _: &mut Walk) -> Value {
         Value::Array(array)
     }
 
-    fn object(len: usize) -> Map<String, Value> {
+    fn object(len: usize, _: &mut Walk) -> Map<String, Value> {
         Map::with_capacity(len)
     }
 
-    fn insert(object: &mut Map<String, Value>, key: &str, value: Value) {
+    fn field<'a>(_: &mut Map<String, Value>, _: &'a str, _: &mut Walk<'a>) {}
+
+    fn insert(object: &mut Map<String, Value>, key: &str, value: Value, _: &mut Walk) {
         object.insert(key.to_owned(), value);
     }
 
-    fn end_object(object: Map<String, Value>) -> Value {
+    fn end_object(object: Map<String, Value>, _: &mut Walk) -> Value {
         Value::Object(object)
     }
 }
 
 /// Each value's canonical text (RFC 8785, as `canonical_json` writes the value a tree
-/// would hold), noting on the walk what a JSON parser tells apart and canonical text does
+/// would hold), written into one buffer, the walk's `out`, as the streaming reader writes
+/// a line's; noting on the walk what a JSON parser tells apart and canonical text does
 /// not: an integer no double holds (its text is then its nearest double's, as the
-/// streaming reader writes it) and a double whose text is an integer.
+/// streaming reader writes it) and a double whose text is an integer. A struct's fields
+/// are written in schema order, each one's span noted, and put in key order when the
+/// struct ends (unless they are in it already).
 enum Canonical {}
 
-impl Make for Canonical {
-    type Value = String;
-    type Array = Vec<String>;
-    type Object = Vec<(String, String)>;
+/// Where an object being written by [`Canonical`] began: its `{` in the walk's text, and
+/// its first field's span in the walk's spans.
+struct ObjectAt {
+    open: usize,
+    spans: usize,
+}
 
-    fn scalar(value: Value, walk: &mut Walk) -> String {
-        let mut out = Vec::new();
-        let text = match crate::canonical_json::write_value(&value, &mut out) {
-            Ok(()) => String::from_utf8(out).expect("canonical JSON is UTF-8"),
-            Err(_) => {
-                walk.unsafe_integers.push((walk.path(), value.to_string()));
-                let nearest = value.as_f64().expect("an integer");
-                let mut out = Vec::new();
-                crate::canonical_json::write_value(&Value::from(nearest), &mut out)
-                    .expect("a finite double");
-                String::from_utf8(out).expect("canonical JSON is UTF-8")
-            }
-        };
+impl Make for Canonical {
+    type Value = ();
+    type Array = ();
+    type Object = ObjectAt;
+
+    fn scalar(value: Value, walk: &mut Walk) {
+        let start = walk.out.len();
+        if crate::canonical_json::write_value(&value, &mut walk.out).is_err() {
+            walk.unsafe_integers.push((walk.path(), value.to_string()));
+            let nearest = value.as_f64().expect("an integer");
+            crate::canonical_json::write_value(&Value::from(nearest), &mut walk.out)
+                .expect("a finite double");
+        }
         if value.as_number().is_some_and(serde_json::Number::is_f64)
-            && text.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+            && walk.out[start..]
+                .iter()
+                .all(|b| b.is_ascii_digit() || *b == b'-')
         {
             walk.integral_doubles.push(walk.path());
         }
-        text
     }
 
-    fn non_finite(value: f64, walk: &mut Walk) -> String {
+    fn non_finite(value: f64, walk: &mut Walk) {
         walk.replace(value);
-        "null".to_owned()
+        walk.out.extend_from_slice(b"null");
     }
 
-    fn text(value: &str) -> String {
-        let mut out = String::with_capacity(value.len() + 2);
-        crate::canonical_json::push_string(value, &mut out);
-        out
+    fn text(value: &str, walk: &mut Walk) {
+        crate::canonical_json::write_string(value, &mut walk.out);
     }
 
-    fn array(len: usize) -> Vec<String> {
-        Vec::with_capacity(len.min(1 << 12))
+    fn array(_: usize, walk: &mut Walk) {
+        walk.out.push(b'[');
     }
 
-    fn push(array: &mut Vec<String>, value: String) {
-        array.push(value);
-    }
-
-    fn end_array(array: Vec<String>) -> String {
-        let mut out = String::with_capacity(array.iter().map(|v| v.len() + 1).sum::<usize>() + 2);
-        out.push('[');
-        for (index, value) in array.iter().enumerate() {
-            if index > 0 {
-                out.push(',');
-            }
-            out.push_str(value);
+    fn element(_: &mut (), index: usize, walk: &mut Walk) {
+        if index > 0 {
+            walk.out.push(b',');
         }
-        out.push(']');
-        out
     }
 
-    fn object(len: usize) -> Vec<(String, String)> {
-        Vec::with_capacity(len)
+    fn push(_: &mut (), _: ()) {}
+
+    fn end_array(_: (), walk: &mut Walk) {
+        walk.out.push(b']');
     }
 
-    fn insert(object: &mut Vec<(String, String)>, key: &str, value: String) {
-        object.push((key.to_owned(), value));
+    fn object(_: usize, walk: &mut Walk) -> ObjectAt {
+        walk.out.push(b'{');
+        ObjectAt {
+            open: walk.out.len() - 1,
+            spans: walk.spans.len(),
+        }
     }
 
-    fn end_object(mut object: Vec<(String, String)>) -> String {
+    fn field<'a>(object: &mut ObjectAt, key: &'a str, walk: &mut Walk<'a>) {
+        if walk.spans.len() > object.spans {
+            walk.out.push(b',');
+        }
+        let start = walk.out.len();
+        crate::canonical_json::write_string(key, &mut walk.out);
+        walk.out.push(b':');
+        walk.spans.push(Span {
+            key,
+            start,
+            end: start,
+        });
+    }
+
+    fn insert(_: &mut ObjectAt, _: &str, (): (), walk: &mut Walk) {
+        let end = walk.out.len();
+        walk.spans.last_mut().expect("a field begun").end = end;
+    }
+
+    fn end_object(object: ObjectAt, walk: &mut Walk) {
         use crate::canonical_json::utf16_order;
-        // Sorted stably, a field named twice has its values side by side in field order:
-        // the last is kept, as a JSON object keeps a repeated key's last value.
-        if !object.is_sorted_by(|a, b| utf16_order(&a.0, &b.0) == std::cmp::Ordering::Less) {
-            object.sort_by(|a, b| utf16_order(&a.0, &b.0));
-            let mut kept: Vec<(String, String)> = Vec::with_capacity(object.len());
-            for member in object {
-                match kept.last_mut() {
-                    Some(last) if last.0 == member.0 => *last = member,
-                    _ => kept.push(member),
+        use std::cmp::Ordering;
+        let spans = &mut walk.spans[object.spans..];
+        if !spans.is_sorted_by(|a, b| utf16_order(a.key, b.key) == Ordering::Less) {
+            // Sorted stably, a field named twice has its values side by side in field
+            // order: the last is kept, as a JSON object keeps a repeated key's last value.
+            spans.sort_by(|a, b| utf16_order(a.key, b.key));
+            walk.scratch.clear();
+            walk.scratch.reserve(walk.out.len() - object.open);
+            for (index, span) in spans.iter().enumerate() {
+                if spans
+                    .get(index + 1)
+                    .is_some_and(|next| next.key == span.key)
+                {
+                    continue;
                 }
+                if !walk.scratch.is_empty() {
+                    walk.scratch.push(b',');
+                }
+                walk.scratch
+                    .extend_from_slice(&walk.out[span.start..span.end]);
             }
-            object = kept;
+            walk.out.truncate(object.open + 1);
+            walk.out.extend_from_slice(&walk.scratch);
         }
-        let size: usize = object.iter().map(|(k, v)| k.len() + v.len() + 4).sum();
-        let mut out = String::with_capacity(size + 2);
-        out.push('{');
-        for (index, (key, value)) in object.iter().enumerate() {
-            if index > 0 {
-                out.push(',');
-            }
-            crate::canonical_json::push_string(key, &mut out);
-            out.push(':');
-            out.push_str(value);
-        }
-        out.push('}');
-        out
+        walk.spans.truncate(object.spans);
+        walk.out.push(b'}');
     }
+}
+
+/// A field written by [`Canonical`]: its name, and where its `"name":value` is in the
+/// walk's text.
+struct Span<'a> {
+    key: &'a str,
+    start: usize,
+    end: usize,
 }
 
 /// Nothing built: the walk's count and checks only.
@@ -942,53 +996,48 @@ impl Make for Measure {
 
     fn scalar(_: Value, _: &mut Walk) {}
     fn non_finite(_: f64, _: &mut Walk) {}
-    fn text(_: &str) {}
-    fn array(_: usize) {}
+    fn text(_: &str, _: &mut Walk) {}
+    fn array(_: usize, _: &mut Walk) {}
+    fn element(_: &mut (), _: usize, _: &mut Walk) {}
     fn push(_: &mut (), _: ()) {}
-    fn end_array(_: ()) {}
-    fn object(_: usize) {}
-    fn insert(_: &mut (), _: &str, _: ()) {}
-    fn end_object(_: ()) {}
+    fn end_array(_: (), _: &mut Walk) {}
+    fn object(_: usize, _: &mut Walk) {}
+    fn field<'a>(_: &mut (), _: &'a str, _: &mut Walk<'a>) {}
+    fn insert(_: &mut (), _: &str, _: (), _: &mut Walk) {}
+    fn end_object(_: (), _: &mut Walk) {}
 }
 
-/// Walks row `row` of `batch` (at `position` in the file) into what `M` makes of it, with
-/// the walk's count and the non-finite numbers it read as null.
-fn walk_row<M: Make, E>(
-    batch: &RecordBatch,
+/// Walks row `row` of `batch` into what `M` makes of it, counting and noting on `walk`
+/// (which [`Walk::start`]ed the row).
+fn walk_row<'a, M: Make, E>(
+    batch: &'a RecordBatch,
     row: usize,
-    position: u64,
-) -> Result<(M::Object, Walk), ParquetInputError<E>> {
-    let mut walk = Walk::of(position);
-    let object = members::<M, E>(
-        batch.schema_ref().fields(),
-        batch.columns(),
-        row,
-        0,
-        &mut walk,
-    )?;
-    Ok((object, walk))
+    walk: &mut Walk<'a>,
+) -> Result<M::Object, ParquetInputError<E>> {
+    members::<M, E>(batch.schema_ref().fields(), batch.columns(), row, 0, walk)
 }
 
 /// The members of a row or a struct value: each field's value at `row`, inside `depth`
 /// arrays and objects.
-fn members<M: Make, E>(
-    fields: &Fields,
-    columns: &[ArrayRef],
+fn members<'a, M: Make, E>(
+    fields: &'a Fields,
+    columns: &'a [ArrayRef],
     row: usize,
     depth: usize,
-    walk: &mut Walk,
+    walk: &mut Walk<'a>,
 ) -> Result<M::Object, ParquetInputError<E>> {
-    let mut object = M::object(fields.len());
+    let mut object = M::object(fields.len(), walk);
     // Where each field's notes begin on the walk (a stack shared by nested structs).
     let base = walk.field_notes.len();
     for (field, column) in fields.iter().zip(columns) {
         walk.count(field.name().len())?;
-        walk.at.push(Step::Field(Arc::clone(field)));
+        walk.at.push(Step::Field(field.name()));
         walk.field_notes
             .push((walk.unsafe_integers.len(), walk.integral_doubles.len()));
+        M::field(&mut object, field.name(), walk);
         let value = json_of::<M, E>(column, row, depth + 1, walk)?;
         walk.at.pop();
-        M::insert(&mut object, field.name(), value);
+        M::insert(&mut object, field.name(), value, walk);
     }
     let noted = (walk.unsafe_integers.len(), walk.integral_doubles.len());
     // Only a struct with notes and a field named twice has notes to forget (rare: of a
@@ -1010,15 +1059,15 @@ fn has_repeated_names(fields: &Fields) -> bool {
 }
 
 /// The walk of one row's values: what it counted, the non-finite numbers it read as
-/// null, and where it is.
-struct Walk {
+/// null, where it is, and what [`Canonical`] wrote.
+struct Walk<'a> {
     /// The row's zero-based position in the file.
     row: u64,
     replaced: Vec<NonFiniteReplacement>,
     bytes: usize,
     /// The fields and elements down to the value being read, made a [`FieldPath`] only
     /// when one is needed: a path built for every value was a sixth of an import.
-    at: Vec<Step>,
+    at: Vec<Step<'a>>,
     /// Where the integers no double holds are, with their digits ([`Canonical`]).
     unsafe_integers: Vec<(FieldPath, String)>,
     /// Where the doubles whose canonical text is an integer are ([`Canonical`]).
@@ -1026,28 +1075,55 @@ struct Walk {
     /// For each field of the structs being walked, innermost last, the lengths of the two
     /// lists above when its value began.
     field_notes: Vec<(usize, usize)>,
+    /// The canonical text written so far ([`Canonical`]).
+    out: Vec<u8>,
+    /// The fields of the objects being written, innermost last ([`Canonical`]).
+    spans: Vec<Span<'a>>,
+    /// Where an object's fields are put in key order ([`Canonical`]).
+    scratch: Vec<u8>,
 }
 
-/// One step of a [`Walk`]'s place: a struct field (its name is the schema's: the field is
-/// shared, not borrowed, as a list's values are a new array for each row that a borrowed
-/// name would not outlive), or a list element.
-enum Step {
-    Field(FieldRef),
+/// How many places, field notes and spans a [`Walk`] has room for from the start (a
+/// lighteval row has 34 fields, two levels deep).
+const WALK_ROOM: usize = 40;
+
+/// One step of a [`Walk`]'s place: a struct field (its name is the schema's, which the
+/// walk borrows with the batch: a list's elements are read at their place in the list's
+/// values, not from a slice made for the row), or a list element.
+enum Step<'a> {
+    Field(&'a str),
     Element(usize),
 }
 
-impl Walk {
+impl<'a> Walk<'a> {
     /// The walk of the row at `position` in the file.
     fn of(position: u64) -> Self {
         Walk {
             row: position,
             replaced: Vec::new(),
             bytes: 0,
-            at: Vec::new(),
+            // Room for the places and fields of common rows, given once.
+            at: Vec::with_capacity(WALK_ROOM),
             unsafe_integers: Vec::new(),
             integral_doubles: Vec::new(),
-            field_notes: Vec::new(),
+            field_notes: Vec::with_capacity(WALK_ROOM),
+            out: Vec::new(),
+            spans: Vec::with_capacity(WALK_ROOM),
+            scratch: Vec::new(),
         }
+    }
+
+    /// Starts the walk over for the row at `position`, keeping its buffers.
+    fn start(&mut self, position: u64) {
+        self.row = position;
+        self.replaced.clear();
+        self.bytes = 0;
+        self.at.clear();
+        self.unsafe_integers.clear();
+        self.integral_doubles.clear();
+        self.field_notes.clear();
+        self.out.clear();
+        self.spans.clear();
     }
 
     /// Drops the notes of the values a later field of the same name replaced (a JSON
@@ -1100,7 +1176,7 @@ impl Walk {
         self.at
             .iter()
             .fold(FieldPath::root(), |path, step| match step {
-                Step::Field(field) => path.key(field.name()),
+                Step::Field(name) => path.key(name),
                 Step::Element(index) => path.index(*index),
             })
     }
@@ -1108,11 +1184,11 @@ impl Walk {
 
 /// The JSON value of `array[row]`, inside `depth` arrays and objects (the row's own
 /// object counted), at the walk's place.
-fn json_of<M: Make, E>(
-    array: &ArrayRef,
+fn json_of<'a, M: Make, E>(
+    array: &'a ArrayRef,
     row: usize,
     depth: usize,
-    walk: &mut Walk,
+    walk: &mut Walk<'a>,
 ) -> Result<M::Value, ParquetInputError<E>> {
     if array.is_null(row) {
         walk.count(SCALAR_BYTES)?;
@@ -1156,15 +1232,12 @@ fn json_of<M: Make, E>(
         DataType::Utf8 => text::<M, E>(array.as_string::<i32>().value(row), walk)?,
         DataType::LargeUtf8 => text::<M, E>(array.as_string::<i64>().value(row), walk)?,
         DataType::Utf8View => text::<M, E>(array.as_string_view().value(row), walk)?,
-        DataType::List(_) => list::<M, E>(&array.as_list::<i32>().value(row), depth, walk)?,
-        DataType::LargeList(_) => list::<M, E>(&array.as_list::<i64>().value(row), depth, walk)?,
-        DataType::Struct(fields) => M::end_object(members::<M, E>(
-            fields,
-            array.as_struct().columns(),
-            row,
-            depth,
-            walk,
-        )?),
+        DataType::List(_) => list::<i32, M, E>(array, row, depth, walk)?,
+        DataType::LargeList(_) => list::<i64, M, E>(array, row, depth, walk)?,
+        DataType::Struct(fields) => {
+            let object = members::<M, E>(fields, array.as_struct().columns(), row, depth, walk)?;
+            M::end_object(object, walk)
+        }
         other => {
             return Err(ParquetInputError::Type {
                 column: walk.path().to_string(),
@@ -1188,24 +1261,33 @@ const SCALAR_BYTES: usize = 8;
 /// A string value, counted (before it is copied).
 fn text<M: Make, E>(value: &str, walk: &mut Walk) -> Result<M::Value, ParquetInputError<E>> {
     walk.count(value.len())?;
-    Ok(M::text(value))
+    Ok(M::text(value, walk))
 }
 
-fn list<M: Make, E>(
-    values: &ArrayRef,
+/// List `row` of a list array whose offsets are `O`s. Its elements are read at their
+/// place in the list's values (Arrow keeps the offsets in order, from zero up), not from
+/// a slice made for the row, which cost an allocation for each list of each row.
+fn list<'a, O: OffsetSizeTrait, M: Make, E>(
+    array: &'a ArrayRef,
+    row: usize,
     depth: usize,
-    walk: &mut Walk,
+    walk: &mut Walk<'a>,
 ) -> Result<M::Value, ParquetInputError<E>> {
+    let array = array.as_list::<O>();
+    let offsets = array.value_offsets();
+    let at = offsets[row].as_usize()..offsets[row + 1].as_usize();
+    let values = array.values();
     // A separator for each element, counted before any is read.
-    walk.count(values.len())?;
-    let mut elements = M::array(values.len());
-    for i in 0..values.len() {
-        walk.at.push(Step::Element(i));
-        let element = json_of::<M, E>(values, i, depth + 1, walk)?;
+    walk.count(at.len())?;
+    let mut elements = M::array(at.len(), walk);
+    for (index, value) in at.enumerate() {
+        walk.at.push(Step::Element(index));
+        M::element(&mut elements, index, walk);
+        let element = json_of::<M, E>(values, value, depth + 1, walk)?;
         M::push(&mut elements, element);
         walk.at.pop();
     }
-    Ok(M::end_array(elements))
+    Ok(M::end_array(elements, walk))
 }
 
 /// The items of a Parquet file: each row, located by the pointer `/<row>` (zero-based, in
@@ -1241,6 +1323,7 @@ impl Shape for ParquetRows {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use arrow_schema::FieldRef;
     use parquet::file::metadata::ColumnChunkMetaData;
     use parquet::schema::types::SchemaDescriptor;
     use std::path::Path;
@@ -1366,7 +1449,7 @@ pub(crate) mod tests {
         for batch in &batches {
             for row in 0..batch.num_rows() {
                 let tree = tree_row::<()>(batch, row, 7).unwrap();
-                members_row::<()>(batch, row, 7, &mut members).unwrap();
+                members_row::<()>(batch, row, 7, 0, &mut members).unwrap();
                 assert_eq!(parsed_tree(&members), tree.object, "row {row}");
                 assert_eq!(members.replaced(), &tree.replaced[..]);
                 for member in members.iter() {
@@ -1382,13 +1465,76 @@ pub(crate) mod tests {
         }
         assert!(rows > 20, "{rows} rows");
         let unsafe_rows = {
-            members_row::<()>(&batches[0], 2, 0, &mut members).unwrap();
+            members_row::<()>(&batches[0], 2, 0, 0, &mut members).unwrap();
             members
                 .iter()
                 .map(|m| m.unsafe_integers.len())
                 .sum::<usize>()
         };
         assert_eq!(unsafe_rows, 2, "-(2^53 + 1) as i64 and 2^53 + 1 as u64");
+    }
+
+    /// A list's elements are read at their place in the list's values: lists of structs
+    /// (whose fields go in key order) and of lists, in a batch sliced from its second row,
+    /// written as the JSON of each row says, by hand.
+    #[test]
+    fn list_elements_are_read_where_their_offsets_put_them() {
+        use arrow_array::{Int64Array, ListArray, StringArray, StructArray};
+        use arrow_buffer::{NullBuffer, OffsetBuffer};
+        let field =
+            |name: &str, kind: DataType| Arc::new(arrow_schema::Field::new(name, kind, true));
+        let structs = StructArray::from(vec![
+            (
+                field("b", DataType::Int64),
+                Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef,
+            ),
+            (
+                field("a", DataType::Utf8),
+                Arc::new(StringArray::from(vec!["x", "y", "z"])) as ArrayRef,
+            ),
+        ]);
+        let of_structs = ListArray::new(
+            field("item", structs.data_type().clone()),
+            OffsetBuffer::from_lengths([2, 0, 0, 1]),
+            Arc::new(structs),
+            Some(NullBuffer::from(vec![true, true, false, true])),
+        );
+        let inner = ListArray::new(
+            field("item", DataType::Int64),
+            OffsetBuffer::from_lengths([2, 0, 2]),
+            Arc::new(Int64Array::from(vec![1, 2, 3, 4])),
+            None,
+        );
+        let of_lists = ListArray::new(
+            field("item", inner.data_type().clone()),
+            OffsetBuffer::from_lengths([2, 1, 0, 0]),
+            Arc::new(inner),
+            None,
+        );
+        let batch = RecordBatch::try_from_iter([
+            ("s", Arc::new(of_structs) as ArrayRef),
+            ("l", Arc::new(of_lists) as ArrayRef),
+        ])
+        .unwrap();
+        let rows = |batch: &RecordBatch| {
+            let mut members = Members::new();
+            (0..batch.num_rows())
+                .map(|row| {
+                    members_row::<()>(batch, row, 0, 0, &mut members).unwrap();
+                    let text = |key| members.get(key).unwrap().value.to_owned();
+                    (text("s"), text("l"))
+                })
+                .collect::<Vec<_>>()
+        };
+        let written = |s: &str, l: &str| (s.to_owned(), l.to_owned());
+        let whole = [
+            written(r#"[{"a":"x","b":1},{"a":"y","b":2}]"#, "[[1,2],[]]"),
+            written("[]", "[[3,4]]"),
+            written("null", "[]"),
+            written(r#"[{"a":"z","b":3}]"#, "[]"),
+        ];
+        assert_eq!(rows(&batch), whole);
+        assert_eq!(rows(&batch.slice(1, 3)), whole[1..]);
     }
 
     #[test]
