@@ -265,6 +265,47 @@ fn a_listing_path_longer_than_babel_accepts_is_refused_before_more_is_kept() {
     );
 }
 
+/// The listing's answers, each within what babel reads of one (64 MiB), and its pages:
+/// a next-page link that names a page already read is a loop, refused before more is
+/// asked for, and a page larger than the bound is refused before it is parsed.
+#[test]
+fn a_listing_that_loops_or_answers_too_much_is_refused() {
+    let (env, server, commit) = pushed();
+    let endpoint = server.endpoint().to_owned();
+    server.set_interceptor(move |request| {
+        (request.method == "GET" && request.path().contains("/tree/")).then(|| {
+            let again = format!("<{endpoint}{}>; rel=\"next\"", request.target);
+            Response::new(200)
+                .with_header("Content-Type", "application/json")
+                .with_header("Link", &again)
+                .with_body(b"[]".to_vec())
+        })
+    });
+    let output = pull(&env, &server, &commit, &[]);
+    assert_refused(&env, &output, 1, "the listing's pages loop or never end");
+    let listed = server
+        .requests()
+        .iter()
+        .filter(|r| r.path().contains("/tree/"))
+        .count();
+    assert_eq!(listed, 1, "the page a link named again was asked for again");
+
+    let (env, server, commit) = pushed();
+    server.set_interceptor(|request| {
+        (request.method == "GET" && request.path().contains("/tree/")).then(|| {
+            // An empty list padded with spaces: valid JSON, so only its size refuses it.
+            let mut body = vec![b' '; (64 << 20) + 1];
+            body[0] = b'[';
+            *body.last_mut().unwrap() = b']';
+            Response::new(200)
+                .with_header("Content-Type", "application/json")
+                .with_body(body)
+        })
+    });
+    let output = pull(&env, &server, &commit, &[]);
+    assert_refused(&env, &output, 1, "the answer is larger than 67108864 bytes");
+}
+
 #[test]
 fn a_file_larger_than_declared_is_refused() {
     for length in [LengthHeader::Actual, LengthHeader::Omitted] {
