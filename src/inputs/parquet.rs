@@ -881,6 +881,8 @@ impl Make for Canonical {
     fn scalar(value: Value, walk: &mut Walk) {
         let start = walk.out.len();
         if crate::canonical_json::write_value(&value, &mut walk.out).is_err() {
+            // What a failed write left is not the value's.
+            walk.out.truncate(start);
             walk.unsafe_integers.push((walk.path(), value.to_string()));
             let nearest = value.as_f64().expect("an integer");
             crate::canonical_json::write_value(&Value::from(nearest), &mut walk.out)
@@ -1265,8 +1267,8 @@ fn text<M: Make, E>(value: &str, walk: &mut Walk) -> Result<M::Value, ParquetInp
 }
 
 /// List `row` of a list array whose offsets are `O`s. Its elements are read at their
-/// place in the list's values (Arrow keeps the offsets in order, from zero up), not from
-/// a slice made for the row, which cost an allocation for each list of each row.
+/// place in the list's values (Arrow keeps the offsets in order, within the values), not
+/// from a slice made for the row, which cost an allocation for each list of each row.
 fn list<'a, O: OffsetSizeTrait, M: Make, E>(
     array: &'a ArrayRef,
     row: usize,
