@@ -29,7 +29,8 @@ use super::path::{FieldPath, PathSegment};
 use super::strict::{FailureKind, ParseFailure};
 use super::{NonFinitePolicy, NonFiniteReplacement};
 use crate::canonical_json::{
-    Json, format_u64, next_escape, short_fraction, utf16_order, write_escaped, write_string,
+    Json, format_u64, integral_fraction, next_escape, short_fraction, utf16_order, write_escaped,
+    write_string,
 };
 use crate::record::fields::MAX_SAFE_INTEGER;
 
@@ -1060,6 +1061,13 @@ impl<'a> Scanner<'a> {
             out.extend_from_slice(whole.as_bytes());
             out.push(b'.');
             out.extend_from_slice(fraction.as_bytes());
+            return Ok(());
+        }
+        if !integer && let Some(whole) = integral_fraction(literal) {
+            // A double to the tree reader, though its canonical text is an integer.
+            let path = self.noted_path()?;
+            self.integral_doubles.push(path);
+            out.extend_from_slice(whole.as_bytes());
             return Ok(());
         }
         let value: f64 = literal
