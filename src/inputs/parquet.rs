@@ -1539,6 +1539,39 @@ pub(crate) mod tests {
         assert_eq!(rows(&batch.slice(1, 3)), whole[1..]);
     }
 
+    /// Of several integers no double holds in one column, the first in canonical order is
+    /// the one named, as the tree reader's canonical writer stops there (not the first
+    /// in schema order).
+    #[test]
+    fn a_columns_first_unsafe_integer_is_the_first_canonical_text_writes() {
+        use arrow_array::{Int64Array, StructArray};
+        let field = |name: &str| Arc::new(arrow_schema::Field::new(name, DataType::Int64, false));
+        let column = StructArray::from(vec![
+            (
+                field("x"),
+                Arc::new(Int64Array::from(vec![9_007_199_254_740_993])) as ArrayRef,
+            ),
+            (
+                field("b"),
+                Arc::new(Int64Array::from(vec![9_007_199_254_740_995])) as ArrayRef,
+            ),
+        ]);
+        let batch = RecordBatch::try_from_iter([("s", Arc::new(column) as ArrayRef)]).unwrap();
+        let mut members = Members::new();
+        members_row::<()>(&batch, 0, 0, 0, &mut members).unwrap();
+        let (path, digits) = members.get("s").unwrap().unsafe_integer.unwrap();
+        assert_eq!(
+            (path.to_string(), digits.as_str()),
+            ("b".into(), "9007199254740995")
+        );
+        let tree = tree_row::<()>(&batch, 0, 0).unwrap();
+        let written = crate::canonical_json::Json::of(&tree.object["s"]).unwrap_err();
+        assert!(
+            written.to_string().contains("9007199254740995"),
+            "{written}"
+        );
+    }
+
     #[test]
     fn the_pages_of_lighteval_files_decode_from_what_their_footers_say() {
         // pyarrow wrote these (lighteval's details): their headers, counted as babel reads

@@ -68,7 +68,8 @@ pub struct Members {
     /// `1e2`): canonical text writes an integral one as an integer, and a field that must
     /// be an integer still refuses it, as the tree reader's `1.0` is no integer.
     written_as_fraction: Vec<usize>,
-    /// The integers no double holds: (member, the integer), in written order.
+    /// The integers no double holds: (member, the integer), by member, each member's in
+    /// the order canonical text writes them ([`canonical_order`]).
     unsafe_integers: Vec<(usize, UnsafeInteger)>,
     /// Numbers whose canonical text is an integer but that the tree reader reads as a
     /// double (`12.0`, `1e2`, `-0`, an integer beyond 64 bits): (member, path below it),
@@ -109,14 +110,15 @@ pub(crate) fn key_tag(key: &str) -> u64 {
 }
 
 /// One top-level member: its key, its value's canonical text, and the first integer in it
-/// that no double holds (refused where the member is stored).
+/// that no double holds, in the order canonical text writes them (refused where the
+/// member is stored; the tree reader's canonical writer stops at the same one).
 #[derive(Debug, Clone, Copy)]
 pub struct Member<'a> {
     pub key: &'a str,
     pub value: &'a str,
     pub unsafe_integer: Option<&'a UnsafeInteger>,
-    /// Every integer in it that no double holds, in written order (the first is
-    /// `unsafe_integer`); each one's canonical text is its nearest double.
+    /// Every integer in it that no double holds, in the order canonical text writes them
+    /// (the first is `unsafe_integer`); each one's canonical text is its nearest double.
     pub unsafe_integers: &'a [(usize, UnsafeInteger)],
     /// The value is a number written with a fraction or an exponent.
     pub written_as_fraction: bool,
@@ -254,10 +256,12 @@ impl Members {
         if double {
             self.written_as_fraction.push(index);
         }
+        let first = self.unsafe_integers.len();
         for (path, value) in unsafe_integers {
             self.unsafe_integers
                 .push((index, (below_member(&path), value)));
         }
+        self.unsafe_integers[first..].sort_by(|a, b| canonical_order(&a.1.0, &b.1.0));
         for path in integral_doubles {
             self.integral_doubles.push((index, below_member(&path)));
         }
@@ -370,13 +374,14 @@ struct Scanner<'a> {
     policy: NonFinitePolicy,
     replaced: Vec<NonFiniteReplacement>,
     replaced_at: Vec<usize>,
-    /// The integers of the current value that no double holds, and their full paths.
+    /// The integers of the current member's value that no double holds, with their paths
+    /// below the member, in written order.
     unsafe_integers: Vec<UnsafeInteger>,
     /// The key bytes of the paths noted so far on this line (integral doubles and unsafe
     /// integers), and how many it may note ([`scan_line`]: [`NOTED_KEY_BYTES_PER_BYTE`]).
     noted_key_bytes: usize,
     note_budget: usize,
-    /// The full paths of the current value's integral doubles.
+    /// The paths below the member of the current member's integral doubles.
     integral_doubles: Vec<FieldPath>,
 }
 
@@ -567,9 +572,11 @@ impl<'a> Scanner<'a> {
                 return Err(self.duplicate(start, end));
             }
             // The noted paths are relative to the member.
+            let first = members.unsafe_integers.len();
             for (path, value) in self.unsafe_integers.drain(..) {
                 members.unsafe_integers.push((members.len(), (path, value)));
             }
+            members.unsafe_integers[first..].sort_by(|a, b| canonical_order(&a.1.0, &b.1.0));
             for path in self.integral_doubles.drain(..) {
                 members.integral_doubles.push((members.len(), path));
             }
@@ -1165,6 +1172,27 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// The order in which canonical text writes the values at two paths inside one value:
+/// keys by UTF-16 code units (RFC 8785), elements by index. Noted in written order, the
+/// integers of a member whose keys were not in order were named otherwise than by the tree
+/// reader, whose canonical writer stops at the first it writes (`{"x":2^53+1,"b":2^53+3}`
+/// named `x` against `b`; found by `stream_vs_tree`).
+fn canonical_order(a: &FieldPath, b: &FieldPath) -> Ordering {
+    for (x, y) in a.segments().iter().zip(b.segments()) {
+        let order = match (x, y) {
+            (PathSegment::Key(x), PathSegment::Key(y)) => utf16_order(x, y),
+            (PathSegment::Index(x), PathSegment::Index(y)) => x.cmp(y),
+            // Two values of one container are both keys or both indices.
+            (PathSegment::Key(_), PathSegment::Index(_)) => Ordering::Less,
+            (PathSegment::Index(_), PathSegment::Key(_)) => Ordering::Greater,
+        };
+        if order != Ordering::Equal {
+            return order;
+        }
+    }
+    a.segments().len().cmp(&b.segments().len())
+}
+
 /// A path from the line's top level as a path inside the top-level member it is in.
 fn below_member(path: &FieldPath) -> FieldPath {
     let mut below = FieldPath::root();
@@ -1273,6 +1301,12 @@ mod tests {
         r#"{"ab": [1, {"c": NaN}], "a": [Infinity, {"b": -Infinity}], "cd": NaN}"#,
         r#"{"a": {"b": [1, 2,]}, "cd": 1}"#,
         r#"{"a": {"b": 1e999}}"#,
+        // Several integers no double holds in one member: the first in canonical order
+        // is named, where the tree reader's canonical writer stops.
+        r#"{"a": {"x": 9007199254740993, "b": 9007199254740995}}"#,
+        r#"{"a": [{"z": 9007199254740993, "y": [1, 9007199254740995]}, 9007199254740997]}"#,
+        "{\"a\": {\"\u{e000}\": 9007199254740993, \"\u{1f600}\": 9007199254740995}}",
+        r#"{"a": {"ab": {"c": 9007199254740993}, "a": [9007199254740995]}}"#,
         "{\r\"\": -NaNInf\u{15}inity +-Infinity",
         r#"{"a": -NaN}"#,
         r#"{"ab": [1, -NaN]}"#,
