@@ -307,8 +307,10 @@ impl kit::ItemMembers for Log {
         record.repeat_id = epoch - 1;
         record.input = input;
         record.target = kit::stored(top("target"))?;
-        record.metrics = metrics(scores.as_ref())?;
-        let (correct, answer) = self.score(scores.as_ref(), error.is_some(), &mut warnings);
+        // Each scorer's score, read out of the scores' text once.
+        let listed = scores.as_ref().map(Found::members).unwrap_or_default();
+        record.metrics = metrics(&listed)?;
+        let (correct, answer) = self.score(&listed, error.is_some(), &mut warnings);
         record.correct = correct;
         record.prediction = kit::stored(answer.or_else(|| completion.clone()))?;
         record.response = kit::stored(completion)?;
@@ -381,9 +383,9 @@ fn scores(members: &Members) -> Result<Option<Found<'_>>, AdapterError> {
 }
 
 /// Each scorer's value.
-fn metrics(scores: Option<&Found<'_>>) -> Result<Json<'static>, AdapterError> {
+fn metrics(scores: &[(String, Found<'_>)]) -> Result<Json<'static>, AdapterError> {
     let mut metrics = ObjectWriter::new();
-    for (name, score) in scores.map(Found::members).unwrap_or_default() {
+    for (name, score) in scores {
         if let Some(value) = score.key("value") {
             metrics.insert(name, value.stored()?.into_owned());
         }
@@ -396,15 +398,14 @@ impl Log {
     /// sample has an error) explains a missing score without a warning.
     fn score<'a>(
         &self,
-        scores: Option<&Found<'a>>,
+        listed: &[(String, Found<'a>)],
         failed: bool,
         warnings: &mut Vec<String>,
     ) -> (Option<bool>, Option<Found<'a>>) {
-        let listed = scores.map(Found::members).unwrap_or_default();
         let name = match &self.scorer {
             Scorer::Chosen(name) => name,
             Scorer::Ambiguous(_) => return (None, None),
-            Scorer::OnlyOfEachSample => match &listed[..] {
+            Scorer::OnlyOfEachSample => match listed {
                 [(only, _)] => only,
                 [] => return (None, None),
                 several => {
@@ -425,10 +426,9 @@ impl Log {
             }
             return (None, None);
         };
-        let value = score.key("value").map_or(Value::Null, |value| {
-            let double = value.member.is_integral_double(&value.below);
-            kit::parsed(&value.value, double)
-        });
+        let value = score
+            .key("value")
+            .map_or(Value::Null, |value| value.parsed());
         (
             correctness(&value, name, warnings),
             score.key("answer").filter(|a| !a.value.is_null()),

@@ -394,8 +394,8 @@ impl kit::ItemMembers for Dataset {
             let gold = gold.as_ref().and_then(Found::string);
             check_join(detail, gold.as_deref(), key, &self.results_file)?;
         }
-        let prompt = Found::top(members, "origin_prompt").and_then(|p| p.string());
-        let identity = self.identity(question, key, prompt.as_deref(), context, &mut warnings)?;
+        let prompt = Found::top(members, "origin_prompt");
+        let identity = self.identity(question, key, prompt.as_ref(), context, &mut warnings)?;
         let Some(detail) = detail else {
             return Err(AdapterError::new(
                 FieldPath::root(),
@@ -471,7 +471,7 @@ impl Dataset {
         &self,
         question: u64,
         key: &str,
-        prompt: Option<&str>,
+        prompt: Option<&Found<'_>>,
         context: &ImportContext<'_>,
         warnings: &mut Vec<String>,
     ) -> Result<QuestionIdentity, AdapterError> {
@@ -484,7 +484,9 @@ impl Dataset {
         };
         match ids.get(question as usize) {
             Some(Ok(line)) => {
-                if let (Some(asked), Some(prompt)) = (&line.question, prompt)
+                // The prompt's text only where a question is to be found in it.
+                if let Some(asked) = &line.question
+                    && let Some(prompt) = prompt.and_then(Found::string)
                     && !prompt.contains(asked.as_str())
                 {
                     return Err(AdapterError::new(

@@ -135,7 +135,7 @@ impl<'a> Found<'a> {
 
     /// The integers no double holds inside this value: the path below the member, the
     /// digits.
-    pub fn unsafe_integers(&self) -> impl Iterator<Item = (&'a [PathSegment], &'a str)> + '_ {
+    fn unsafe_integers(&self) -> impl Iterator<Item = (&'a [PathSegment], &'a str)> + '_ {
         self.member
             .unsafe_integers
             .iter()
