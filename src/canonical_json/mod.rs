@@ -527,26 +527,38 @@ mod tests {
         );
     }
 
+    /// A xorshift generator: the random numbers of the number-writing tests, the same on
+    /// every run.
+    struct Xorshift(u64);
+
+    impl Xorshift {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        /// The digits of a number of 1 to 17 digits, the first not a zero.
+        fn digits(&mut self) -> String {
+            let length = 1 + (self.next() % 17) as usize;
+            let first = char::from(b'1' + (self.next() % 9) as u8);
+            let rest = (1..length).map(|_| char::from(b'0' + (self.next() % 10) as u8));
+            std::iter::once(first).chain(rest).collect()
+        }
+    }
+
     #[test]
     fn a_short_fraction_is_written_as_ryu_js_writes_its_double() {
         // Numbers of 1 to 17 significant digits at every place from 10^-9 to 10^17, with
         // and without trailing zeros and a sign; the shortcut must agree with ryu-js
         // wherever it answers, and answer for every short plain one.
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut random = Xorshift(0x2545_F491_4F6C_DD1D);
         let mut answered = 0;
         for case in 0..200_000u64 {
-            let length = 1 + (next() % 17) as usize;
-            let mut digits: String = (0..length)
-                .map(|_| char::from(b'0' + (next() % 10) as u8))
-                .collect();
-            digits.replace_range(0..1, &((next() % 9) + 1).to_string());
-            let point = (next() % 27) as i64 - 9;
+            let digits = random.digits();
+            let length = digits.len();
+            let point = (random.next() % 27) as i64 - 9;
             let mut text = match point {
                 p if p <= 0 => format!("0.{}{digits}", "0".repeat(p.unsigned_abs() as usize)),
                 p if (p as usize) < length => {
@@ -598,22 +610,11 @@ mod tests {
         // Whole numbers of 1 to 17 digits, zero among them, with one to three zeros after
         // the point and with and without a sign: the shortcut must agree with ryu-js
         // wherever it answers, and answer for every one of up to 15 digits.
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut random = Xorshift(0x9E37_79B9_7F4A_7C15);
         let mut answered = 0;
         for case in 0..100_000u64 {
-            let length = 1 + (next() % 17) as usize;
-            let mut digits: String = (0..length)
-                .map(|_| char::from(b'0' + (next() % 10) as u8))
-                .collect();
-            if length > 1 || case % 5 != 0 {
-                digits.replace_range(0..1, &((next() % 9) + 1).to_string());
-            } else {
+            let mut digits = random.digits();
+            if digits.len() == 1 && case % 5 == 0 {
                 digits = "0".into();
             }
             let sign = if case % 2 == 0 { "-" } else { "" };

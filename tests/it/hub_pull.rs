@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use crate::common::Env;
 use crate::hub_server::{
-    Failure, FileFault, HubServer, LengthHeader, Origin, RequestMatch, Response, Visibility,
+    Failure, FileFault, HubServer, LengthHeader, Origin, Request, RequestMatch, Response,
+    Visibility,
 };
 use crate::hub_support::{archive, entries, hub, push, text, tree};
 
@@ -272,14 +273,9 @@ fn a_listing_path_longer_than_babel_accepts_is_refused_before_more_is_kept() {
 fn a_listing_that_loops_or_answers_too_much_is_refused() {
     let (env, server, commit) = pushed();
     let endpoint = server.endpoint().to_owned();
-    server.set_interceptor(move |request| {
-        (request.method == "GET" && request.path().contains("/tree/")).then(|| {
-            let again = format!("<{endpoint}{}>; rel=\"next\"", request.target);
-            Response::new(200)
-                .with_header("Content-Type", "application/json")
-                .with_header("Link", &again)
-                .with_body(b"[]".to_vec())
-        })
+    answer_listings(&server, move |request| {
+        let again = format!("<{endpoint}{}>; rel=\"next\"", request.target);
+        listing(b"[]".to_vec()).with_header("Link", &again)
     });
     let output = pull(&env, &server, &commit, &[]);
     assert_refused(&env, &output, 1, "the listing's pages loop or never end");
@@ -291,19 +287,32 @@ fn a_listing_that_loops_or_answers_too_much_is_refused() {
     assert_eq!(listed, 1, "the page a link named again was asked for again");
 
     let (env, server, commit) = pushed();
-    server.set_interceptor(|request| {
-        (request.method == "GET" && request.path().contains("/tree/")).then(|| {
-            // An empty list padded with spaces: valid JSON, so only its size refuses it.
-            let mut body = vec![b' '; (64 << 20) + 1];
-            body[0] = b'[';
-            *body.last_mut().unwrap() = b']';
-            Response::new(200)
-                .with_header("Content-Type", "application/json")
-                .with_body(body)
-        })
+    answer_listings(&server, |_| {
+        // An empty list padded with spaces: valid JSON, so only its size refuses it.
+        let mut body = vec![b' '; (64 << 20) + 1];
+        body[0] = b'[';
+        *body.last_mut().unwrap() = b']';
+        listing(body)
     });
     let output = pull(&env, &server, &commit, &[]);
     assert_refused(&env, &output, 1, "the answer is larger than 67108864 bytes");
+}
+
+/// Answers every request for a tree listing with `answer`'s response.
+fn answer_listings(
+    server: &HubServer,
+    answer: impl Fn(&Request) -> Response + Send + Sync + 'static,
+) {
+    server.set_interceptor(move |request| {
+        (request.method == "GET" && request.path().contains("/tree/")).then(|| answer(request))
+    });
+}
+
+/// A listing page with this body.
+fn listing(body: Vec<u8>) -> Response {
+    Response::new(200)
+        .with_header("Content-Type", "application/json")
+        .with_body(body)
 }
 
 #[test]
