@@ -15,6 +15,7 @@
 //! nothing of runs, manifests or transactions: the archive hands it paths and writers.
 
 mod read;
+mod text_chunk;
 mod write;
 
 use std::sync::Arc;

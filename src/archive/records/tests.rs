@@ -42,7 +42,7 @@ fn write(records: &[Record]) -> Vec<u8> {
     for record in records {
         batch.push(&NewRecord::from_record(record.clone()).unwrap());
     }
-    writer.write(&batch).unwrap();
+    writer.write(batch).unwrap();
     let (bytes, rows) = writer.finish().unwrap();
     assert_eq!(rows, records.len() as u64);
     bytes

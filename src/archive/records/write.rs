@@ -1,7 +1,12 @@
 //! Writing a records file: records are encoded on worker threads ([`EncodedBatch`]: the
 //! records of a batch with their canonical JSON text, copied), then appended in order to one
-//! [`RecordsWriter`], which cuts Arrow batches and lets the Parquet encoder compress them
-//! into row groups of bounded size.
+//! [`RecordsWriter`], which cuts Arrow batches and writes them into row groups of bounded
+//! size. The Parquet crate encodes the label, integer and boolean columns and writes the
+//! file; the plain text columns (the question and the JSON columns, most of the bytes) go
+//! from the batches' text straight into pages ([`super::text_chunk`]), as the crate would
+//! have written them. The rows of an Arrow batch are handed to both at once, and the row
+//! groups are cut as the crate's `ArrowWriter` cuts them, so the file is the one the crate
+//! alone writes (`tests::the_file_is_the_one_the_parquet_crate_writes_alone`).
 
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -9,16 +14,21 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{Scope, ScopedJoinHandle};
 
+use arrow_array::ArrayRef;
 use arrow_array::builder::{BooleanBuilder, StringBuilder, UInt64Builder};
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::FieldRef;
 use parquet::arrow::ArrowWriter;
-use parquet::arrow::arrow_writer::ArrowWriterOptions;
+use parquet::arrow::arrow_writer::{
+    ArrowColumnWriter, ArrowRowGroupWriterFactory, ArrowWriterOptions, compute_leaves,
+};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
-use parquet::schema::types::ColumnPath;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::types::{ColumnDescPtr, ColumnPath};
 
+use super::text_chunk::{Compressor, PageLimits, TextChunk};
 use super::{COLUMNS, Column, Kind, SCHEMA_KEY, SCHEMA_VALUE, file_schema};
 use crate::canonical_json;
 use crate::record::{Identity, IdentityScope, Locator, NewRecord};
@@ -78,6 +88,12 @@ const TEXT_FIELDS: [Column; 20] = [
     Column::SourceMember,
     Column::SourcePointer,
 ];
+
+/// Whether babel writes the column's chunks itself ([`super::text_chunk`]): the plain text
+/// columns, required, with neither dictionary nor statistics.
+fn own_chunks(kind: Kind) -> bool {
+    matches!(kind, Kind::Text | Kind::Json)
+}
 
 fn slot(column: Column) -> usize {
     TEXT_FIELDS
@@ -223,6 +239,13 @@ impl EncodedBatch {
         Some(unsafe { std::str::from_utf8_unchecked(&self.text[start..record.ends[index]]) })
     }
 
+    /// Text field `index` of record `row`, one that is never null.
+    fn required(&self, row: usize, index: usize) -> &[u8] {
+        self.field(row, index)
+            .expect("the question and the JSON fields are never null")
+            .as_bytes()
+    }
+
     /// How many bytes of text record `row` holds.
     fn row_bytes(&self, row: usize) -> usize {
         let start = match row {
@@ -250,10 +273,11 @@ impl EncodedBatch {
     }
 }
 
-/// The builders of one Arrow batch.
+/// The builders of one Arrow batch's columns the Parquet crate encodes (not the text
+/// columns: their rows are taken from the encoded batches).
 struct Builders {
     schema_version: UInt64Builder,
-    /// One builder per [`TEXT_FIELDS`] entry.
+    /// One builder per [`TEXT_FIELDS`] entry (those of the text columns stay empty).
     texts: [StringBuilder; 20],
     repeat_id: UInt64Builder,
     identity_scope: StringBuilder,
@@ -298,7 +322,9 @@ impl Builders {
         self.schema_version
             .append_value(crate::record::SCHEMA_VERSION);
         for (index, builder) in self.texts.iter_mut().enumerate() {
-            builder.append_option(batch.field(row, index));
+            if !own_chunks(TEXT_FIELDS[index].kind()) {
+                builder.append_option(batch.field(row, index));
+            }
         }
         let record = &batch.rows[row];
         self.repeat_id.append_value(record.repeat_id);
@@ -315,13 +341,14 @@ impl Builders {
         self.rows == BATCH_ROWS || self.text_bytes >= BATCH_TEXT_BYTES
     }
 
-    /// The columns built so far, in file order; the builders start over empty.
+    /// The crate's columns built so far, in file order; the builders start over empty.
     fn finish(&mut self) -> Vec<ArrayRef> {
         self.rows = 0;
         self.text_bytes = 0;
         self.took = self.texts.each_ref().map(|text| text.values_slice().len());
         COLUMNS
             .iter()
+            .filter(|(_, _, kind)| !own_chunks(*kind))
             .map(|(column, _, _)| -> ArrayRef {
                 match column {
                     Column::SchemaVersion => Arc::new(self.schema_version.finish()),
@@ -376,12 +403,51 @@ pub(super) fn to_io(error: ParquetError) -> io::Error {
 
 /// Appends encoded records to one records file.
 pub struct RecordsWriter<W: Write + Send> {
-    writer: ArrowWriter<W>,
+    file: SerializedFileWriter<W>,
+    factory: ArrowRowGroupWriterFactory,
+    /// The columns the crate encodes, in file order: their fields.
+    fields: Vec<FieldRef>,
+    /// The text columns, in file order: their slot in an encoded batch, their descriptor,
+    /// and how their pages are cut.
+    text_columns: Vec<(usize, ColumnDescPtr, PageLimits)>,
+    max_group_rows: Option<usize>,
+    max_group_bytes: Option<usize>,
+    zstd: Compressor,
+    /// The open row group.
+    group: Option<Group>,
     builders: Builders,
+    /// The encoded batches holding the text of the open Arrow batch's rows, and those rows
+    /// (batch, row).
+    held: Vec<EncodedBatch>,
+    pending: Vec<(usize, usize)>,
     rows: u64,
     /// The text handed to the open row group, or more (counted a batch at a time: the
     /// group is closed once this passes [`ROW_GROUP_TEXT_BYTES`]).
     group_text: usize,
+}
+
+/// An open row group: the crate's column writers and the text columns' chunks.
+struct Group {
+    writers: Vec<ArrowColumnWriter>,
+    texts: Vec<TextChunk>,
+    rows: usize,
+}
+
+impl Group {
+    /// The encoded size the crate would estimate for the row group (it cuts groups by it).
+    fn estimated_bytes(&self) -> usize {
+        let crates: usize = self
+            .writers
+            .iter()
+            .map(ArrowColumnWriter::get_estimated_total_bytes)
+            .sum();
+        crates
+            + self
+                .texts
+                .iter()
+                .map(TextChunk::estimated_bytes)
+                .sum::<usize>()
+    }
 }
 
 impl<W: Write + Send> RecordsWriter<W> {
@@ -390,24 +456,58 @@ impl<W: Write + Send> RecordsWriter<W> {
         let options = ArrowWriterOptions::new()
             .with_properties(properties())
             .with_skip_arrow_metadata(true);
-        let writer =
-            ArrowWriter::try_new_with_options(out, file_schema(), options).map_err(to_io)?;
+        // The crate's own writer sets the file up (schema, properties, the column writers'
+        // factory); the row groups are driven here.
+        let schema = file_schema();
+        let (file, factory) = ArrowWriter::try_new_with_options(out, Arc::clone(&schema), options)
+            .and_then(ArrowWriter::into_serialized_writer)
+            .map_err(to_io)?;
+        let properties = Arc::clone(file.properties());
+        let mut fields = Vec::new();
+        let mut text_columns = Vec::new();
+        for (index, (column, _, kind)) in COLUMNS.iter().enumerate() {
+            if own_chunks(*kind) {
+                let descriptor = file.schema_descr().column(index);
+                let limits = PageLimits::of(&properties, &descriptor);
+                text_columns.push((slot(*column), descriptor, limits));
+            } else {
+                fields.push(Arc::clone(&schema.fields()[index]));
+            }
+        }
         Ok(Self {
-            writer,
+            max_group_rows: properties.max_row_group_row_count(),
+            max_group_bytes: properties.max_row_group_bytes(),
+            file,
+            factory,
+            fields,
+            text_columns,
+            zstd: Compressor::new(ZSTD_LEVEL)?,
+            group: None,
             builders: Builders::new(),
+            held: Vec::new(),
+            pending: Vec::with_capacity(BATCH_ROWS),
             rows: 0,
             group_text: 0,
         })
     }
 
     /// Appends the records of a batch.
-    pub fn write(&mut self, batch: &EncodedBatch) -> io::Result<()> {
-        for row in 0..batch.len() {
-            self.builders.append(batch, row);
+    pub fn write(&mut self, batch: EncodedBatch) -> io::Result<()> {
+        self.held.push(batch);
+        let mut index = self.held.len() - 1;
+        for row in 0..self.held[index].len() {
+            self.builders.append(&self.held[index], row);
+            self.pending.push((index, row));
             self.rows += 1;
             if self.builders.full() {
                 self.write_batch()?;
+                // Only the batch being taken may still hold rows to write.
+                self.held.drain(..index);
+                index = 0;
             }
+        }
+        if self.pending.is_empty() {
+            self.held.clear();
         }
         Ok(())
     }
@@ -417,22 +517,143 @@ impl<W: Write + Send> RecordsWriter<W> {
         self.rows
     }
 
+    /// Writes the open Arrow batch into row groups, cut where the crate's `ArrowWriter`
+    /// cuts them: at the row limit, and where the rows would carry the group past its byte
+    /// limit at the group's average row size so far.
     fn write_batch(&mut self) -> io::Result<()> {
         let (rows, text) = (self.builders.rows, self.builders.text_bytes);
-        let batch = RecordBatch::try_new(file_schema(), self.builders.finish())
-            .map_err(io::Error::other)?;
-        self.writer.write(&batch).map_err(to_io)?;
-        // The text in the open row group, or more: the encoder may have closed the group
-        // before or within this batch.
-        self.group_text = match self.writer.in_progress_rows() {
+        let columns = self.builders.finish();
+        let mut start = 0;
+        loop {
+            if self.group.is_none() {
+                self.group = Some(Group {
+                    writers: self.open_writers()?,
+                    texts: self
+                        .text_columns
+                        .iter()
+                        .map(|(_, column, limits)| TextChunk::new(Arc::clone(column), *limits))
+                        .collect(),
+                    rows: 0,
+                });
+            }
+            let group = self.group.as_ref().expect("an open row group");
+            let (buffered, remaining) = (group.rows, rows - start);
+            let mut split = self
+                .max_group_rows
+                .filter(|max| buffered + remaining > *max)
+                .map(|max| max - buffered);
+            if let Some(max) = self.max_group_bytes
+                && buffered > 0
+            {
+                let current = group.estimated_bytes();
+                if current >= max {
+                    self.flush()?;
+                    continue;
+                }
+                if let Some(fit) = (max - current).checked_div(current / buffered)
+                    && split.unwrap_or(remaining) > fit
+                {
+                    if fit == 0 {
+                        self.flush()?;
+                        continue;
+                    }
+                    split = Some(fit);
+                }
+            }
+            let length = split.unwrap_or(remaining);
+            self.write_rows(&columns, start, length)?;
+            let group = self.group.as_ref().expect("a group just written to");
+            if self.max_group_rows.is_some_and(|max| group.rows >= max)
+                || self
+                    .max_group_bytes
+                    .is_some_and(|max| group.estimated_bytes() >= max)
+            {
+                self.flush()?;
+            }
+            start += length;
+            if split.is_none() {
+                break;
+            }
+        }
+        self.pending.clear();
+        // The text in the open row group, or more: the group may have been closed before
+        // or within this batch.
+        self.group_text = match self.group.as_ref().map_or(0, |group| group.rows) {
             0 => 0,
             open if open <= rows => text,
             _ => self.group_text + text,
         };
         if self.group_text >= ROW_GROUP_TEXT_BYTES {
-            self.writer.flush().map_err(to_io)?;
+            self.flush()?;
             self.group_text = 0;
         }
+        Ok(())
+    }
+
+    /// The crate's column writers of a new row group, for its columns.
+    fn open_writers(&self) -> io::Result<Vec<ArrowColumnWriter>> {
+        let writers = self
+            .factory
+            .create_column_writers(self.file.flushed_row_groups().len())
+            .map_err(to_io)?;
+        Ok(writers
+            .into_iter()
+            .zip(COLUMNS)
+            .filter(|(_, (_, _, kind))| !own_chunks(*kind))
+            .map(|(writer, _)| writer)
+            .collect())
+    }
+
+    /// Writes `length` rows of the open Arrow batch from `start` into the open row group.
+    fn write_rows(&mut self, columns: &[ArrayRef], start: usize, length: usize) -> io::Result<()> {
+        let group = self.group.as_mut().expect("an open row group");
+        group.rows += length;
+        for ((field, writer), column) in self.fields.iter().zip(&mut group.writers).zip(columns) {
+            let column = match (start, length) {
+                (0, all) if all == column.len() => Arc::clone(column),
+                _ => column.slice(start, length),
+            };
+            for leaf in compute_leaves(field, &column).map_err(to_io)? {
+                writer.write(&leaf).map_err(to_io)?;
+            }
+        }
+        let rows = &self.pending[start..start + length];
+        let held = &self.held;
+        for ((slot, _, _), chunk) in self.text_columns.iter().zip(&mut group.texts) {
+            let value = |index: usize| {
+                let (batch, row) = rows[index];
+                held[batch].required(row, *slot)
+            };
+            chunk.write(length, value, &mut self.zstd)?;
+        }
+        Ok(())
+    }
+
+    /// Closes the open row group, its columns in file order.
+    fn flush(&mut self) -> io::Result<()> {
+        let Some(group) = self.group.take() else {
+            return Ok(());
+        };
+        let mut chunks = Vec::with_capacity(group.writers.len());
+        for writer in group.writers {
+            chunks.push(writer.close().map_err(to_io)?);
+        }
+        let mut texts = Vec::with_capacity(group.texts.len());
+        for text in group.texts {
+            texts.push(text.close(&mut self.zstd)?);
+        }
+        let (mut chunks, mut texts) = (chunks.into_iter(), texts.into_iter());
+        let mut row_group = self.file.next_row_group().map_err(to_io)?;
+        for (_, _, kind) in COLUMNS {
+            if own_chunks(kind) {
+                let (bytes, close) = texts.next().expect("a chunk per text column");
+                row_group.append_column(&bytes, close).map_err(to_io)?;
+            } else {
+                let chunk = chunks.next().expect("a chunk per column");
+                chunk.append_to_row_group(&mut row_group).map_err(to_io)?;
+            }
+        }
+        row_group.close().map_err(to_io)?;
         Ok(())
     }
 
@@ -442,7 +663,8 @@ impl<W: Write + Send> RecordsWriter<W> {
         if self.builders.rows > 0 {
             self.write_batch()?;
         }
-        let out = self.writer.into_inner().map_err(to_io)?;
+        self.flush()?;
+        let out = self.file.into_inner().map_err(to_io)?;
         Ok((out, self.rows))
     }
 }
@@ -472,8 +694,7 @@ impl<'scope> ThreadedWriter<'scope> {
             let mut writer = RecordsWriter::new(out)?;
             for batch in receiver {
                 let bytes = batch.text.len();
-                writer.write(&batch)?;
-                drop(batch);
+                writer.write(batch)?;
                 taken.release(bytes);
             }
             writer.finish().map(|(_, rows)| rows)
@@ -575,6 +796,193 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    use arrow_array::{BooleanArray, RecordBatch, StringArray, UInt64Array};
+    use serde_json::json;
+
+    use crate::record::Source;
+
+    /// The records file the Parquet crate writes alone for `batches`: every column built
+    /// as an Arrow array and handed to its `ArrowWriter`, in Arrow batches cut as
+    /// [`RecordsWriter`] cuts them, row groups also closed at [`ROW_GROUP_TEXT_BYTES`].
+    fn written_by_the_crate(batches: &[EncodedBatch]) -> Vec<u8> {
+        let options = ArrowWriterOptions::new()
+            .with_properties(properties())
+            .with_skip_arrow_metadata(true);
+        let mut writer =
+            ArrowWriter::try_new_with_options(Vec::new(), file_schema(), options).unwrap();
+        let rows: Vec<(&EncodedBatch, usize)> = batches
+            .iter()
+            .flat_map(|batch| (0..batch.len()).map(move |row| (batch, row)))
+            .collect();
+        let (mut start, mut group_text) = (0, 0);
+        while start < rows.len() {
+            let (mut end, mut text) = (start, 0);
+            while end < rows.len() && end - start < BATCH_ROWS && text < BATCH_TEXT_BYTES {
+                text += rows[end].0.row_bytes(rows[end].1);
+                end += 1;
+            }
+            let taken = &rows[start..end];
+            fn scalar<'b>(row: &(&'b EncodedBatch, usize)) -> &'b EncodedRow {
+                &row.0.rows[row.1]
+            }
+            let columns = COLUMNS
+                .iter()
+                .map(|(column, _, _)| -> ArrayRef {
+                    match column {
+                        Column::SchemaVersion => Arc::new(UInt64Array::from(vec![
+                            crate::record::SCHEMA_VERSION;
+                            taken.len()
+                        ])),
+                        Column::RepeatId => Arc::new(UInt64Array::from_iter_values(
+                            taken.iter().map(|row| scalar(row).repeat_id),
+                        )),
+                        Column::IdentityScope => Arc::new(StringArray::from_iter_values(
+                            taken.iter().map(|row| scalar(row).identity_scope.as_str()),
+                        )),
+                        Column::Correct => Arc::new(BooleanArray::from_iter(
+                            taken.iter().map(|row| scalar(row).correct),
+                        )),
+                        Column::SourceLine => Arc::new(UInt64Array::from_iter(
+                            taken.iter().map(|row| scalar(row).source_line),
+                        )),
+                        text => Arc::new(StringArray::from_iter(
+                            taken
+                                .iter()
+                                .map(|(batch, row)| batch.field(*row, slot(*text))),
+                        )),
+                    }
+                })
+                .collect();
+            let batch = RecordBatch::try_new(file_schema(), columns).unwrap();
+            writer.write(&batch).unwrap();
+            group_text = match writer.in_progress_rows() {
+                0 => 0,
+                open if open <= taken.len() => text,
+                _ => group_text + text,
+            };
+            if group_text >= ROW_GROUP_TEXT_BYTES {
+                writer.flush().unwrap();
+                group_text = 0;
+            }
+            start = end;
+        }
+        writer.into_inner().unwrap()
+    }
+
+    /// The same batches through [`RecordsWriter`].
+    fn written(batches: &[EncodedBatch]) -> Vec<u8> {
+        let mut writer = RecordsWriter::new(Vec::new()).unwrap();
+        for batch in batches {
+            writer.write(batch.clone()).unwrap();
+        }
+        writer.finish().unwrap().0
+    }
+
+    /// `length` letters that zstd cannot shorten much, different for each `seed`.
+    fn noise(seed: u64, length: usize) -> String {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..length)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                char::from(b'a' + (state % 26) as u8)
+            })
+            .collect()
+    }
+
+    /// `count` records of every shape: labels present and absent, every locator, each
+    /// kind of `correct`, inputs of up to `longest` bytes, half of them noise (so that
+    /// pages compress and row groups fill at different rates), in encoded batches of 1 to
+    /// 300 records.
+    fn varied(count: usize, longest: usize) -> Vec<EncodedBatch> {
+        let (mut batches, mut batch, mut size) = (Vec::new(), EncodedBatch::new(), 1);
+        for index in 0..count {
+            let spread = (index as u64).wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32;
+            let length = spread as usize % (longest + 1);
+            let mut record = crate::record::tests::sample();
+            record.question_id = format!("q{index:06}");
+            record.language = (index % 3 != 0).then(|| ["en", "tr"][index % 2].into());
+            record.script = (index % 7 == 0).then(|| "Latn".into());
+            record.rephrasing_model = (index % 5 == 0).then(|| "para".into());
+            record.repeat_id = (index % 4) as u64;
+            record.correct = [None, Some(true), Some(false)][index % 3];
+            record.input = json!({
+                "question": noise(spread, length / 2),
+                "context": "the same words again ".repeat(length / 42),
+            });
+            record.extra = json!({"doc_id": index}).as_object().unwrap().clone();
+            record.source = match index % 3 {
+                0 => Source::line("runs/r1/raw/0001-a.jsonl", index as u64 + 1),
+                1 => Source {
+                    path: "runs/r1/raw/0002-log.eval".into(),
+                    locator: Locator::Member(format!("samples/{index}.json")),
+                },
+                _ => Source {
+                    path: "runs/r1/raw/0003-run/scenario_state.json".into(),
+                    locator: Locator::Pointer(format!("/request_states/{index}")),
+                },
+            };
+            batch.push(&NewRecord::from_record(record).unwrap());
+            if batch.len() == size {
+                batches.push(std::mem::take(&mut batch));
+                size = 1 + spread as usize % 300;
+            }
+        }
+        if !batch.is_empty() {
+            batches.push(batch);
+        }
+        batches
+    }
+
+    fn row_groups(bytes: &[u8]) -> usize {
+        parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes::Bytes::copy_from_slice(bytes))
+            .unwrap()
+            .num_row_groups()
+    }
+
+    #[test]
+    fn the_file_is_the_one_the_parquet_crate_writes_alone() {
+        // Many short and middling records: pages cut at 4,096 rows and at 1 MiB, row groups
+        // cut at their estimated 8 MiB in the middle of an Arrow batch.
+        let batches = varied(40_000, 4_000);
+        let bytes = written(&batches);
+        assert!(
+            row_groups(&bytes) > 2,
+            "the records fill several row groups"
+        );
+        assert!(bytes == written_by_the_crate(&batches), "the files differ");
+    }
+
+    #[test]
+    fn long_values_are_paged_as_the_parquet_crate_pages_them() {
+        // Values of up to 2.5 MiB: an Arrow batch cut by its text, a page of one value over
+        // the page limit, chunks written a few values at a time.
+        let batches = varied(60, 5 << 20);
+        let bytes = written(&batches);
+        assert!(row_groups(&bytes) > 1);
+        assert!(bytes == written_by_the_crate(&batches), "the files differ");
+        // Text that compresses to almost nothing: the row group closed by its text.
+        let mut batch = EncodedBatch::new();
+        for index in 0..48 {
+            let mut record = crate::record::tests::sample();
+            record.question_id = format!("q{index}");
+            record.input = json!({"context": "x".repeat(1 << 20)});
+            batch.push(&NewRecord::from_record(record).unwrap());
+        }
+        let batches = [batch];
+        let bytes = written(&batches);
+        assert!(row_groups(&bytes) > 1, "closed by its text");
+        assert!(bytes == written_by_the_crate(&batches), "the files differ");
+    }
+
+    #[test]
+    fn a_file_of_no_records_is_the_one_the_parquet_crate_writes() {
+        assert_eq!(written(&[]), written_by_the_crate(&[]));
+        assert_eq!(written(&[EncodedBatch::new()]), written_by_the_crate(&[]));
+    }
+
     #[test]
     fn records_go_to_the_encoder_once_their_text_fills_a_batch() {
         let mut record = crate::record::tests::sample();
@@ -586,7 +994,7 @@ mod tests {
         }
         let row_bytes = batch.row_bytes(0);
         let mut writer = RecordsWriter::new(Vec::new()).unwrap();
-        writer.write(&batch).unwrap();
+        writer.write(batch).unwrap();
         // Twelve records of a mebibyte each, far fewer than BATCH_ROWS: the builders hold
         // no more than the text bound and the record that passed it.
         assert!(writer.builders.rows < 12);

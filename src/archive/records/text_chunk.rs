@@ -1,0 +1,256 @@
+//! The column chunks of a records file's plain text columns (`question_id` and the JSON
+//! columns: [`super::Kind::Text`] and [`super::Kind::Json`]), written by babel from the
+//! encoded batches' text, each value copied once, into its page.
+//!
+//! These columns are most of a file's bytes, and the Parquet crate's way to them (Arrow
+//! string builders, its byte-array encoder, a page buffer grown from empty for every page)
+//! cost as much CPU as compressing them (BENCHMARKS.md, "what such a writer would reach").
+//! A chunk written here is the chunk the crate writes for the same values, byte for byte,
+//! so files do not change: required `BYTE_ARRAY` values, `PLAIN`, in version 1 data pages
+//! compressed with zstd, no dictionary and no statistics, the pages cut where the crate
+//! cuts them ([`TextChunk::write`]), an offset index and no column index. The crate still
+//! writes every other column, the row groups and the footer, and it is the reference: the
+//! records-file tests compare the two writers' files byte for byte.
+//!
+//! This module must not hold anything but these columns: a column with a dictionary,
+//! statistics or nulls stays the crate's.
+
+use std::io;
+
+use bytes::Bytes;
+use parquet::basic::{Compression, Encoding, EncodingMask, PageType};
+use parquet::column::writer::ColumnCloseResult;
+use parquet::file::metadata::{ColumnChunkMetaData, OffsetIndexBuilder, PageEncodingStats};
+use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnDescPtr;
+
+/// The limits the crate cuts pages by, read from the file's writer properties.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PageLimits {
+    /// Values handed to the page at once (`write_batch_size`), unless they are large.
+    batch: usize,
+    /// A page is closed once it holds this many rows ...
+    rows: usize,
+    /// ... or this many bytes of encoded values.
+    bytes: usize,
+    compression: Compression,
+}
+
+impl PageLimits {
+    pub(super) fn of(properties: &WriterProperties, column: &ColumnDescPtr) -> Self {
+        let path = column.path();
+        PageLimits {
+            batch: properties.write_batch_size(),
+            rows: properties.column_data_page_row_count_limit(path),
+            bytes: properties.column_data_page_size_limit(path),
+            compression: properties.compression(path),
+        }
+    }
+}
+
+/// One column chunk of a plain text column being written: its closed pages (header and
+/// compressed values each) and the open page's values.
+pub(super) struct TextChunk {
+    column: ColumnDescPtr,
+    limits: PageLimits,
+    /// The chunk's closed pages, as they go into the file.
+    pages: Vec<u8>,
+    /// The open page: each value behind its length (`PLAIN`).
+    page: Vec<u8>,
+    page_rows: usize,
+    /// The open page's values' bytes, without their lengths.
+    page_value_bytes: i64,
+    offsets: OffsetIndexBuilder,
+    page_count: i32,
+    rows: u64,
+    uncompressed: u64,
+}
+
+impl TextChunk {
+    pub(super) fn new(column: ColumnDescPtr, limits: PageLimits) -> Self {
+        TextChunk {
+            column,
+            limits,
+            pages: Vec::new(),
+            page: Vec::new(),
+            page_rows: 0,
+            page_value_bytes: 0,
+            offsets: OffsetIndexBuilder::new(),
+            page_count: 0,
+            rows: 0,
+            uncompressed: 0,
+        }
+    }
+
+    /// What the crate estimates the chunk's encoded size to be (the row group is cut by
+    /// it): the closed pages as written and the open page's values.
+    pub(super) fn estimated_bytes(&self) -> usize {
+        self.pages.len() + self.page.len()
+    }
+
+    /// Appends the `count` values `value(0..count)`, one call of the crate's column writer
+    /// (`write_batch_internal`): in chunks of `batch` values, each checked against the page
+    /// byte limit from its start and, when over it, written in windows of as many values
+    /// as fit it (the one that passes it included); the page is closed after a window that
+    /// fills it.
+    pub(super) fn write<'v>(
+        &mut self,
+        count: usize,
+        value: impl Fn(usize) -> &'v [u8],
+        zstd: &mut Compressor,
+    ) -> io::Result<()> {
+        let mut start = 0;
+        while start < count {
+            let chunk = self.limits.batch.min(count - start);
+            let window = self.fitting(start, chunk, &value).max(1);
+            let mut at = start;
+            while at < start + chunk {
+                let end = (at + window).min(start + chunk);
+                for index in at..end {
+                    let bytes = value(index);
+                    self.page
+                        .extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                    self.page.extend_from_slice(bytes);
+                    self.page_value_bytes += bytes.len() as i64;
+                }
+                self.page_rows += end - at;
+                if self.page_rows >= self.limits.rows || self.page.len() >= self.limits.bytes {
+                    self.close_page(zstd)?;
+                }
+                at = end;
+            }
+            start += chunk;
+        }
+        Ok(())
+    }
+
+    /// How many of the `chunk` values from `start` fit the page byte limit, each with its
+    /// length: all of them, or up to the first that passes it, that one included.
+    fn fitting<'v>(&self, start: usize, chunk: usize, value: &impl Fn(usize) -> &'v [u8]) -> usize {
+        let mut bytes = 0usize;
+        for index in 0..chunk {
+            bytes += value(start + index).len() + 4;
+            if bytes > self.limits.bytes {
+                return index + 1;
+            }
+        }
+        chunk
+    }
+
+    fn close_page(&mut self, zstd: &mut Compressor) -> io::Result<()> {
+        let data = zstd.compress(&self.page)?;
+        let header = page_header(self.page.len(), data.len(), self.page_rows);
+        let size = header.len() + data.len();
+        self.offsets
+            .append_offset_and_size(self.pages.len() as i64, size as i32);
+        self.offsets.append_row_count(self.page_rows as i64);
+        self.offsets
+            .append_unencoded_byte_array_data_bytes(Some(self.page_value_bytes));
+        self.pages.extend_from_slice(&header);
+        self.pages.extend_from_slice(data);
+        self.uncompressed += (header.len() + self.page.len()) as u64;
+        self.rows += self.page_rows as u64;
+        self.page_count += 1;
+        self.page.clear();
+        self.page_rows = 0;
+        self.page_value_bytes = 0;
+        Ok(())
+    }
+
+    /// Closes the open page; the chunk's bytes and what the row group writer needs to
+    /// splice them in, as the crate's column writer gives them.
+    pub(super) fn close(mut self, zstd: &mut Compressor) -> io::Result<(Bytes, ColumnCloseResult)> {
+        if self.page_rows > 0 {
+            self.close_page(zstd)?;
+        }
+        let compressed = self.pages.len() as u64;
+        let metadata = ColumnChunkMetaData::builder(self.column)
+            .set_compression(self.limits.compression)
+            .set_encodings_mask(EncodingMask::new_from_encodings(
+                [Encoding::PLAIN, Encoding::RLE].iter(),
+            ))
+            .set_page_encoding_stats(vec![PageEncodingStats {
+                page_type: PageType::DATA_PAGE,
+                encoding: Encoding::PLAIN,
+                count: self.page_count,
+            }])
+            .set_total_compressed_size(compressed as i64)
+            .set_total_uncompressed_size(self.uncompressed as i64)
+            .set_num_values(self.rows as i64)
+            .set_data_page_offset(0)
+            .set_dictionary_page_offset(None)
+            .build()
+            .map_err(io::Error::other)?;
+        let close = ColumnCloseResult {
+            bytes_written: compressed,
+            rows_written: self.rows,
+            metadata,
+            bloom_filter: None,
+            column_index: None,
+            offset_index: Some(self.offsets.build()),
+        };
+        Ok((Bytes::from(self.pages), close))
+    }
+}
+
+/// A zstd context at the file's level and its output buffer, shared by the chunks.
+pub(super) struct Compressor {
+    context: zstd::bulk::Compressor<'static>,
+    out: Vec<u8>,
+}
+
+impl Compressor {
+    pub(super) fn new(level: i32) -> io::Result<Self> {
+        Ok(Compressor {
+            context: zstd::bulk::Compressor::new(level)?,
+            out: Vec::new(),
+        })
+    }
+
+    /// `bytes` as one zstd frame, as the crate's codec writes it (its size in the frame).
+    fn compress(&mut self, bytes: &[u8]) -> io::Result<&[u8]> {
+        self.out.clear();
+        self.out
+            .reserve(zstd::zstd_safe::compress_bound(bytes.len()));
+        let written = self.context.compress_to_buffer(bytes, &mut self.out)?;
+        Ok(&self.out[..written])
+    }
+}
+
+/// The Thrift compact encoding of a version 1 data page's header: `PLAIN` values, `RLE`
+/// levels (there are none), no statistics, no checksum.
+fn page_header(uncompressed: usize, compressed: usize, values: usize) -> Vec<u8> {
+    // The values of parquet.thrift's enums `PageType` and `Encoding`.
+    const DATA_PAGE: i32 = 0;
+    const PLAIN: i32 = 0;
+    const RLE: i32 = 3;
+    // Field headers of the compact protocol: the field id's delta from the field before
+    // (high nibble) and the type, `i32` (5) or `struct` (12); 0 ends a struct.
+    const I32_NEXT: u8 = 0x15;
+    const STRUCT_TWO_ON: u8 = 0x2C;
+    const STOP: u8 = 0;
+    fn i32_field(header: &mut Vec<u8>, value: i32) {
+        header.push(I32_NEXT);
+        let mut zigzag = ((value << 1) ^ (value >> 31)) as u32;
+        while zigzag >= 0x80 {
+            header.push((zigzag as u8 & 0x7F) | 0x80);
+            zigzag >>= 7;
+        }
+        header.push(zigzag as u8);
+    }
+    let mut header = Vec::with_capacity(32);
+    // PageHeader: 1 type, 2 uncompressed_page_size, 3 compressed_page_size,
+    // 5 data_page_header.
+    i32_field(&mut header, DATA_PAGE);
+    i32_field(&mut header, uncompressed as i32);
+    i32_field(&mut header, compressed as i32);
+    header.push(STRUCT_TWO_ON);
+    // DataPageHeader: 1 num_values, 2 encoding, 3 and 4 the levels' encodings.
+    i32_field(&mut header, values as i32);
+    i32_field(&mut header, PLAIN);
+    i32_field(&mut header, RLE);
+    i32_field(&mut header, RLE);
+    header.push(STOP);
+    header.push(STOP);
+    header
+}
