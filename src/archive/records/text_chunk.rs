@@ -64,6 +64,28 @@ pub(super) struct TextChunk {
     page_count: i32,
     rows: u64,
     uncompressed: u64,
+    /// Where the write under way is.
+    write: Write,
+}
+
+/// A write of values under way (see [`TextChunk::begin`]).
+#[derive(Debug, Default)]
+struct Write {
+    /// The values of the write, and how many are taken.
+    count: usize,
+    taken: usize,
+    chunk: Chunk,
+}
+
+/// The chunk of a write under way.
+#[derive(Debug, Default)]
+struct Chunk {
+    /// The chunk's bytes so far, each value with its length, until they pass the limit.
+    bytes: usize,
+    /// How many values make a window, once known.
+    window: Option<usize>,
+    /// The chunk's values counted into the page so far.
+    checked: usize,
 }
 
 impl TextChunk {
@@ -79,6 +101,7 @@ impl TextChunk {
             page_count: 0,
             rows: 0,
             uncompressed: 0,
+            write: Write::default(),
         }
     }
 
@@ -88,53 +111,55 @@ impl TextChunk {
         self.pages.len() + self.page.len()
     }
 
-    /// Appends the `count` values `value(0..count)`, one call of the crate's column writer
-    /// (`write_batch_internal`): in chunks of `batch` values, each checked against the page
-    /// byte limit from its start and, when over it, written in windows of as many values
-    /// as fit it (the one that passes it included); the page is closed after a window that
-    /// fills it.
-    pub(super) fn write<'v>(
-        &mut self,
-        count: usize,
-        value: impl Fn(usize) -> &'v [u8],
-        zstd: &mut Compressor,
-    ) -> io::Result<()> {
-        let mut start = 0;
-        while start < count {
-            let chunk = self.limits.batch.min(count - start);
-            let window = self.fitting(start, chunk, &value).max(1);
-            let mut at = start;
-            while at < start + chunk {
-                let end = (at + window).min(start + chunk);
-                for index in at..end {
-                    let bytes = value(index);
-                    self.page
-                        .extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-                    self.page.extend_from_slice(bytes);
-                    self.page_value_bytes += bytes.len() as i64;
-                }
-                self.page_rows += end - at;
-                if self.page_rows >= self.limits.rows || self.page.len() >= self.limits.bytes {
-                    self.close_page(zstd)?;
-                }
-                at = end;
-            }
-            start += chunk;
-        }
-        Ok(())
+    /// Starts a write of `count` values, one call of the crate's column writer
+    /// (`write_batch_internal`), whose values [`Self::push`] then takes in order. The
+    /// values are taken in chunks of `batch`; a chunk is written whole when its values fit
+    /// the page byte limit (each with its length), otherwise in windows of as many values
+    /// as fit it from the chunk's start (the one that passes it included), and the page is
+    /// closed after a chunk or window that fills it. A window's width is known once its
+    /// values are taken, so each value is read once, and the columns of a row are taken
+    /// together, in the order their text lies in the encoded batch.
+    pub(super) fn begin(&mut self, count: usize) {
+        self.write = Write {
+            count,
+            ..Write::default()
+        };
     }
 
-    /// How many of the `chunk` values from `start` fit the page byte limit, each with its
-    /// length: all of them, or up to the first that passes it, that one included.
-    fn fitting<'v>(&self, start: usize, chunk: usize, value: &impl Fn(usize) -> &'v [u8]) -> usize {
-        let mut bytes = 0usize;
-        for index in 0..chunk {
-            bytes += value(start + index).len() + 4;
-            if bytes > self.limits.bytes {
-                return index + 1;
+    /// Takes the next value of the write [`Self::begin`] started.
+    pub(super) fn push(&mut self, value: &[u8], zstd: &mut Compressor) -> io::Result<()> {
+        let write = &mut self.write;
+        let in_chunk = write.taken % self.limits.batch;
+        if in_chunk == 0 {
+            write.chunk = Chunk::default();
+        }
+        let chunk = self
+            .limits
+            .batch
+            .min(write.count - (write.taken - in_chunk));
+        write.taken += 1;
+        self.page
+            .extend_from_slice(&(value.len() as u32).to_le_bytes());
+        self.page.extend_from_slice(value);
+        self.page_value_bytes += value.len() as i64;
+        let state = &mut write.chunk;
+        if state.window.is_none() {
+            state.bytes += value.len() + 4;
+            if state.bytes > self.limits.bytes {
+                state.window = Some(in_chunk + 1);
             }
         }
-        chunk
+        let ends_window = state
+            .window
+            .is_some_and(|width| (in_chunk + 1).is_multiple_of(width));
+        if ends_window || in_chunk + 1 == chunk {
+            self.page_rows += in_chunk + 1 - state.checked;
+            state.checked = in_chunk + 1;
+            if self.page_rows >= self.limits.rows || self.page.len() >= self.limits.bytes {
+                self.close_page(zstd)?;
+            }
+        }
+        Ok(())
     }
 
     fn close_page(&mut self, zstd: &mut Compressor) -> io::Result<()> {

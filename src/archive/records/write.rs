@@ -617,14 +617,14 @@ impl<W: Write + Send> RecordsWriter<W> {
                 writer.write(&leaf).map_err(to_io)?;
             }
         }
-        let rows = &self.pending[start..start + length];
-        let held = &self.held;
-        for ((slot, _, _), chunk) in self.text_columns.iter().zip(&mut group.texts) {
-            let value = |index: usize| {
-                let (batch, row) = rows[index];
-                held[batch].required(row, *slot)
-            };
-            chunk.write(length, value, &mut self.zstd)?;
+        for chunk in &mut group.texts {
+            chunk.begin(length);
+        }
+        for &(batch, row) in &self.pending[start..start + length] {
+            let batch = &self.held[batch];
+            for ((slot, _, _), chunk) in self.text_columns.iter().zip(&mut group.texts) {
+                chunk.push(batch.required(row, *slot), &mut self.zstd)?;
+            }
         }
         Ok(())
     }
