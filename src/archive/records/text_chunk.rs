@@ -8,9 +8,11 @@
 //! A chunk written here is the chunk the crate writes for the same values, byte for byte,
 //! so files do not change: required `BYTE_ARRAY` values, `PLAIN`, in version 1 data pages
 //! compressed with zstd, no dictionary and no statistics, the pages cut where the crate
-//! cuts them ([`TextChunk::write`]), an offset index and no column index. The crate still
+//! cuts them ([`TextChunk::push`]), an offset index and no column index. The crate still
 //! writes every other column, the row groups and the footer, and it is the reference: the
-//! records-file tests compare the two writers' files byte for byte.
+//! records-file tests compare the two writers' files byte for byte. What is written here
+//! is what parquet 60.1.0 writes (the crate is pinned in Cargo.toml), for exactly the
+//! settings [`PageLimits::of`] checks.
 //!
 //! This module must not hold anything but these columns: a column with a dictionary,
 //! statistics or nulls stays the crate's.
@@ -18,13 +20,14 @@
 use std::io;
 
 use bytes::Bytes;
-use parquet::basic::{Compression, Encoding, EncodingMask, PageType};
+use parquet::basic::{Compression, Encoding, EncodingMask, PageType, Type};
 use parquet::column::writer::ColumnCloseResult;
 use parquet::file::metadata::{ColumnChunkMetaData, OffsetIndexBuilder, PageEncodingStats};
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
 use parquet::schema::types::ColumnDescPtr;
 
-/// The limits the crate cuts pages by, read from the file's writer properties.
+/// The limits the crate cuts a column's pages by and its compression, read from the
+/// file's writer properties.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct PageLimits {
     /// Values handed to the page at once (`write_batch_size`), unless they are large.
@@ -34,16 +37,43 @@ pub(super) struct PageLimits {
     /// ... or this many bytes of encoded values.
     bytes: usize,
     compression: Compression,
+    /// The zstd level of `compression`.
+    level: i32,
 }
 
 impl PageLimits {
-    pub(super) fn of(properties: &WriterProperties, column: &ColumnDescPtr) -> Self {
+    /// The limits of `column`, once its settings are those this module writes chunks
+    /// for: a required, unnested `BYTE_ARRAY` column in version 1 pages, `PLAIN`, zstd,
+    /// with no dictionary, statistics, bloom filter or content-defined chunking, and an
+    /// offset index. Anything else is an error: the chunk would not be the crate's.
+    pub(super) fn of(properties: &WriterProperties, column: &ColumnDescPtr) -> io::Result<Self> {
         let path = column.path();
-        PageLimits {
-            batch: properties.write_batch_size(),
-            rows: properties.column_data_page_row_count_limit(path),
-            bytes: properties.column_data_page_size_limit(path),
-            compression: properties.compression(path),
+        let level = match properties.compression(path) {
+            Compression::ZSTD(level) => Some(level.compression_level()),
+            _ => None,
+        };
+        let written_here = column.physical_type() == Type::BYTE_ARRAY
+            && column.max_def_level() == 0
+            && column.max_rep_level() == 0
+            && properties.writer_version() == WriterVersion::PARQUET_1_0
+            && matches!(properties.encoding(path), None | Some(Encoding::PLAIN))
+            && !properties.dictionary_enabled(path)
+            && properties.statistics_enabled(path) == EnabledStatistics::None
+            && properties.bloom_filter_properties(path).is_none()
+            && !properties.offset_index_disabled()
+            && properties.content_defined_chunking().is_none()
+            && !properties.write_row_group_number_distinct_values();
+        match level {
+            Some(level) if written_here => Ok(PageLimits {
+                batch: properties.write_batch_size(),
+                rows: properties.column_data_page_row_count_limit(path),
+                bytes: properties.column_data_page_size_limit(path),
+                compression: properties.compression(path),
+                level,
+            }),
+            _ => Err(io::Error::other(format!(
+                "the records file's column {path} is not set up as babel writes its pages"
+            ))),
         }
     }
 }
@@ -129,6 +159,10 @@ impl TextChunk {
     /// Takes the next value of the write [`Self::begin`] started.
     pub(super) fn push(&mut self, value: &[u8], zstd: &mut Compressor) -> io::Result<()> {
         let write = &mut self.write;
+        debug_assert!(
+            write.taken < write.count,
+            "more values than the write began with"
+        );
         let in_chunk = write.taken % self.limits.batch;
         if in_chunk == 0 {
             write.chunk = Chunk::default();
@@ -163,11 +197,11 @@ impl TextChunk {
     }
 
     fn close_page(&mut self, zstd: &mut Compressor) -> io::Result<()> {
-        let data = zstd.compress(&self.page)?;
-        let header = page_header(self.page.len(), data.len(), self.page_rows);
+        let data = zstd.compress(&self.page, self.limits.level)?;
+        let header = page_header(self.page.len(), data.len(), self.page_rows)?;
         let size = header.len() + data.len();
         self.offsets
-            .append_offset_and_size(self.pages.len() as i64, size as i32);
+            .append_offset_and_size(self.pages.len() as i64, thrift_i32(size)?);
         self.offsets.append_row_count(self.page_rows as i64);
         self.offsets
             .append_unencoded_byte_array_data_bytes(Some(self.page_value_bytes));
@@ -177,6 +211,11 @@ impl TextChunk {
         self.rows += self.page_rows as u64;
         self.page_count += 1;
         self.page.clear();
+        // A page made large by a long value does not keep its room for the rest of the
+        // row group.
+        if self.page.capacity() > 4 * self.limits.bytes {
+            self.page = Vec::new();
+        }
         self.page_rows = 0;
         self.page_value_bytes = 0;
         Ok(())
@@ -188,6 +227,9 @@ impl TextChunk {
         if self.page_rows > 0 {
             self.close_page(zstd)?;
         }
+        // The crate would write an empty chunk otherwise (no encodings but RLE); a row
+        // group is never closed empty.
+        debug_assert!(self.page_count > 0, "a chunk of no pages");
         let compressed = self.pages.len() as u64;
         let metadata = ColumnChunkMetaData::builder(self.column)
             .set_compression(self.limits.compression)
@@ -218,33 +260,50 @@ impl TextChunk {
     }
 }
 
-/// A zstd context at the file's level and its output buffer, shared by the chunks.
+/// A zstd context and its output buffer, shared by the chunks of a file.
 pub(super) struct Compressor {
     context: zstd::bulk::Compressor<'static>,
+    level: i32,
     out: Vec<u8>,
 }
 
 impl Compressor {
-    pub(super) fn new(level: i32) -> io::Result<Self> {
+    pub(super) fn new() -> io::Result<Self> {
+        let level = zstd::DEFAULT_COMPRESSION_LEVEL;
         Ok(Compressor {
             context: zstd::bulk::Compressor::new(level)?,
+            level,
             out: Vec::new(),
         })
     }
 
-    /// `bytes` as one zstd frame, as the crate's codec writes it (its size in the frame).
-    fn compress(&mut self, bytes: &[u8]) -> io::Result<&[u8]> {
+    /// `bytes` as one zstd frame at `level`, as the crate's codec writes it (its size in
+    /// the frame; the context's earlier frames change nothing).
+    fn compress(&mut self, bytes: &[u8], level: i32) -> io::Result<&[u8]> {
+        if level != self.level {
+            self.context.set_compression_level(level)?;
+            self.level = level;
+        }
+        let bound = zstd::zstd_safe::compress_bound(bytes.len());
+        // The room a long value's page took is not kept for the pages after it.
+        if self.out.capacity() > 4 * bound.max(1 << 20) {
+            self.out = Vec::new();
+        }
         self.out.clear();
-        self.out
-            .reserve(zstd::zstd_safe::compress_bound(bytes.len()));
+        self.out.reserve(bound);
         let written = self.context.compress_to_buffer(bytes, &mut self.out)?;
         Ok(&self.out[..written])
     }
 }
 
+/// `value` as a Thrift `i32`; the crate refuses anything larger.
+fn thrift_i32(value: usize) -> io::Result<i32> {
+    i32::try_from(value).map_err(|_| io::Error::other("a records file page of 2 GiB or more"))
+}
+
 /// The Thrift compact encoding of a version 1 data page's header: `PLAIN` values, `RLE`
 /// levels (there are none), no statistics, no checksum.
-fn page_header(uncompressed: usize, compressed: usize, values: usize) -> Vec<u8> {
+fn page_header(uncompressed: usize, compressed: usize, values: usize) -> io::Result<Vec<u8>> {
     // The values of parquet.thrift's enums `PageType` and `Encoding`.
     const DATA_PAGE: i32 = 0;
     const PLAIN: i32 = 0;
@@ -267,15 +326,15 @@ fn page_header(uncompressed: usize, compressed: usize, values: usize) -> Vec<u8>
     // PageHeader: 1 type, 2 uncompressed_page_size, 3 compressed_page_size,
     // 5 data_page_header.
     i32_field(&mut header, DATA_PAGE);
-    i32_field(&mut header, uncompressed as i32);
-    i32_field(&mut header, compressed as i32);
+    i32_field(&mut header, thrift_i32(uncompressed)?);
+    i32_field(&mut header, thrift_i32(compressed)?);
     header.push(STRUCT_TWO_ON);
     // DataPageHeader: 1 num_values, 2 encoding, 3 and 4 the levels' encodings.
-    i32_field(&mut header, values as i32);
+    i32_field(&mut header, thrift_i32(values)?);
     i32_field(&mut header, PLAIN);
     i32_field(&mut header, RLE);
     i32_field(&mut header, RLE);
     header.push(STOP);
     header.push(STOP);
-    header
+    Ok(header)
 }

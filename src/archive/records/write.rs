@@ -294,8 +294,9 @@ impl Builders {
     fn new() -> Self {
         Self {
             schema_version: UInt64Builder::with_capacity(BATCH_ROWS),
-            texts: std::array::from_fn(|_| {
-                StringBuilder::with_capacity(BATCH_ROWS, BATCH_ROWS * 32)
+            texts: std::array::from_fn(|index| match own_chunks(TEXT_FIELDS[index].kind()) {
+                true => StringBuilder::new(),
+                false => StringBuilder::with_capacity(BATCH_ROWS, BATCH_ROWS * 32),
             }),
             repeat_id: UInt64Builder::with_capacity(BATCH_ROWS),
             identity_scope: StringBuilder::with_capacity(BATCH_ROWS, BATCH_ROWS * 8),
@@ -417,7 +418,9 @@ pub struct RecordsWriter<W: Write + Send> {
     group: Option<Group>,
     builders: Builders,
     /// The encoded batches holding the text of the open Arrow batch's rows, and those rows
-    /// (batch, row).
+    /// (batch, row). They are held here beside the queue's bound ([`QUEUED_BYTES`]): at
+    /// most [`BATCH_TEXT_BYTES`] of rows and the rest of the batches they are in, about
+    /// what the Arrow builders held when they took a copy of the text.
     held: Vec<EncodedBatch>,
     pending: Vec<(usize, usize)>,
     rows: u64,
@@ -468,7 +471,7 @@ impl<W: Write + Send> RecordsWriter<W> {
         for (index, (column, _, kind)) in COLUMNS.iter().enumerate() {
             if own_chunks(*kind) {
                 let descriptor = file.schema_descr().column(index);
-                let limits = PageLimits::of(&properties, &descriptor);
+                let limits = PageLimits::of(&properties, &descriptor)?;
                 text_columns.push((slot(*column), descriptor, limits));
             } else {
                 fields.push(Arc::clone(&schema.fields()[index]));
@@ -481,7 +484,7 @@ impl<W: Write + Send> RecordsWriter<W> {
             factory,
             fields,
             text_columns,
-            zstd: Compressor::new(ZSTD_LEVEL)?,
+            zstd: Compressor::new()?,
             group: None,
             builders: Builders::new(),
             held: Vec::new(),
@@ -975,6 +978,72 @@ mod tests {
         let bytes = written(&batches);
         assert!(row_groups(&bytes) > 1, "closed by its text");
         assert!(bytes == written_by_the_crate(&batches), "the files differ");
+    }
+
+    #[test]
+    fn a_page_filled_to_its_limit_is_closed_where_the_parquet_crate_closes_it() {
+        // 1,024 inputs of 1,020 bytes of text, each behind its 4-byte length: a chunk of
+        // exactly 1 MiB, the page limit; then one value a byte or a page longer, first,
+        // in the middle or last, so that the window of values is cut by the first value
+        // that passes the limit, the chunk's first values or all but its last.
+        for (longer, by) in [(None, 0), (Some(1023), 1), (Some(1022), 1), (Some(0), 1)]
+            .into_iter()
+            .chain([(Some(0), 1 << 10), (Some(0), 1 << 20), (Some(5), 3 << 10)])
+        {
+            let mut batch = EncodedBatch::new();
+            for index in 0..3_000 {
+                let mut record = crate::record::tests::sample();
+                record.question_id = String::new();
+                let extra = if longer == Some(index % 1024) { by } else { 0 };
+                // A JSON string: its text is the letters and two quotes.
+                record.input = json!("y".repeat(1018 + extra));
+                record.repeat_id = index as u64;
+                batch.push(&NewRecord::from_record(record).unwrap());
+            }
+            let batches = [batch];
+            assert!(
+                written(&batches) == written_by_the_crate(&batches),
+                "the files differ with the value at {longer:?} longer by {by}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_text_column_set_up_otherwise_is_not_written_here() {
+        use parquet::schema::types::{SchemaDescriptor, Type as SchemaType};
+        let text = SchemaType::primitive_type_builder("input", parquet::basic::Type::BYTE_ARRAY)
+            .with_repetition(parquet::basic::Repetition::REQUIRED)
+            .build()
+            .unwrap();
+        let root = SchemaType::group_type_builder("schema")
+            .with_fields(vec![Arc::new(text)])
+            .build()
+            .unwrap();
+        let column = SchemaDescriptor::new(Arc::new(root)).column(0);
+        assert!(PageLimits::of(&properties(), &column).is_ok());
+        let path = ColumnPath::from("input");
+        let otherwise = [
+            properties()
+                .into_builder()
+                .set_column_dictionary_enabled(path.clone(), true)
+                .build(),
+            properties()
+                .into_builder()
+                .set_column_compression(path.clone(), Compression::SNAPPY)
+                .build(),
+            properties()
+                .into_builder()
+                .set_column_statistics_enabled(path.clone(), EnabledStatistics::Chunk)
+                .build(),
+            properties()
+                .into_builder()
+                .set_offset_index_disabled(true)
+                .build(),
+        ];
+        for properties in otherwise {
+            let error = PageLimits::of(&properties, &column).unwrap_err();
+            assert!(error.to_string().contains("input"), "{error}");
+        }
     }
 
     #[test]
