@@ -200,7 +200,7 @@ fn round_trip(batch: EncodedBatch, kept: Vec<Record>) {
         return;
     }
     let mut writer = RecordsWriter::new(Vec::new()).expect("a writer in memory");
-    writer.write(&batch).expect("writing the records");
+    writer.write(batch).expect("writing the records");
     let (bytes, rows) = writer.finish().expect("finishing the file");
     assert_eq!(rows, kept.len() as u64);
     let mut file = tempfile::tempfile().expect("a temporary file");
