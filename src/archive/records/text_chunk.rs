@@ -48,7 +48,8 @@ impl PageLimits {
     /// offset index. Anything else is an error: the chunk would not be the crate's.
     pub(super) fn of(properties: &WriterProperties, column: &ColumnDescPtr) -> io::Result<Self> {
         let path = column.path();
-        let level = match properties.compression(path) {
+        let compression = properties.compression(path);
+        let level = match compression {
             Compression::ZSTD(level) => Some(level.compression_level()),
             _ => None,
         };
@@ -68,11 +69,12 @@ impl PageLimits {
                 batch: properties.write_batch_size(),
                 rows: properties.column_data_page_row_count_limit(path),
                 bytes: properties.column_data_page_size_limit(path),
-                compression: properties.compression(path),
+                compression,
                 level,
             }),
             _ => Err(io::Error::other(format!(
-                "the records file's column {path} is not set up as babel writes its pages"
+                "this build of babel sets the records file's column {path} up otherwise than \
+                 it writes its pages, and writes no records (a bug in babel: please report it)"
             ))),
         }
     }
