@@ -1,8 +1,9 @@
 //! JSON Lines inputs: the file is read in batches of whole lines, each written into the
 //! archive's copy and hashed as it is read ([`Copying`]: the digest is of the bytes
-//! written); each
-//! batch is normalized on a worker thread and taken in file order by the [`Sink`], whose
-//! records a writer thread encodes and compresses.
+//! written); each batch is normalized by whichever thread is free and taken in file order
+//! by the [`Sink`], whose records the records writer encodes and compresses on the thread
+//! that took them ([`parallel::run_ordered`]: as many threads as cores, the calling one
+//! the only reader).
 //!
 //! The adapter is handed each line as the streaming reader's members (canonical text, no
 //! tree).
@@ -18,10 +19,10 @@ use super::{FileImport, FileOutcome, ImportReport, Progress};
 use crate::adapters::{ImportContext, JsonLine, LinesHook};
 use crate::archive::ArchiveError;
 use crate::archive::artifacts::contract::BankIndex;
-use crate::archive::records::ThreadedWriter;
+use crate::archive::records::RecordsWriter;
 use crate::durable::{ContentDigest, CopiedFile, HashingWriter, NewFile, PathIoError, Tee, io_at};
 use crate::jsonl::{self, LineBatch, Members, NonFinitePolicy, NonFiniteReplacement};
-use crate::parallel;
+use crate::parallel::{self, InFlight};
 use crate::record::NewRecord;
 
 impl FileImport<'_, '_> {
@@ -58,12 +59,16 @@ impl FileImport<'_, '_> {
         let (policy, bank) = (self.options.non_finite, self.bank);
         let mut read_error = None;
         let mut first = true;
-        let (parsed, written, raw_digest, written_back) = std::thread::scope(|scope| {
-            // The copy and the records go to disk while the source is read.
+        let mut writer =
+            RecordsWriter::new(records.writer()).map_err(io_at("writing", &records_path))?;
+        let mut write_error = None;
+        let (parsed, raw_digest, written_back) = std::thread::scope(|scope| {
+            // The copy goes to disk while the source is read.
             let writing_back = scope.spawn(|| write_back.run());
-            let mut writer = ThreadedWriter::spawn(scope, records.writer());
-            let parsed = parallel::map_ordered(
+            let parsed = parallel::run_ordered(
                 parallel::workers(),
+                InFlight::batches(IN_FLIGHT_PER_THREAD)
+                    .bytes(IN_FLIGHT_BYTES_PER_THREAD, LineBatch::bytes),
                 || {
                     batcher.next_batch().map_err(|error| {
                         read_error = Some(error);
@@ -79,9 +84,10 @@ impl FileImport<'_, '_> {
                         sink.reserve_for(&batch, file_bytes);
                     }
                     if let Some(records) = sink.take(batch, report) {
-                        // A failed write means the writer stopped; its error comes from
-                        // `finish` below.
-                        writer.write(records).map_err(|_| None)?;
+                        writer.write(records).map_err(|error| {
+                            write_error = Some(error);
+                            None
+                        })?;
                         sink.wrote();
                     }
                     Ok(())
@@ -92,11 +98,18 @@ impl FileImport<'_, '_> {
             let written_back = writing_back
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (parsed, writer.finish(), raw_digest, written_back)
+            (parsed, raw_digest, written_back)
         });
         // A failed read or copy stops the import first, so its error comes first: the
         // records writer's own (a full disk, say) would be a consequence.
         PathIoError::of_copying(read_error, written_back, self.plan.given_path)?;
+        let written = match write_error {
+            Some(error) => {
+                drop(writer);
+                Err(error)
+            }
+            None => writer.finish().map(|(_, rows)| rows),
+        };
         let count = written.map_err(io_at("writing", &records_path))?;
         parsed.or_else(|error: Option<ArchiveError>| error.map_or(Ok(()), Err))?;
         copy.finish()?;
@@ -126,6 +139,12 @@ impl jsonl::Observer for Copying<'_, '_> {
         Ok(())
     }
 }
+
+/// How many batches of lines each thread may have read ahead of the records writer, and how
+/// many of their bytes: enough that a thread always finds a batch to parse while another
+/// writes, few enough that memory stays flat.
+const IN_FLIGHT_PER_THREAD: usize = 6;
+const IN_FLIGHT_BYTES_PER_THREAD: usize = 8 << 20;
 
 thread_local! {
     /// Each worker's members buffers, kept from batch to batch.

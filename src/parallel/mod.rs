@@ -1,9 +1,15 @@
 //! An ordered parallel map: batches produced on the calling thread are processed on worker
 //! threads and handed back to the calling thread in their original order.
 //!
-//! This is how import and validate use both cores while reading, hashing and writing stay
-//! sequential (and the output deterministic). Memory stays bounded: at most a few batches
-//! per worker are in flight. Owns no I/O; callers produce and consume.
+//! This is how structured imports, validate and the reports use both cores while reading,
+//! hashing and writing stay sequential (and the output deterministic). Memory stays
+//! bounded: at most a few batches per worker are in flight. Owns no I/O; callers produce
+//! and consume. [`run_ordered`] (in `pool`) is the same contract run by one thread per core,
+//! where the sink runs on whichever thread is free: how JSON Lines imports run.
+
+mod pool;
+
+pub use pool::run_ordered;
 
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
@@ -358,16 +364,18 @@ mod tests {
         }
     }
 
+    /// Batch `n` weighs 1 to 5 bytes, and every 50th 100.
+    pub(super) fn weigh(n: &u32) -> usize {
+        if n % 50 == 49 {
+            100
+        } else {
+            (n % 5 + 1) as usize
+        }
+    }
+
     #[test]
     fn no_more_bytes_are_out_at_once_than_the_caller_allows_but_a_large_batch_goes_alone() {
         // Batches of 1 to 5 bytes and, every 50th, one of 100; two workers of 6 bytes each.
-        let weigh = |n: &u32| {
-            if n % 50 == 49 {
-                100
-            } else {
-                (n % 5 + 1) as usize
-            }
-        };
         let out = std::cell::Cell::new(0usize);
         let (mut most, mut large_beside) = (0, Vec::new());
         let result: Result<(), ()> = push_ordered(
