@@ -21,8 +21,9 @@ use std::sync::{Arc, Mutex};
 /// workers busy, small enough to keep memory flat.
 const IN_FLIGHT_PER_WORKER: usize = 2;
 
-/// How much [`push_ordered`] lets out at once: batches handed to the workers and not yet
-/// to the sink, counted per worker.
+/// How much [`push_ordered`] lets out at once (batches handed to the workers and not yet
+/// to the sink, counted per worker), or [`run_ordered`] (batches produced and not yet taken
+/// by the sink, counted per thread).
 #[derive(Debug, Clone, Copy)]
 pub struct InFlight<In> {
     batches: usize,
@@ -40,8 +41,9 @@ impl<In> InFlight<In> {
         }
     }
 
-    /// And at most `per_worker` bytes per worker, as `weigh` counts a batch's; a batch
-    /// larger than that still goes, alone.
+    /// And at most `per_worker` bytes per worker, as `weigh` counts a batch's. In
+    /// [`push_ordered`] a batch larger than that still goes, alone; [`run_ordered`]
+    /// produces a batch while those out weigh less than the bound, so one batch may pass it.
     pub fn bytes(self, per_worker: usize, weigh: fn(&In) -> usize) -> Self {
         Self {
             bytes: per_worker,

@@ -58,11 +58,19 @@ where
         byte_limit: threads.saturating_mul(in_flight.bytes),
     };
     std::thread::scope(|scope| {
-        for _ in 1..threads {
-            scope.spawn(|| shared.run(&work, None::<&mut fn() -> Result<Option<In>, E>>, |_| 0));
-        }
         // However the caller's part ends (a panic in `produce` too), the others stop.
         let _stop = StopOnDrop(&shared);
+        for _ in 1..threads {
+            // A thread the system will not make (a process limit) leaves the run to those
+            // there are: the caller alone can do every step.
+            let helper = || shared.run(&work, None::<&mut fn() -> Result<Option<In>, E>>, |_| 0);
+            if std::thread::Builder::new()
+                .spawn_scoped(scope, helper)
+                .is_err()
+            {
+                break;
+            }
+        }
         shared.run(&work, Some(&mut produce), in_flight.weigh);
     });
     let mut state = shared
@@ -467,6 +475,100 @@ mod tests {
             },
             uneven,
             |_| Ok(()),
+        );
+    }
+
+    #[test]
+    fn a_batch_produced_wakes_a_waiting_thread() {
+        let (sunk, wait) = mpsc::channel();
+        let mut calls = 0;
+        let result: Result<(), ()> = run_ordered(
+            2,
+            InFlight::batches(4),
+            || {
+                calls += 1;
+                match calls {
+                    1 => {
+                        // The other thread is waiting by now, with nothing to do.
+                        std::thread::sleep(Duration::from_millis(100));
+                        Ok(Some(7))
+                    }
+                    2 => {
+                        let taken = wait.recv_timeout(Duration::from_secs(10));
+                        assert_eq!(taken, Ok(14), "the waiting thread was woken for the batch");
+                        Ok(None)
+                    }
+                    _ => unreachable!("produce is not called after the end"),
+                }
+            },
+            |n: u32| n * 2,
+            move |n| {
+                sunk.send(n).expect("the caller waits");
+                Ok(())
+            },
+        );
+        assert_eq!(result, Ok(()));
+    }
+
+    #[test]
+    #[should_panic(expected = "worker panic")]
+    fn a_panic_in_work_on_another_thread_wakes_the_waiting_caller() {
+        let caller = std::thread::current().id();
+        let (started, wait) = mpsc::channel();
+        let mut calls = 0;
+        let _ = run_ordered(
+            2,
+            InFlight::batches(4),
+            || {
+                calls += 1;
+                match calls {
+                    1 => Ok(Some(0)),
+                    // Until the other thread works on the batch; the caller then waits.
+                    _ => {
+                        wait.recv_timeout(Duration::from_secs(10))
+                            .expect("the other thread works on the batch");
+                        Ok::<_, ()>(None)
+                    }
+                }
+            },
+            |_: u32| -> u32 {
+                assert_ne!(std::thread::current().id(), caller);
+                started.send(()).expect("the caller waits");
+                // The caller is waiting by now.
+                std::thread::sleep(Duration::from_millis(100));
+                panic!("worker panic")
+            },
+            |_| Ok(()),
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "sink panic")]
+    fn a_panic_in_the_sink_on_another_thread_wakes_the_waiting_caller() {
+        let (started, wait) = mpsc::channel();
+        let mut calls = 0;
+        let _ = run_ordered(
+            2,
+            InFlight::batches(4),
+            || {
+                calls += 1;
+                match calls {
+                    1 => Ok(Some(0)),
+                    // Until the other thread takes the result; the caller then waits.
+                    _ => {
+                        wait.recv_timeout(Duration::from_secs(10))
+                            .expect("the other thread takes the result");
+                        Ok::<_, ()>(None)
+                    }
+                }
+            },
+            |n: u32| n,
+            move |_| -> Result<(), ()> {
+                started.send(()).expect("the caller waits");
+                // The caller is waiting by now.
+                std::thread::sleep(Duration::from_millis(100));
+                panic!("sink panic")
+            },
         );
     }
 }

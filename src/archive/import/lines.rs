@@ -27,7 +27,7 @@ use crate::record::NewRecord;
 
 impl FileImport<'_, '_> {
     /// A JSON Lines file: read in batches of lines that are written to its raw file as
-    /// they are read, normalized on worker threads and written in order.
+    /// they are read, normalized by whichever thread is free and written in order.
     pub(super) fn lines(
         &self,
         hook: LinesHook,
@@ -100,6 +100,9 @@ impl FileImport<'_, '_> {
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (parsed, raw_digest, written_back)
         });
+        // The calling thread parsed too: its buffers, as large as the file's longest line,
+        // are not kept past the file (the other threads have ended with theirs).
+        MEMBERS.with_borrow_mut(|members| *members = Members::new());
         // A failed read or copy stops the import first, so its error comes first: the
         // records writer's own (a full disk, say) would be a consequence.
         PathIoError::of_copying(read_error, written_back, self.plan.given_path)?;
@@ -170,8 +173,8 @@ fn recycle<'b>(mut records: Vec<NewRecord<'_>>) -> Vec<NewRecord<'b>> {
         .collect()
 }
 
-/// Reads and normalizes one batch of lines (on a worker thread): everything that needs no
-/// knowledge of the other lines, down to the encoded columns of every record.
+/// Reads and normalizes one batch of lines (on any thread of the run): everything that
+/// needs no knowledge of the other lines, down to the encoded columns of every record.
 fn normalize_batch(
     batch: &LineBatch,
     hook: LinesHook,

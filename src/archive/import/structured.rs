@@ -3,7 +3,8 @@
 //! are copied), then read from that copy as its format lays it out, header first, then
 //! item by item. Items are copied off the reader in batches, read and normalized on
 //! worker threads, taken in file order by the sink, and their records encoded and
-//! compressed on a writer thread, as JSON Lines inputs are. Every item is read into its
+//! compressed on a writer thread (JSON Lines inputs do all three on one thread per core:
+//! `parallel::run_ordered`). Every item is read into its
 //! members, as a line is: an item of JSON text by the streaming reader, a Parquet row
 //! column by column ([`RowAt::read`]).
 

@@ -1,6 +1,7 @@
-//! Writing a records file: records are encoded on worker threads ([`EncodedBatch`]: the
-//! records of a batch with their canonical JSON text, copied), then appended in order to one
-//! [`RecordsWriter`], which cuts Arrow batches and writes them into row groups of bounded
+//! Writing a records file: records are encoded a batch at a time, wherever they are parsed
+//! ([`EncodedBatch`]: the records of a batch with their canonical JSON text, copied), then
+//! appended in order to one [`RecordsWriter`] (on the thread whose turn it is, or on a
+//! thread of its own: [`ThreadedWriter`]), which cuts Arrow batches and writes them into row groups of bounded
 //! size. The Parquet crate encodes the label, integer and boolean columns and writes the
 //! file; the plain text columns (the question and the JSON columns, most of the bytes) go
 //! from the batches' text straight into pages ([`super::text_chunk`]), as the crate would
@@ -103,9 +104,9 @@ fn slot(column: Column) -> usize {
 }
 
 /// Records ready for the columns, many in one buffer: each record's text fields (nested
-/// values as canonical JSON) one after the other, and its scalars. Records are encoded on
-/// worker threads a batch at a time and written on another; one buffer per batch keeps
-/// that hand-over cheap.
+/// values as canonical JSON) one after the other, and its scalars. Records are encoded a
+/// batch at a time on the thread that parsed them and often written on another; one
+/// buffer per batch keeps that hand-over cheap.
 #[derive(Debug, Clone, Default)]
 pub struct EncodedBatch {
     text: Vec<u8>,
