@@ -510,27 +510,33 @@ mod tests {
         assert_eq!(result, Ok(()));
     }
 
+    /// Produces batch 0, then stays in its second call until the other thread says it has
+    /// the batch (the caller then waits for that thread), then ends.
+    fn one_batch_then_until(
+        other_has_it: mpsc::Receiver<()>,
+    ) -> impl FnMut() -> Result<Option<u32>, ()> {
+        let mut calls = 0;
+        move || {
+            calls += 1;
+            if calls > 1 {
+                other_has_it
+                    .recv_timeout(Duration::from_secs(10))
+                    .expect("the other thread has the batch");
+                return Ok(None);
+            }
+            Ok(Some(0))
+        }
+    }
+
     #[test]
     #[should_panic(expected = "worker panic")]
     fn a_panic_in_work_on_another_thread_wakes_the_waiting_caller() {
         let caller = std::thread::current().id();
         let (started, wait) = mpsc::channel();
-        let mut calls = 0;
         let _ = run_ordered(
             2,
             InFlight::batches(4),
-            || {
-                calls += 1;
-                match calls {
-                    1 => Ok(Some(0)),
-                    // Until the other thread works on the batch; the caller then waits.
-                    _ => {
-                        wait.recv_timeout(Duration::from_secs(10))
-                            .expect("the other thread works on the batch");
-                        Ok::<_, ()>(None)
-                    }
-                }
-            },
+            one_batch_then_until(wait),
             |_: u32| -> u32 {
                 assert_ne!(std::thread::current().id(), caller);
                 started.send(()).expect("the caller waits");
@@ -546,22 +552,10 @@ mod tests {
     #[should_panic(expected = "sink panic")]
     fn a_panic_in_the_sink_on_another_thread_wakes_the_waiting_caller() {
         let (started, wait) = mpsc::channel();
-        let mut calls = 0;
         let _ = run_ordered(
             2,
             InFlight::batches(4),
-            || {
-                calls += 1;
-                match calls {
-                    1 => Ok(Some(0)),
-                    // Until the other thread takes the result; the caller then waits.
-                    _ => {
-                        wait.recv_timeout(Duration::from_secs(10))
-                            .expect("the other thread takes the result");
-                        Ok::<_, ()>(None)
-                    }
-                }
-            },
+            one_batch_then_until(wait),
             |n: u32| n,
             move |_| -> Result<(), ()> {
                 started.send(()).expect("the caller waits");
