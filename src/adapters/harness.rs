@@ -12,7 +12,9 @@ use std::borrow::Cow;
 
 use super::kit::describe;
 use super::{AdapterError, ImportContext, JsonLine, LineFields, RunContext, kit, stable_id};
-use crate::canonical_json::{Json, JsonKind, ObjectWriter, object_members};
+use crate::canonical_json::{
+    Json, JsonKind, ObjectWriter, integral_fraction, object_members, short_fraction,
+};
 use crate::jsonl::FieldPath;
 use crate::record::{DEFAULT_FILTER, Locator, NewRecord};
 
@@ -475,19 +477,26 @@ fn likelihood_scores(
             JsonKind::String if rolling => (entry.as_string().expect("a string"), None),
             _ => return Json::EMPTY_OBJECT,
         };
-        let Ok(number) = text.parse::<f64>() else {
-            return Json::EMPTY_OBJECT;
-        };
         if i > 0 {
             loglikelihood.push(',');
         }
-        if number.is_finite() {
-            loglikelihood.push_str(ryu.format_finite(number));
+        if let Some((whole, fraction)) = plain_decimal(&text) {
+            loglikelihood.push_str(whole);
+            if !fraction.is_empty() {
+                loglikelihood.push('.');
+                loglikelihood.push_str(fraction);
+            }
+        } else if let Ok(number) = text.parse::<f64>() {
+            if number.is_finite() {
+                loglikelihood.push_str(ryu.format_finite(number));
+            } else {
+                warnings.push(format!(
+                    "likelihood {text:?} of request {i} ({source}) is not finite; stored as null in scores"
+                ));
+                loglikelihood.push_str("null");
+            }
         } else {
-            warnings.push(format!(
-                "likelihood {text:?} of request {i} ({source}) is not finite; stored as null in scores"
-            ));
-            loglikelihood.push_str("null");
+            return Json::EMPTY_OBJECT;
         }
         if let Some(greedy) = greedy {
             if greedy_count > 0 {
@@ -497,13 +506,36 @@ fn likelihood_scores(
             greedy_count += 1;
         }
     }
-    let mut scores = match greedy_count {
-        0 => String::from("{"),
-        _ => is_greedy + "],",
-    };
+    // Sized once: appending the likelihoods to the flags' buffer grew it.
+    let mut scores = String::with_capacity(is_greedy.len() + loglikelihood.len() + 4);
+    match greedy_count {
+        0 => scores.push('{'),
+        _ => {
+            scores.push_str(&is_greedy);
+            scores.push_str("],");
+        }
+    }
     scores.push_str(&loglikelihood);
     scores.push_str("]}");
     Json::canonical_owned(scores)
+}
+
+/// The canonical text of a likelihood written as a JSON number with a fraction and no
+/// exponent (`-6.1297`, `-12.0`: how the harness writes them) whose double ECMAScript
+/// writes as that decimal: its whole part and its fraction (empty for a whole number),
+/// read without a parse ([`short_fraction`], [`integral_fraction`]). `None` for any other
+/// text, which is parsed and written through `ryu-js` as before (a fifth of this
+/// function's time was the parse and the formatting).
+fn plain_decimal(text: &str) -> Option<(&str, &str)> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let (whole, fraction) = digits.split_once('.')?;
+    let json_whole = whole == "0"
+        || whole.starts_with(|c: char| matches!(c, '1'..='9'))
+            && whole.bytes().all(|b| b.is_ascii_digit());
+    if !json_whole || fraction.is_empty() || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    short_fraction(text).or_else(|| integral_fraction(text).map(|whole| (whole, "")))
 }
 
 #[cfg(test)]
@@ -606,6 +638,71 @@ mod tests {
         assert_eq!(record.extra["prompt_hash"], mc()["prompt_hash"]);
         assert_eq!(record.correct, Some(false), "acc 0.0");
         assert!(record.warnings.is_empty());
+    }
+
+    #[test]
+    fn a_likelihood_read_without_a_parse_is_written_as_ryu_js_writes_its_double() {
+        // RFC 8785: numbers are written as ECMAScript writes their double; the fast path
+        // must agree with parsing and `ryu-js` wherever it answers.
+        let written = |text: &str| match plain_decimal(text) {
+            Some((whole, "")) => Some(whole.to_owned()),
+            Some((whole, fraction)) => Some(format!("{whole}.{fraction}")),
+            None => None,
+        };
+        for (text, expected) in [
+            ("-6.1297", Some("-6.1297")),
+            ("-12.0", Some("-12")),
+            ("-0.0", Some("0")),
+            ("-0.5", Some("-0.5")),
+            ("0.000001", Some("0.000001")),
+            ("-3.250", Some("-3.25")),
+            ("123456789012345.0", Some("123456789012345")),
+            ("0.0000001", None),
+            ("1234567890123456.5", None),
+            ("01.5", None),
+            ("+1.5", None),
+            ("-.5", None),
+            ("1.", None),
+            ("1.5e3", None),
+            ("1e5", None),
+            ("-6", None),
+            (" 1.5", None),
+            ("1.5 ", None),
+            ("", None),
+            ("nan", None),
+            ("-inf", None),
+        ] {
+            assert_eq!(written(text).as_deref(), expected, "{text:?}");
+        }
+        // Decimals of every shape around the edges: signs, whole parts with and without
+        // leading zeros, fractions with leading and trailing zeros, 1 to 18 digits.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut answered = 0;
+        for _ in 0..200_000 {
+            let (a, b) = (next(), next());
+            let sign = ["", "-"][(a & 1) as usize];
+            let whole = match (a >> 1) % 5 {
+                0 => "0".to_owned(),
+                1 => format!("0{}", (a >> 8) % 10),
+                _ => ((a >> 8) % 10u64.pow(((a >> 40) % 17) as u32 + 1)).to_string(),
+            };
+            let leading = "0".repeat(((b >> 60) % 8) as usize);
+            let digits = ((b >> 4) % 10u64.pow(((b >> 50) % 16) as u32 + 1)).to_string();
+            let trailing = "0".repeat(((b >> 56) % 3) as usize);
+            let text = format!("{sign}{whole}.{leading}{digits}{trailing}");
+            if let Some(fast) = written(&text) {
+                answered += 1;
+                let number: f64 = text.parse().expect("a decimal");
+                assert_eq!(fast, ryu_js::Buffer::new().format_finite(number), "{text}");
+            }
+        }
+        assert!(answered > 50_000, "the fast path answered {answered}");
     }
 
     #[test]
