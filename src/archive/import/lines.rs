@@ -146,7 +146,7 @@ impl jsonl::Observer for Copying<'_, '_> {
 /// How many batches of lines each thread may have read ahead of the records writer, and how
 /// many of their bytes: enough that a thread always finds a batch to parse while another
 /// writes, few enough that memory stays flat.
-const IN_FLIGHT_PER_THREAD: usize = 6;
+const IN_FLIGHT_PER_THREAD: usize = 4;
 const IN_FLIGHT_BYTES_PER_THREAD: usize = 8 << 20;
 
 thread_local! {
