@@ -56,6 +56,7 @@ where
         changed: Condvar::new(),
         limit: (threads * in_flight.batches) as u64,
         byte_limit: threads.saturating_mul(in_flight.bytes),
+        weigh: in_flight.weigh,
     };
     std::thread::scope(|scope| {
         // However the caller's part ends (a panic in `produce` too), the others stop.
@@ -63,7 +64,7 @@ where
         for _ in 1..threads {
             // A thread the system will not make (a process limit) leaves the run to those
             // there are: the caller alone can do every step.
-            let helper = || shared.run(&work, None::<&mut fn() -> Result<Option<In>, E>>, |_| 0);
+            let helper = || shared.run(&work, None);
             if std::thread::Builder::new()
                 .spawn_scoped(scope, helper)
                 .is_err()
@@ -71,7 +72,7 @@ where
                 break;
             }
         }
-        shared.run(&work, Some(&mut produce), in_flight.weigh);
+        shared.run(&work, Some(&mut produce));
     });
     let mut state = shared
         .state
@@ -88,6 +89,7 @@ struct Shared<In, Out, E, S> {
     changed: Condvar,
     limit: u64,
     byte_limit: usize,
+    weigh: fn(&In) -> usize,
 }
 
 /// Batches produced and not yet worked on, results not yet taken, the sink when no thread
@@ -142,14 +144,11 @@ where
     /// One thread's part: the calling thread's with `produce`, which it prefers while the
     /// bound allows (the other threads need its batches); every thread then takes the
     /// sink's turn if due, else a batch to work on, else waits.
-    fn run<P>(
+    fn run(
         &self,
         work: &impl Fn(In) -> Out,
-        mut produce: Option<&mut P>,
-        weigh: fn(&In) -> usize,
-    ) where
-        P: FnMut() -> Result<Option<In>, E>,
-    {
+        mut produce: Option<&mut dyn FnMut() -> Result<Option<In>, E>>,
+    ) {
         let mut state = self.state();
         loop {
             let step = self.next_step(&mut state, produce.is_some());
@@ -167,7 +166,7 @@ where
                     state = self.state();
                     match produced {
                         Ok(Some(input)) => {
-                            let size = weigh(&input);
+                            let size = (self.weigh)(&input);
                             let index = state.produced;
                             state.sizes.push_back(size);
                             state.bytes += size;

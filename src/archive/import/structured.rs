@@ -4,9 +4,8 @@
 //! item by item. Items are copied off the reader in batches, read and normalized on
 //! worker threads, taken in file order by the sink, and their records encoded and
 //! compressed on a writer thread (JSON Lines inputs do all three on one thread per core:
-//! `parallel::run_ordered`). Every item is read into its
-//! members, as a line is: an item of JSON text by the streaming reader, a Parquet row
-//! column by column ([`RowAt::read`]).
+//! `parallel::run_ordered`). Every item is read into its members, as a line is: an item
+//! of JSON text by the streaming reader, a Parquet row column by column ([`RowAt::read`]).
 
 use std::fs::File;
 use std::io::Read;

@@ -10,9 +10,10 @@
 //! bytes (no clock, host or random value reaches the file; row groups are cut by size).
 //!
 //! Writing ([`RecordsWriter`], or [`ThreadedWriter`] on a thread of its own) takes records
-//! already encoded, a batch at a time ([`EncodedBatch`]); reading ([`RecordsFile`]) projects only the columns a caller asks
-//! for ([`Columns`]) and decodes a full [`crate::record::Record`] strictly on demand. The store knows
-//! nothing of runs, manifests or transactions: the archive hands it paths and writers.
+//! already encoded, a batch at a time ([`EncodedBatch`]); reading ([`RecordsFile`]) projects
+//! only the columns a caller asks for ([`Columns`]) and decodes a full
+//! [`crate::record::Record`] strictly on demand. The store knows nothing of runs, manifests
+//! or transactions: the archive hands it paths and writers.
 
 mod read;
 mod text_chunk;

@@ -1,8 +1,8 @@
 //! Writing a records file: records are encoded a batch at a time, wherever they are parsed
 //! ([`EncodedBatch`]: the records of a batch with their canonical JSON text, copied), then
 //! appended in order to one [`RecordsWriter`] (on the thread whose turn it is, or on a
-//! thread of its own: [`ThreadedWriter`]), which cuts Arrow batches and writes them into row groups of bounded
-//! size. The Parquet crate encodes the label, integer and boolean columns and writes the
+//! thread of its own: [`ThreadedWriter`]), which cuts Arrow batches and writes them into
+//! row groups of bounded size. The Parquet crate encodes the label, integer and boolean columns and writes the
 //! file; the plain text columns (the question and the JSON columns, most of the bytes) go
 //! from the batches' text straight into pages ([`super::text_chunk`]), as the crate would
 //! have written them. The rows of an Arrow batch are handed to both at once, and the row
@@ -419,9 +419,10 @@ pub struct RecordsWriter<W: Write + Send> {
     group: Option<Group>,
     builders: Builders,
     /// The encoded batches holding the text of the open Arrow batch's rows, and those rows
-    /// (batch, row). They are held here beside the queue's bound ([`QUEUED_BYTES`]): at
-    /// most [`BATCH_TEXT_BYTES`] of rows and the rest of the batches they are in, about
-    /// what the Arrow builders held when they took a copy of the text.
+    /// (batch, row). They are held here beside what the caller bounds (the writer thread's
+    /// queue, [`QUEUED_BYTES`], or an import's batches in flight): at most
+    /// [`BATCH_TEXT_BYTES`] of rows and the rest of the batches they are in, about what the
+    /// Arrow builders held when they took a copy of the text.
     held: Vec<EncodedBatch>,
     pending: Vec<(usize, usize)>,
     rows: u64,
