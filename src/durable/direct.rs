@@ -12,24 +12,38 @@
 //! taken only if it is still the file its writer created (a [`super::CopiedFile`]'s, or
 //! the temporary file of an atomic write: no link, no other file put in its place), so
 //! no write can land anywhere else.
+//!
+//! A staging buffer is a huge page where the system has them (Linux's transparent huge
+//! pages, asked for with `madvise`): pinned for each direct write, a buffer of 4 KiB pages
+//! cost the kernel a reference per page, and a 200 MB import 25 ms of CPU more (BENCHMARKS.md,
+//! "Stages in huge pages"). Buffers are kept for the next copy ([`SPARE`]), so that a
+//! folder of small files does not fault in and zero a huge page for each.
 
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{Mutex, PoisonError, mpsc};
+
+use memmap2::MmapMut;
 
 /// The alignment of every buffer, offset and length written directly: the largest
 /// logical block a disk has.
 const ALIGN: usize = 4096;
 
-/// The size of one staging buffer (a multiple of [`ALIGN`]): one `pwrite` each.
-const STAGE_BYTES: usize = 1 << 20;
+/// The size of one staging buffer (a multiple of [`ALIGN`]): one `pwrite` each. A huge
+/// page on x86-64 and on most 64-bit systems; a buffer is aligned to its size, so that it
+/// can be one.
+pub(super) const STAGE_BYTES: usize = 2 << 20;
 
 /// How many staging buffers a writer may have: the one being filled and those queued for
 /// the disk or being written, so the writer waits only when the disk is that far behind.
 /// They are made as they are needed: a file of a few kilobytes takes one.
-const STAGES: usize = 8;
+const STAGES: usize = 4;
+
+/// Staging buffers no writer holds, for the next (at most [`STAGES`]; the rest are
+/// unmapped).
+static SPARE: Mutex<Vec<MmapMut>> = Mutex::new(Vec::new());
 
 /// Opens `path` again for writing around the page cache, where the filesystem allows it
 /// and `path` is still the file `copy` has open (not a link, not a file put in its place
@@ -56,35 +70,69 @@ pub(super) fn open(path: &Path, copy: &File) -> Option<File> {
 }
 
 /// An aligned buffer of [`STAGE_BYTES`] and what it holds: `len` bytes for the copy at
-/// `offset`.
+/// `offset`. Dropped, its memory goes back to [`SPARE`].
 pub(super) struct Stage {
-    buffer: Vec<u8>,
-    /// Where the aligned part of `buffer` starts (a `Vec` keeps its address when moved
-    /// between threads).
+    /// Twice [`STAGE_BYTES`] of memory, of which the buffer is the part aligned to
+    /// [`STAGE_BYTES`]; `None` only once dropped.
+    memory: Option<MmapMut>,
+    /// Where the aligned part of `memory` starts.
     start: usize,
     len: usize,
     offset: u64,
 }
 
 impl Stage {
-    fn new() -> Self {
-        let buffer = vec![0; STAGE_BYTES + ALIGN];
-        let start = buffer.as_ptr().align_offset(ALIGN);
-        Self {
-            buffer,
-            start,
+    /// A spare buffer, or new memory: what a stage held before is never written again,
+    /// since a stage is written only as far as it was filled, and its padding zeroed.
+    fn new() -> io::Result<Self> {
+        let spare = SPARE.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let memory = match spare {
+            Some(memory) => memory,
+            None => {
+                let memory = MmapMut::map_anon(2 * STAGE_BYTES)?;
+                // Without huge pages (a system that has none, or none free) the buffer is
+                // of small ones: slower, the same bytes.
+                #[cfg(target_os = "linux")]
+                let _ = memory.advise_range(
+                    memmap2::Advice::HugePage,
+                    memory.as_ptr().align_offset(STAGE_BYTES),
+                    STAGE_BYTES,
+                );
+                memory
+            }
+        };
+        Ok(Self {
+            start: memory.as_ptr().align_offset(STAGE_BYTES),
+            memory: Some(memory),
             len: 0,
             offset: 0,
-        }
+        })
+    }
+
+    /// The buffer's first `end` bytes.
+    fn buffer(&mut self, end: usize) -> &mut [u8] {
+        let memory = self.memory.as_mut().expect("a stage not dropped");
+        &mut memory[self.start..self.start + end]
     }
 
     /// Copies as much of `bytes` as fits; gives how much.
     fn fill(&mut self, bytes: &[u8]) -> usize {
         let taken = bytes.len().min(STAGE_BYTES - self.len);
-        let at = self.start + self.len;
-        self.buffer[at..at + taken].copy_from_slice(&bytes[..taken]);
+        let at = self.len;
+        self.buffer(at + taken)[at..].copy_from_slice(&bytes[..taken]);
         self.len += taken;
         taken
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        if let Some(memory) = self.memory.take() {
+            let mut spare = SPARE.lock().unwrap_or_else(PoisonError::into_inner);
+            if spare.len() < STAGES {
+                spare.push(memory);
+            }
+        }
     }
 }
 
@@ -118,14 +166,15 @@ pub(super) struct Writing {
     cached_from_now: bool,
 }
 
-/// The two sides of the copy at `path` written through `direct`.
-pub(super) fn channel(direct: File, path: &Path) -> (Staging, Writing) {
+/// The two sides of the copy at `path` written through `direct`; an error if no memory
+/// could be had for a stage.
+pub(super) fn channel(direct: File, path: &Path) -> io::Result<(Staging, Writing)> {
     let (full, pieces) = mpsc::sync_channel(STAGES);
     let (free_sender, free) = mpsc::channel();
-    (
+    Ok((
         Staging {
             path: path.to_owned(),
-            stage: Some(Stage::new()),
+            stage: Some(Stage::new()?),
             made: 1,
             offset: 0,
             full,
@@ -137,7 +186,7 @@ pub(super) fn channel(direct: File, path: &Path) -> (Staging, Writing) {
             free: free_sender,
             cached_from_now: false,
         },
-    )
+    ))
 }
 
 /// What a writer says when its write-back thread stopped (that thread's error says why):
@@ -186,6 +235,7 @@ impl Staging {
             Err(mpsc::TryRecvError::Empty) if self.made < STAGES => {
                 self.made += 1;
                 Stage::new()
+                    .map_err(|error| io::Error::other(super::io_at("writing", &self.path)(error)))?
             }
             Err(mpsc::TryRecvError::Empty) => self.free.recv().map_err(|_| stopped(&self.path))?,
             Err(mpsc::TryRecvError::Disconnected) => return Err(stopped(&self.path)),
@@ -245,23 +295,22 @@ impl Writing {
     /// copy then cut back to its length; through `cached` once a direct write was
     /// refused.
     fn put(&mut self, stage: &mut Stage, cached: &File) -> io::Result<()> {
-        let (start, len, end) = (stage.start, stage.len, stage.offset + stage.len as u64);
+        let (len, offset) = (stage.len, stage.offset);
+        let end = offset + len as u64;
         if len == 0 {
             return Ok(());
         }
         let padded = len.next_multiple_of(ALIGN);
+        let buffer = stage.buffer(padded);
         if !self.cached_from_now {
-            stage.buffer[start + len..start + padded].fill(0);
-            match self
-                .direct
-                .write_all_at(&stage.buffer[start..start + padded], stage.offset)
-            {
+            buffer[len..].fill(0);
+            match self.direct.write_all_at(buffer, offset) {
                 Ok(()) if padded == len => return Ok(()),
                 Ok(()) => return self.direct.set_len(end),
                 // EINVAL: a block larger than ALIGN, or an offset left unaligned.
                 Err(error) if error.kind() == io::ErrorKind::InvalidInput => {
                     self.cached_from_now = true;
-                    cached.write_all_at(&stage.buffer[start..start + len], stage.offset)?;
+                    cached.write_all_at(&buffer[..len], offset)?;
                     // Part of the padding may have been written before the refusal.
                     return match padded == len {
                         true => Ok(()),
@@ -271,7 +320,7 @@ impl Writing {
                 Err(error) => return Err(error),
             }
         }
-        cached.write_all_at(&stage.buffer[start..start + len], stage.offset)
+        cached.write_all_at(&buffer[..len], offset)
     }
 }
 
@@ -291,7 +340,7 @@ pub(super) mod tests {
         cached: &File,
         path: &Path,
     ) -> Result<u64, super::super::PathIoError> {
-        let (mut staging, writing) = channel(direct, path);
+        let (mut staging, writing) = channel(direct, path).unwrap();
         std::thread::scope(|scope| {
             let written = scope.spawn(|| writing.run(cached, path, 3 << 20, |_| Ok(())));
             let mut pieces = source.chunks(piece).peekable();
@@ -336,8 +385,15 @@ pub(super) mod tests {
                 let direct = open(&path, &cached).unwrap_or_else(|| cached.try_clone().unwrap());
                 let checkpoints = copy(&source, piece, direct, &cached, &path).unwrap();
                 assert_eq!(fs::read(&path).unwrap(), source, "{len} bytes by {piece}");
-                // One every 3 MiB and one at the end.
-                assert_eq!(checkpoints, (len >> 20) as u64 / 3 + 1, "{len} bytes");
+                // One once 3 MiB are written since the last (after every second stage)
+                // and one at the end, after the last stage.
+                let stages = len.div_ceil(STAGE_BYTES).max(1);
+                let between = (3usize << 20).div_ceil(STAGE_BYTES);
+                assert_eq!(
+                    checkpoints,
+                    ((stages - 1) / between + 1) as u64,
+                    "{len} bytes"
+                );
             }
         }
     }
@@ -385,7 +441,7 @@ pub(super) mod tests {
                 Err(why) => return skip(dir.path(), &why),
             };
             let cached = File::options().write(true).open(&path).unwrap();
-            let (mut staging, mut writing) = channel(direct, &path);
+            let (mut staging, mut writing) = channel(direct, &path).unwrap();
             staging.offset = 100;
             staging.stage.as_mut().unwrap().offset = 100;
             let source = source(len);
@@ -416,26 +472,48 @@ pub(super) mod tests {
         }
     }
 
+    /// Creates the copy `path`, has `stage` write into it (around the page cache where the
+    /// filesystem allows it) while the write-back thread runs, and gives what it holds.
+    fn staged(path: &Path, stage: impl FnOnce(&mut Staging)) -> Vec<u8> {
+        fs::write(path, b"").unwrap();
+        let cached = File::options().write(true).open(path).unwrap();
+        let direct = open(path, &cached).unwrap_or_else(|| cached.try_clone().unwrap());
+        let (mut staging, writing) = channel(direct, path).unwrap();
+        std::thread::scope(|scope| {
+            let written = scope.spawn(|| writing.run(&cached, path, u64::MAX, |_| Ok(())));
+            stage(&mut staging);
+            drop(staging);
+            written.join().unwrap().unwrap();
+        });
+        fs::read(path).unwrap()
+    }
+
+    #[test]
+    fn a_stage_used_before_writes_only_what_it_was_filled_with() {
+        // A spare stage holds the bytes of an earlier copy: none of them may reach this one.
+        let dir = tempfile::tempdir().unwrap();
+        let source = source(ALIGN + 10);
+        let copied = staged(&dir.path().join("copy"), |staging| {
+            let stage = staging.stage.as_mut().unwrap();
+            assert_eq!(stage.fill(&vec![b'x'; STAGE_BYTES]), STAGE_BYTES);
+            stage.len = 0;
+            staging.write(&source, true).unwrap();
+        });
+        assert_eq!(copied, source);
+    }
+
     #[test]
     fn stages_are_made_as_they_are_needed() {
         // A short file takes one stage; a long one more, never more than STAGES.
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("copy");
-        fs::write(&path, b"").unwrap();
-        let cached = File::options().write(true).open(&path).unwrap();
-        let direct = open(&path, &cached).unwrap_or_else(|| cached.try_clone().unwrap());
-        let (mut staging, writing) = channel(direct, &path);
         let (short, long) = (source(5000), source(3 * STAGE_BYTES + 7));
-        std::thread::scope(|scope| {
-            let written = scope.spawn(|| writing.run(&cached, &path, u64::MAX, |_| Ok(())));
+        let copied = staged(&dir.path().join("copy"), |staging| {
             staging.write(&short, false).unwrap();
             assert_eq!(staging.made, 1);
             staging.write(&long, true).unwrap();
             assert!((2..=STAGES).contains(&staging.made), "{}", staging.made);
-            drop(staging);
-            written.join().unwrap().unwrap();
         });
-        assert_eq!(fs::read(&path).unwrap(), [short, long].concat());
+        assert_eq!(copied, [short, long].concat());
     }
 
     #[test]
@@ -469,7 +547,7 @@ pub(super) mod tests {
         // O_DIRECT that the cache would take over).
         let read_only = File::open(&path).unwrap();
         let cached = File::open(&path).unwrap();
-        let (mut staging, writing) = channel(read_only, &path);
+        let (mut staging, writing) = channel(read_only, &path).unwrap();
         let source = source((STAGES + 2) * STAGE_BYTES);
         std::thread::scope(|scope| {
             let written = scope.spawn(|| writing.run(&cached, &path, u64::MAX, |_| Ok(())));
