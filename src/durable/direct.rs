@@ -15,9 +15,11 @@
 //!
 //! A staging buffer is a huge page where the system has them (Linux's transparent huge
 //! pages, asked for with `madvise`): pinned for each direct write, a buffer of 4 KiB pages
-//! cost the kernel a reference per page, and a 200 MB import 25 ms of CPU more (BENCHMARKS.md,
-//! "Stages in huge pages"). Buffers are kept for the next copy ([`SPARE`]), so that a
-//! folder of small files does not fault in and zero a huge page for each.
+//! cost the kernel a reference per page, and a 200 MB import 27 ms of CPU more
+//! (BENCHMARKS.md, "Stages in huge pages"). The module owns, for the process's life, the
+//! spare buffers ([`SPARE`]: up to 8 MiB resident, twice that of address space), kept for
+//! the next copy so that a folder of small files does not fault in and zero a huge page
+//! for each.
 
 use std::fs::File;
 use std::io;
@@ -41,7 +43,7 @@ pub(super) const STAGE_BYTES: usize = 2 << 20;
 /// They are made as they are needed: a file of a few kilobytes takes one.
 const STAGES: usize = 4;
 
-/// Staging buffers no writer holds, for the next (at most [`STAGES`]; the rest are
+/// Staging buffers no writer holds, for the next copy (at most [`STAGES`]; the rest are
 /// unmapped).
 static SPARE: Mutex<Vec<MmapMut>> = Mutex::new(Vec::new());
 
@@ -70,7 +72,8 @@ pub(super) fn open(path: &Path, copy: &File) -> Option<File> {
 }
 
 /// An aligned buffer of [`STAGE_BYTES`] and what it holds: `len` bytes for the copy at
-/// `offset`. Dropped, its memory goes back to [`SPARE`].
+/// `offset`. Dropped, its memory goes back to [`SPARE`] while that holds fewer than
+/// [`STAGES`].
 pub(super) struct Stage {
     /// Twice [`STAGE_BYTES`] of memory, of which the buffer is the part aligned to
     /// [`STAGE_BYTES`]; `None` only once dropped.
@@ -88,21 +91,15 @@ impl Stage {
         let spare = SPARE.lock().unwrap_or_else(PoisonError::into_inner).pop();
         let memory = match spare {
             Some(memory) => memory,
-            None => {
-                let memory = MmapMut::map_anon(2 * STAGE_BYTES)?;
-                // Without huge pages (a system that has none, or none free) the buffer is
-                // of small ones: slower, the same bytes.
-                #[cfg(target_os = "linux")]
-                let _ = memory.advise_range(
-                    memmap2::Advice::HugePage,
-                    memory.as_ptr().align_offset(STAGE_BYTES),
-                    STAGE_BYTES,
-                );
-                memory
-            }
+            None => MmapMut::map_anon(2 * STAGE_BYTES)?,
         };
+        let start = memory.as_ptr().align_offset(STAGE_BYTES);
+        // Without huge pages (a system that has none, or none free) the buffer is of small
+        // ones: slower, the same bytes.
+        #[cfg(target_os = "linux")]
+        let _ = memory.advise_range(memmap2::Advice::HugePage, start, STAGE_BYTES);
         Ok(Self {
-            start: memory.as_ptr().align_offset(STAGE_BYTES),
+            start,
             memory: Some(memory),
             len: 0,
             offset: 0,
@@ -167,7 +164,7 @@ pub(super) struct Writing {
 }
 
 /// The two sides of the copy at `path` written through `direct`; an error if no memory
-/// could be had for a stage.
+/// could be had for a stage, and the caller then writes through the page cache.
 pub(super) fn channel(direct: File, path: &Path) -> io::Result<(Staging, Writing)> {
     let (full, pieces) = mpsc::sync_channel(STAGES);
     let (free_sender, free) = mpsc::channel();
@@ -232,11 +229,15 @@ impl Staging {
         }
         let mut stage = match self.free.try_recv() {
             Ok(stage) => stage,
-            Err(mpsc::TryRecvError::Empty) if self.made < STAGES => {
-                self.made += 1;
-                Stage::new()
-                    .map_err(|error| io::Error::other(super::io_at("writing", &self.path)(error)))?
-            }
+            Err(mpsc::TryRecvError::Empty) if self.made < STAGES => match Stage::new() {
+                Ok(stage) => {
+                    self.made += 1;
+                    stage
+                }
+                // Without memory for another, the writer waits for one of those it has
+                // (the one just sent, at least).
+                Err(_) => self.free.recv().map_err(|_| stopped(&self.path))?,
+            },
             Err(mpsc::TryRecvError::Empty) => self.free.recv().map_err(|_| stopped(&self.path))?,
             Err(mpsc::TryRecvError::Disconnected) => return Err(stopped(&self.path)),
         };
@@ -472,48 +473,54 @@ pub(super) mod tests {
         }
     }
 
-    /// Creates the copy `path`, has `stage` write into it (around the page cache where the
-    /// filesystem allows it) while the write-back thread runs, and gives what it holds.
-    fn staged(path: &Path, stage: impl FnOnce(&mut Staging)) -> Vec<u8> {
-        fs::write(path, b"").unwrap();
-        let cached = File::options().write(true).open(path).unwrap();
-        let direct = open(path, &cached).unwrap_or_else(|| cached.try_clone().unwrap());
-        let (mut staging, writing) = channel(direct, path).unwrap();
-        std::thread::scope(|scope| {
-            let written = scope.spawn(|| writing.run(&cached, path, u64::MAX, |_| Ok(())));
-            stage(&mut staging);
-            drop(staging);
-            written.join().unwrap().unwrap();
-        });
-        fs::read(path).unwrap()
+    #[test]
+    fn a_stage_used_before_writes_only_what_it_was_filled_with() {
+        // A spare stage holds the bytes of an earlier copy: none of them may reach this
+        // one, not even in the padding of its last block before the copy is cut back.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("copy");
+        fs::write(&path, b"").unwrap();
+        let cached = File::options().write(true).open(&path).unwrap();
+        let direct = open(&path, &cached).unwrap_or_else(|| cached.try_clone().unwrap());
+        let (_, mut writing) = channel(direct, &path).unwrap();
+        let mut stage = Stage::new().unwrap();
+        assert_eq!(stage.fill(&vec![b'x'; STAGE_BYTES]), STAGE_BYTES);
+        stage.len = 0;
+        let source = source(ALIGN + 10);
+        assert_eq!(stage.fill(&source), source.len());
+        writing.put(&mut stage, &cached).unwrap();
+        let padded = source.len().next_multiple_of(ALIGN);
+        assert!(stage.buffer(padded)[source.len()..].iter().all(|b| *b == 0));
+        assert_eq!(fs::read(&path).unwrap(), source);
     }
 
     #[test]
-    fn a_stage_used_before_writes_only_what_it_was_filled_with() {
-        // A spare stage holds the bytes of an earlier copy: none of them may reach this one.
-        let dir = tempfile::tempdir().unwrap();
-        let source = source(ALIGN + 10);
-        let copied = staged(&dir.path().join("copy"), |staging| {
-            let stage = staging.stage.as_mut().unwrap();
-            assert_eq!(stage.fill(&vec![b'x'; STAGE_BYTES]), STAGE_BYTES);
-            stage.len = 0;
-            staging.write(&source, true).unwrap();
-        });
-        assert_eq!(copied, source);
+    fn no_more_than_a_writer_s_stages_are_kept_spare() {
+        let stages: Vec<Stage> = (0..2 * STAGES).map(|_| Stage::new().unwrap()).collect();
+        drop(stages);
+        assert!(SPARE.lock().unwrap().len() <= STAGES);
     }
 
     #[test]
     fn stages_are_made_as_they_are_needed() {
         // A short file takes one stage; a long one more, never more than STAGES.
         let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("copy");
+        fs::write(&path, b"").unwrap();
+        let cached = File::options().write(true).open(&path).unwrap();
+        let direct = open(&path, &cached).unwrap_or_else(|| cached.try_clone().unwrap());
+        let (mut staging, writing) = channel(direct, &path).unwrap();
         let (short, long) = (source(5000), source(3 * STAGE_BYTES + 7));
-        let copied = staged(&dir.path().join("copy"), |staging| {
+        std::thread::scope(|scope| {
+            let written = scope.spawn(|| writing.run(&cached, &path, u64::MAX, |_| Ok(())));
             staging.write(&short, false).unwrap();
             assert_eq!(staging.made, 1);
             staging.write(&long, true).unwrap();
             assert!((2..=STAGES).contains(&staging.made), "{}", staging.made);
+            drop(staging);
+            written.join().unwrap().unwrap();
         });
-        assert_eq!(copied, [short, long].concat());
+        assert_eq!(fs::read(&path).unwrap(), [short, long].concat());
     }
 
     #[test]
