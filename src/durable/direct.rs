@@ -91,19 +91,28 @@ impl Stage {
         let spare = SPARE.lock().unwrap_or_else(PoisonError::into_inner).pop();
         let memory = match spare {
             Some(memory) => memory,
-            None => MmapMut::map_anon(2 * STAGE_BYTES)?,
+            None => Self::mapped()?,
         };
-        let start = memory.as_ptr().align_offset(STAGE_BYTES);
-        // Without huge pages (a system that has none, or none free) the buffer is of small
-        // ones: slower, the same bytes.
-        #[cfg(target_os = "linux")]
-        let _ = memory.advise_range(memmap2::Advice::HugePage, start, STAGE_BYTES);
         Ok(Self {
-            start,
+            start: memory.as_ptr().align_offset(STAGE_BYTES),
             memory: Some(memory),
             len: 0,
             offset: 0,
         })
+    }
+
+    /// New memory for a stage, its aligned part asked to be a huge page (without huge
+    /// pages, on a system that has none or none free, it is of small ones: slower, the
+    /// same bytes).
+    fn mapped() -> io::Result<MmapMut> {
+        let memory = MmapMut::map_anon(2 * STAGE_BYTES)?;
+        #[cfg(target_os = "linux")]
+        let _ = memory.advise_range(
+            memmap2::Advice::HugePage,
+            memory.as_ptr().align_offset(STAGE_BYTES),
+            STAGE_BYTES,
+        );
+        Ok(memory)
     }
 
     /// The buffer's first `end` bytes.
